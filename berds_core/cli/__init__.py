@@ -1,0 +1,80 @@
+"""The ``berds`` command line.
+
+Each module in this package adds its verbs through ``register(subparsers)``
+and sets ``func`` on its parsers; ``func(args)`` returns a dict (printed as
+JSON with ``--json``) or None. Progress goes to stderr; with ``--json`` stdout
+holds one JSON object and nothing else. Exit 0 on success, 2 on bad input
+with a one-line message naming the file, line and field.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+
+from ..errors import InputError
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors: exit 2 with a single line
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="berds", description="BERDS Studio: perspective diversity of retrieval.")
+    sub = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    orig_add = sub.add_parser
+
+    def add_parser(name, **kw):
+        p = orig_add(name, **kw)
+        _add_common(p)
+        return p
+
+    sub.add_parser = add_parser  # every verb gets --json and --quiet
+    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{mod.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
+    return parser
+
+
+def print_result(args, result) -> None:
+    if result is None:
+        return
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        for key, val in result.items():
+            if isinstance(val, float):
+                val = f"{val:.4f}"
+            elif isinstance(val, (dict, list)):
+                val = json.dumps(val, ensure_ascii=False)
+            sys.stdout.write(f"{key}\t{val}\n")
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except InputError as e:
+        sys.stderr.write(f"berds {args.verb}: error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    print_result(args, result)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Run files: BERDS-compatible JSON Lines, one question per line.
+
+Each line: ``id``, ``question``, ``perspectives``, ``ctxs`` (``{id, title,
+text, score}`` in rank order), optionally ``subset``, and per judge
+``<name>-preds``: for each passage a list of booleans, one per perspective.
+Runs written by the original BERDS scripts (no ``id``) load as they are.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .jsonio import iter_jsonl, require, write_jsonl
+from .records import Gold
+
+PREDS_SUFFIX = "-preds"
+
+
+def read_run(path) -> list[dict]:
+    entries = []
+    for no, obj in iter_jsonl(path):
+        require(obj, "question", str, path, no)
+        persp = require(obj, "perspectives", list, path, no, nonempty=True)
+        if not all(isinstance(p, str) for p in persp):
+            raise InputError(path, no, "perspectives", "expected a list of strings")
+        ctxs = require(obj, "ctxs", list, path, no)
+        for c in ctxs:
+            if not isinstance(c, dict) or "text" not in c:
+                raise InputError(path, no, "ctxs", "each passage needs at least 'text'")
+        obj.setdefault("id", str(len(entries)))
+        obj["id"] = str(obj["id"])
+        for i, c in enumerate(ctxs):
+            c["id"] = str(c.get("id", f"{obj['id']}-{i}"))
+            c.setdefault("title", "")
+            c.setdefault("score", None)
+        for key, val in obj.items():
+            if key.endswith(PREDS_SUFFIX):
+                _check_preds(val, len(ctxs), len(persp), path, no, key)
+        entries.append(obj)
+    if not entries:
+        raise InputError(path, None, None, "run file is empty")
+    return entries
+
+
+def _check_preds(val, n_ctx, m, path, line, key):
+    ok = isinstance(val, list) and len(val) >= min(n_ctx, len(val)) and all(
+        isinstance(row, list) and len(row) == m for row in val)
+    if not ok:
+        raise InputError(path, line, key, f"expected one list of {m} booleans per passage")
+
+
+def write_run(path, entries: list[dict]) -> int:
+    return write_jsonl(path, entries)
+
+
+def judges_in(entry: dict) -> list[str]:
+    return [k[: -len(PREDS_SUFFIX)] for k in entry if k.endswith(PREDS_SUFFIX)]
+
+
+def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = None) -> np.ndarray:
+    """Boolean matrix (passages x perspectives): passage i supports perspective j.
+
+    Exactly one of ``gold`` (labels by question and passage id) or ``judge``
+    (a name whose ``<judge>-preds`` are stored in the entry) must be given.
+    """
+    m = len(entry["perspectives"])
+    ctxs = entry["ctxs"]
+    if (gold is None) == (judge is None):
+        raise ValueError("give exactly one of gold= or judge=")
+    if judge is not None:
+        key = judge + PREDS_SUFFIX
+        if key not in entry:
+            have = ", ".join(judges_in(entry)) or "none"
+            raise KeyError(f"question {entry['id']}: no predictions of judge '{judge}' (has: {have})")
+        preds = entry[key]
+        out = np.zeros((len(ctxs), m), dtype=bool)
+        if preds:
+            arr = np.asarray(preds, dtype=bool).reshape(len(preds), m)[: len(ctxs)]
+            out[: len(arr)] = arr
+        return out
+    labels = gold.get(str(entry["id"]), {})
+    out = np.zeros((len(ctxs), m), dtype=bool)
+    for i, c in enumerate(ctxs):
+        for j in labels.get(str(c["id"]), ()):
+            if 0 <= j < m:
+                out[i, j] = True
+    return out
+
+
+def default_run_path(out) -> Path:
+    return Path(out)
