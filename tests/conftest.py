@@ -1,0 +1,21 @@
+"""Shared test set-up: an isolated cache and no hub access, for every test."""
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Every test session gets its own BERDS_CACHE so tests never see a user's cache."""
+    path = tmp_path_factory.mktemp("berds-cache")
+    old = os.environ.get("BERDS_CACHE")
+    os.environ["BERDS_CACHE"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("BERDS_CACHE", None)
+    else:
+        os.environ["BERDS_CACHE"] = old
