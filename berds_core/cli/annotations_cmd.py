@@ -1,0 +1,312 @@
+"""``berds annotations import|label|undo|adjudicate|progress|export|tasks`` and ``berds agreement``."""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from ..store import SKIP, Store, StoreError, default_db_path
+
+
+def _flags(p) -> None:
+    # --json / --quiet are accepted before or after the action (SUPPRESS keeps the parent's value)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
+    p.add_argument("--db", default=None, help=f"annotation database (default: ${'BERDS_ANNOTATIONS_DB'} or {default_db_path()})")
+
+
+def register(sub) -> None:
+    ann = sub.add_parser("annotations", help="the annotation store: import, label, export, build task sets")
+    acts = ann.add_subparsers(dest="action", required=True, parser_class=type(ann))
+
+    p = acts.add_parser("import", help="import a human-pairs TSV (question, id, document, perspective, label)")
+    _flags(p)
+    p.add_argument("--pairs", required=True, help="human-pairs TSV")
+    p.add_argument("--annotator", help="store the file's labels as this annotator's and queue the pairs for them")
+    p.add_argument("--task-set", help="task set name (default: the file name without extension)")
+    p.set_defaults(func=cmd_import)
+
+    p = acts.add_parser("label", help="label one pair (scripted labelling)")
+    _flags(p)
+    p.add_argument("--annotator", required=True)
+    p.add_argument("--pair", required=True, help="pair id")
+    p.add_argument("--label", required=True, choices=["0", "1", SKIP])
+    p.add_argument("--unsure", action="store_true")
+    p.add_argument("--note")
+    p.set_defaults(func=cmd_label)
+
+    p = acts.add_parser("undo", help="undo the annotator's latest label")
+    _flags(p)
+    p.add_argument("--annotator", required=True)
+    p.set_defaults(func=cmd_undo)
+
+    p = acts.add_parser("adjudicate", help="set the gold label of a pair")
+    _flags(p)
+    p.add_argument("--pair", required=True)
+    p.add_argument("--label", required=True, choices=["0", "1"])
+    p.add_argument("--adjudicator", required=True)
+    p.add_argument("--note")
+    p.set_defaults(func=cmd_adjudicate)
+
+    p = acts.add_parser("progress", help="an annotator's progress and next pair")
+    _flags(p)
+    p.add_argument("--annotator", required=True)
+    p.add_argument("--task-set")
+    p.set_defaults(func=cmd_progress)
+
+    p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first) or JSONL")
+    _flags(p)
+    p.add_argument("--format", choices=["tsv", "jsonl"], default="tsv")
+    p.add_argument("--out", help="output file (default: stdout)")
+    p.add_argument("--annotator", help="only this annotator's labels")
+    p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
+    p.add_argument("--include-skips", action="store_true")
+    p.set_defaults(func=cmd_export)
+
+    p = acts.add_parser("tasks", help="build a task set from runs (or a pairs TSV) and assign it to annotators")
+    _flags(p)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", action="append", help="run file (repeat for several retrievers)")
+    src.add_argument("--pairs", help="human-pairs TSV (labels in it are ignored)")
+    p.add_argument("--n", type=int, required=True, help="number of pairs")
+    p.add_argument("--strategy", choices=["random", "stratified", "uncertain"], default="random")
+    p.add_argument("--by", choices=["subset", "retriever"], default="subset", help="strata for --strategy stratified")
+    p.add_argument("--annotators", required=True, help="comma-separated names")
+    p.add_argument("--overlap", type=float, default=0.0, help="share of pairs given to several annotators")
+    p.add_argument("--per-shared", type=int, default=2, help="annotators per shared pair")
+    p.add_argument("--k", type=int, default=10, help="top-k passages per question to draw from (0 = all)")
+    p.add_argument("--judge", default=None, help="judge spec for probabilities (needed by 'uncertain'; default embedded there)")
+    p.add_argument("--name", help="task set name (default: derived from the source and strategy)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_tasks)
+
+    p = sub.add_parser("agreement", help="human vs judge (kappa, accuracy, F1, positive rate) and between humans")
+    p.add_argument("--db", default=None)
+    p.add_argument("--judge", default=None, help="judge name in the store, or a judge spec to run on the labelled pairs")
+    p.add_argument("--n-boot", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_agreement)
+
+
+def open_store(args) -> Store:
+    path = Path(args.db) if args.db else default_db_path()
+    try:
+        return Store(path)
+    except Exception as e:  # not a database, unreadable, newer schema...
+        raise InputError(path, None, None, f"cannot open annotation database ({e})") from None
+
+
+def _quiet(args) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+def cmd_import(args) -> dict:
+    from ..tasks import read_pairs_tsv
+
+    rows = read_pairs_tsv(args.pairs)
+    store = open_store(args)
+    with store:
+        for line, pair, _ in rows:  # an existing id must mean the same pair
+            if store.has_pair(pair.pair_id):
+                old = store.pair(pair.pair_id)
+                for field in ("question", "document", "perspective"):
+                    if getattr(old, field) != getattr(pair, field):
+                        raise InputError(args.pairs, line, field,
+                                         f"pair id {pair.pair_id!r} is already in {store.path} with a different {field}")
+        added = store.add_pairs([p for _, p, _ in rows])
+        labels = {p.pair_id: lab for _, p, lab in rows if lab is not None}
+        name = args.task_set or Path(args.pairs).stem
+        stored = 0
+        if args.annotator:
+            store.create_task_set(name, {args.annotator.strip(): [p.pair_id for _, p, _ in rows]},
+                                  source=str(args.pairs), strategy="import")
+            if labels:
+                stored = store.import_labels(args.annotator, labels, source=str(args.pairs))
+        return {"db": str(store.path), "pairs": len(rows), "new_pairs": added, "labels": stored,
+                "labels_in_file": len(labels), "task_set": name if args.annotator else None}
+
+
+def cmd_label(args) -> dict:
+    with open_store(args) as store:
+        try:
+            event = store.label(args.annotator, args.pair, SKIP if args.label == SKIP else int(args.label),
+                                unsure=args.unsure, note=args.note)
+        except StoreError as e:
+            raise InputError(store.path, None, "pair" if "pair" in str(e) else "annotator", str(e)) from None
+        return {"db": str(store.path), "pair": args.pair, "annotator": args.annotator, "label": args.label,
+                "event": event, "next": store.next_pair(args.annotator)}
+
+
+def cmd_undo(args) -> dict:
+    with open_store(args) as store:
+        pid = store.undo(args.annotator)
+        return {"db": str(store.path), "annotator": args.annotator, "undone": pid}
+
+
+def cmd_adjudicate(args) -> dict:
+    with open_store(args) as store:
+        try:
+            store.adjudicate(args.pair, int(args.label), args.adjudicator, args.note)
+        except StoreError as e:
+            raise InputError(store.path, None, "pair", str(e)) from None
+        return {"db": str(store.path), "pair": args.pair, "gold": int(args.label)}
+
+
+def cmd_progress(args) -> dict:
+    with open_store(args) as store:
+        return {"annotator": args.annotator, **store.progress(args.annotator, args.task_set),
+                "next": store.next_pair(args.annotator, args.task_set)}
+
+
+EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
+                  "updated_at", "question_id", "passage_id", "subset", "retriever", "source"]
+
+
+def export_rows(store: Store, *, annotator=None, gold=False, include_skips=False) -> list[dict]:
+    pairs = {p.pair_id: p for p in store.pairs()}
+    rows = []
+    if gold:
+        g = store.gold()
+        for pid, p in pairs.items():
+            if pid in g:
+                rows.append(_row(p, g[pid], "gold", False, None, None))
+        return rows
+    for lab in store.labels(annotator, include_skips=include_skips):
+        rows.append(_row(pairs[lab.pair_id], lab.value, lab.annotator, lab.unsure, lab.note, lab.updated_at))
+    return rows
+
+
+def _row(p, label, annotator, unsure, note, at) -> dict:
+    return {"question": p.question, "id": p.pair_id, "document": p.document, "perspective": p.perspective,
+            "label": label, "annotator": annotator, "unsure": int(bool(unsure)), "note": note or "",
+            "updated_at": at or "", "question_id": p.question_id or "", "passage_id": p.passage_id or "",
+            "subset": p.subset or "", "retriever": p.retriever or "", "source": p.source or ""}
+
+
+def to_tsv(rows: list[dict]) -> str:
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS, delimiter="\t", quotechar='"', doublequote=True,
+                       quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def cmd_export(args) -> dict | None:
+    from ..jsonio import atomic_write, write_jsonl
+
+    with open_store(args) as store:
+        rows = export_rows(store, annotator=args.annotator, gold=args.gold, include_skips=args.include_skips)
+    if args.out:
+        if args.format == "jsonl":
+            write_jsonl(args.out, rows)
+        else:
+            with atomic_write(args.out) as fh:
+                fh.write(to_tsv(rows))
+        return {"out": args.out, "rows": len(rows), "format": args.format}
+    if getattr(args, "json", False):
+        raise InputError("--out", None, None, "--json prints a summary; give --out FILE for the exported rows")
+    if args.format == "jsonl":
+        for r in rows:
+            sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(to_tsv(rows))
+    return None
+
+
+def _load_judge(spec: str):
+    from ..judges import get_judge
+
+    try:
+        return get_judge(spec)
+    except (ValueError, KeyError) as e:
+        raise InputError("--judge", None, None, f"cannot load judge {spec!r}: {e}") from None
+
+
+def cmd_tasks(args) -> dict:
+    from ..runs import read_run
+    from ..tasks import assign_pairs, judge_probabilities, pairs_from_runs, read_pairs_tsv, sample_pairs
+
+    if args.n < 1:
+        raise InputError("--n", None, None, "n must be at least 1")
+    if not 0.0 <= args.overlap <= 1.0:
+        raise InputError("--overlap", None, None, "overlap must be between 0 and 1")
+    if args.k < 0:
+        raise InputError("--k", None, None, "k must be 0 (all) or more")
+    annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
+    if not annotators:
+        raise InputError("--annotators", None, None, "give at least one annotator name")
+    if len(set(annotators)) != len(annotators):
+        raise InputError("--annotators", None, None, "annotator names must be distinct")
+    if args.overlap > 0 and len(annotators) < 2:
+        raise InputError("--overlap", None, None, "overlap needs at least two annotators")
+    stored_preds = {}
+    if args.run:
+        runs = [(Path(r).stem, read_run(r)) for r in args.run]
+        if len({name for name, _ in runs}) != len(runs):
+            raise InputError("--run", None, None, "two run files have the same name; rename one")
+        candidates, stored_preds = pairs_from_runs(runs, k=args.k or None)
+        source = ",".join(args.run)
+    else:
+        candidates = [p for _, p, _ in read_pairs_tsv(args.pairs)]
+        source = args.pairs
+    if not candidates:
+        raise InputError(source, None, "ctxs", "no passages to draw pairs from")
+    probs = None
+    judge_name = None
+    spec = args.judge or ("embedded" if args.strategy == "uncertain" else None)
+    if spec:
+        judge = _load_judge(spec)
+        judge_name = judge.name
+        print(f"judging {len(candidates)} candidate pairs with {judge.name}", file=sys.stderr)
+        preds = judge_probabilities(candidates, judge.predict)
+        probs = {pid: pr for pid, (pr, _) in preds.items()}
+    picked = sample_pairs(candidates, args.n, args.strategy, by=args.by, probs=probs, seed=args.seed)
+    if probs is not None:
+        from dataclasses import replace
+        picked = [replace(p, judge_prob=probs[p.pair_id]) for p in picked]
+    plan = assign_pairs([p.pair_id for p in picked], annotators, args.overlap, per_shared=args.per_shared, seed=args.seed)
+    name = args.name or f"{Path(source.split(',')[0]).stem}-{args.strategy}-{args.n}"
+    with open_store(args) as store:
+        store.add_pairs(picked)
+        ids = {p.pair_id for p in picked}
+        if probs is not None:
+            store.set_judge_preds(judge_name, {pid: preds[pid] for pid in ids})
+            if spec != judge_name:
+                store.set_judge_preds(spec, {pid: preds[pid] for pid in ids})
+        for jname, lab in stored_preds.items():
+            store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in ids})
+        store.create_task_set(name, plan, source=source, strategy=args.strategy,
+                              params={"n": args.n, "by": args.by, "overlap": args.overlap, "k": args.k,
+                                      "per_shared": args.per_shared, "judge": judge_name, "seed": args.seed})
+        shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
+        return {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
+                "shared": shared, "assignments": {a: len(v) for a, v in plan.items()}, "judge": judge_name}
+
+
+def cmd_agreement(args) -> dict:
+    from ..agreement import agreement_report
+
+    if args.n_boot < 0:
+        raise InputError("--n-boot", None, None, "must be 0 or more")
+    with open_store(args) as store:
+        judge_name = args.judge
+        if judge_name and judge_name not in store.judges():
+            # not stored yet: treat it as a spec and judge every labelled pair
+            judge = _load_judge(judge_name)
+            labelled = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
+            pairs = store.pairs(labelled)
+            if pairs:
+                from ..tasks import judge_probabilities
+                print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
+                preds = judge_probabilities(pairs, judge.predict)
+                store.set_judge_preds(judge_name, preds)
+                if judge.name != judge_name:
+                    store.set_judge_preds(judge.name, preds)
+        report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
+        report["db"] = str(store.path)
+        return report
