@@ -1,0 +1,116 @@
+"""``berds leaning`` and ``berds sycophancy``: the analyses of BERDS section 8."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..errors import InputError
+from ..leaning import QUERY_FORMS, infer_sides, leaning, query_for, sycophancy
+from ..runs import label_matrix, read_run
+
+SIDE_METHODS = ("auto", "stances", "order", "rule")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("leaning", help="share of questions whose top k covers the supporting side, the opposing side, both or neither")
+    p.add_argument("--run", required=True)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--gold", help="gold labels JSONL")
+    src.add_argument("--labels", help="judge whose <name>-preds are stored in the run")
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--sides", choices=SIDE_METHODS, default="auto",
+                   help="how to decide the supporting perspective (auto: dataset stances, else the offline rule)")
+    p.add_argument("--questions", help="questions file whose stance labels fix the sides (optional)")
+    p.set_defaults(func=run_leaning)
+
+    s = sub.add_parser("sycophancy", help="Δ = (p − n) / p for the question, the supporting and the opposing perspective as queries")
+    s.add_argument("--questions", required=True)
+    s.add_argument("--corpus", required=True)
+    s.add_argument("--retriever", required=True, choices=("bm25", "dense"))
+    s.add_argument("--model", help="embedder for dense retrieval (hub id or path)")
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("--gold", help="gold labels JSONL")
+    src.add_argument("--judge", help="judge spec, e.g. embedded")
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--sides", choices=SIDE_METHODS, default="auto")
+    s.set_defaults(func=run_sycophancy)
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise InputError("--k", None, None, "k must be at least 1")
+
+
+def _stances_by_id(path) -> dict:
+    from ..datasets import load_questions
+
+    return {q.id: q.stances for q in load_questions(path)} if path else {}
+
+
+def run_leaning(args) -> dict:
+    from ..datasets import load_gold
+
+    _check_k(args.k)
+    entries = read_run(args.run)
+    gold = load_gold(args.gold) if args.gold else None
+    stances = _stances_by_id(args.questions)
+    mats, sides = [], []
+    for e in entries:
+        try:
+            mats.append(label_matrix(e, gold=gold, judge=args.labels))
+        except KeyError as err:
+            raise InputError(args.run, None, f"{args.labels}-preds", str(err).strip("'\"")) from None
+        st = stances.get(e["id"], e.get("stances"))
+        try:
+            sides.append(infer_sides(e["question"], e["perspectives"], st, method=args.sides))
+        except ValueError as err:
+            raise InputError(args.questions or args.run, None, "stances", f"question {e['id']}: {err}") from None
+    out = leaning(mats, sides, args.k)
+    out.pop("buckets")
+    return out
+
+
+def run_sycophancy(args) -> dict:
+    from tqdm import tqdm
+
+    from ..corpus import load_corpus
+    from ..datasets import load_gold, load_questions
+    from ..retrieval import get_retriever
+
+    _check_k(args.k)
+    questions = [q for q in load_questions(args.questions) if len(q.perspectives) == 2]
+    if not questions:
+        raise InputError(args.questions, None, "perspectives", "no question has exactly two perspectives")
+    corpus = load_corpus(args.corpus)
+    gold = load_gold(args.gold) if args.gold else None
+    judge = None
+    if args.judge:
+        from ..judges import get_judge
+
+        judge = get_judge(args.judge)
+    retriever = get_retriever(args.retriever, corpus, args.model, progress=not args.quiet)
+    sides = []
+    for q in questions:
+        try:
+            sides.append(infer_sides(q.question, q.perspectives, q.stances, method=args.sides))
+        except ValueError as err:
+            raise InputError(args.questions, None, "stances", f"question {q.id}: {err}") from None
+    out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name}
+    for form in tqdm(QUERY_FORMS, desc="query forms", disable=args.quiet, file=sys.stderr):
+        queries = [query_for(form, q.question, q.perspectives, s) for q, s in zip(questions, sides)]
+        hits = retriever.search(queries, args.k)
+        mats = [_labels(q, [corpus[i] for i, _ in h], gold, judge) for q, h in zip(questions, hits)]
+        out[form] = sycophancy(mats, sides, args.k)
+    return out
+
+
+def _labels(question, passages, gold, judge) -> np.ndarray:
+    """Label matrix of retrieved passages: gold labels by passage id, or the judge's predictions."""
+    if gold is not None:
+        entry = {"id": question.id, "perspectives": question.perspectives,
+                 "ctxs": [{"id": p.id} for p in passages]}
+        return label_matrix(entry, gold=gold)
+    pairs = [(p.text, persp) for p in passages for persp in question.perspectives]
+    _, labels = judge.predict(pairs)
+    return np.asarray(labels, dtype=bool).reshape(len(passages), len(question.perspectives))

@@ -1,0 +1,172 @@
+"""Stance leaning and retriever sycophancy (BERDS paper, section 8).
+
+For a question with two perspectives, one *supports* the question (answers it
+"yes") and one *opposes* it. Leaning buckets each question by what its top k
+covers: the supporting side only, the opposing side only, both, or neither.
+Sycophancy compares query forms (the question, the supporting perspective,
+the opposing perspective) by Δ = (p − n) / p, p and n the shares of top-k
+passages supporting the supporting and the opposing perspective.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+BUCKETS = ("support_only", "oppose_only", "both", "neither")
+
+_NEGATIONS = re.compile(
+    r"\b(not|no|never|nor|cannot|can't|won't|shouldn't|isn't|aren't|doesn't|don't|didn't|"
+    r"wouldn't|mustn't|hasn't|haven't|against|ban|banned|oppose|reject|harmful|worse)\b|n't\b",
+    re.I,
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an the of to in on for is are be will would should do does did it its this that and or".split())
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Which perspective index supports the question and which opposes it."""
+
+    support: int
+    oppose: int
+    source: str  # "stances" | "order" | "rule" | "llm" | "user"
+    confidence: float = 1.0
+
+    def swapped(self, source: str = "user") -> "Sides":
+        return Sides(self.oppose, self.support, source, 1.0)
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _bigrams(tokens: list[str]) -> set[tuple[str, str]]:
+    return set(zip(tokens, tokens[1:]))
+
+
+def rule_score(question: str, perspective: str) -> float:
+    """How much a perspective reads as the question's "yes" answer.
+
+    Word-order-aware overlap with the question (bigrams count double, so
+    "more harm than good" matches itself and not "more good than harm"),
+    minus the negation cues the perspective adds beyond the question's own.
+    """
+    q, p = _tokens(question), _tokens(perspective)
+    qc = {w for w in q if w not in _STOP}
+    pc = {w for w in p if w not in _STOP}
+    uni = len(qc & pc) / max(1, len(qc))
+    bi = len(_bigrams(q) & _bigrams(p)) / max(1, len(_bigrams(q)))
+    neg = len(_NEGATIONS.findall(perspective)) - len(_NEGATIONS.findall(question))
+    return uni + 2.0 * bi - 0.75 * max(0, neg)
+
+
+def infer_sides(question: str, perspectives: list[str], stances=None, *, method: str = "auto") -> Sides | None:
+    """Decide which of two perspectives supports the question.
+
+    ``method``: ``"stances"`` uses the dataset's stance labels (``"support"`` /
+    ``"oppose"``), ``"order"`` takes the dataset order (0 supports),
+    ``"rule"`` the offline rule of :func:`rule_score`; ``"auto"`` uses stances
+    when the format gives them and the rule otherwise. Returns None for
+    questions that do not have exactly two perspectives.
+    """
+    if len(perspectives) != 2:
+        return None
+    if method in ("auto", "stances") and stances and len(stances) == 2:
+        st = [str(s).lower() if s else "" for s in stances]
+        if "support" in st and "oppose" in st:
+            return Sides(st.index("support"), st.index("oppose"), "stances")
+    if method == "stances":
+        raise ValueError("the question has no support/oppose stance labels")
+    if method == "order":
+        return Sides(0, 1, "order")
+    if method in ("auto", "rule"):
+        s0, s1 = rule_score(question, perspectives[0]), rule_score(question, perspectives[1])
+        conf = float(abs(s0 - s1) / (abs(s0) + abs(s1) + 1e-9))
+        return Sides(0, 1, "rule", conf) if s0 >= s1 else Sides(1, 0, "rule", conf)
+    raise ValueError(f"unknown method {method!r}")
+
+
+def infer_sides_llm(question: str, perspectives: list[str], yes_probability) -> Sides | None:
+    """Ask an LLM which perspective answers the question "yes".
+
+    ``yes_probability(prompts) -> array`` returns P("Yes") per prompt; the
+    ``hf`` and ``openai`` judge backends provide one (``Judge.yes_probability``).
+    """
+    if len(perspectives) != 2:
+        return None
+    prompts = [
+        f"Question: {question}\nStatement: {p}\n"
+        "Does the statement answer the question with \"yes\"? Answer Yes or No."
+        for p in perspectives
+    ]
+    probs = np.asarray(yes_probability(prompts), dtype=float)
+    conf = float(abs(probs[0] - probs[1]))
+    return Sides(0, 1, "llm", conf) if probs[0] >= probs[1] else Sides(1, 0, "llm", conf)
+
+
+def bucket(labels: np.ndarray, sides: Sides, k: int) -> str:
+    """The leaning bucket of one question from its label matrix (passages x perspectives)."""
+    top = np.asarray(labels, dtype=bool)[:k]
+    sup = bool(top[:, sides.support].any()) if top.size else False
+    opp = bool(top[:, sides.oppose].any()) if top.size else False
+    return "both" if sup and opp else "support_only" if sup else "oppose_only" if opp else "neither"
+
+
+def leaning(matrices: list[np.ndarray], sides: list[Sides | None], k: int) -> dict:
+    """Shares of two-perspective questions in each leaning bucket (paper, Figure 2).
+
+    Questions whose ``sides`` is None (not two perspectives) are left out and
+    counted in ``skipped``.
+    """
+    counts = dict.fromkeys(BUCKETS, 0)
+    per_question = []
+    for L, s in zip(matrices, sides):
+        if s is None:
+            per_question.append(None)
+            continue
+        b = bucket(L, s, k)
+        counts[b] += 1
+        per_question.append(b)
+    n = sum(counts.values())
+    out = {"n": n}
+    out.update({b: (counts[b] / n if n else None) for b in BUCKETS})
+    out["skipped"] = len(matrices) - n
+    out["buckets"] = per_question
+    return out
+
+
+def side_shares(labels: np.ndarray, sides: Sides, k: int) -> tuple[float, float]:
+    """(p, n): shares of the top-k slots supporting the supporting / the opposing perspective."""
+    top = np.asarray(labels, dtype=bool)[:k]
+    return float(top[:, sides.support].sum()) / k, float(top[:, sides.oppose].sum()) / k
+
+
+def delta(p: float, n: float) -> float | None:
+    """Δ = (p − n) / p; undefined (None) when p = 0."""
+    return None if p == 0 else (p - n) / p
+
+
+def sycophancy(matrices: list[np.ndarray], sides: list[Sides | None], k: int) -> dict:
+    """p, n (means over two-perspective questions of the per-question shares) and Δ."""
+    pn = [side_shares(L, s, k) for L, s in zip(matrices, sides) if s is not None]
+    if not pn:
+        return {"n": 0, "p": None, "n_share": None, "delta": None}
+    p = float(np.mean([x[0] for x in pn]))
+    n = float(np.mean([x[1] for x in pn]))
+    return {"n": len(pn), "p": p, "n_share": n, "delta": delta(p, n)}
+
+
+QUERY_FORMS = ("question", "support", "oppose")
+
+
+def query_for(form: str, question: str, perspectives: list[str], sides: Sides) -> str:
+    """The query text of a sycophancy query form."""
+    if form == "question":
+        return question
+    if form == "support":
+        return perspectives[sides.support]
+    if form == "oppose":
+        return perspectives[sides.oppose]
+    raise ValueError(f"unknown query form {form!r}")

@@ -1,0 +1,134 @@
+"""Leaning buckets, sycophancy Δ and side inference on hand-made examples."""
+import json
+
+import numpy as np
+import pytest
+
+from berds_core.cli import main
+from berds_core.leaning import (Sides, bucket, delta, infer_sides, infer_sides_llm, leaning,
+                                query_for, side_shares, sycophancy)
+
+S = Sides(0, 1, "order")
+R = Sides(1, 0, "user")
+
+
+def M(rows):
+    return np.array(rows, dtype=bool).reshape(len(rows), 2)
+
+
+def test_buckets_each_case_and_k_cutoff():
+    assert bucket(M([[1, 0], [0, 0], [0, 1]]), S, 3) == "both"
+    assert bucket(M([[1, 0], [0, 0], [0, 1]]), S, 2) == "support_only"  # the opposing passage is at rank 3
+    assert bucket(M([[0, 1], [0, 0]]), S, 2) == "oppose_only"
+    assert bucket(M([[0, 1], [0, 0]]), R, 2) == "support_only"  # sides swapped: column 1 supports
+    assert bucket(M([[0, 0], [0, 0]]), S, 2) == "neither"
+    assert bucket(np.zeros((0, 2), bool), S, 5) == "neither"
+
+
+def test_leaning_shares_and_skipped_questions():
+    mats = [M([[1, 0]]), M([[1, 0]]), M([[0, 1]]), M([[1, 1]]), np.ones((1, 3), bool)]
+    out = leaning(mats, [S, S, S, S, None], k=1)
+    assert out["n"] == 4 and out["skipped"] == 1
+    assert out["support_only"] == 0.5 and out["oppose_only"] == 0.25
+    assert out["both"] == 0.25 and out["neither"] == 0.0
+    assert out["buckets"] == ["support_only", "support_only", "oppose_only", "both", None]
+
+
+def test_delta_formula_and_p_zero():
+    assert delta(0.6, 0.2) == pytest.approx((0.6 - 0.2) / 0.6)
+    assert delta(0.2, 0.6) == pytest.approx(-2.0)
+    assert delta(0.0, 0.4) is None
+    assert delta(0.0, 0.0) is None
+
+
+def test_side_shares_divide_by_k_and_sycophancy_means():
+    # k=4: passage 0 supports side 0, passages 1 and 2 support side 1, passage 3 supports both
+    L = M([[1, 0], [0, 1], [0, 1], [1, 1]])
+    assert side_shares(L, S, 4) == (0.5, 0.75)
+    # question A: p=1/2, n=0; question B: p=0, n=1/2 -> means p=0.25, n=0.25, Δ=0
+    A, B = M([[1, 0], [0, 0]]), M([[0, 0], [0, 1]])
+    out = sycophancy([A, B], [S, S], 2)
+    assert out == {"n": 2, "p": 0.25, "n_share": 0.25, "delta": 0.0}
+    # p = 0 over all questions: Δ undefined, reported as None
+    assert sycophancy([B], [S], 2)["delta"] is None
+    assert sycophancy([A], [None], 2)["n"] == 0
+
+
+def test_infer_sides_stances_order_and_rule():
+    q = "Will ChatGPT do more harm than good?"
+    ps = ["ChatGPT will do more good than harm.", "ChatGPT will do more harm than good."]
+    assert infer_sides(q, ps, ["oppose", "support"]) == Sides(1, 0, "stances")
+    rule = infer_sides(q, ps)  # no stances: word order decides ("more harm than good")
+    assert (rule.support, rule.oppose, rule.source) == (1, 0, "rule")
+    neg = infer_sides("Should phones be banned in schools?",
+                      ["Phones should not be banned in schools.", "Phones should be banned in schools."])
+    assert neg.support == 1
+    assert infer_sides(q, ps, method="order") == Sides(0, 1, "order")
+    assert infer_sides(q, ps + ["A third view."]) is None
+    with pytest.raises(ValueError):
+        infer_sides(q, ps, None, method="stances")
+    assert infer_sides(q, ps, ["oppose", "support"]).swapped() == Sides(0, 1, "user")
+
+
+def test_infer_sides_llm_uses_yes_probabilities():
+    seen = []
+
+    def yes(prompts):
+        seen.extend(prompts)
+        return [0.2, 0.9]
+
+    s = infer_sides_llm("Q?", ["a", "b"], yes)
+    assert (s.support, s.oppose, s.source) == (1, 0, "llm") and len(seen) == 2
+    assert "Statement: b" in seen[1]
+
+
+def test_query_forms():
+    ps = ["yes side", "no side"]
+    assert query_for("question", "Q?", ps, R) == "Q?"
+    assert query_for("support", "Q?", ps, R) == "no side"
+    assert query_for("oppose", "Q?", ps, R) == "yes side"
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_leaning_cli_with_gold(tmp_path, capsys):
+    ctx = lambda i: {"id": i, "title": "", "text": i, "score": 1.0}
+    run = _write(tmp_path / "run.jsonl", [
+        {"id": "q1", "question": "Is A good?", "perspectives": ["A is good.", "A is not good."],
+         "ctxs": [ctx("p1"), ctx("p2")]},
+        {"id": "q2", "question": "Is B good?", "perspectives": ["B is good.", "B is not good."],
+         "ctxs": [ctx("p3"), ctx("p4")]},
+        {"id": "q3", "question": "Is C good?", "perspectives": ["C is good.", "C is not good."],
+         "ctxs": [ctx("p5")]},
+        {"id": "q4", "question": "Is D good?", "perspectives": ["D is good.", "D is not good."],
+         "ctxs": [ctx("p6")]},
+    ])
+    gold = _write(tmp_path / "gold.jsonl", [
+        {"question_id": "q1", "passage_id": "p1", "perspective": 0},
+        {"question_id": "q1", "passage_id": "p2", "perspective": 1},
+        {"question_id": "q2", "passage_id": "p4", "perspective": 1},
+        {"question_id": "q3", "passage_id": "p5", "perspective": 0},
+    ])
+    assert main(["leaning", "--run", run, "--gold", gold, "--k", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"n": 4, "support_only": 0.25, "oppose_only": 0.25, "both": 0.25,
+                   "neither": 0.25, "skipped": 0}
+    # k = 1 hides q1's opposing passage at rank 2
+    assert main(["leaning", "--run", run, "--gold", gold, "--k", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["support_only"] == 0.5 and out["both"] == 0.0
+
+
+def test_leaning_cli_bad_input(tmp_path, capsys):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"question": "Q?", "perspectives": ["a", "b"], "ctxs": []}\n{not json\n')
+    gold = _write(tmp_path / "gold.jsonl", [])
+    assert main(["leaning", "--run", str(run), "--gold", gold, "--json"]) == 2
+    err = capsys.readouterr()
+    assert err.out == "" and f"{run}:2" in err.err and len(err.err.strip().splitlines()) == 1
+    good = _write(tmp_path / "ok.jsonl", [{"id": "q", "question": "Q?", "perspectives": ["a", "b"], "ctxs": []}])
+    assert main(["leaning", "--run", good, "--labels", "nojudge", "--json"]) == 2
+    assert "nojudge-preds" in capsys.readouterr().err
