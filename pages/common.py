@@ -1,0 +1,432 @@
+"""Shared helpers of the Streamlit pages: the sidebar, cached engine objects, safe HTML.
+
+Two layers:
+
+- plain functions (no Streamlit calls) that make the engine calls a page
+  needs -- ``rank``, ``judge_matrix``, ``column_result``, ``best_ranks`` --
+  also used by ``bench/playground.py`` so the benchmark times exactly what
+  the page does;
+- Streamlit wrappers: ``st.cache_resource`` for engine objects keyed by what
+  identifies them (dataset source, corpus hash, model, judge spec), and the
+  shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
+
+Nothing user-typed or loaded is rendered as raw HTML: :func:`esc` escapes
+HTML *and* the characters Markdown would interpret.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from berds_core.errors import InputError
+from berds_core.metrics import mrecall_at_k, precision_at_k
+
+DEMO = "Built-in demo"
+FROM_PATH = "File path"
+UPLOAD = "Upload a file"
+FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
+FROM_DATASET = "From the dataset"
+DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
+JUDGE_CHOICES = ["embedded", "custom spec"]
+DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
+
+
+# --------------------------------------------------------------------------- escaping
+
+_ENTITIES = {c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]()#+-.!|~:$="}
+
+
+def esc(text) -> str:
+    """Text safe to put inside HTML rendered by ``st.markdown``.
+
+    Every character HTML or Markdown would interpret (tags, quotes, ``**``,
+    ``[]()``, ``:emoji:``, ``$math$`` ...) becomes a numeric entity, so a
+    passage shows exactly the characters it contains; whitespace collapses.
+    """
+    return re.sub(r"\s+", " ", "".join(_ENTITIES.get(c, c) for c in str(text))).strip()
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the sidebar selects; hashable, so it keys caches."""
+
+    dataset: str = DEMO
+    dataset_path: str = ""
+    dataset_format: str = "auto"
+    gold_path: str = ""
+    corpus: str = FROM_DATASET
+    corpus_path: str = ""
+    retriever: str = "bm25"
+    embedder: str = DEFAULT_EMBEDDER_LABEL
+    judge: str = "embedded"
+
+    def label(self) -> str:
+        data = "demo" if self.dataset == DEMO else Path(self.dataset_path).name
+        return f"{data} · {self.retriever} · judge {self.judge}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Data:
+    """A loaded dataset: questions, corpus (or None), gold labels (or None)."""
+
+    name: str
+    questions: list
+    corpus: object | None
+    gold: dict | None
+    key: str = ""
+    subsets: list = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- engine calls (no Streamlit)
+
+
+def embedder_model(label: str) -> str | None:
+    return None if not label or label == DEFAULT_EMBEDDER_LABEL else label
+
+
+def load_data(cfg: Config) -> Data:
+    """Load the dataset, corpus and gold labels a config names (InputError on bad input)."""
+    from berds_core import datasets
+    from berds_core.corpus import corpus_from_passages, load_corpus
+
+    passages, gold = [], None
+    if cfg.dataset == DEMO:
+        bundle = datasets.load_demo()
+        name, questions, passages, gold = "demo", bundle.questions, bundle.passages, bundle.gold
+    else:
+        if not cfg.dataset_path.strip():
+            raise InputError("dataset", None, "path", "give the path of a questions file")
+        path = cfg.dataset_path.strip()
+        name = Path(path).stem
+        if cfg.dataset_format == "debate-sites":
+            questions, passages, gold = datasets.load_debate_sites(path)
+        else:
+            questions = datasets.load_questions(path, None if cfg.dataset_format == "auto" else cfg.dataset_format)
+    if not questions:
+        raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
+    if cfg.gold_path.strip():
+        gold = datasets.load_gold(cfg.gold_path.strip())
+    if cfg.corpus == FROM_DATASET:
+        corpus = corpus_from_passages(passages, name) if passages else None
+    else:
+        if not cfg.corpus_path.strip():
+            raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
+        corpus = load_corpus(cfg.corpus_path.strip())
+    subsets = sorted({q.subset for q in questions if q.subset})
+    key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
+                             cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
+    return Data(name, list(questions), corpus, gold, key, subsets)
+
+
+def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.5, qe_source: str = "dataset",
+         judge=None, embedder=None) -> list[tuple[int, float]]:
+    """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
+    if method == "none":
+        return [(int(r), float(s)) for r, s in retriever.search([question.question], k)[0]]
+    from berds_core.diversify import diversify
+
+    return [(int(r), float(s)) for r, s in diversify(question, corpus, retriever, method, k, lam=lam,
+                                                     qe_source=qe_source, judge=judge, embedder=embedder,
+                                                     candidates=DEPTH)]
+
+
+def judge_matrix(judge, texts: list[str], perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Judge probabilities and labels, shaped (passages x perspectives)."""
+    n, m = len(texts), len(perspectives)
+    if n == 0:
+        return np.zeros((0, m)), np.zeros((0, m), dtype=bool)
+    pairs = [(t, p) for t in texts for p in perspectives]
+    probs, labels = judge.predict(pairs)
+    return np.asarray(probs, dtype=float).reshape(n, m), np.asarray(labels, dtype=bool).reshape(n, m)
+
+
+def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
+    if gold is None:
+        return None
+    labels = gold.get(str(question.id), {})
+    out = np.zeros((len(ids), len(question.perspectives)), dtype=bool)
+    for i, pid in enumerate(ids):
+        for j in labels.get(str(pid), ()):
+            if 0 <= j < out.shape[1]:
+                out[i, j] = True
+    return out
+
+
+def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.5,
+                  qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
+    """Everything one Playground column shows, as plain data (picklable)."""
+    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
+                  embedder=embedder)
+    rows = [r for r, _ in ranked]
+    texts = [corpus.texts[r] for r in rows]
+    ids = [corpus.ids[r] for r in rows]
+    probs, labels = judge_matrix(judge, texts, question.perspectives)
+    g = gold_matrix(gold, question, ids)
+    L = g if (use_gold and g is not None) else labels
+    return {
+        "method": method,
+        "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
+                      "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
+                      "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
+        "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
+        "precision": precision_at_k(L, k),
+        "covered": L[:k].any(axis=0).tolist() if len(L) else [False] * len(question.perspectives),
+        "labels_from": "gold" if (use_gold and g is not None) else "judge",
+    }
+
+
+def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=None, use_gold: bool = False,
+               depth: int = DEPTH) -> dict[int, int | None]:
+    """For perspectives ``which``: the best rank (1-based) in the top ``depth`` of plain retrieval
+    at which a passage supports it (None when none does)."""
+    if not which:
+        return {}
+    ranked = retriever.search([question.question], depth)[0]
+    rows = [int(r) for r, _ in ranked]
+    if use_gold and gold is not None:
+        L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
+    else:
+        _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], [question.perspectives[j] for j in which])
+    out = {}
+    for col, j in enumerate(which):
+        hit = np.nonzero(L[:, col])[0]
+        out[j] = int(hit[0]) + 1 if hit.size else None
+    return out
+
+
+def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float = 0.5,
+              qe_source: str = "dataset", embedder=None) -> dict:
+    """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
+    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
+                  embedder=embedder)
+    rows = [r for r, _ in ranked]
+    _, labels = judge_matrix(judge, [corpus.texts[r] for r in rows], question.perspectives)
+    entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
+    if question.subset:
+        entry["subset"] = question.subset
+    entry["ctxs"] = [dict(corpus.passage_dict(r), score=s) for r, s in ranked]
+    entry[f"{judge.name}-preds"] = labels.tolist()
+    return entry
+
+
+def summarize(groups: list[str], scores: list[dict], keys: list[str], *, n_boot: int = 1000,
+              seed: int = 0) -> dict:
+    """Per-group and macro means of per-question scores with 95% percentile-bootstrap intervals.
+
+    The macro average is the mean of the group means; its interval resamples
+    questions within each group (a stratified bootstrap).
+    """
+    rng = np.random.default_rng(seed)
+    names = sorted(set(groups))
+    by = {g: np.array([[s[k] for k in keys] for s, gg in zip(scores, groups) if gg == g], dtype=float) for g in names}
+    out, boot_means = {}, []
+    for g in names:
+        X = by[g]
+        idx = rng.integers(0, len(X), size=(n_boot, len(X)))
+        bm = X[idx].mean(axis=1)  # n_boot x metrics
+        boot_means.append(bm)
+        lo, hi = np.percentile(bm, [2.5, 97.5], axis=0)
+        out[g] = {"n": len(X), **{k: {"mean": float(X[:, i].mean()), "lo": float(lo[i]), "hi": float(hi[i])}
+                                 for i, k in enumerate(keys)}}
+    if len(names) > 1:
+        macro = np.mean([by[g].mean(axis=0) for g in names], axis=0)
+        bm = np.mean(boot_means, axis=0)
+        lo, hi = np.percentile(bm, [2.5, 97.5], axis=0)
+        out["macro"] = {"n": len(scores), **{k: {"mean": float(macro[i]), "lo": float(lo[i]), "hi": float(hi[i])}
+                                            for i, k in enumerate(keys)}}
+    elif names:
+        out["macro"] = out[names[0]]
+    return out
+
+
+# --------------------------------------------------------------------------- cached engine objects
+
+
+def show_error(err: Exception) -> None:
+    """One clear line for bad input, never a traceback."""
+    st.error(str(err), icon="⚠️")
+
+
+@st.cache_resource(show_spinner="Loading the dataset and corpus…", max_entries=8)
+def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
+    return load_data(_cfg)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus):
+    from berds_core.retrieval import get_retriever
+
+    with st.spinner(f"Building the {kind} index over {len(_corpus):,} passages (cached afterwards)…"):
+        return get_retriever(kind, _corpus, model, progress=False)
+
+
+@st.cache_resource(show_spinner="Loading the judge…", max_entries=4)
+def cached_judge(spec: str):
+    from berds_core.judges import get_judge
+
+    return get_judge(spec)
+
+
+@st.cache_resource(show_spinner="Loading the embedder…", max_entries=4)
+def cached_embedder(model: str | None):
+    from berds_core.embed import load_embedder
+
+    return load_embedder(model)
+
+
+def judge_status(spec: str) -> tuple[bool, str]:
+    """(usable, one-line status) for a judge spec, without loading a model twice."""
+    from berds_core import judges
+
+    status = getattr(judges, "status", None)
+    try:
+        if status is not None:
+            res = status(spec)
+            if isinstance(res, dict):
+                ok = bool(res.get("ok", res.get("available", True)))
+                return ok, str(res.get("message") or res.get("status") or ("ready" if ok else "unavailable"))
+            if isinstance(res, tuple):
+                return bool(res[0]), str(res[1])
+            return True, str(res)
+        cached_judge(spec)
+        return True, "loaded"
+    except InputError as e:
+        return False, str(e)
+    except Exception as e:  # a judge that cannot load (missing package, unreachable server)
+        return False, f"{type(e).__name__}: {e}".splitlines()[0]
+
+
+def _config_key(cfg: Config) -> tuple:
+    return tuple(asdict(cfg).items())
+
+
+def get_data(cfg: Config) -> Data | None:
+    """The loaded dataset, or None after showing the InputError line."""
+    try:
+        return cached_data(_config_key(cfg), cfg)
+    except InputError as e:
+        show_error(e)
+        return None
+
+
+def get_engine(cfg: Config, data: Data):
+    """(retriever, judge, embedder) for the config; None entries (and an error shown) when unusable."""
+    if data.corpus is None:
+        st.warning("This dataset has no passages: choose a corpus in the sidebar.")
+        return None, None, None
+    try:
+        retriever = cached_retriever(cfg.retriever, data.corpus.hash, embedder_model(cfg.embedder)
+                                     if cfg.retriever == "dense" else None, data.corpus)
+    except InputError as e:
+        show_error(e)
+        return None, None, None
+    except Exception as e:
+        st.error(f"Could not build the {cfg.retriever} retriever: {type(e).__name__}: {e}".splitlines()[0])
+        return None, None, None
+    try:
+        judge = cached_judge(cfg.judge)
+    except Exception as e:
+        st.error(f"Judge '{cfg.judge}' is not usable: {e}".splitlines()[0])
+        judge = None
+    try:
+        embedder = cached_embedder(embedder_model(cfg.embedder))
+    except Exception as e:
+        st.error(f"Embedder '{cfg.embedder}' could not be loaded: {e}".splitlines()[0])
+        embedder = None
+    return retriever, judge, embedder
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+def _save_upload(upload, kind: str) -> str:
+    """Store an uploaded file under the cache (named by its content hash); return the path."""
+    from berds_core.cache import cache_dir
+
+    data = upload.getvalue()
+    suffix = Path(upload.name).suffix.lower()
+    path = cache_dir("uploads") / f"{kind}-{hashlib.sha1(data).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        from berds_core.jsonio import atomic_write
+
+        with atomic_write(path, "wb") as fh:
+            fh.write(data)
+    st.session_state[f"_upload_name_{path}"] = upload.name
+    return str(path)
+
+
+def sidebar() -> Config:
+    """The shared sidebar; its choices persist in ``st.session_state`` for the session."""
+    ss = st.session_state
+    for key, val in (("sb_dataset", DEMO), ("sb_format", "auto"), ("sb_dataset_path", ""), ("sb_gold_path", ""),
+                     ("sb_corpus", FROM_DATASET), ("sb_corpus_path", ""), ("sb_retriever", "bm25"),
+                     ("sb_embedder", DEFAULT_EMBEDDER_LABEL), ("sb_judge", "embedded"), ("sb_judge_spec", "")):
+        ss.setdefault(key, val)
+    with st.sidebar:
+        st.markdown("### Data")
+        src = st.selectbox("Dataset", [DEMO, FROM_PATH, UPLOAD], key="sb_dataset",
+                           help="Questions with perspectives. The demo works offline with gold labels.")
+        dataset_path, fmt, gold_path = "", "auto", ""
+        if src != DEMO:
+            fmt = st.selectbox("Format", FORMATS, key="sb_format",
+                               help="jsonl/csv: question + perspectives; qe: BERDS query-expansion JSONL; "
+                                    "debate-sites: procon-style JSON with passages and gold labels.")
+            if src == FROM_PATH:
+                dataset_path = st.text_input("Questions file", key="sb_dataset_path",
+                                             placeholder="/path/to/questions.jsonl")
+            else:
+                up = st.file_uploader("Questions file", type=["jsonl", "json", "csv", "tsv"], key="sb_dataset_upload")
+                dataset_path = _save_upload(up, "questions") if up is not None else ""
+            gold_path = st.text_input("Gold labels (optional)", key="sb_gold_path",
+                                      placeholder="/path/to/gold.jsonl")
+        corpus = st.selectbox("Corpus", [FROM_DATASET, FROM_PATH, UPLOAD], key="sb_corpus")
+        corpus_path = ""
+        if corpus == FROM_PATH:
+            corpus_path = st.text_input("Corpus file or folder", key="sb_corpus_path",
+                                        placeholder="/path/to/corpus.jsonl")
+        elif corpus == UPLOAD:
+            up = st.file_uploader("Corpus file", type=["jsonl", "json", "csv", "tsv"], key="sb_corpus_upload")
+            corpus_path = _save_upload(up, "corpus") if up is not None else ""
+
+        st.markdown("### Retrieval")
+        retriever = st.radio("Retriever", ["bm25", "dense"], key="sb_retriever", horizontal=True,
+                             help="BM25 (bm25s) or dense (sentence-transformers + FAISS).")
+        embedder = st.text_input("Embedder", key="sb_embedder",
+                                 help="Sentence-transformers id or local path; used by dense retrieval and MMR.")
+
+        st.markdown("### Judge")
+        choice = st.selectbox("Judge", JUDGE_CHOICES, key="sb_judge",
+                              help="Decides whether a passage supports a perspective.")
+        spec = "embedded"
+        if choice == "custom spec":
+            spec = st.text_input("Judge spec", key="sb_judge_spec",
+                                 placeholder="hf:<model>[+<adapter>] or openai:<model>@<url>").strip() or "embedded"
+        ok, msg = judge_status(spec)
+        (st.success if ok else st.error)(f"{spec}: {msg}", icon="✅" if ok else "⚠️")
+    cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
+                 embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
+    ss["config"] = cfg
+    return cfg
+
+
+def current_config() -> Config:
+    return st.session_state.get("config") or Config()
+
+
+# --------------------------------------------------------------------------- small renderers
+
+
+def pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"

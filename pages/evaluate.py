@@ -1,0 +1,195 @@
+"""Evaluate: a configuration over every question, per subset and macro, with intervals and a failure browser."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from berds_core.metrics import mrecall_at_k, precision_at_k
+from berds_core.runs import label_matrix
+from pages.common import current_config, esc, get_data, get_engine, run_entry, summarize
+
+METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion", "rerank": "+ perspective re-ranker"}
+QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
+             "oracle": "gold perspectives (oracle)"}
+METRICS = [("mrecall@5", "MRecall@5"), ("mrecall@10", "MRecall@10"), ("precision@5", "Precision@5"),
+           ("precision@10", "Precision@10"), ("precision@1", "Precision@1")]
+DEPTH = 10  # passages kept per question (k = 5 and 10 are scored)
+
+
+def per_question(entry: dict, L) -> dict:
+    return {"mrecall@5": mrecall_at_k(L, 5), "mrecall@10": mrecall_at_k(L, 10),
+            "precision@5": precision_at_k(L, 5), "precision@10": precision_at_k(L, 10),
+            "precision@1": precision_at_k(L, 1)}
+
+
+def run_key(cfg, method, lam, qe_source) -> str:
+    return hashlib.sha1(json.dumps([cfg.as_dict(), method, lam, qe_source]).encode()).hexdigest()[:16]
+
+
+def config_label(cfg, method, lam, qe_source, labels) -> str:
+    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method == "qe" else "")
+    return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
+
+
+def table_rows(summary: dict) -> list[dict]:
+    rows = []
+    for name, s in summary.items():
+        row = {"subset": name, "n": s["n"]}
+        for key, label in METRICS:
+            m = s[key]
+            row[label] = f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
+        rows.append(row)
+    return rows
+
+
+def table_csv(summary: dict, label: str) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")])
+    for name, s in summary.items():
+        w.writerow([label, name, s["n"]] + [f"{s[key][part]:.6f}" for key, _ in METRICS for part in ("mean", "lo", "hi")])
+    return buf.getvalue()
+
+
+def comparison_chart(done: dict, chosen: list[str], metric_keys: list[str]) -> go.Figure:
+    fig = go.Figure()
+    for label in chosen:
+        macro = done[label]["summary"]["macro"]
+        names = [dict(METRICS)[k] for k in metric_keys]
+        means = [macro[k]["mean"] for k in metric_keys]
+        fig.add_bar(name=label, x=names, y=means,
+                    error_y=dict(type="data", symmetric=False,
+                                 array=[macro[k]["hi"] - macro[k]["mean"] for k in metric_keys],
+                                 arrayminus=[macro[k]["mean"] - macro[k]["lo"] for k in metric_keys]))
+    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1], title="macro average (95% interval)"),
+                      legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=10, b=10), height=380)
+    return fig
+
+
+def main() -> None:
+    st.title("Evaluate")
+    st.caption("Run one configuration over every question of the chosen subsets. MRecall@k: share of questions "
+               "whose top k cover all perspectives (at least k of them when there are more than k). Precision@k: "
+               "share of the top k passages that support any perspective. Intervals: 95% bootstrap over questions.")
+    ss = st.session_state
+    ss.setdefault("eval_runs", {})   # run key -> {qid: entry}
+    ss.setdefault("eval_done", {})   # configuration label -> {"summary", "key", ...}
+    ss.setdefault("eval_active", None)
+
+    cfg = current_config()
+    data = get_data(cfg)
+    if data is None:
+        return
+    retriever, judge, embedder = get_engine(cfg, data)
+    if retriever is None or judge is None:
+        return
+
+    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
+    subsets = data.subsets
+    chosen_subsets = c1.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []
+    method = c2.selectbox("Diversifier", list(METHODS), format_func=METHODS.get, key="ev_method")
+    lam = c3.slider("MMR λ", 0.0, 1.0, 0.5, 0.05, key="ev_lam", disabled=method != "mmr")
+    qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
+                             disabled=method != "qe")
+    label_opts = (["gold", "judge"] if data.gold else ["judge"])
+    labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
+                      help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
+
+    questions = [q for q in data.questions if not subsets or q.subset in chosen_subsets]
+    if not questions:
+        st.info("Pick at least one subset.")
+        return
+    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method == "qe" else None)
+    store = ss.eval_runs.setdefault(key, {})
+    todo = [q for q in questions if q.id not in store]
+    label = config_label(cfg, method, lam, qe_source, labels)
+
+    b1, b2, _ = st.columns([1, 1, 4])
+    if b1.button("Run evaluation", type="primary", key="ev_run", disabled=not todo and ss.eval_active != key):
+        ss.eval_active = key
+    if ss.eval_active == key and todo:
+        if b2.button("Cancel", key="ev_cancel"):
+            ss.eval_active = None
+            st.warning(f"Cancelled: {len(questions) - len(todo)} of {len(questions)} questions done; "
+                       "press Run to continue where it stopped.")
+        else:
+            bar = st.progress(0.0, text="Retrieving and judging…")
+            done_n = len(questions) - len(todo)
+            for i, q in enumerate(todo):
+                store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH, lam=lam,
+                                        qe_source=qe_source, embedder=embedder)
+                bar.progress((done_n + i + 1) / len(questions),
+                             text=f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}")
+            ss.eval_active = None
+            bar.empty()
+            todo = []
+    if todo:
+        st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{label}”. "
+                "Press **Run evaluation**; results are kept for this configuration.")
+        if len(todo) == len(questions):
+            _show_compare(ss.eval_done)
+            return
+
+    entries = [store[q.id] for q in questions if q.id in store]
+    mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
+            for e in entries]
+    scores = [per_question(e, L) for e, L in zip(entries, mats)]
+    summary = summarize([e.get("subset") or "all" for e in entries], scores, [k for k, _ in METRICS])
+    if not todo:
+        ss.eval_done[label] = {"summary": summary, "key": key}
+
+    st.subheader(f"Results · {label}")
+    st.dataframe(table_rows(summary), hide_index=True, width="stretch")
+    d1, d2, _ = st.columns([1, 1, 3])
+    run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+    d1.download_button("Download run (JSONL)", run_text, file_name=f"run-{key}.jsonl", mime="application/jsonl",
+                       key="ev_dl_run")
+    d2.download_button("Download table (CSV)", table_csv(summary, label), file_name=f"table-{key}.csv",
+                       mime="text/csv", key="ev_dl_csv")
+
+    _show_compare(ss.eval_done)
+    _failure_browser(entries, mats, scores, data)
+
+
+def _show_compare(done: dict) -> None:
+    if not done:
+        return
+    st.subheader("Compare configurations")
+    chosen = st.multiselect("Configurations", list(done), default=list(done)[-4:], key="ev_compare")
+    metric_keys = [k for k, _ in METRICS]
+    if chosen:
+        st.plotly_chart(comparison_chart(done, chosen, metric_keys), width="stretch", key="ev_chart")
+
+
+def _failure_browser(entries, mats, scores, data) -> None:
+    st.subheader("Failure browser")
+    k = st.radio("Questions with MRecall@k = 0 for k =", [5, 10], horizontal=True, key="ev_fail_k")
+    fails = [(e, L) for e, L, s in zip(entries, mats, scores) if s[f"mrecall@{k}"] == 0]
+    subsets = sorted({e.get("subset") or "all" for e, _ in fails})
+    pick = st.multiselect("Filter by subset", subsets, default=subsets, key="ev_fail_subsets") if len(subsets) > 1 else subsets
+    fails = [(e, L) for e, L in fails if (e.get("subset") or "all") in pick]
+    st.caption(f"{len(fails)} question(s) miss a perspective in their top {k}.")
+    for e, L in fails[:50]:
+        covered = L[:k].any(axis=0)
+        missing = [p for p, c in zip(e["perspectives"], covered) if not c]
+        with st.expander(f"{e['question']}  —  {len(missing)} missing"):
+            parts = []
+            for j, p in enumerate(e["perspectives"]):
+                mark = "✅ covered" if covered[j] else "❌ missing"
+                parts.append(f'<div style="margin:2px 0"><b>P{j + 1}</b> {mark}: {esc(p)}</div>')
+            parts.append(f'<div style="margin-top:8px;font-weight:600">Retrieved instead (top {k}):</div>')
+            for i, c in enumerate(e["ctxs"][:k]):
+                sup = ", ".join(f"P{j + 1}" for j in range(L.shape[1]) if L[i, j]) or "none"
+                parts.append(f'<div style="margin:4px 0;font-size:0.88rem"><b>#{i + 1}</b> '
+                             f'<span style="color:#5b6470">supports: {sup}</span><br>{esc(c["text"][:400])}</div>')
+            st.markdown("".join(parts), unsafe_allow_html=True)
+    if len(fails) > 50:
+        st.caption(f"… and {len(fails) - 50} more (download the run for all of them).")
+
+
+main()

@@ -1,0 +1,43 @@
+"""Landing page: what the tool is, the dataset and corpus loaded, counts, how to start."""
+import streamlit as st
+
+from pages.common import current_config, get_data
+
+st.title("BERDS Studio")
+st.markdown(
+    "Does a search engine show **more than one side** of a contested question? "
+    "BERDS Studio measures whether the retrieved documents cover the different perspectives "
+    "of a question (the BERDS benchmark, Chen et al.): retrieve, diversify (MMR, query expansion), "
+    "let a judge decide which passage supports which perspective, and score **MRecall@k** "
+    "(are all perspectives covered in the top k?) and **Precision@k** (how many passages support any)."
+)
+
+cfg = current_config()
+data = get_data(cfg)
+if data is not None:
+    n_persp = sum(len(q.perspectives) for q in data.questions)
+    n_gold = sum(len(v) for v in data.gold.values()) if data.gold else 0
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Questions", f"{len(data.questions):,}")
+    c2.metric("Perspectives", f"{n_persp:,}", help=f"{n_persp / len(data.questions):.1f} per question on average")
+    c3.metric("Passages", f"{len(data.corpus):,}" if data.corpus is not None else "no corpus")
+    c4.metric("Gold-labelled pairs", f"{n_gold:,}" if data.gold else "none")
+    where = "the built-in demo (offline, gold-labelled)" if data.name == "demo" else f"`{data.name}`"
+    st.caption(f"Dataset: {where} · retriever {cfg.retriever} · judge {cfg.judge}. Change them in the sidebar.")
+
+    st.subheader("Start here")
+    st.markdown(
+        "1. **Playground** — type a question (or pick one) and compare plain retrieval with MMR, "
+        "query expansion and the perspective-aware re-ranker, side by side.\n"
+        "2. **Evaluate** — run a configuration over every question, per subset, with intervals, "
+        "and browse the questions where a perspective is missing.\n"
+        "3. **Annotate / Agreement** — label passage–perspective pairs by hand and compare with the judge."
+    )
+    st.page_link("pages/playground.py", label="Open the Playground", icon=":material/search:")
+
+    with st.expander("Questions in this dataset", expanded=False):
+        st.dataframe(
+            [{"id": q.id, "subset": q.subset or "", "question": q.question, "perspectives": len(q.perspectives)}
+             for q in data.questions],
+            hide_index=True, width="stretch",
+        )

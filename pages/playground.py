@@ -1,0 +1,218 @@
+"""Playground: one question, plain retrieval next to MMR, query expansion and the re-ranker."""
+from __future__ import annotations
+
+import streamlit as st
+
+from berds_core.records import Question
+from pages.common import (DEPTH, Config, best_ranks, cached_data, cached_embedder, cached_judge,
+                          cached_retriever, column_result, current_config, embedder_model, esc, get_data,
+                          get_engine)
+
+COLUMNS = {
+    "none": ("Plain retrieval", "the retriever's own top k"),
+    "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
+    "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
+    "rerank": ("+ Perspective re-ranker", "greedy re-ranking of the top 100 by judged coverage"),
+}
+QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
+             "oracle": "gold perspectives (oracle)"}
+
+CSS = """
+<style>
+.bc-card{border:1px solid #dfe3e8;border-radius:10px;padding:10px 12px;margin:0 0 10px 0;background:#fff}
+.bc-head{display:flex;gap:8px;align-items:baseline;font-size:0.82rem;color:#5b6470;margin-bottom:4px}
+.bc-rank{font-weight:700;color:#1f5f8b;font-size:0.95rem}
+.bc-title{font-weight:600;color:#1b1f24;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.bc-text{font-size:0.88rem;line-height:1.35;color:#1b1f24}
+.bc-text details summary{cursor:pointer;color:#1f5f8b;font-size:0.8rem}
+.bc-chips{margin-top:6px;display:flex;flex-wrap:wrap;gap:4px}
+.bc-chip{font-size:0.75rem;border-radius:999px;padding:1px 8px;border:1px solid #cfd6de;background:#f3f5f8;color:#3b434c}
+.bc-chip.yes{background:#dff3e4;border-color:#58b26d;color:#1d5b2c;font-weight:600}
+.bc-chip .g{margin-left:4px;font-weight:700}
+.bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
+.bc-metric{font-size:0.8rem;color:#5b6470}
+.bc-metric b{display:block;font-size:1.45rem;color:#1b1f24}
+.bc-persp{font-size:0.9rem;margin:2px 0}
+.bc-tag{display:inline-block;min-width:28px;text-align:center;border-radius:6px;background:#1f5f8b;color:#fff;
+        font-size:0.75rem;font-weight:700;margin-right:6px;padding:1px 4px}
+.bc-miss{font-size:0.9rem;margin:2px 0}
+</style>
+"""
+
+
+def _question_key(q: Question) -> tuple:
+    return (q.id, q.question, tuple(q.perspectives), tuple(q.generated_perspectives or ()), q.subset)
+
+
+def _question_from_key(key: tuple) -> Question:
+    qid, text, persp, gen, subset = key
+    return Question(qid, text, list(persp), subset=subset, generated_perspectives=list(gen))
+
+
+def _engine(cfg_key: tuple):
+    cfg = Config(**dict(cfg_key))
+    data = cached_data(cfg_key, cfg)
+    retriever = cached_retriever(cfg.retriever, data.corpus.hash,
+                                 embedder_model(cfg.embedder) if cfg.retriever == "dense" else None, data.corpus)
+    return cfg, data, retriever, cached_judge(cfg.judge), cached_embedder(embedder_model(cfg.embedder))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
+                  use_gold: bool) -> dict:
+    cfg, data, retriever, judge, embedder = _engine(cfg_key)
+    q = _question_from_key(qkey)
+    gold = data.gold if q.id in (data.gold or {}) else None
+    return column_result(q, data.corpus, retriever, judge, method, k, gold=gold, lam=lam, qe_source=qe_source,
+                         embedder=embedder, use_gold=use_gold)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool) -> dict:
+    cfg, data, retriever, judge, _ = _engine(cfg_key)
+    q = _question_from_key(qkey)
+    gold = data.gold if q.id in (data.gold or {}) else None
+    return best_ranks(q, data.corpus, retriever, judge, list(which), gold=gold, use_gold=use_gold)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def derived_perspectives(cfg_key: tuple, text: str) -> list[str]:
+    """Perspectives for a typed question with none given: the offline yes/no facets."""
+    from berds_core.diversify.query_expansion import perspectives_for
+
+    cfg, data, retriever, _, _ = _engine(cfg_key)
+    return perspectives_for(Question("typed", text, ["-"]), "offline", corpus=data.corpus, retriever=retriever)[:4]
+
+
+def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
+    g = "" if gold is None else f'<span class="g" title="gold label">{"G✓" if gold else "G✗"}</span>'
+    cls = "bc-chip yes" if label else "bc-chip"
+    tip = f"P{j + 1}: judge probability {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
+    return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
+
+
+def card_html(p: dict, words: int = 45) -> str:
+    tokens = p["text"].split()
+    text = esc(" ".join(tokens[:words]))
+    if len(tokens) > words:
+        text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
+    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j])
+                    for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
+    score = "" if p["score"] is None else f'<span>score {p["score"]:.3f}</span>'
+    title = f'<span class="bc-title">{esc(p["title"])}</span>' if p["title"] else ""
+    return (f'<div class="bc-card" data-testid="passage-card"><div class="bc-head"><span class="bc-rank">#{p["rank"]}'
+            f'</span>{score}{title}</div><div class="bc-text">{text}</div>'
+            f'<div class="bc-chips">{chips}</div></div>')
+
+
+def metrics_html(res: dict, k: int) -> str:
+    src = res["labels_from"]
+    return (f'<div class="bc-metrics"><div class="bc-metric">MRecall@{k}<b>{res["mrecall"]:.0f}</b></div>'
+            f'<div class="bc-metric">Precision@{k}<b>{res["precision"]:.2f}</b></div>'
+            f'<div class="bc-metric">labels<b style="font-size:1rem">{src}</b></div></div>')
+
+
+def main() -> None:
+    st.title("Playground")
+    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
+               "supports each perspective (green = judged to support; G✓/G✗ = gold label when the dataset has one).")
+    st.markdown(CSS, unsafe_allow_html=True)  # static styles only, no user text
+
+    cfg = current_config()
+    data = get_data(cfg)
+    if data is None:
+        return
+    retriever, judge, embedder = get_engine(cfg, data)
+    if retriever is None or judge is None:
+        return
+    cfg_key = tuple(cfg.as_dict().items())
+
+    mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
+                    label_visibility="collapsed")
+    if mode == "From the dataset":
+        by_id = {q.id: q for q in data.questions}
+        qid = st.selectbox("Question", list(by_id), key="pg_qid",
+                           format_func=lambda i: f"{by_id[i].question}" + (f"  ·  {by_id[i].subset}" if by_id[i].subset else ""))
+        question = by_id[qid]
+    else:
+        text = st.text_input("Your question", key="pg_text", placeholder="Should cities ban cars from their centres?")
+        persp_text = st.text_area("Perspectives, one per line (optional)", key="pg_persp", height=90,
+                                  help="Leave empty to derive a yes side and a no side from the question (offline).")
+        if not text.strip():
+            st.info("Type a question to retrieve passages for it.")
+            return
+        match = next((q for q in data.questions if q.question.strip().lower() == text.strip().lower()), None)
+        persp = [p.strip() for p in persp_text.splitlines() if p.strip()]
+        if match is not None and not persp:
+            question = match
+        else:
+            if not persp:
+                persp = derived_perspectives(cfg_key, text.strip())
+                st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
+            question = Question("typed", text.strip(), persp)
+
+    c1, c2, c3, c4 = st.columns([1, 1, 1.3, 1])
+    k = c1.slider("k (passages per column)", 1, 10, 5, key="pg_k")
+    lam = c2.slider("MMR λ (1 = relevance only)", 0.0, 1.0, 0.5, 0.05, key="pg_lam")
+    qe_options = [s for s in QE_LABELS if s != "dataset" or question.generated_perspectives]
+    qe_source = c3.selectbox("Query-expansion perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
+                             format_func=QE_LABELS.get)
+    has_gold = bool(data.gold) and question.id in data.gold
+    use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
+                        key="pg_labels") == "gold"
+
+    t1, t2, t3 = st.columns(3)
+    shown = ["none"]
+    if t1.toggle("MMR", value=True, key="pg_mmr"):
+        shown.append("mmr")
+    if t2.toggle("Query expansion", value=True, key="pg_qe"):
+        shown.append("qe")
+    if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
+        shown.append("rerank")
+
+    st.markdown("".join(f'<div class="bc-persp"><span class="bc-tag">P{j + 1}</span>{esc(p)}</div>'
+                        for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
+
+    qkey = _question_key(question)
+    results = {}
+    with st.spinner("Retrieving and judging…"):
+        for method in shown:
+            try:
+                results[method] = cached_column(cfg_key, qkey, method, k, lam if method == "mmr" else 0.5,
+                                                qe_source if method == "qe" else "dataset", use_gold)
+            except Exception as e:  # one failing diversifier must not take the page down
+                results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+
+    cols = st.columns(len(shown))
+    for col, method in zip(cols, shown):
+        name, desc = COLUMNS[method]
+        res = results[method]
+        with col:
+            st.markdown(f"#### {name}")
+            st.caption(desc if method != "mmr" else f"{desc}, λ = {lam:.2f}")
+            if "error" in res:
+                st.error(res["error"])
+                continue
+            st.markdown(metrics_html(res, k) + "".join(card_html(p) for p in res["passages"]),
+                        unsafe_allow_html=True)
+
+    ok = [r for r in results.values() if "error" not in r]
+    if ok:
+        covered = [any(r["covered"][j] for r in ok) for j in range(len(question.perspectives))]
+        missing = [j for j, c in enumerate(covered) if not c]
+        if not missing:
+            st.success(f"Every perspective is covered by at least one column in the top {k}.")
+        else:
+            ranks = cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold)
+            lines = []
+            for j in missing:
+                r = ranks.get(j)
+                where = (f"first supported at rank {r} of plain retrieval" if r else
+                         f"not supported by any passage in the top {DEPTH}")
+                lines.append(f'<div class="bc-miss"><span class="bc-tag">P{j + 1}</span>{esc(question.perspectives[j])}'
+                             f' — <b>{where}</b></div>')
+            st.warning(f"No column covers {len(missing)} perspective(s) in its top {k}:")
+            st.markdown("".join(lines), unsafe_allow_html=True)
+
+
+main()
