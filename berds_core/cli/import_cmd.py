@@ -1,0 +1,76 @@
+"""``berds import KIND FILE --out DIR``: convert a dataset to the project's files.
+
+Writes ``DIR/questions.jsonl`` (``{"id", "question", "perspectives", ...}``)
+and, for kinds that carry passages and labels (debate-sites),
+``DIR/corpus.jsonl`` (``{"id", "title", "text"}``) and ``DIR/gold.jsonl``
+(``{"question_id", "passage_id", "perspective"}``). Everything is read and
+checked before anything is written; each file is written atomically. Existing
+files are not replaced without ``--force``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from ..jsonio import write_jsonl
+
+KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv")
+OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="convert a dataset (debate-sites, perspectrum, qe, hub, ...) to questions/corpus/gold JSONL")
+    p.add_argument("kind", choices=KINDS, help="source format")
+    p.add_argument("file", help="source file (a hub id or local copy for 'hub')")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--force", action="store_true", help="replace existing output files")
+    p.add_argument("--split", help="hub: the split to load (default: all)")
+    p.add_argument("--pool", help="perspectrum: perspective_pool JSON (default: next to FILE)")
+    p.add_argument("--splits-file", help="perspectrum: dataset_split JSON (default: next to FILE)")
+    p.set_defaults(func=run)
+
+
+def _load(args):
+    from .. import datasets as D
+
+    if args.kind == "debate-sites":
+        return D.load_debate_sites(args.file)
+    if args.kind == "perspectrum":
+        qs = D.load_perspectrum(args.file, pool=args.pool, splits=args.splits_file)
+    elif args.kind == "hub":
+        qs = D.load_hub(args.file, split=args.split)
+    elif args.kind == "qe":
+        qs = D.load_qe(args.file)
+    else:
+        qs = D.load_questions(args.file, fmt=args.kind)
+    return D.Bundle(Path(args.file).stem, qs, [], {})
+
+
+def run(args) -> dict:
+    from ..datasets import gold_rows
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(out, None, "--out", "exists and is not a folder")
+    bundle = _load(args)
+    writes = {"questions.jsonl": [q.to_json() for q in bundle.questions]}
+    if bundle.passages:
+        writes["corpus.jsonl"] = [p.to_json() for p in bundle.passages]
+        writes["gold.jsonl"] = gold_rows(bundle.gold, bundle.questions)
+    if not args.force:
+        for name in writes:
+            if (out / name).exists():
+                raise InputError(out / name, None, None, "already exists; pass --force to replace it")
+    stale = [name for name in OUTPUTS if name not in writes and (out / name).exists()]
+    if stale:
+        sys.stderr.write(f"berds import: note: {', '.join(stale)} in {out} are from an earlier import and were left as they are\n")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, rows in writes.items():
+        write_jsonl(out / name, rows)
+    return {
+        "kind": args.kind, "source": str(args.file), "out": str(out),
+        "questions": len(bundle.questions), "passages": len(bundle.passages),
+        "gold_pairs": len(writes.get("gold.jsonl", [])),
+        "files": [str(out / name) for name in writes],
+    }

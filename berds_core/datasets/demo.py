@@ -1,0 +1,39 @@
+"""The built-in demo bundle, shipped inside the package (``berds_core/demo``).
+
+Files: ``questions_*.jsonl`` (question JSONL), ``corpus_*.jsonl``
+(``{id, title, text}``) and ``gold_*.jsonl`` (gold labels); all files of a kind
+are concatenated in name order and checked together: unique ids across files,
+every gold pair names an existing question, passage and perspective index.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from ..errors import InputError
+from .bundle import Bundle, merge_unique, read_passages_jsonl
+from .generic import read_questions_jsonl
+from .gold import read_gold, validate_gold
+
+
+def demo_dir() -> Path:
+    return Path(str(resources.files("berds_core") / "demo"))
+
+
+def load_demo(folder=None) -> Bundle:
+    folder = Path(folder) if folder else demo_dir()
+    qfiles = sorted(folder.glob("questions_*.jsonl"))
+    cfiles = sorted(folder.glob("corpus_*.jsonl"))
+    gfiles = sorted(folder.glob("gold_*.jsonl"))
+    if not qfiles or not cfiles:
+        raise InputError(folder, None, None, "demo data missing (need questions_*.jsonl and corpus_*.jsonl)")
+    questions = merge_unique([(f, *read_questions_jsonl(f)) for f in qfiles], "question")
+    passages = merge_unique([(f, *read_passages_jsonl(f)) for f in cfiles], "passage")
+    gold: dict = {}
+    for f in gfiles:
+        part, lines = read_gold(f)
+        validate_gold(part, questions, passages, f, lines)
+        for qid, labels in part.items():
+            for pid, persp in labels.items():
+                gold.setdefault(qid, {}).setdefault(pid, set()).update(persp)
+    return Bundle("demo", questions, passages, gold)

@@ -1,0 +1,71 @@
+"""Gold labels: which perspective each (question, passage) pair supports.
+
+JSONL, one labelled pair per line: ``{"question_id", "passage_id",
+"perspective"}``, ``perspective`` being the 0-based index of the supported
+perspective in the question's list.
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+from ..jsonio import iter_jsonl, write_jsonl
+from ..records import Gold, Passage, Question
+from .checks import as_id
+
+
+def read_gold(path) -> tuple[Gold, dict[tuple[str, str, int], int]]:
+    """Gold labels and the line of each labelled pair."""
+    gold: Gold = {}
+    lines: dict[tuple[str, str, int], int] = {}
+    for no, obj in iter_jsonl(path):
+        for key in ("question_id", "passage_id", "perspective"):
+            if obj.get(key) is None:
+                raise InputError(path, no, key, "missing")
+        qid = as_id(obj["question_id"], path, no, "question_id")
+        pid = as_id(obj["passage_id"], path, no, "passage_id")
+        j = obj["perspective"]
+        if isinstance(j, bool) or not isinstance(j, int):
+            raise InputError(path, no, "perspective", f"expected a perspective index (int), got {type(j).__name__}")
+        if j < 0:
+            raise InputError(path, no, "perspective", f"index must be >= 0, got {j}")
+        gold.setdefault(qid, {}).setdefault(pid, set()).add(j)
+        lines.setdefault((qid, pid, j), no)
+    if not lines:
+        raise InputError(path, None, None, "no gold labels found (empty file?)")
+    return gold, lines
+
+
+def load_gold(path) -> Gold:
+    return read_gold(path)[0]
+
+
+def validate_gold(gold: Gold, questions: list[Question], passages: list[Passage] | None, path,
+                  lines: dict | None = None) -> None:
+    """Every labelled pair names a known question, a known passage (when
+    ``passages`` is given) and a perspective index the question has."""
+    by_id = {q.id: q for q in questions}
+    known = {p.id for p in passages} if passages is not None else None
+    for qid, labels in gold.items():
+        for pid, persp in labels.items():
+            for j in sorted(persp):
+                line = (lines or {}).get((qid, pid, j))
+                q = by_id.get(qid)
+                if q is None:
+                    raise InputError(path, line, "question_id", f"unknown question {qid!r}")
+                if known is not None and pid not in known:
+                    raise InputError(path, line, "passage_id", f"unknown passage {pid!r}")
+                if j >= len(q.perspectives):
+                    raise InputError(path, line, "perspective",
+                                     f"index {j} out of range: question {qid!r} has {len(q.perspectives)} perspectives")
+
+
+def gold_rows(gold: Gold, questions: list[Question] | None = None) -> list[dict]:
+    """One ``{question_id, passage_id, perspective}`` row per labelled pair, in
+    question order (then passage id, then perspective)."""
+    order = [q.id for q in questions] if questions else list(gold)
+    order += [qid for qid in gold if qid not in set(order)]
+    return [{"question_id": qid, "passage_id": pid, "perspective": j}
+            for qid in order for pid in sorted(gold.get(qid, {})) for j in sorted(gold[qid][pid])]
+
+
+def write_gold(path, gold: Gold, questions: list[Question] | None = None) -> int:
+    return write_jsonl(path, gold_rows(gold, questions))
