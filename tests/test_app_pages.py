@@ -1,0 +1,213 @@
+"""AppTest tests of the app shell, Home, Playground and Evaluate pages (no browser)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+TIMEOUT = 180
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _md(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _open(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def tricky_data(tmp_path_factory):
+    """A questions file and a corpus whose passages contain HTML and Markdown."""
+    d = tmp_path_factory.mktemp("tricky")
+    questions = [{"id": "q1", "question": "Should schools ban homework?",
+                  "perspectives": ["Homework should be banned because it harms sleep.",
+                                   "Homework should stay because it builds practice."]}]
+    passages = [
+        {"id": "evil", "title": "<b>Bold title</b>",
+         "text": "Homework harms sleep <script>alert('x')</script> and <b>should be banned</b> **now** [link](http://e.x)"},
+        {"id": "p2", "title": "Practice", "text": "Homework builds practice and should stay in schools for pupils."},
+        {"id": "p3", "title": "Sleep", "text": "Teenagers lose sleep over homework every night, studies say."},
+        {"id": "p4", "title": "Other", "text": "The weather in spring is mild with occasional rain showers."},
+        {"id": "p5", "title": "Ban", "text": "Several schools ban homework to protect family time and sleep."},
+        {"id": "p6", "title": "Grades", "text": "Homework practice improves grades in mathematics, teachers report."},
+    ]
+    qf, cf = d / "questions.jsonl", d / "corpus.jsonl"
+    qf.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    cf.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    return qf, cf
+
+
+def _use_files(at: AppTest, qf, cf) -> AppTest:
+    at.selectbox(key="sb_dataset").set_value("File path").run()
+    at.text_input(key="sb_dataset_path").set_value(str(qf)).run()
+    at.selectbox(key="sb_corpus").set_value("File path").run()
+    at.text_input(key="sb_corpus_path").set_value(str(cf)).run()
+    return at
+
+
+# ------------------------------------------------------------------ home and shell
+
+def test_home_shows_demo_counts_and_sidebar():
+    at = _app()
+    assert at.title[0].value == "BERDS Studio"
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Questions"].replace(",", "")) >= 12
+    assert int(metrics["Passages"].replace(",", "")) >= 400
+    assert int(metrics["Gold-labelled pairs"].replace(",", "")) > 0
+    assert at.selectbox(key="sb_dataset").value == "Built-in demo"
+    assert at.radio(key="sb_retriever").value == "bm25"
+    # the judge's status is shown, and the embedded judge works offline
+    assert any("embedded" in s.value for s in at.sidebar.success), [e.value for e in at.sidebar.error]
+
+
+def test_bad_path_is_one_error_line_not_a_traceback(tmp_path):
+    at = _app()
+    missing = tmp_path / "nope.jsonl"
+    at.selectbox(key="sb_dataset").set_value("File path").run()
+    at.text_input(key="sb_dataset_path").set_value(str(missing)).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and str(missing) in errors[0] and "not found" in errors[0]
+    assert "\n" not in errors[0]
+
+
+def test_malformed_questions_file_names_line_and_field(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "Q?", "perspectives": ["a", "b"]}\n{"question": "R?"}\n')
+    at = _app()
+    at.selectbox(key="sb_dataset").set_value("File path").run()
+    at.text_input(key="sb_dataset_path").set_value(str(bad)).run()
+    assert not at.exception
+    (err,) = [e.value for e in at.error]
+    assert f"{bad}:2" in err and "perspectives" in err
+
+
+# ------------------------------------------------------------------ playground
+
+@pytest.fixture(scope="module")
+def playground():
+    at = _open(_app(), "pages/playground.py")
+    return at
+
+
+def test_playground_four_columns_with_metrics_cards_and_chips(playground):
+    at = playground
+    md = _md(at)
+    heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
+    assert heads == ["#### Plain retrieval", "#### + MMR", "#### + Query expansion", "#### + Perspective re-ranker"]
+    k = at.slider(key="pg_k").value
+    assert md.count("MRecall@%d<b>" % k) == 4 and md.count("Precision@%d<b>" % k) == 4
+    assert md.count('data-testid="passage-card"') == 4 * k
+    m = len(re.findall(r'<span class="bc-tag">P\d+</span>', md.split("####")[0]))
+    assert m >= 2  # the perspective legend
+    # one chip per perspective on every card
+    assert len(re.findall(r'class="bc-chip( yes)?"', md)) == 4 * k * m
+    # the demo has gold labels: chips carry them
+    assert "G✓" in md or "G✗" in md
+    values = re.findall(r"MRecall@\d+<b>(\d)</b>", md)
+    assert set(values) <= {"0", "1"}
+
+
+def test_playground_k_and_mmr_toggle_rerun(playground):
+    at = playground
+    at.slider(key="pg_k").set_value(3).run()
+    at.toggle(key="pg_mmr").set_value(False).run()
+    assert not at.exception
+    md = _md(at)
+    heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
+    assert "#### + MMR" not in heads and len(heads) == 3
+    assert md.count('data-testid="passage-card"') == 3 * 3
+    at.toggle(key="pg_mmr").set_value(True).run()
+    assert len([m for m in at.markdown if m.value.startswith("#### ")]) == 4
+
+
+def test_playground_reports_uncovered_perspectives(playground):
+    at = playground
+    at.slider(key="pg_k").set_value(1).run()
+    # with k = 1 no column can cover two perspectives
+    md = _md(at)
+    assert any("No column covers" in w.value for w in at.warning)
+    assert re.search(r"first supported at rank \d+ of plain retrieval|not supported by any passage in the top 100", md)
+
+
+def test_playground_escapes_passage_html(tricky_data):
+    qf, cf = tricky_data
+    at = _use_files(_open(_app(), "pages/playground.py"), qf, cf)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    md = _md(at)
+    assert 'data-testid="passage-card"' in md
+    assert "<script>" not in md and "<b>Bold" not in md and "<b>should" not in md
+    assert "&#60;script&#62;" in md and "&#60;b&#62;should be banned" in md
+    assert "**now**" not in md and "&#42;&#42;now&#42;&#42;" in md
+
+
+def test_playground_typed_question_with_own_perspectives(tricky_data):
+    qf, cf = tricky_data
+    at = _use_files(_open(_app(), "pages/playground.py"), qf, cf)
+    at.radio(key="pg_mode").set_value("Type my own").run()
+    at.text_input(key="pg_text").set_value("Is homework good for <i>pupils</i>?").run()
+    at.text_area(key="pg_persp").set_value("Homework helps practice\nHomework harms sleep\nHomework is neutral").run()
+    assert not at.exception, [e.value for e in at.exception]
+    md = _md(at)
+    assert "<i>pupils" not in md
+    assert md.count('<span class="bc-tag">P3</span>') >= 1
+    assert md.count('data-testid="passage-card"') > 0
+
+
+# ------------------------------------------------------------------ evaluate
+
+def test_evaluate_runs_tables_failures_and_downloads():
+    at = _open(_app(), "pages/evaluate.py")
+    assert any("Run evaluation" == b.label for b in at.button)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (table,) = at.dataframe
+    df = table.value
+    assert "macro" in set(df["subset"])
+    for col in ("MRecall@5", "MRecall@10", "Precision@5", "Precision@10", "Precision@1"):
+        assert col in df.columns
+        mean, lo, hi = map(float, re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", df[col].iloc[-1]).groups())
+        assert 0 <= lo <= mean <= hi <= 1
+    assert sum(df["n"][df["subset"] != "macro"]) == df["n"][df["subset"] == "macro"].iloc[0]
+    assert any("Failure browser" in h.value for h in at.subheader)
+    assert any("miss a perspective" in c.value for c in at.caption)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Download run (JSONL)", "Download table (CSV)"]
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_evaluate_results_cached_by_configuration():
+    at = _open(_app(), "pages/evaluate.py")
+    at.button(key="ev_run").click().run()
+    runs = at.session_state["eval_runs"]
+    (key,) = list(runs)
+    n = len(runs[key])
+    assert n >= 12
+    at.selectbox(key="ev_method").set_value("mmr").run()
+    assert at.button(key="ev_run").disabled is False
+    at.button(key="ev_run").click().run()
+    assert len(at.session_state["eval_runs"]) == 2
+    # back to the first configuration: nothing to run, the table is there at once
+    at.selectbox(key="ev_method").set_value("none").run()
+    assert at.button(key="ev_run").disabled is True
+    assert len(at.dataframe) == 1
+    assert len(at.session_state["eval_done"]) == 2
