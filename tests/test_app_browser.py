@@ -1,0 +1,56 @@
+"""Real-browser test: ``streamlit run app.py`` driven by headless Chromium (Playwright)."""
+from __future__ import annotations
+
+import pytest
+
+from browser_harness import browser_page, screenshot, streamlit_app_url, wait_idle, wait_for_app  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+HEADS = ["Plain retrieval", "+ MMR", "+ Query expansion", "+ Perspective re-ranker"]
+
+
+def _column_heads(page) -> list[str]:
+    return [h.strip() for h in page.locator("h4").all_inner_texts() if h.strip() in HEADS]
+
+
+def test_home_then_playground_typed_question_mmr_toggle(streamlit_app_url, browser_page):
+    page = browser_page
+    page.goto(streamlit_app_url)
+    wait_for_app(page)
+    page.wait_for_selector("text=BERDS Studio", timeout=60_000)
+    assert "Questions" in page.inner_text("body")
+    screenshot(page, "home")
+
+    page.get_by_role("link", name="Playground").first.click()
+    page.wait_for_selector(".bc-card", timeout=180_000)
+    wait_idle(page)
+
+    page.get_by_text("Type my own", exact=True).click()
+    wait_idle(page)
+    box = page.get_by_label("Your question")
+    box.fill("Should homework be banned in primary schools?")
+    box.press("Enter")
+    wait_idle(page, 180_000)
+    page.wait_for_selector(".bc-card", timeout=180_000)
+    assert _column_heads(page) == HEADS
+    n_cards = page.locator(".bc-card").count()
+    assert n_cards == 4 * 5
+    chips = page.locator(".bc-card .bc-chip")
+    assert chips.count() >= n_cards * 2  # one chip per perspective, at least two perspectives
+    assert chips.first.inner_text().startswith("P1 ")
+    screenshot(page, "playground-typed")
+
+    # MMR off: three columns; on again: four
+    page.get_by_text("MMR", exact=True).click()
+    wait_idle(page)
+    page.wait_for_function("() => document.querySelectorAll('.bc-card').length === 15", timeout=60_000)
+    assert "+ MMR" not in _column_heads(page)
+    page.get_by_text("MMR", exact=True).click()
+    wait_idle(page)
+    page.wait_for_function("() => document.querySelectorAll('.bc-card').length === 20", timeout=120_000)
+    assert _column_heads(page) == HEADS
+    assert page.locator(".bc-card .bc-chip").count() >= 40
+    # nothing raised on the server side
+    assert page.locator('[data-testid="stException"]').count() == 0
+    screenshot(page, "playground-mmr")
