@@ -16,7 +16,7 @@ cfg = current_config()
 data = get_data(cfg)
 if data is not None:
     n_persp = sum(len(q.perspectives) for q in data.questions)
-    n_gold = sum(len(v) for v in data.gold.values()) if data.gold else 0
+    n_gold = sum(len(ps) for by_p in data.gold.values() for ps in by_p.values()) if data.gold else 0
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Questions", f"{len(data.questions):,}")
     c2.metric("Perspectives", f"{n_persp:,}", help=f"{n_persp / len(data.questions):.1f} per question on average")
