@@ -75,13 +75,11 @@ def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool)
     return best_ranks(q, data.corpus, retriever, judge, list(which), gold=gold, use_gold=use_gold)
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def derived_perspectives(cfg_key: tuple, text: str) -> list[str]:
-    """Perspectives for a typed question with none given: the offline yes/no facets."""
-    from berds_core.diversify.query_expansion import perspectives_for
+def derived_perspectives(text: str) -> list[str]:
+    """Perspectives for a typed question with none given: its yes side and no side (rule-based, offline)."""
+    from berds_core.diversify.facets import yes_no_sides
 
-    cfg, data, retriever, _, _ = _engine(cfg_key)
-    return perspectives_for(Question("typed", text, ["-"]), "offline", corpus=data.corpus, retriever=retriever)[:4]
+    return [p for p in yes_no_sides(text) if p]
 
 
 def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
@@ -147,7 +145,10 @@ def main() -> None:
             question = match
         else:
             if not persp:
-                persp = derived_perspectives(cfg_key, text.strip())
+                persp = derived_perspectives(text.strip())
+                if not persp:
+                    st.info("Add at least one perspective (one per line) to judge the passages.")
+                    return
                 st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
             question = Question("typed", text.strip(), persp)
 
