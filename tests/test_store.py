@@ -1,0 +1,270 @@
+"""The annotation store, task sets, and the proofs with real processes (SIGKILL, 8 writers)."""
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from berds_core.errors import InputError
+from berds_core.store import SCHEMA_VERSION, Pair, Store, StoreError, default_db_path
+from berds_core.tasks import assign_pairs, pairs_from_runs, read_pairs_tsv, sample_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pairs(n, subset=None):
+    return [Pair(f"p{i}", f"question {i // 3}?", f"document {i}", f"perspective {i % 3}",
+                 subset=subset(i) if subset else None) for i in range(n)]
+
+
+@pytest.fixture()
+def store(tmp_path):
+    s = Store(tmp_path / "ann" / "t.db")
+    s.add_pairs(_pairs(6))
+    yield s
+    s.close()
+
+
+def test_pragmas_schema_and_env_default(store, tmp_path, monkeypatch):
+    c = store._conn
+    assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert c.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert c.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    assert store.schema_version == SCHEMA_VERSION
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+    monkeypatch.delenv("BERDS_ANNOTATIONS_DB")
+    assert default_db_path() == Path("annotations/berds.db")
+
+
+def test_reopen_keeps_data_and_newer_schema_is_refused(store):
+    store.label("ann", "p1", 1)
+    path = store.path
+    store.close()
+    s2 = Store(path)
+    assert s2.get_label("ann", "p1").label == 1 and s2.count_pairs() == 6
+    s2._conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (SCHEMA_VERSION + 1,))
+    s2.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+
+
+def test_label_history_undo_and_skip(store):
+    store.create_task_set("t", {"ann": ["p0", "p1", "p2"]})
+    assert store.next_pair("ann") == "p0"
+    store.label("ann", "p0", 1, note="clear")
+    store.label("ann", "p1", "skip")
+    assert store.next_pair("ann") == "p2"
+    assert store.progress("ann") == {"total": 3, "done": 2, "labelled": 1, "skipped": 1, "remaining": 1}
+    store.label("ann", "p0", 0, unsure=True)  # relabel
+    lab = store.get_label("ann", "p0")
+    assert lab.label == 0 and lab.unsure and lab.note is None
+    # undo the relabel -> back to 1 with its note; undo the skip; undo the first label
+    assert store.undo("ann") == "p0"
+    lab = store.get_label("ann", "p0")
+    assert lab.label == 1 and lab.note == "clear" and not lab.unsure
+    assert store.undo("ann") == "p1"
+    assert store.get_label("ann", "p1") is None
+    assert store.next_pair("ann") == "p1"
+    assert store.undo("ann") == "p0"
+    assert store.get_label("ann", "p0") is None
+    assert store.undo("ann") is None
+    kinds = [e["kind"] for e in store.history("ann")]
+    assert kinds == ["label", "skip", "label", "undo", "undo", "undo"]
+    with pytest.raises(StoreError):
+        store.label("ann", "nope", 1)
+    with pytest.raises(StoreError):
+        store.label("ann", "p0", 2)
+    with pytest.raises(StoreError):
+        store.label("  ", "p0", 1)
+    assert store.labels() == []
+
+
+def test_queue_is_stable_and_private(store):
+    store.create_task_set("first", {"a": ["p3", "p1"], "b": ["p1", "p2"]})
+    store.create_task_set("second", {"a": ["p5", "p1"]})
+    assert store.queue("a") == ["p3", "p1", "p5"]  # set order, then position; duplicates once
+    assert store.queue("a", "second") == ["p5", "p1"]
+    store.label("b", "p1", 1)
+    assert store.next_pair("a") == "p3"  # b's label is not a's
+    store.label("a", "p3", 0)
+    assert store.next_pair("a") == "p1"
+    assert store.task_sets("b") == ["first"] and store.annotators() == ["a", "b"]
+    assert [l.annotator for l in store.labels("a")] == ["a"]
+
+
+def test_adjudication_and_judge_preds(store):
+    store.adjudicate("p2", 1, "lead")
+    store.adjudicate("p2", 0, "lead", note="on reflection")
+    assert store.gold() == {"p2": 0}
+    assert [e["kind"] for e in store.history(pair_id="p2")] == ["adjudicate", "adjudicate"]
+    store.set_judge_preds("emb", {"p0": (0.7, 1), "p1": (None, 0)})
+    assert store.judge_preds("emb") == {"p0": (0.7, 1), "p1": (None, 0)}
+    assert store.judges() == ["emb"]
+
+
+TSV = ('question\tid\tdocument\tperspective\tlabel\n'
+       'Is X good?\t17\t"He said ""yes""\nand left."\tX is good.\t1\n'
+       'Is X good?\tabc\tplain text\tX is bad.\t0\n'
+       'Is Y good?\t9\tother\tY is good.\t\n')
+
+
+def test_read_pairs_tsv_quotes_multiline_and_ids(tmp_path):
+    p = tmp_path / "pairs.tsv"
+    p.write_text(TSV, encoding="utf-8")
+    rows = read_pairs_tsv(p)
+    assert [(line, pair.pair_id, lab) for line, pair, lab in rows] == [(2, "17", 1), (4, "abc", 0), (5, "9", None)]
+    assert rows[0][1].document == 'He said "yes"\nand left.'
+
+
+@pytest.mark.parametrize("body, line, field", [
+    ("question\tid\tdocument\tperspective\tlabel\nq\t1\td\tp\tyes\n", 2, "label"),
+    ("question\tid\tdocument\tperspective\tlabel\nq\t1\td\tp\t1\nq\t1\td2\tp\t0\n", 3, "id"),
+    ("question\tid\tdocument\tperspective\tlabel\nq\t1\t\tp\t1\n", 2, "document"),
+    ("question\tid\tdocument\tlabel\nq\t1\td\t1\n", 1, "perspective"),
+    ("question\tid\tdocument\tperspective\tlabel\nq\t1\td\tp\n", 2, None),
+])
+def test_read_pairs_tsv_errors_name_line_and_field(tmp_path, body, line, field):
+    p = tmp_path / "bad.tsv"
+    p.write_text(body, encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_pairs_tsv(p)
+    assert e.value.line == line and e.value.field == field and str(p) in str(e.value)
+
+
+def test_pairs_from_runs_and_stored_judge_labels():
+    entry = {"id": "q1", "question": "Q?", "perspectives": ["A", "B"], "subset": "kialo",
+             "ctxs": [{"id": "d1", "title": "", "text": "t1"}, {"id": "d2", "title": "T", "text": "t2"},
+                      {"id": "d3", "title": "", "text": "t3"}],
+             "j-preds": [[True, False], [False, False], [False, True]]}
+    pairs, stored = pairs_from_runs([("bm25", [entry])], k=2)
+    assert [p.pair_id for p in pairs] == ["bm25:q1:d1:0", "bm25:q1:d1:1", "bm25:q1:d2:0", "bm25:q1:d2:1"]
+    assert pairs[2].document == "T\nt2" and pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
+    assert stored == {"j": {"bm25:q1:d1:0": 1, "bm25:q1:d1:1": 0, "bm25:q1:d2:0": 0, "bm25:q1:d2:1": 0}}
+
+
+def test_sampling_strategies():
+    pairs = _pairs(30, subset=lambda i: "big" if i < 24 else "small")
+    r = sample_pairs(pairs, 10, "random", seed=1)
+    assert len({p.pair_id for p in r}) == 10 and r == sample_pairs(pairs, 10, "random", seed=1)
+    assert r != sample_pairs(pairs, 10, "random", seed=2)
+    s = sample_pairs(pairs, 10, "stratified", seed=0)
+    # equal shares: 5 + 5 (small has 6) -> interleaved big, small, big, small...
+    assert sum(p.subset == "small" for p in s) == 5
+    assert [p.subset for p in s[:2]] == ["big", "small"]
+    s = sample_pairs(pairs, 20, "stratified")  # small capped at 6, the rest from big
+    assert sum(p.subset == "small" for p in s) == 6 and len(s) == 20
+    probs = {p.pair_id: i / 29 for i, p in enumerate(pairs)}  # p14 -> 0.483, p15 -> 0.517
+    u = sample_pairs(pairs, 4, "uncertain", probs=probs)
+    assert {p.pair_id for p in u[:2]} == {"p14", "p15"} and {p.pair_id for p in u[2:]} == {"p13", "p16"}
+    with pytest.raises(ValueError):
+        sample_pairs(pairs, 3, "uncertain")
+    assert len(sample_pairs(pairs, 100, "random")) == 30
+
+
+def test_assign_pairs_overlap():
+    ids = [f"p{i}" for i in range(50)]
+    plan = assign_pairs(ids, ["a", "b", "c"], overlap=0.2, seed=4)
+    counts = {}
+    for a, v in plan.items():
+        assert len(v) == len(set(v))
+        assert v == [p for p in ids if p in set(v)]  # queue keeps the sample order
+        for p in v:
+            counts[p] = counts.get(p, 0) + 1
+    assert set(counts) == set(ids)
+    assert sum(c == 2 for c in counts.values()) == 10  # 20% of 50 to two annotators
+    assert sum(len(v) for v in plan.values()) == 60
+    assert max(map(len, plan.values())) - min(map(len, plan.values())) <= 1
+    assert assign_pairs(ids, ["a", "b"], 0.0)["a"] == ids[0::2]
+    with pytest.raises(ValueError):
+        assign_pairs(ids, ["a"], 0.5)
+    with pytest.raises(ValueError):
+        assign_pairs(ids, ["a", "a"], 0.0)
+
+
+# ---- real processes ----
+
+WORKER = textwrap.dedent("""
+    import sys, time, os
+    from berds_core.store import Store
+    db, annotator, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    store = Store(db)
+    while go != "-" and not os.path.exists(go):
+        time.sleep(0.005)
+    for i in range(n):
+        pid = f"p{i}"
+        label = (len(annotator) + i) % 2  # known per annotator, differs between annotators
+        store.label(annotator, pid, label, note=f"{annotator}/{pid}")
+        print(f"ack {pid} {label}", flush=True)
+""")
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _make_db(path, n):
+    with Store(path) as s:
+        s.add_pairs(_pairs(n))
+
+
+def test_sigkill_right_after_ack_loses_nothing(tmp_path):
+    db = tmp_path / "kill.db"
+    _make_db(db, 5000)
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(db), "killme", "5000", "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    acked = []
+    try:
+        for line in proc.stdout:
+            acked.append(line.split()[1:])
+            if len(acked) == 60:
+                os.kill(proc.pid, signal.SIGKILL)  # right after the 60th acknowledgement
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    assert len(acked) == 60
+    with Store(db) as s:
+        got = {l.pair_id: l.label for l in s.labels("killme")}
+        for pid, lab in acked:
+            assert got.get(pid) == int(lab), f"acknowledged label of {pid} lost"
+        # the history agrees with the current labels, nothing half-written
+        events = [e for e in s.history("killme") if e["kind"] == "label"]
+        assert len(events) == len(got) >= 60
+        assert s._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_eight_concurrent_annotators_lose_nothing(tmp_path):
+    n, names = 40, [f"annotator{i}" + "x" * i for i in range(8)]
+    db = tmp_path / "conc.db"
+    _make_db(db, n)
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(db), name, str(n), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for name in names]
+    time.sleep(1.0)
+    go.write_text("go")  # all start writing at once: maximal contention
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "locked" not in err
+        assert len(out.splitlines()) == n
+    with Store(db) as s:
+        all_labels = s.labels()
+        assert len(all_labels) == 8 * n
+        for name in names:
+            mine = {l.pair_id: l for l in s.labels(name)}
+            assert len(mine) == n
+            for i in range(n):
+                lab = mine[f"p{i}"]
+                assert lab.label == (len(name) + i) % 2 and lab.note == f"{name}/p{i}"
+        assert len(s.history()) == 8 * n
