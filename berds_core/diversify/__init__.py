@@ -1,0 +1,107 @@
+"""Diversifying retrieval: MMR, query expansion, and a perspective-coverage re-ranker.
+
+The one entry point pages and CLI verbs use::
+
+    diversify(question, corpus, retriever, method, k, lam=0.75, qe_source="dataset",
+              judge=None, embedder=None, candidates=100) -> [(corpus_row, score), ...]
+
+``method`` is one of ``METHODS``: ``none`` (the retriever's top k), ``mmr``,
+``qe`` (query expansion with round-robin merge, perspectives from
+``qe_source`` in ``QE_SOURCES``), ``coverage`` (greedy expected perspective
+coverage over the top ``candidates``) and ``preset`` (the ``diverse`` preset).
+The kernels (``mmr``, ``round_robin_merge``, ``coverage_rerank``) are pure
+functions over arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .coverage import coverage_rerank, similarity_probs
+from .mmr import mmr, mmr_reference, normalize_scores
+from .presets import PRESETS, get_preset
+from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
+                              round_robin_merge)
+
+METHODS = {
+    "none": "No diversification (retriever order)",
+    "mmr": "MMR (maximal marginal relevance)",
+    "qe": "Query expansion (round-robin over perspectives)",
+    "coverage": "Perspective-coverage re-ranker",
+    "preset": "Preset: diverse (best found)",
+}
+
+__all__ = ["METHODS", "QE_SOURCES", "PRESETS", "diversify", "diversified_search", "mmr",
+           "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs",
+           "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset",
+           "normalize_scores"]
+
+
+def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75,
+              qe_source: str = "dataset", judge=None, embedder=None, candidates: int = 100,
+              alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None
+              ) -> list[tuple[int, float]]:
+    """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
+
+    ``judge``: a Judge (or spec string for ``berds_core.judges.get_judge``) whose
+    probabilities the coverage re-ranker uses; None uses embedding similarity.
+    ``embedder``: model id/path or a loaded SentenceTransformer for MMR's Sim2 and
+    the coverage similarities (default: the packaged MiniLM).
+    ``llm``: spec for ``qe_source="llm"``. ``perspectives``: explicit perspectives
+    (overrides ``qe_source``) for ``qe`` and ``coverage``.
+    """
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    if method == "preset":
+        cfg = get_preset("diverse")
+        return diversify(question, corpus, retriever, cfg["method"], k, lam=cfg.get("lam", lam),
+                         qe_source=cfg.get("qe_source", qe_source), judge=judge, embedder=embedder,
+                         candidates=cfg.get("candidates", candidates), alpha=cfg.get("alpha", alpha),
+                         llm=llm, perspectives=perspectives)
+    text = question.question
+    if method == "none":
+        return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
+    if method == "qe":
+        persp = perspectives if perspectives is not None else perspectives_for(
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+        return expand_and_merge(text, persp, retriever, k)
+    if method not in ("mmr", "coverage"):
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    from .embeddings import encode, passage_embeddings
+
+    hits = retriever.search([text], max(candidates, k))[0]
+    if not hits:
+        return []
+    rows = np.array([int(r) for r, _ in hits])
+    scores = np.array([float(s) for _, s in hits])
+    if method == "mmr":
+        order = mmr(scores, passage_embeddings(corpus, rows, embedder), k, lam)
+    else:
+        persp = perspectives if perspectives is not None else perspectives_for(
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+        if not persp:
+            order = list(range(min(k, len(rows))))
+        elif judge is not None:
+            probs = _judge_probs(judge, corpus, rows, persp)
+            order = coverage_rerank(scores, probs, k, alpha)
+        else:
+            probs = similarity_probs(passage_embeddings(corpus, rows, embedder), encode(embedder, persp))
+            order = coverage_rerank(scores, probs, k, alpha)
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _judge_probs(judge, corpus, rows, persp) -> np.ndarray:
+    if isinstance(judge, str):
+        from ..judges import get_judge
+
+        judge = get_judge(judge)
+    from .facets import passage_text
+
+    pairs = [(passage_text(corpus, r), p) for r in rows for p in persp]
+    probs, _ = judge.predict(pairs)
+    return np.asarray(probs, dtype=np.float64).reshape(len(rows), len(persp))
+
+
+def diversified_search(question, corpus, retriever, method: str, **opts) -> list[tuple[int, float]]:
+    """Alias of :func:`diversify` with ``k`` as a keyword (default 10), per the contract."""
+    k = opts.pop("k", 10)
+    return diversify(question, corpus, retriever, method, k, **opts)
