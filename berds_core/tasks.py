@@ -210,3 +210,62 @@ def assign_pairs(pair_ids: Sequence[str], annotators: Sequence[str], overlap: fl
             load[annotators[j]] += 1
         turn += 1
     return out
+
+
+def import_pairs_tsv(store, path, annotator: str | None = None, task_set: str | None = None) -> dict:
+    """Add a human-pairs TSV to ``store``; with ``annotator``, queue its pairs for them and
+    store the file's labels as theirs. An id already in the store must mean the same pair."""
+    rows = read_pairs_tsv(path)
+    for line, pair, _ in rows:
+        if store.has_pair(pair.pair_id):
+            old = store.pair(pair.pair_id)
+            for field in ("question", "document", "perspective"):
+                if getattr(old, field) != getattr(pair, field):
+                    raise InputError(path, line, field,
+                                     f"pair id {pair.pair_id!r} is already in {store.path} with a different {field}")
+    added = store.add_pairs([p for _, p, _ in rows])
+    labels = {p.pair_id: lab for _, p, lab in rows if lab is not None}
+    name = task_set or Path(path).stem
+    stored = 0
+    if annotator and annotator.strip():
+        store.create_task_set(name, {annotator.strip(): [p.pair_id for _, p, _ in rows]},
+                              source=str(path), strategy="import")
+        if labels:
+            stored = store.import_labels(annotator.strip(), labels, source=str(path))
+    return {"db": str(store.path), "pairs": len(rows), "new_pairs": added, "labels": stored,
+            "labels_in_file": len(labels), "task_set": name if annotator else None}
+
+
+def build_task_set(store, candidates: Sequence[Pair], *, n: int, strategy: str, annotators: Sequence[str],
+                   overlap: float = 0.0, per_shared: int = 2, by: str = "subset", seed: int = 0,
+                   name: str, source: str, judge=None, stored_preds: dict | None = None,
+                   params: dict | None = None) -> dict:
+    """Sample ``n`` of ``candidates``, assign them (with overlap) and save the task set.
+
+    ``judge`` (an object with ``name`` and ``predict``) scores the candidates
+    first; it is required by ``uncertain``. Its answers and any ``stored_preds``
+    (``{judge: {pair_id: 0/1}}`` from the run files) are stored for the sampled pairs.
+    """
+    from dataclasses import replace
+
+    preds = probs = None
+    if judge is not None:
+        preds = judge_probabilities(candidates, judge.predict)
+        probs = {pid: pr for pid, (pr, _) in preds.items()}
+    picked = sample_pairs(candidates, n, strategy, by=by, probs=probs, seed=seed)
+    if probs is not None:
+        picked = [replace(p, judge_prob=probs[p.pair_id]) for p in picked]
+    plan = assign_pairs([p.pair_id for p in picked], annotators, overlap, per_shared=per_shared, seed=seed)
+    store.add_pairs(picked)
+    ids = {p.pair_id for p in picked}
+    if preds is not None:
+        store.set_judge_preds(judge.name, {pid: preds[pid] for pid in ids})
+    for jname, lab in (stored_preds or {}).items():
+        store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in ids})
+    store.create_task_set(name, plan, source=source, strategy=strategy,
+                          params={"n": n, "by": by, "overlap": overlap, "per_shared": per_shared, "seed": seed,
+                                  "judge": getattr(judge, "name", None), **(params or {})})
+    shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
+    return {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
+            "shared": shared, "assignments": {a: len(v) for a, v in plan.items()},
+            "judge": getattr(judge, "name", None)}

@@ -105,29 +105,10 @@ def _quiet(args) -> bool:
 
 
 def cmd_import(args) -> dict:
-    from ..tasks import read_pairs_tsv
+    from ..tasks import import_pairs_tsv
 
-    rows = read_pairs_tsv(args.pairs)
-    store = open_store(args)
-    with store:
-        for line, pair, _ in rows:  # an existing id must mean the same pair
-            if store.has_pair(pair.pair_id):
-                old = store.pair(pair.pair_id)
-                for field in ("question", "document", "perspective"):
-                    if getattr(old, field) != getattr(pair, field):
-                        raise InputError(args.pairs, line, field,
-                                         f"pair id {pair.pair_id!r} is already in {store.path} with a different {field}")
-        added = store.add_pairs([p for _, p, _ in rows])
-        labels = {p.pair_id: lab for _, p, lab in rows if lab is not None}
-        name = args.task_set or Path(args.pairs).stem
-        stored = 0
-        if args.annotator:
-            store.create_task_set(name, {args.annotator.strip(): [p.pair_id for _, p, _ in rows]},
-                                  source=str(args.pairs), strategy="import")
-            if labels:
-                stored = store.import_labels(args.annotator, labels, source=str(args.pairs))
-        return {"db": str(store.path), "pairs": len(rows), "new_pairs": added, "labels": stored,
-                "labels_in_file": len(labels), "task_set": name if args.annotator else None}
+    with open_store(args) as store:
+        return import_pairs_tsv(store, args.pairs, args.annotator, args.task_set)
 
 
 def cmd_label(args) -> dict:
@@ -229,7 +210,7 @@ def _load_judge(spec: str):
 
 def cmd_tasks(args) -> dict:
     from ..runs import read_run
-    from ..tasks import assign_pairs, judge_probabilities, pairs_from_runs, read_pairs_tsv, sample_pairs
+    from ..tasks import build_task_set, pairs_from_runs, read_pairs_tsv
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
@@ -256,36 +237,21 @@ def cmd_tasks(args) -> dict:
         source = args.pairs
     if not candidates:
         raise InputError(source, None, "ctxs", "no passages to draw pairs from")
-    probs = None
-    judge_name = None
     spec = args.judge or ("embedded" if args.strategy == "uncertain" else None)
-    if spec:
-        judge = _load_judge(spec)
-        judge_name = judge.name
+    judge = _load_judge(spec) if spec else None
+    if judge is not None:
         print(f"judging {len(candidates)} candidate pairs with {judge.name}", file=sys.stderr)
-        preds = judge_probabilities(candidates, judge.predict)
-        probs = {pid: pr for pid, (pr, _) in preds.items()}
-    picked = sample_pairs(candidates, args.n, args.strategy, by=args.by, probs=probs, seed=args.seed)
-    if probs is not None:
-        from dataclasses import replace
-        picked = [replace(p, judge_prob=probs[p.pair_id]) for p in picked]
-    plan = assign_pairs([p.pair_id for p in picked], annotators, args.overlap, per_shared=args.per_shared, seed=args.seed)
     name = args.name or f"{Path(source.split(',')[0]).stem}-{args.strategy}-{args.n}"
     with open_store(args) as store:
-        store.add_pairs(picked)
-        ids = {p.pair_id for p in picked}
-        if probs is not None:
-            store.set_judge_preds(judge_name, {pid: preds[pid] for pid in ids})
-            if spec != judge_name:
-                store.set_judge_preds(spec, {pid: preds[pid] for pid in ids})
-        for jname, lab in stored_preds.items():
-            store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in ids})
-        store.create_task_set(name, plan, source=source, strategy=args.strategy,
-                              params={"n": args.n, "by": args.by, "overlap": args.overlap, "k": args.k,
-                                      "per_shared": args.per_shared, "judge": judge_name, "seed": args.seed})
-        shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
-        return {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
-                "shared": shared, "assignments": {a: len(v) for a, v in plan.items()}, "judge": judge_name}
+        try:
+            return build_task_set(store, candidates, n=args.n, strategy=args.strategy, annotators=annotators,
+                                  overlap=args.overlap, per_shared=args.per_shared, by=args.by, seed=args.seed,
+                                  name=name, source=source, judge=judge, stored_preds=stored_preds,
+                                  params={"k": args.k})
+        except InputError:
+            raise
+        except ValueError as e:
+            raise InputError(source, None, None, str(e)) from None
 
 
 def cmd_agreement(args) -> dict:
