@@ -105,7 +105,7 @@ def load_debate_sites(path, words_per_passage: int = 100) -> Bundle:
         if qid in seen:
             raise InputError(path, where, "claim_title", f"duplicate claim {claim!r} (first at {seen[qid]})")
         seen[qid] = where
-        context = " ".join(t for args, _ in sides for title, text in args for t in (title, text))
+        context = "\n".join(t for args, _ in sides for title, text in args for t in (title, text))
         questions.append(Question(
             qid, claim_to_question(claim, context), [claim, negate_claim(claim, context)],
             subset=Path(path).stem, stances=["support", "oppose"]))

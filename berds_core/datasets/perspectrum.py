@@ -99,7 +99,7 @@ def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
             if stance is not None and not isinstance(stance, str):
                 raise InputError(path, where, f"{field}.stance_label_3", "expected str")
             stances.append(STANCE_MAP.get((stance or "").upper()))
-        context = " ".join(sentences.get(str(p), "") for cl in clusters for p in cl.get("pids", []))
+        context = "\n".join(sentences.get(str(p), "") for cl in clusters for p in cl.get("pids", []))
         questions.append(Question(f"perspectrum-{cid}", claim_to_question(text, context), persp,
                                   subset="perspectrum", split=split_of.get(cid), stances=stances))
     if not questions:

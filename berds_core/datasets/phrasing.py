@@ -83,7 +83,8 @@ def _common_in(word: str, context: str) -> bool | None:
         return None
     low = word[:1].lower() + word[1:]
     n_low = len(re.findall(rf"(?<![\w'’]){re.escape(low)}(?![\w'’])", context))
-    n_cap = len(re.findall(rf"(?<![\w'’]){re.escape(low[:1].upper() + low[1:])}(?![\w'’])", context))
+    # capitalised in mid-sentence only: after a sentence start it tells nothing
+    n_cap = len(re.findall(rf"(?<=[\w,;:)'’][ \t]){re.escape(low[:1].upper() + low[1:])}(?![\w'’])", context))
     if n_low + n_cap == 0:
         return None
     return n_low > 0 and n_low >= n_cap
@@ -102,9 +103,9 @@ def _normalise(claim: str, context: str = "") -> list[str]:
     for w in words[1:]:
         if w in _MID_LOWER:
             w = _lower(w)
-        elif w[:1].isupper() and not _is_acronym(w):
-            common = _common_in(w, context)
-            if common or (common is None and title):
+        elif title and w[:1].isupper() and not _is_acronym(w):
+            # Title Case hides which words are names: ask the context, else lower
+            if _common_in(w, context) is not False:
                 w = _lower(w)
         out.append(w)
     return out
