@@ -487,8 +487,8 @@ def test_demo_folder_merges_and_validates(tmp_path):
 
 
 def test_demo_folder_bad(tmp_path):
-    d = demo_folder(tmp_path / "x" if (tmp_path / "x").mkdir() is None else None,
-                    gold_rows=[{"question_id": "a1", "passage_id": "pb", "perspective": 2}])
+    (tmp_path / "x").mkdir()
+    d = demo_folder(tmp_path / "x", gold_rows=[{"question_id": "a1", "passage_id": "pb", "perspective": 2}])
     expect_error(lambda: load_demo(d), line=1, field="perspective", contains="out of range")
     (tmp_path / "y").mkdir()
     d = demo_folder(tmp_path / "y", extra_corpus=[{"id": "pa", "text": "again"}])
