@@ -1,9 +1,15 @@
-"""``berds evaluate``: MRecall@k, Precision@k and Precision@1 of a run."""
+"""``berds evaluate``: MRecall@k, Precision@k and Precision@1 of a run.
+
+Top-level keys ``n, mrecall, precision, precision_at_1`` are for ``--k``
+(issue 2); ``at`` has every k of ``--ks`` (default 5 and 10) plus ``--k``,
+``subsets`` per subset, ``macro`` the mean over subsets, ``ci`` / ``macro_ci``
+seeded bootstrap intervals. ``--compare RUN2`` adds ``compare``: RUN2 - RUN per
+metric with its bootstrap interval and a randomisation p-value.
+"""
 from __future__ import annotations
 
-from ..metrics import evaluate_matrices
-from ..runs import label_matrix, read_run
 from ..errors import InputError
+from ..runs import label_matrix, read_run
 
 
 def register(sub) -> None:
@@ -12,21 +18,69 @@ def register(sub) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
     src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run")
-    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--k", type=int, default=5, help="k of the top-level keys (default 5)")
+    p.add_argument("--ks", default="5,10", help="comma-separated ks reported under 'at' (default 5,10)")
+    p.add_argument("--compare", metavar="RUN2", help="a second run of the same questions: paired comparison RUN2 - RUN")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--per-question", action="store_true", help="include per-question scores")
     p.set_defaults(func=run)
+
+
+def parse_ks(text: str, k: int) -> list[int]:
+    try:
+        ks = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise InputError("--ks", None, None, f"expected comma-separated integers, got {text!r}") from None
+    if any(x < 1 for x in ks) or k < 1:
+        raise InputError("--ks" if any(x < 1 for x in ks) else "--k", None, None, "k must be at least 1")
+    return sorted(set(ks) | {k})
+
+
+def matrices_of(path, entries, gold, judge):
+    mats = []
+    for e in entries:
+        try:
+            mats.append(label_matrix(e, gold=gold, judge=judge))
+        except KeyError as err:
+            raise InputError(path, None, f"{judge}-preds", str(err).strip("'\"")) from None
+    return mats
 
 
 def run(args) -> dict:
     from ..datasets import load_gold
+    from ..evaluation import compare_runs, scores, summarize
 
-    if args.k < 1:
-        raise InputError("--k", None, None, "k must be at least 1")
+    ks = parse_ks(args.ks, args.k)
+    if args.bootstrap < 0:
+        raise InputError("--bootstrap", None, None, "must be 0 or more")
     entries = read_run(args.run)
     gold = load_gold(args.gold) if args.gold else None
-    mats = []
-    for e in entries:
-        try:
-            mats.append(label_matrix(e, gold=gold, judge=args.labels))
-        except KeyError as err:
-            raise InputError(args.run, None, f"{args.labels}-preds", str(err).strip("'\"")) from None
-    return evaluate_matrices(mats, args.k)
+    mats = matrices_of(args.run, entries, gold, args.labels)
+    subsets = [e.get("subset") or "all" for e in entries]
+    summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed)
+    top = summ["at"][str(args.k)]
+    out = {"n": summ["n"], "mrecall": top["mrecall"], "precision": top["precision"],
+           "precision_at_1": top["precision_at_1"], "k": args.k, "at": summ["at"],
+           "subsets": summ["subsets"], "macro": summ["macro"]}
+    if args.bootstrap:
+        out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
+    if args.per_question:
+        per_q = scores(mats, ks)
+        out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()}}
+                               for i, e in enumerate(entries)]
+    if args.compare:
+        other = read_run(args.compare)
+        by_id = {e["id"]: e for e in other}
+        missing = [e["id"] for e in entries if e["id"] not in by_id]
+        if missing or len(other) != len(entries):
+            extra = sorted(set(by_id) - {e["id"] for e in entries})
+            what = f"question {missing[0]!r} of {args.run} is missing" if missing else \
+                f"question {extra[0]!r} is not in {args.run}"
+            raise InputError(args.compare, None, "id", f"runs must have the same questions: {what}")
+        other = [by_id[e["id"]] for e in entries]
+        mats2 = matrices_of(args.compare, other, gold, args.labels)
+        cmp = compare_runs(mats, mats2, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed)
+        out["compare"] = {"run": str(args.run), "run2": str(args.compare), "direction": "run2 - run",
+                          "metrics": cmp}
+    return out

@@ -30,6 +30,9 @@ METHODS = {
     "preset": "Preset: diverse (best found)",
 }
 
+# Names other callers use for the same methods.
+ALIASES = {"rerank": "coverage", "diverse": "preset"}
+
 __all__ = ["METHODS", "QE_SOURCES", "PRESETS", "diversify", "diversified_search", "mmr",
            "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs",
            "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset",
@@ -51,6 +54,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
     """
     if k < 1:
         raise ValueError("k must be at least 1")
+    method = ALIASES.get(method, method)
     if method == "preset":
         cfg = get_preset("diverse")
         return diversify(question, corpus, retriever, cfg["method"], k, lam=cfg.get("lam", lam),

@@ -52,13 +52,12 @@ def yes_no_sides(question: str) -> tuple[str, str]:
         yes = f"{subj} {aux} {pred}".strip()
         no = f"{subj} {neg} {pred}".strip()
         return _cap(yes), _cap(no)
-    lowered = [w.lower() for w in words]
-    for i, w in enumerate(lowered):
-        if w in _AUX and 0 < i < len(words) - 1:
-            neg = _NEG_CONTRACTED.get(w, f"{words[i]} not")
-            no = " ".join(words[:i] + [neg] + words[i + 1:])
-            return _cap(q), _cap(no)
-    return _cap(q), f"It is not true that {q[0].lower() + q[1:]}"
+    if not question.strip().endswith("?"):
+        # a claim stated as a sentence: the datasets' claim rules negate it
+        from ..datasets.phrasing import negate_claim
+
+        return _cap(q), negate_claim(q).rstrip(".")
+    return f"Yes, {q[0].lower() + q[1:]}", f"No, {q[0].lower() + q[1:]}"
 
 
 _DETERMINERS = {"the", "a", "an", "all", "any", "every", "some", "our", "their", "its", "his", "her",
