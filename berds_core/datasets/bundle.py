@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..jsonio import iter_jsonl
 from ..records import Gold, Passage, Question
-from .checks import as_id, check_unique
+from .checks import as_id
 
 
 @dataclass
@@ -71,4 +71,4 @@ def merge_unique(parts: list[tuple[Path, list, dict[str, int]]], what: str) -> l
     return out
 
 
-__all__ = ["Bundle", "read_passages_jsonl", "merge_unique", "check_unique"]
+__all__ = ["Bundle", "read_passages_jsonl", "merge_unique"]

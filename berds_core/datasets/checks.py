@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import InputError
 from ..jsonio import read_text
@@ -90,16 +90,3 @@ def optional_str(obj: dict, key: str, path, where) -> str | None:
     if not isinstance(val, str):
         raise InputError(path, where, key, f"expected str, got {type(val).__name__}")
     return val.strip() or None
-
-
-def check_unique(items: Iterable[tuple[str, Any]], path, field: str = "id") -> None:
-    """``items`` are ``(id, where)``; a repeated id names both places."""
-    seen: dict[str, Any] = {}
-    for key, where in items:
-        if key in seen:
-            raise InputError(path, where, field, f"duplicate id {key!r} (first at {_place(seen[key])})")
-        seen[key] = where
-
-
-def _place(where) -> str:
-    return f"line {where}" if isinstance(where, int) else str(where)

@@ -244,6 +244,3 @@ def negate_claim(claim: str, context: str = "") -> str:
         return _sentence(words[:i] + ["does" if third else "do", "not", base] + words[i + 1:]) + "."
     return "It is not true that " + " ".join(_lower_first(words, context)) + "."
 
-
-def looks_like_question(text: str) -> bool:
-    return bool(re.search(r"\?\s*$", text))
