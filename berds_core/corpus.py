@@ -1,0 +1,297 @@
+"""Corpora: passages loaded from JSONL, TSV/CSV, JSON arrays or folders of text/HTML files.
+
+Long texts are split into 100-word passages as BERDS does (DPR-style fixed
+word windows). Ids are stable: ids given in the file are kept (with ``-<k>``
+appended when a text is split into several passages); derived ids are
+``<file-stem>-<line>`` for table/JSONL rows and ``<relative-path>-<k>`` for
+files in a folder. Passages whose text exactly repeats an earlier one are
+dropped. A corpus is identified by ``Corpus.hash``, a SHA-1 over the ordered
+``(id, title, text)`` triples.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import InputError
+from .jsonio import iter_jsonl, read_text
+from .records import Passage
+
+PASSAGE_WORDS = 100
+TEXT_SUFFIXES = (".txt",)
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def split_words(text: str, n: int = PASSAGE_WORDS) -> list[str]:
+    """Split ``text`` into consecutive windows of ``n`` whitespace-separated words.
+
+    The last window may be shorter. Whitespace is normalised to single spaces;
+    an empty or blank text gives ``[]``.
+    """
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    words = text.split()
+    return [" ".join(words[i:i + n]) for i in range(0, len(words), n)]
+
+
+@dataclass
+class Corpus:
+    """An ordered list of passages; rows are the positions retrievers return."""
+
+    passages: list[Passage]
+    name: str = "corpus"
+    duplicates_dropped: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        self.passages = list(self.passages)
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def __getitem__(self, i: int) -> Passage:
+        return self.passages[i]
+
+    def __iter__(self) -> Iterator[Passage]:
+        return iter(self.passages)
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return [p.id for p in self.passages]
+
+    @cached_property
+    def texts(self) -> list[str]:
+        return [p.text for p in self.passages]
+
+    @cached_property
+    def titles(self) -> list[str]:
+        return [p.title for p in self.passages]
+
+    @cached_property
+    def _row_of(self) -> dict[str, int]:
+        return {pid: i for i, pid in enumerate(self.ids)}
+
+    def index_of(self, passage_id: str) -> int:
+        """The row of a passage id (KeyError when absent)."""
+        return self._row_of[passage_id]
+
+    @cached_property
+    def hash(self) -> str:
+        """Content hash over the ordered (id, title, text) triples."""
+        h = hashlib.sha1()
+        for p in self.passages:
+            for part in (p.id, p.title, p.text):
+                b = part.encode("utf-8")
+                h.update(len(b).to_bytes(8, "little"))
+                h.update(b)
+        return h.hexdigest()
+
+    def passage_dict(self, row: int) -> dict:
+        p = self.passages[row]
+        return {"id": p.id, "title": p.title, "text": p.text}
+
+
+# ---------------------------------------------------------------- building
+
+
+class _Builder:
+    """Collects passages: splits, assigns ids, drops duplicate texts, checks id clashes."""
+
+    def __init__(self, words: int | None):
+        self.words = words
+        self.passages: list[Passage] = []
+        self.seen_text: set[str] = set()
+        self.id_origin: dict[str, tuple] = {}
+        self.dropped = 0
+
+    def add(self, text: str, title: str, given_id: str | None, derived_id: str, where: tuple,
+            always_suffix: bool = False) -> None:
+        """``where`` = (path, line) for error messages."""
+        chunks = split_words(text, self.words) if self.words else [" ".join(text.split())]
+        chunks = [c for c in chunks if c]
+        if not chunks:
+            raise InputError(where[0], where[1], "text", "no words in text")
+        base = given_id if given_id is not None else derived_id
+        for k, chunk in enumerate(chunks):
+            pid = f"{base}-{k}" if (len(chunks) > 1 or always_suffix) else base
+            if chunk in self.seen_text:
+                self.dropped += 1
+                continue
+            if pid in self.id_origin:
+                first = self.id_origin[pid]
+                line_info = f" (first at line {first[1]})" if first[1] else ""
+                raise InputError(where[0], where[1], "id", f"duplicate passage id '{pid}'{line_info}")
+            self.id_origin[pid] = where
+            self.seen_text.add(chunk)
+            self.passages.append(Passage(pid, title, chunk))
+
+    def corpus(self, path, name: str) -> Corpus:
+        if not self.passages:
+            raise InputError(path, None, None, "corpus is empty (no passages)")
+        return Corpus(self.passages, name, duplicates_dropped=self.dropped)
+
+
+def _as_id(val, path, line) -> str | None:
+    if val is None or val == "":
+        return None
+    if isinstance(val, bool) or not isinstance(val, (str, int)):
+        raise InputError(path, line, "id", f"expected a string or integer, got {type(val).__name__}")
+    return str(val)
+
+
+def _as_title(val, path, line) -> str:
+    if val is None:
+        return ""
+    if not isinstance(val, str):
+        raise InputError(path, line, "title", f"expected a string, got {type(val).__name__}")
+    return val.strip()
+
+
+def _as_text(obj: dict, path, line) -> str:
+    if "text" not in obj or obj["text"] is None:
+        raise InputError(path, line, "text", "missing")
+    text = obj["text"]
+    if not isinstance(text, str):
+        raise InputError(path, line, "text", f"expected a string, got {type(text).__name__}")
+    if not text.strip():
+        raise InputError(path, line, "text", "must not be empty")
+    return text
+
+
+def _records_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    yield from iter_jsonl(path)
+
+
+def _records_json(path: Path) -> Iterator[tuple[int, dict]]:
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"malformed JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(data, list):
+        raise InputError(path, None, None, "expected a JSON array of {id?, title?, text} objects")
+    for i, obj in enumerate(data):
+        if not isinstance(obj, dict):
+            raise InputError(path, None, f"[{i}]", "expected a JSON object")
+        # JSON arrays have no meaningful line numbers; report the element index instead.
+        yield i + 1, obj
+
+
+def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
+    text = read_text(path)
+    csv.field_size_limit(sys.maxsize)
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(lines, delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(path, None, None, "corpus is empty (no header line)") from None
+    header = [h.strip().lower() for h in header]
+    if "text" not in header:
+        raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
+    cols = {name: header.index(name) for name in ("id", "text", "title") if name in header}
+    try:
+        for row in reader:
+            no = reader.line_num
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
+            yield no, {name: row[i] for name, i in cols.items()}
+    except csv.Error as e:
+        raise InputError(path, reader.line_num, None, f"malformed row ({e})") from None
+
+
+def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dict]]) -> None:
+    stem = path.stem
+    for no, obj in records:
+        text = _as_text(obj, path, no)
+        builder.add(text, _as_title(obj.get("title"), path, no), _as_id(obj.get("id"), path, no),
+                    f"{stem}-{no}", (path, no))
+
+
+def html_to_text(html: str, path) -> tuple[str, str]:
+    """Main text and title of an HTML page (trafilatura; all visible text as a fallback)."""
+    import trafilatura
+
+    doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
+                                      include_tables=True)
+    title = (getattr(doc, "title", None) or "") if doc is not None else ""
+    text = (getattr(doc, "text", None) or "") if doc is not None else ""
+    if not text.strip():
+        text = trafilatura.html2txt(html) or ""
+    if not text.strip():
+        raise InputError(path, None, "text", "no text could be extracted from this HTML file")
+    return text, title.strip()
+
+
+def _add_folder(builder: _Builder, root: Path) -> None:
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    if not files:
+        raise InputError(root, None, None, "folder has no .txt, .html or .htm files")
+    for f in files:
+        _add_file(builder, f, f.relative_to(root).with_suffix("").as_posix())
+
+
+def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | None = None) -> Corpus:
+    """Load a corpus from a JSONL/JSON/TSV/CSV file or a folder of .txt/.html files.
+
+    ``passage_words`` (default 100) splits longer texts into passages of that
+    many words; ``None`` keeps texts whole (whitespace normalised).
+    """
+    p = Path(path)
+    builder = _Builder(passage_words)
+    if p.is_dir():
+        _add_folder(builder, p)
+    elif not p.exists():
+        raise InputError(p, None, None, "file not found")
+    else:
+        suffix = p.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
+            records = _records_jsonl(p)
+        elif suffix == ".json":
+            records = _records_json(p)
+        elif suffix == ".tsv":
+            records = _records_table(p, "\t")
+        elif suffix == ".csv":
+            records = _records_table(p, ",")
+        elif suffix in TEXT_SUFFIXES + HTML_SUFFIXES:
+            _add_file(builder, p, p.stem)
+            return builder.corpus(p, name or p.stem)
+        else:
+            raise InputError(p, None, None, f"unknown corpus format '{suffix or p.name}' "
+                                            "(expected .jsonl, .json, .tsv, .csv, .txt, .html or a folder)")
+        _add_records(builder, p, records)
+    return builder.corpus(p, name or p.stem)
+
+
+def _add_file(builder: _Builder, f: Path, base_id: str) -> None:
+    """One .txt/.html file: passages ``<base_id>-<k>``, title from the page or the file name."""
+    raw = read_text(f)
+    if f.suffix.lower() in HTML_SUFFIXES:
+        text, title = html_to_text(raw, f)
+        title = title or f.stem
+    else:
+        text, title = raw, f.stem
+    if not text.strip():
+        raise InputError(f, None, "text", "file has no text")
+    builder.add(text, title, None, base_id, (f, None), always_suffix=True)
+
+
+def corpus_from_passages(passages: Iterable[Passage], name: str = "corpus") -> Corpus:
+    """A corpus from passages already in memory (e.g. a dataset bundle), duplicates dropped."""
+    seen: set[str] = set()
+    kept, dropped = [], 0
+    for p in passages:
+        if p.text in seen:
+            dropped += 1
+            continue
+        seen.add(p.text)
+        kept.append(p)
+    return Corpus(kept, name, duplicates_dropped=dropped)

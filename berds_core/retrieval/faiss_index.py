@@ -1,0 +1,79 @@
+"""FAISS inner-product indexes over normalised embeddings: exact (flat) or HNSW.
+
+Flat indexes move to the GPU when FAISS sees one (``faiss-gpu`` installed and a
+CUDA device present); HNSW stays on the CPU (FAISS has no GPU HNSW).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+INDEX_KINDS = ("flat", "hnsw")
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+
+
+def _faiss():
+    import faiss
+
+    return faiss
+
+
+def gpu_count() -> int:
+    faiss = _faiss()
+    try:
+        return int(faiss.get_num_gpus()) if hasattr(faiss, "get_num_gpus") else 0
+    except Exception:  # noqa: BLE001 - a CPU build may raise instead of returning 0
+        return 0
+
+
+def index_file_name(kind: str) -> str:
+    return "flat.faiss" if kind == "flat" else f"hnsw-M{HNSW_M}-ef{HNSW_EF_CONSTRUCTION}.faiss"
+
+
+def build_index(emb: np.ndarray, kind: str = "flat"):
+    """A CPU FAISS index (inner product) holding ``emb`` (rows = corpus rows)."""
+    faiss = _faiss()
+    if kind not in INDEX_KINDS:
+        raise ValueError(f"index must be one of {', '.join(INDEX_KINDS)}, got {kind!r}")
+    emb = np.ascontiguousarray(emb, dtype=np.float32)
+    d = emb.shape[1]
+    if kind == "flat":
+        index = faiss.IndexFlatIP(d)
+    else:
+        index = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    if len(emb):
+        index.add(emb)
+    return index
+
+
+def save_index(index, path: Path) -> None:
+    """Write atomically (temporary file + rename)."""
+    faiss = _faiss()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    faiss.write_index(index, str(tmp))
+    os.replace(tmp, path)
+
+
+def load_index(path: Path):
+    return _faiss().read_index(str(path))
+
+
+def to_device(index, kind: str, device: str | None):
+    """Move a flat index to all GPUs when FAISS has GPU support and the device allows it."""
+    if kind != "flat" or (device or "").startswith(("cpu", "mps")) or gpu_count() == 0:
+        return index
+    faiss = _faiss()
+    return faiss.index_cpu_to_all_gpus(index)
+
+
+def search(index, kind: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` (scores, rows) per query; rows of -1 mean "no more results"."""
+    if kind == "hnsw":
+        index.hnsw.efSearch = max(HNSW_EF_SEARCH, k)
+    return index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
