@@ -51,3 +51,66 @@ def load_embedder(model: str | None = None, device: str | None = None):
 def model_key(model: str | None) -> str:
     """A stable name for cache keys: the alias-resolved model id (not the install path)."""
     return DEFAULT_EMBEDDER if model is None or model in _ALIASES else model
+
+
+# ---------------------------------------------------------------- fast CPU encoding
+ENCODINGS = ("fp32", "int8")
+
+
+def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
+    """``None``/``"auto"``: int8 on CPU (measured to keep retrieval quality, see
+    bench/retrieval.py), fp32 on accelerators. Otherwise ``fp32`` or ``int8``."""
+    if encoding in (None, "auto"):
+        return "int8" if pick_device(device) == "cpu" else "fp32"
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
+    if encoding == "int8" and pick_device(device) != "cpu":
+        raise ValueError("int8 encoding runs on the CPU only")
+    return encoding
+
+
+def _quantizable_linears(module) -> set[str]:
+    """Names of the Linear layers to quantise: all but each FFN's output projection,
+    whose inputs (after GELU) have outliers that int8 per-tensor activations clip."""
+    import torch
+
+    names = set()
+    for name, sub in module.named_modules():
+        if isinstance(sub, torch.nn.Linear):
+            if name.endswith("output.dense") and "attention" not in name:
+                continue
+            names.add(name)
+    return names
+
+
+def quantize_int8(embedder):
+    """A copy of a SentenceTransformer whose transformer Linear layers run in int8
+    (dynamic quantisation: int8 weights per output channel, activations quantised on the fly)."""
+    import copy
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        q = copy.deepcopy(embedder).to("cpu")
+        for mod in q.modules():
+            inner = getattr(mod, "model", None) if mod is not q else None
+            if isinstance(inner, torch.nn.Module) and any(isinstance(m, torch.nn.Linear) for m in inner.modules()):
+                spec = {name: per_channel_dynamic_qconfig for name in _quantizable_linears(inner)}
+                mod.model = quantize_dynamic(inner, spec, dtype=torch.qint8)
+                break
+        else:
+            raise ValueError("no transformer module with Linear layers found to quantise")
+    q.eval()
+    return q
+
+
+@functools.lru_cache(maxsize=4)
+def load_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None):
+    """The embedder to encode with: ``load_embedder`` itself (fp32) or its int8 copy (CPU)."""
+    enc = resolve_encoding(encoding, device)
+    base = load_embedder(model, "cpu" if enc == "int8" else device)
+    return quantize_int8(base) if enc == "int8" else base
