@@ -1,0 +1,121 @@
+"""``berds index`` (build or load a cached index) and ``berds retrieve`` (write a run).
+
+Structure for extension: ``add_retriever_args`` declares the corpus/retriever
+options, ``open_retriever(args, corpus)`` builds the retriever, and
+``build_run(args, questions, corpus, retriever)`` returns the run entries; an
+option that changes how runs are made (diversification, query expansion, ...)
+adds its arguments in ``register`` and its logic in ``build_run``.
+"""
+from __future__ import annotations
+
+import time
+
+from ..errors import InputError
+
+
+def add_retriever_args(p) -> None:
+    p.add_argument("--corpus", required=True, help="passages: .jsonl/.json/.tsv/.csv or a folder of .txt/.html")
+    p.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
+    p.add_argument("--model", default=None,
+                   help="dense only: sentence-transformers hub id or local path (default all-MiniLM-L6-v2)")
+    p.add_argument("--index", choices=("flat", "hnsw"), default="flat",
+                   help="dense only: exact inner product (flat) or approximate HNSW")
+    p.add_argument("--encoding", choices=("auto", "fp32", "int8"), default="auto",
+                   help="dense only: passage/query encoder precision (auto: int8 on CPU, fp32 on GPU)")
+    p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
+    p.add_argument("--passage-words", type=int, default=100,
+                   help="split texts into passages of this many words (0: keep texts whole)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="build (or load from the cache) a BM25 or dense index of a corpus")
+    add_retriever_args(p)
+    p.set_defaults(func=run_index)
+
+    p = sub.add_parser("retrieve", help="retrieve the top-k passages for every question and write a run")
+    p.add_argument("--questions", required=True, help="questions file (jsonl, csv, qe, debate-sites, ...)")
+    p.add_argument("--format", default=None, help="questions format (default: guessed from the file)")
+    add_retriever_args(p)
+    p.add_argument("--k", type=int, default=100, help="passages per question")
+    p.add_argument("--out", required=True, help="run file to write (BERDS JSON Lines)")
+    p.set_defaults(func=run_retrieve)
+
+
+def _check(args) -> None:
+    if args.retriever == "bm25":
+        if args.model is not None:
+            raise InputError("--model", None, None, "bm25 takes no model (use --retriever dense)")
+        if args.index != "flat":
+            raise InputError("--index", None, None, "bm25 has no index kind (use --retriever dense)")
+    if args.passage_words < 0:
+        raise InputError("--passage-words", None, None, "must be 0 or more")
+    if getattr(args, "k", 1) < 1:
+        raise InputError("--k", None, None, "k must be at least 1")
+
+
+def open_corpus(args):
+    from ..corpus import load_corpus
+
+    return load_corpus(args.corpus, passage_words=args.passage_words or None)
+
+
+def open_retriever(args, corpus):
+    from ..retrieval import get_retriever
+
+    try:
+        return get_retriever(args.retriever, corpus, args.model, progress=not args.quiet, index=args.index,
+                             device=args.device, encoding=None if args.encoding == "auto" else args.encoding)
+    except OSError as e:  # an unknown hub id, a missing model folder, no network
+        raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
+                                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    except ValueError as e:
+        raise InputError("--device" if "device" in str(e) or "CPU" in str(e) else "--encoding", None, None,
+                         str(e)) from None
+
+
+def _retriever_info(retriever) -> dict:
+    return {
+        "retriever": retriever.name,
+        "model": getattr(retriever, "embedder_name", None),
+        "index": getattr(retriever, "index_kind", None),
+        "encoding": getattr(retriever, "encoding", None),
+        "cache_path": str(retriever.cache_path) if retriever.cache_path else None,
+        "cache_hit": bool(retriever.cache_hit),
+        "build_seconds": round(retriever.build_seconds, 3),
+    }
+
+
+def run_index(args) -> dict:
+    _check(args)
+    t0 = time.perf_counter()
+    corpus = open_corpus(args)
+    retriever = open_retriever(args, corpus)
+    return {"corpus": str(args.corpus), "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
+            "hash": corpus.hash, **_retriever_info(retriever), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def build_run(args, questions, corpus, retriever) -> list[dict]:
+    """The run entries for ``questions``; extend here for options that change retrieval."""
+    from ..retrieval import retrieve_run
+
+    return retrieve_run(questions, corpus, retriever, args.k)
+
+
+def run_retrieve(args) -> dict:
+    from ..datasets import load_questions
+    from ..runs import write_run
+
+    _check(args)
+    t0 = time.perf_counter()
+    questions = load_questions(args.questions, args.format)
+    if not questions:
+        raise InputError(args.questions, None, None, "no questions found")
+    corpus = open_corpus(args)
+    retriever = open_retriever(args, corpus)
+    t1 = time.perf_counter()
+    entries = build_run(args, questions, corpus, retriever)
+    search_s = time.perf_counter() - t1
+    write_run(args.out, entries)
+    return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
+            "hash": corpus.hash, **_retriever_info(retriever), "search_seconds": round(search_s, 3),
+            "seconds": round(time.perf_counter() - t0, 3)}
