@@ -69,6 +69,9 @@ def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8"):
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -45,10 +45,10 @@ def read_run(path) -> list[dict]:
 
 
 def _check_preds(val, n_ctx, m, path, line, key):
-    ok = isinstance(val, list) and len(val) >= min(n_ctx, len(val)) and all(
-        isinstance(row, list) and len(row) == m for row in val)
+    ok = isinstance(val, list) and len(val) <= n_ctx and all(
+        isinstance(row, list) and len(row) == m and all(isinstance(x, (bool, int)) for x in row) for row in val)
     if not ok:
-        raise InputError(path, line, key, f"expected one list of {m} booleans per passage")
+        raise InputError(path, line, key, f"expected at most {n_ctx} lists (one per passage) of {m} booleans")
 
 
 def write_run(path, entries: list[dict]) -> int:
@@ -84,8 +84,10 @@ def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = N
     out = np.zeros((len(ctxs), m), dtype=bool)
     for i, c in enumerate(ctxs):
         for j in labels.get(str(c["id"]), ()):
-            if 0 <= j < m:
-                out[i, j] = True
+            if not 0 <= j < m:
+                raise ValueError(f"question {entry['id']}: gold perspective {j} for passage {c['id']} "
+                                 f"but the question has {m} perspectives")
+            out[i, j] = True
     return out
 
 

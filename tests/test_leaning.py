@@ -132,3 +132,13 @@ def test_leaning_cli_bad_input(tmp_path, capsys):
     good = _write(tmp_path / "ok.jsonl", [{"id": "q", "question": "Q?", "perspectives": ["a", "b"], "ctxs": []}])
     assert main(["leaning", "--run", good, "--labels", "nojudge", "--json"]) == 2
     assert "nojudge-preds" in capsys.readouterr().err
+
+
+def test_gold_index_beyond_the_questions_perspectives_is_bad_input(tmp_path, capsys):
+    run = _write(tmp_path / "run.jsonl", [{"id": "q", "question": "Q?", "perspectives": ["a", "b"],
+                                           "ctxs": [{"id": "p", "text": "t"}]}])
+    gold = _write(tmp_path / "gold.jsonl", [{"question_id": "q", "passage_id": "p", "perspective": 2}])
+    for verb in ("leaning", "evaluate"):
+        assert main([verb, "--run", run, "--gold", gold, "--json"]) == 2
+        err = capsys.readouterr().err
+        assert gold in err and "perspective" in err and len(err.strip().splitlines()) == 1

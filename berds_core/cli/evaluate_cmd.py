@@ -37,13 +37,15 @@ def parse_ks(text: str, k: int) -> list[int]:
     return sorted(set(ks) | {k})
 
 
-def matrices_of(path, entries, gold, judge):
+def matrices_of(path, entries, gold, judge, gold_path=None):
     mats = []
     for e in entries:
         try:
             mats.append(label_matrix(e, gold=gold, judge=judge))
         except KeyError as err:
             raise InputError(path, None, f"{judge}-preds", str(err).strip("'\"")) from None
+        except ValueError as err:  # a gold perspective index the question does not have
+            raise InputError(gold_path or "gold", None, "perspective", str(err)) from None
     return mats
 
 
@@ -56,7 +58,7 @@ def run(args) -> dict:
         raise InputError("--bootstrap", None, None, "must be 0 or more")
     entries = read_run(args.run)
     gold = load_gold(args.gold) if args.gold else None
-    mats = matrices_of(args.run, entries, gold, args.labels)
+    mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
     subsets = [e.get("subset") or "all" for e in entries]
     summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed)
     top = summ["at"][str(args.k)]

@@ -61,6 +61,8 @@ def run_leaning(args) -> dict:
             mats.append(label_matrix(e, gold=gold, judge=args.labels))
         except KeyError as err:
             raise InputError(args.run, None, f"{args.labels}-preds", str(err).strip("'\"")) from None
+        except ValueError as err:
+            raise InputError(args.gold, None, "perspective", str(err)) from None
         st = stances.get(e["id"], e.get("stances"))
         try:
             sides.append(infer_sides(e["question"], e["perspectives"], st, method=args.sides))
