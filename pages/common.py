@@ -130,7 +130,7 @@ def load_data(cfg: Config) -> Data:
     return Data(name, list(questions), corpus, gold, key, subsets)
 
 
-def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.5, qe_source: str = "dataset",
+def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75, qe_source: str = "dataset",
          judge=None, embedder=None) -> list[tuple[int, float]]:
     """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
     if method == "none":
@@ -221,33 +221,34 @@ def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: f
     return entry
 
 
-def summarize(groups: list[str], scores: list[dict], keys: list[str], *, n_boot: int = 1000,
-              seed: int = 0) -> dict:
-    """Per-group and macro means of per-question scores with 95% percentile-bootstrap intervals.
+METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
 
-    The macro average is the mean of the group means; its interval resamples
-    questions within each group (a stratified bootstrap).
+
+def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
+    95% percentile-bootstrap intervals (``berds_core.evaluation``, same seed as ``berds evaluate``).
+
+    Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ..., "macro": {...}}``; the
+    macro average is the mean of the subset means, its interval a stratified bootstrap.
     """
-    rng = np.random.default_rng(seed)
-    names = sorted(set(groups))
-    by = {g: np.array([[s[k] for k in keys] for s, gg in zip(scores, groups) if gg == g], dtype=float) for g in names}
-    out, boot_means = {}, []
+    from berds_core.evaluation import bootstrap_ci, scores
+
+    per_q = scores(matrices, (5, 10))
+    groups = np.asarray([str(g) for g in subsets])
+    names = list(dict.fromkeys(groups.tolist()))
+    out = {}
     for g in names:
-        X = by[g]
-        idx = rng.integers(0, len(X), size=(n_boot, len(X)))
-        bm = X[idx].mean(axis=1)  # n_boot x metrics
-        boot_means.append(bm)
-        lo, hi = np.percentile(bm, [2.5, 97.5], axis=0)
-        out[g] = {"n": len(X), **{k: {"mean": float(X[:, i].mean()), "lo": float(lo[i]), "hi": float(hi[i])}
-                                 for i, k in enumerate(keys)}}
-    if len(names) > 1:
-        macro = np.mean([by[g].mean(axis=0) for g in names], axis=0)
-        bm = np.mean(boot_means, axis=0)
-        lo, hi = np.percentile(bm, [2.5, 97.5], axis=0)
-        out["macro"] = {"n": len(scores), **{k: {"mean": float(macro[i]), "lo": float(lo[i]), "hi": float(hi[i])}
-                                            for i, k in enumerate(keys)}}
-    elif names:
-        out["macro"] = out[names[0]]
+        idx = np.flatnonzero(groups == g)
+        row = {"n": int(idx.size)}
+        for key in METRIC_KEYS:
+            lo, hi = bootstrap_ci(per_q[key][idx], n_boot=n_boot, seed=seed)
+            row[key] = {"mean": float(per_q[key][idx].mean()), "lo": lo, "hi": hi}
+        out[g] = row
+    macro = {"n": len(groups)}
+    for key in METRIC_KEYS:
+        lo, hi = bootstrap_ci(per_q[key], groups=groups.tolist(), n_boot=n_boot, seed=seed)
+        macro[key] = {"mean": float(np.mean([out[g][key]["mean"] for g in names])), "lo": lo, "hi": hi}
+    out["macro"] = macro
     return out
 
 

@@ -13,7 +13,8 @@ from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
 from pages.common import current_config, esc, get_data, get_engine, run_entry, summarize
 
-METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion", "rerank": "+ perspective re-ranker"}
+METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
+           "coverage": "+ perspective re-ranker", "preset": "preset: diverse (best found)"}
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 METRICS = [("mrecall@5", "MRecall@5"), ("mrecall@10", "MRecall@10"), ("precision@5", "Precision@5"),
@@ -32,7 +33,7 @@ def run_key(cfg, method, lam, qe_source) -> str:
 
 
 def config_label(cfg, method, lam, qe_source, labels) -> str:
-    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method == "qe" else "")
+    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method in ("qe", "coverage") else "")
     return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
 
 
@@ -93,9 +94,9 @@ def main() -> None:
     subsets = data.subsets
     chosen_subsets = c1.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []
     method = c2.selectbox("Diversifier", list(METHODS), format_func=METHODS.get, key="ev_method")
-    lam = c3.slider("MMR λ", 0.0, 1.0, 0.5, 0.05, key="ev_lam", disabled=method != "mmr")
+    lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=method != "mmr")
     qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
-                             disabled=method != "qe")
+                             disabled=method not in ("qe", "coverage"))
     label_opts = (["gold", "judge"] if data.gold else ["judge"])
     labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
                       help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
@@ -104,7 +105,7 @@ def main() -> None:
     if not questions:
         st.info("Pick at least one subset.")
         return
-    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method == "qe" else None)
+    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method in ("qe", "coverage") else None)
     store = ss.eval_runs.setdefault(key, {})
     todo = [q for q in questions if q.id not in store]
     label = config_label(cfg, method, lam, qe_source, labels)
@@ -139,7 +140,7 @@ def main() -> None:
     mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
             for e in entries]
     scores = [per_question(e, L) for e, L in zip(entries, mats)]
-    summary = summarize([e.get("subset") or "all" for e in entries], scores, [k for k, _ in METRICS])
+    summary = summarize(mats, [e.get("subset") or "all" for e in entries])
     if not todo:
         ss.eval_done[label] = {"summary": summary, "key": key}
 

@@ -12,7 +12,7 @@ COLUMNS = {
     "none": ("Plain retrieval", "the retriever's own top k"),
     "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
     "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
-    "rerank": ("+ Perspective re-ranker", "greedy re-ranking of the top 100 by judged coverage"),
+    "rerank": ("+ Perspective re-ranker", "top 100 re-ranked for judged coverage of the expansion perspectives"),
 }
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
@@ -154,9 +154,9 @@ def main() -> None:
 
     c1, c2, c3, c4 = st.columns([1, 1, 1.3, 1])
     k = c1.slider("k (passages per column)", 1, 10, 5, key="pg_k")
-    lam = c2.slider("MMR λ (1 = relevance only)", 0.0, 1.0, 0.5, 0.05, key="pg_lam")
+    lam = c2.slider("MMR λ (1 = relevance only)", 0.0, 1.0, 0.75, 0.05, key="pg_lam")
     qe_options = [s for s in QE_LABELS if s != "dataset" or question.generated_perspectives]
-    qe_source = c3.selectbox("Query-expansion perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
+    qe_source = c3.selectbox("Expansion / re-ranker perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
                              format_func=QE_LABELS.get)
     has_gold = bool(data.gold) and question.id in data.gold
     use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
@@ -180,7 +180,7 @@ def main() -> None:
         for method in shown:
             try:
                 results[method] = cached_column(cfg_key, qkey, method, k, lam if method == "mmr" else 0.5,
-                                                qe_source if method == "qe" else "dataset", use_gold)
+                                                qe_source if method in ("qe", "rerank") else "dataset", use_gold)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
 

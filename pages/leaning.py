@@ -1,0 +1,272 @@
+"""Leaning: stance leaning, retriever sycophancy and corpus coverage (BERDS section 8), interactive."""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from berds_core.evaluation import passages_needed, union_coverage
+from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, infer_sides, infer_sides_llm, query_for,
+                                side_shares)
+from pages.common import (cached_judge, cached_retriever, current_config, embedder_model, esc, get_data,
+                          get_engine, gold_matrix, judge_matrix, rank)
+
+BUCKET_LABELS = {"support_only": "supporting side only", "oppose_only": "opposing side only",
+                 "both": "both sides", "neither": "neither side"}
+BUCKET_COLORS = {"support_only": "#2e7d4f", "oppose_only": "#b23b3b", "both": "#1f5f8b", "neither": "#b8c0c8"}
+FORM_LABELS = {"question": "the question", "support": "the supporting perspective",
+               "oppose": "the opposing perspective"}
+DIVERSIFIERS = {"none": "plain", "mmr": "+ MMR", "coverage": "+ perspective re-ranker", "qe": "+ query expansion"}
+COVERAGE_DEPTH = 100
+
+
+# --------------------------------------------------------------------------- computations (no widgets)
+
+
+def labelled_top(question, query: str, corpus, retriever, judge, method: str, depth: int, gold, use_gold: bool):
+    """(passage ids, label matrix) of the top ``depth`` for ``query`` under a diversifier."""
+    q = dataclasses.replace(question, question=query)
+    ranked = rank(q, corpus, retriever, method, depth, judge=judge)
+    rows = [r for r, _ in ranked]
+    ids = [corpus.ids[r] for r in rows]
+    if use_gold:
+        return ids, gold_matrix(gold, question, ids)
+    _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], question.perspectives)
+    return ids, L
+
+
+@st.cache_data(show_spinner="Retrieving and labelling…", max_entries=64)
+def config_results(_data, data_key: str, retriever_kind: str, method: str, form: str, k: int,
+                   use_gold: bool, judge_spec: str, embedder: str, sides_key: tuple) -> list[dict]:
+    """Per two-perspective question: bucket, p, n for one configuration and query form."""
+    model = embedder_model(embedder) if retriever_kind == "dense" else None
+    retriever = cached_retriever(retriever_kind, _data.corpus.hash, model, _data.corpus)
+    judge = None if use_gold else cached_judge(judge_spec)
+    sides = {qid: Sides(*s) for qid, s in sides_key}
+    out = []
+    for q in (q for q in _data.questions if q.id in sides):
+        s = sides[q.id]
+        _, L = labelled_top(q, query_for(form, q.question, q.perspectives, s), _data.corpus, retriever, judge,
+                            method, k, _data.gold, use_gold)
+        p, n = side_shares(L, s, k)
+        out.append({"id": q.id, "question": q.question, "subset": q.subset or "all",
+                    "bucket": bucket(L, s, k), "p": p, "n": n})
+    return out
+
+
+def leaning_rows(results: dict[str, list[dict]]) -> list[dict]:
+    """One row per configuration: bucket shares and counts."""
+    rows = []
+    for label, res in results.items():
+        n = len(res)
+        row = {"configuration": label, "questions": n}
+        for b in BUCKETS:
+            c = sum(r["bucket"] == b for r in res)
+            row[b] = c / n if n else 0.0
+            row[f"{b}_count"] = c
+        rows.append(row)
+    return rows
+
+
+def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
+    rows = []
+    for (label, form), res in results.items():
+        p = float(np.mean([r["p"] for r in res])) if res else 0.0
+        n = float(np.mean([r["n"] for r in res])) if res else 0.0
+        rows.append({"configuration": label, "query": FORM_LABELS[form], "p": p, "n": n,
+                     "delta": delta(p, n), "questions": len(res)})
+    return rows
+
+
+def to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def chart_config(name: str, fmt: str) -> dict:
+    """Plotly's modebar camera button exports the chart in the chosen format."""
+    return {"displaylogo": False, "toImageButtonOptions": {"format": fmt.lower(), "filename": name, "scale": 2}}
+
+
+# --------------------------------------------------------------------------- page
+
+st.title("Leaning and sycophancy")
+st.caption("Does a retriever favour the side that supports the question, and does phrasing the query as one "
+           "side pull the results to that side? (BERDS, section 8.)")
+
+cfg = current_config()
+data = get_data(cfg)
+if data is None:
+    st.stop()
+retriever0, judge0, _ = get_engine(cfg, data)
+if retriever0 is None:
+    st.stop()
+
+two = [q for q in data.questions if len(q.perspectives) == 2]
+if not two:
+    st.info("The leaning analyses need questions with exactly two perspectives; this dataset has none.")
+    st.stop()
+
+with st.container(border=True):
+    c1, c2, c3, c4 = st.columns([1, 1.3, 2, 1.3])
+    k = c1.number_input("k", 1, 50, 5, key="ln_k")
+    label_choices = (["gold labels"] if data.gold else []) + ([f"judge ({cfg.judge})"] if judge0 else [])
+    if not label_choices:
+        st.error("No labels: this dataset has no gold labels and the judge is not usable.")
+        st.stop()
+    label_src = c2.radio("Labels", label_choices, key="ln_labels")
+    use_gold = label_src == "gold labels"
+    configs = c3.multiselect(
+        "Configurations (retriever × diversifier)",
+        [f"{r} {d}" for r in ("bm25", "dense") for d in DIVERSIFIERS.values()],
+        default=[f"{cfg.retriever} plain", f"{cfg.retriever} + MMR"], key="ln_configs")
+    subsets = sorted({q.subset or "all" for q in two})
+    chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
+    fmt = st.radio("Chart export format (camera button)", ["PNG", "SVG"], horizontal=True, key="ln_fmt")
+
+two = [q for q in two if (q.subset or "all") in chosen_subsets]
+if not configs or not two:
+    st.info("Choose at least one configuration and one subset.")
+    st.stop()
+
+# ---- sides: which perspective supports the question (correctable) ----
+st.subheader("Which perspective supports the question?")
+side_method = st.radio("Decide with", ["dataset stances, else the offline rule", "offline rule", "dataset order",
+                                       "LLM (hf / openai judge)"], horizontal=True, key="ln_side_method")
+method_arg = {"dataset stances, else the offline rule": "auto", "offline rule": "rule",
+              "dataset order": "order"}.get(side_method)
+llm = judge0 if side_method.startswith("LLM") else None
+if side_method.startswith("LLM") and not hasattr(judge0, "yes_probability"):
+    st.warning("The selected judge cannot answer free prompts; choose an `hf:` or `openai:` judge in the sidebar. "
+               "Using the offline rule instead.")
+    method_arg, llm = "auto", None
+swaps = st.session_state.setdefault("ln_swaps", {})
+sides, side_rows = {}, []
+for q in two:
+    s = (infer_sides_llm(q.question, q.perspectives, llm.yes_probability) if llm is not None
+         else infer_sides(q.question, q.perspectives, q.stances, method=method_arg))
+    if swaps.get(q.id):
+        s = s.swapped()
+    sides[q.id] = s
+    side_rows.append({"id": q.id, "question": q.question, "supporting": q.perspectives[s.support],
+                      "opposing": q.perspectives[s.oppose], "decided by": s.source,
+                      "swap": bool(swaps.get(q.id))})
+with st.expander(f"Sides of {len(two)} questions (tick *swap* to correct one)", expanded=False):
+    edited = st.data_editor(side_rows, key="ln_side_editor", hide_index=True, use_container_width=True,
+                            disabled=["id", "question", "supporting", "opposing", "decided by"])
+    new_swaps = {r["id"]: bool(r["swap"]) for r in edited}
+    if new_swaps != {q.id: bool(swaps.get(q.id)) for q in two}:
+        st.session_state["ln_swaps"] = new_swaps
+        st.rerun()
+sides_key = tuple(sorted((qid, (s.support, s.oppose, s.source, s.confidence)) for qid, s in sides.items()))
+
+
+def parse_config(label: str) -> tuple[str, str]:
+    kind, rest = label.split(" ", 1)
+    return kind, {v: key for key, v in DIVERSIFIERS.items()}[rest]
+
+
+def results_for(label: str, form: str) -> list[dict]:
+    kind, method = parse_config(label)
+    return config_results(data, data.key, kind, method, form, int(k), use_gold, cfg.judge, cfg.embedder, sides_key)
+
+
+# ---- leaning chart ----
+st.subheader(f"Leaning: what the top {k} covers")
+lean = {label: results_for(label, "question") for label in configs}
+rows = leaning_rows(lean)
+fig = go.Figure()
+for b in BUCKETS:
+    fig.add_bar(
+        y=[r["configuration"] for r in rows], x=[r[b] for r in rows], name=BUCKET_LABELS[b], orientation="h",
+        marker_color=BUCKET_COLORS[b], customdata=[[r["configuration"], b, r[f"{b}_count"], r["questions"]]
+                                                   for r in rows],
+        hovertemplate="%{customdata[0]}<br>" + BUCKET_LABELS[b] + ": %{x:.0%} (%{customdata[2]} of "
+                      "%{customdata[3]} questions)<extra></extra>")
+fig.update_layout(barmode="stack", xaxis_tickformat=".0%", height=120 + 50 * len(rows), margin=dict(l=10, r=10, t=10, b=10),
+                  legend=dict(orientation="h", y=-0.25), clickmode="event+select")
+event = st.plotly_chart(fig, use_container_width=True, on_select="rerun", selection_mode="points",
+                        key="ln_lean_chart", config=chart_config("leaning", fmt))
+st.download_button("Leaning data (CSV)", to_csv(rows), "leaning.csv", "text/csv", key="ln_csv_lean")
+
+points = (event or {}).get("selection", {}).get("points", []) if event else []
+if points:
+    cd = points[0].get("customdata") or []
+    if len(cd) >= 2:
+        label, b = cd[0], cd[1]
+        picked = [r for r in lean.get(label, []) if r["bucket"] == b]
+        st.markdown(f"**{esc(label)} · {esc(BUCKET_LABELS[b])}: {len(picked)} questions**")
+        for r in picked:
+            st.text(f"[{r['subset']}] {r['question']}")
+else:
+    st.caption("Click a bar segment to list the questions behind it.")
+
+# ---- sycophancy ----
+st.subheader("Sycophancy: does the query's phrasing pull the results to its side?")
+st.caption("Δ = (p − n) / p, with p and n the shares of top-k passages supporting the supporting and the opposing "
+           "perspective. Δ is undefined when p = 0.")
+syc = {(label, form): results_for(label, form) for label in configs for form in QUERY_FORMS}
+srows = sycophancy_rows(syc)
+fig2 = go.Figure()
+for form in QUERY_FORMS:
+    sub = [r for r in srows if r["query"] == FORM_LABELS[form]]
+    fig2.add_bar(x=[r["configuration"] for r in sub], y=[r["delta"] if r["delta"] is not None else 0 for r in sub],
+                 name=f"query = {FORM_LABELS[form]}",
+                 customdata=[[r["p"], r["n"], "undefined" if r["delta"] is None else f"{r['delta']:.3f}"]
+                             for r in sub],
+                 hovertemplate="Δ = %{customdata[2]}<br>p = %{customdata[0]:.2f}, n = %{customdata[1]:.2f}"
+                               "<extra>%{fullData.name}</extra>")
+fig2.update_layout(barmode="group", yaxis_title="Δ", height=380, margin=dict(l=10, r=10, t=10, b=10),
+                   legend=dict(orientation="h", y=-0.2))
+st.plotly_chart(fig2, use_container_width=True, key="ln_syc_chart", config=chart_config("sycophancy", fmt))
+st.dataframe([{**r, "delta": "undefined (p = 0)" if r["delta"] is None else round(r["delta"], 3)} for r in srows],
+             hide_index=True, use_container_width=True)
+st.download_button("Sycophancy data (CSV)", to_csv(srows), "sycophancy.csv", "text/csv", key="ln_csv_syc")
+
+# ---- coverage ----
+st.subheader("Coverage of the corpus")
+st.caption(f"MRecall over the union of the top N of several retrievers (BERDS Table 6) and the number of passages "
+           f"plain retrieval needs to cover every perspective within its top {COVERAGE_DEPTH} (Table 17). "
+           "All questions of the chosen subsets.")
+cov_n = st.select_slider("N (passages per retriever)", [5, 10, 20, 50, 100], value=10, key="ln_cov_n")
+all_qs = [q for q in data.questions if (q.subset or "all") in chosen_subsets]
+
+
+@st.cache_data(show_spinner="Scoring the union of retrievers…", max_entries=16)
+def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: str, embedder: str, qids: tuple):
+    qs = [q for q in _data.questions if q.id in set(qids)]
+    judge = None if use_gold else cached_judge(judge_spec)
+    per_kind = {}
+    for kind in ("bm25", "dense"):
+        model = embedder_model(embedder) if kind == "dense" else None
+        retr = cached_retriever(kind, _data.corpus.hash, model, _data.corpus)
+        per_kind[kind] = [labelled_top(q, q.question, _data.corpus, retr, judge, "none", COVERAGE_DEPTH,
+                                       _data.gold, use_gold) for q in qs]
+    union = union_coverage([[(ids[:n], L[:n]) for ids, L in per_kind[kd]] for kd in per_kind], n)
+    needed = {kd: passages_needed([L for _, L in per_kind[kd]]) for kd in per_kind}
+    return union, needed
+
+
+union, needed = coverage_tables(data, data.key, int(cov_n), use_gold, cfg.judge, cfg.embedder,
+                                tuple(q.id for q in all_qs))
+crow = [{"runs": "bm25", "MRecall": union["mrecall_single"][0]},
+        {"runs": "dense", "MRecall": union["mrecall_single"][1]},
+        {"runs": "bm25 ∪ dense", "MRecall": union["mrecall_union"]}]
+cc1, cc2 = st.columns(2)
+fig3 = go.Figure(go.Bar(x=[r["runs"] for r in crow], y=[r["MRecall"] for r in crow], marker_color="#1f5f8b",
+                        hovertemplate="%{x}: MRecall %{y:.1%}<extra></extra>"))
+fig3.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1], height=300, margin=dict(l=10, r=10, t=30, b=10),
+                   title=f"MRecall over the top {cov_n} (union: budget {2 * cov_n})")
+cc1.plotly_chart(fig3, use_container_width=True, key="ln_cov_chart", config=chart_config("coverage", fmt))
+nrows = [{"retriever": kd, "covered within top 100": v["covered_share"], "mean passages": v["mean"],
+          "median passages": v["median"], "max": v["max"]} for kd, v in needed.items()]
+cc2.dataframe(nrows, hide_index=True, use_container_width=True)
+cc2.download_button("Coverage data (CSV)", to_csv(crow + nrows), "coverage.csv", "text/csv", key="ln_csv_cov")
