@@ -121,9 +121,9 @@ def main() -> None:
         st.session_state.pop("ann_annotator", None)
         st.query_params.clear()
         st.rerun()
-    setup_panel(store, annotator)
     if not sets:
-        st.warning("No pairs are assigned to you yet. Import a TSV above or ask for a task set.")
+        st.warning("No pairs are assigned to you yet. Import a TSV below or ask for a task set.")
+        setup_panel(store, annotator)
         return
     options = [ALL] + sets
     wanted = st.query_params.get("task")
@@ -144,8 +144,9 @@ def main() -> None:
     pid = store.next_pair(annotator, task)
     if pid is None:
         st.success("All pairs of this task set are done. Thank you! (u undoes the last label.)")
-        st.button("Undo last (u)", key="btn_undo", shortcut="u", on_click=do_undo, args=(store, annotator))
+        st.button("Undo last", key="btn_undo", shortcut="u", on_click=do_undo, args=(store, annotator))
         reveal_last(store)
+        setup_panel(store, annotator)
         return
     pair = store.pair(pid)
     st.caption(f"Pair {esc(pid)}" + (f" · {esc(pair.subset)}" if pair.subset else ""))
@@ -154,23 +155,24 @@ def main() -> None:
     st.markdown("**Perspective**")
     st.info(esc(pair.perspective))
     st.markdown("**Passage** — does it support the perspective?")
-    with st.container(border=True, height=320):
+    with st.container(border=True):
         st.markdown(esc(pair.document))
 
     cols = st.columns(4)
-    cols[0].button("Supports (y)", key="btn_yes", shortcut="y", type="primary", width="stretch",
+    cols[0].button("Supports", key="btn_yes", shortcut="y", type="primary", width="stretch",
                    on_click=do_label, args=(store, annotator, pid, 1))
-    cols[1].button("Does not (n)", key="btn_no", shortcut="n", width="stretch",
+    cols[1].button("Does not support", key="btn_no", shortcut="n", width="stretch",
                    on_click=do_label, args=(store, annotator, pid, 0))
-    cols[2].button("Skip (s)", key="btn_skip", shortcut="s", width="stretch",
+    cols[2].button("Skip", key="btn_skip", shortcut="s", width="stretch",
                    on_click=do_label, args=(store, annotator, pid, SKIP))
-    cols[3].button("Undo (u)", key="btn_undo", shortcut="u", width="stretch",
+    cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch",
                    on_click=do_undo, args=(store, annotator))
     extra = st.columns([1, 3])
     extra[0].checkbox("Unsure", key=f"unsure_{pid}")
     extra[1].text_input("Note (optional)", key=f"note_{pid}", label_visibility="collapsed",
                         placeholder="Note (optional)")
     reveal_last(store)
+    setup_panel(store, annotator)
 
 
 def reveal_last(store: Store) -> None:
