@@ -118,3 +118,16 @@ def test_agreement_page_tables_and_adjudication(db):
     with Store(db) as s:
         assert s.gold() == {"p3": 1}
         assert s.history(pair_id="p3")[-1]["kind"] == "adjudicate"
+
+
+def test_pages_run_inside_the_app_navigation(db):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["annotator"] = "alice"
+    at.run()
+    at.switch_page("pages/annotate.py").run()
+    assert not at.exception and [t.value for t in at.title] == ["Annotate"]
+    at.button(key="btn_no").click().run()
+    with Store(db) as s:
+        assert s.get_label("alice", "p0").label == 0
+    at.switch_page("pages/agreement.py").run()
+    assert not at.exception and [t.value for t in at.title] == ["Agreement"]
