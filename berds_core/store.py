@@ -412,16 +412,23 @@ class Store:
             return ev["pair_id"]
 
     def import_labels(self, annotator: str, labels: dict[str, int], source: str) -> int:
-        """Store labels read from a file as ``annotator``'s, in one transaction (one event each)."""
+        """Store labels read from a file as ``annotator``'s, in one transaction (one event each).
+
+        A decision the annotator already made is never overwritten by a file;
+        returns the number of labels stored.
+        """
         annotator = _check_annotator(annotator)
         at = _now()
+        stored = 0
         with self._tx() as c:
             for pid, lab in labels.items():
-                prev = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (pid, annotator)).fetchone()
-                c.execute("INSERT OR REPLACE INTO labels VALUES (?, ?, ?, 0, 0, NULL, ?)", (pid, annotator, int(lab), at))
-                c.execute("INSERT INTO events (at, kind, pair_id, annotator, label, note, previous) VALUES (?, 'import', ?, ?, ?, ?, ?)",
-                          (at, pid, annotator, int(lab), source, json.dumps(dict(prev)) if prev else None))
-        return len(labels)
+                if c.execute("SELECT 1 FROM labels WHERE pair_id = ? AND annotator = ?", (pid, annotator)).fetchone():
+                    continue
+                c.execute("INSERT INTO labels VALUES (?, ?, ?, 0, 0, NULL, ?)", (pid, annotator, int(lab), at))
+                c.execute("INSERT INTO events (at, kind, pair_id, annotator, label, note) VALUES (?, 'import', ?, ?, ?, ?)",
+                          (at, pid, annotator, int(lab), source))
+                stored += 1
+        return stored
 
     def get_label(self, annotator: str, pair_id: str) -> Label | None:
         rows = self._read("SELECT * FROM labels WHERE annotator = ? AND pair_id = ?", (annotator, str(pair_id)))

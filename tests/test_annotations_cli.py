@@ -63,8 +63,14 @@ def test_import_keeps_ids_and_labels_then_export_roundtrip(tmp_path, tsv, capsys
         assert [p.pair_id for p in s.pairs()] == ["101", "102", "103", "104"]
         assert s.pair("101").document == 'He said "X is great"\nand left.'
         assert {l.pair_id: l.label for l in s.labels("paper")} == {"101": 1, "102": 0, "103": 1, "104": 0}
-    # re-import is idempotent
-    assert jcall(capsys, "annotations", "import", "--db", str(db), "--pairs", str(tsv))["new_pairs"] == 0
+    # re-import is idempotent and never overwrites a decision made since
+    with Store(db) as s:
+        s.label("paper", "102", 1)
+    res = jcall(capsys, "annotations", "import", "--db", str(db), "--pairs", str(tsv), "--annotator", "paper")
+    assert res["new_pairs"] == 0 and res["labels"] == 0
+    with Store(db) as s:
+        assert s.get_label("paper", "102").label == 1
+        s.undo("paper")
     out = tmp_path / "export.tsv"
     res = jcall(capsys, "annotations", "export", "--db", str(db), "--format", "tsv", "--out", str(out),
                 "--annotator", "paper")
