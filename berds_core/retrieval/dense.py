@@ -103,6 +103,7 @@ class DenseRetriever:
 
         texts = self.corpus.texts
         n = len(texts)
+        self.encoder  # load the model before any progress bar: a bad model id fails at once
         parts_dir = self.cache_path / "parts" if self.cache_path is not None else None
         if parts_dir is not None:
             parts_dir.mkdir(exist_ok=True)

@@ -1,0 +1,279 @@
+"""BM25 and dense retrieval on a small hand-made corpus; cache reuse; HNSW; runs."""
+import json
+
+import numpy as np
+import pytest
+
+from berds_core.corpus import Corpus
+from berds_core.records import Passage, Question
+from berds_core.retrieval import get_retriever, retrieve_run
+from berds_core.retrieval import dense as dense_mod
+from berds_core.retrieval import faiss_index
+
+PASSAGES = [
+    ("nuc", "Nuclear", "Nuclear power plants generate electricity from uranium fission without carbon emissions."),
+    ("uni", "Uniforms", "School uniforms reduce bullying because students cannot judge each other's clothes."),
+    ("veg", "Diet", "A vegetarian diet lowers the risk of heart disease and helps the environment."),
+    ("min", "Wages", "Raising the minimum wage lifts workers out of poverty but may cost some jobs."),
+    ("gun", "Guns", "Stricter gun control laws are linked to fewer firearm deaths in many countries."),
+    ("vid", "Games", "Violent video games have not been shown to cause aggression in teenagers."),
+    ("dst", "Clocks", "Daylight saving time shifts clocks forward an hour each spring to save energy."),
+    ("zoo", "Zoos", "Zoos protect endangered animals through breeding programs and conservation research."),
+    ("cap", "Death penalty", "Capital punishment does not deter murder more than life imprisonment does."),
+    ("soc", "Social media", "Social media platforms harm teenagers' mental health and sleep."),
+]
+QUERIES = {
+    "nuc": "Should we build more nuclear power plants?",
+    "uni": "Do school uniforms reduce bullying?",
+    "gun": "Does gun control reduce firearm deaths?",
+    "zoo": "Are zoos good for endangered animals?",
+    "cap": "Does the death penalty deter murder?",
+}
+
+
+@pytest.fixture
+def corpus():
+    return Corpus([Passage(*p) for p in PASSAGES], "hand")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("BERDS_CACHE", str(path))
+    return path
+
+
+def _top1(retriever, corpus):
+    hits = retriever.search(list(QUERIES.values()), 3)
+    return [corpus.ids[h[0][0]] for h in hits]
+
+
+# ------------------------------------------------------------------ BM25
+
+def test_bm25_right_passage_ranks_first(corpus, fresh_cache):
+    r = get_retriever("bm25", corpus, progress=False)
+    assert r.name == "bm25" and r.embedder_name is None
+    assert _top1(r, corpus) == list(QUERIES)
+    hits = r.search(["nuclear uranium"], 3)[0]
+    assert len(hits) == 3 and hits[0][1] > hits[1][1] >= hits[2][1]
+
+
+def test_bm25_stems_and_drops_stopwords(corpus, fresh_cache):
+    r = get_retriever("bm25", corpus, progress=False)
+    # "breeding" -> "breed", "conserving" -> "conserv" (Snowball), stop words ignored
+    assert corpus.ids[r.search(["the breeds and conserving"], 1)[0][0][0]] == "zoo"
+    only_stop = r.search(["the of and"], 2)[0]
+    assert len(only_stop) == 2 and all(s == 0.0 for _, s in only_stop)
+
+
+def test_bm25_scores_equal_stock_bm25s(corpus, fresh_cache):
+    import bm25s
+    import Stemmer
+
+    texts = corpus.texts + ["clocks clocks clocks energy", "a b c", "the teenagers teenagers sleep"]
+    big = Corpus([Passage(str(i), "", t) for i, t in enumerate(texts)])
+    ours = get_retriever("bm25", big, progress=False, cache=False)
+    stemmer = Stemmer.Stemmer("english")
+    ref = bm25s.BM25()
+    ref.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    queries = ["clocks energy teenagers", "gun deaths laws", "heart disease diet environment"]
+    rows, scores = ref.retrieve(bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, return_ids=False,
+                                               show_progress=False), k=5, show_progress=False)
+    got = ours.search(queries, 5)
+    np.testing.assert_allclose([[s for _, s in h] for h in got], scores, rtol=1e-5)
+    for h, rr, ss in zip(got, rows, scores):
+        assert [r for r, s in h if s > 0][:1] == [r for r, s in zip(rr, ss) if s > 0][:1]
+
+
+def test_bm25_cache_reused_and_keyed_by_corpus(corpus, fresh_cache):
+    first = get_retriever("bm25", corpus, progress=False)
+    assert not first.cache_hit and first.cache_path.is_dir()
+    second = get_retriever("bm25", corpus, progress=False)
+    assert second.cache_hit and second.cache_path == first.cache_path
+    assert second.search(list(QUERIES.values()), 4) == first.search(list(QUERIES.values()), 4)
+    other = Corpus(corpus.passages[:5], "half")
+    third = get_retriever("bm25", other, progress=False)
+    assert not third.cache_hit and third.cache_path != first.cache_path
+
+
+def test_bm25_corrupt_cache_is_rebuilt(corpus, fresh_cache):
+    first = get_retriever("bm25", corpus, progress=False)
+    (first.cache_path / "berds.json").write_text("{not json")
+    again = get_retriever("bm25", corpus, progress=False)
+    assert not again.cache_hit and _top1(again, corpus) == list(QUERIES)
+
+
+def test_k_is_clamped_and_empty_inputs(corpus, fresh_cache):
+    r = get_retriever("bm25", corpus, progress=False)
+    assert len(r.search(["nuclear"], 100)[0]) == len(corpus)
+    assert r.search([], 5) == []
+    with pytest.raises(ValueError):
+        get_retriever("bm25", corpus, "some-model")
+    with pytest.raises(ValueError):
+        get_retriever("splade", corpus)
+
+
+# ------------------------------------------------------------------ dense
+
+def test_dense_right_passage_ranks_first(corpus, fresh_cache):
+    r = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert r.embedder_name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert r.name.startswith("dense:")
+    assert _top1(r, corpus) == list(QUERIES)
+    hits = r.search(["nuclear energy"], 10)[0]
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True) and -1.0 <= scores[-1] <= scores[0] <= 1.0001
+
+
+def test_dense_int8_keeps_ranking_and_is_cached_separately(corpus, fresh_cache):
+    fp = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    q8 = get_retriever("dense", corpus, progress=False, encoding="int8")
+    assert q8.encoding == "int8" and q8.cache_path != fp.cache_path
+    assert _top1(q8, corpus) == list(QUERIES)
+    cos = np.sum(np.asarray(fp.embeddings) * np.asarray(q8.embeddings), axis=1)
+    assert cos.min() > 0.9  # quantised embeddings stay close to fp32
+    assert not np.allclose(fp.embeddings, q8.embeddings)  # and are really a different encoder
+
+
+def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypatch):
+    calls = []
+    real = dense_mod.DenseRetriever.encode
+
+    def counting(self, texts, progress=False):
+        calls.append(len(texts))
+        return real(self, texts, progress)
+
+    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", counting)
+    first = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert not first.cache_hit and first.n_encoded == len(corpus) and sum(calls) == len(corpus)
+    assert (first.cache_path / "embeddings.npy").is_file() and (first.cache_path / "flat.faiss").is_file()
+    calls.clear()
+    second = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert second.cache_hit and second.n_encoded == 0 and calls == []
+    assert second.search([QUERIES["zoo"]], 3) == first.search([QUERIES["zoo"]], 3)
+    assert calls == [1, 1]  # only the two queries were encoded
+
+
+def test_dense_interrupted_build_resumes_from_saved_chunks(corpus, fresh_cache, monkeypatch):
+    monkeypatch.setattr(dense_mod, "CHUNK", 4)
+    real = dense_mod.DenseRetriever.encode
+    seen = {"n": 0}
+
+    def failing(self, texts, progress=False):
+        seen["n"] += 1
+        if seen["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, texts, progress)
+
+    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", failing)
+    with pytest.raises(KeyboardInterrupt):
+        get_retriever("dense", corpus, progress=False, encoding="fp32")
+    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", real)
+    resumed = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert not resumed.cache_hit and resumed.n_encoded == len(corpus) - 4  # first chunk was kept
+    assert not (resumed.cache_path / "parts").exists()
+    assert _top1(resumed, corpus) == list(QUERIES)
+
+
+def test_dense_stale_cache_is_not_used(corpus, fresh_cache):
+    first = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    meta = json.loads((first.cache_path / "meta.json").read_text())
+    meta["passages"] = 3
+    (first.cache_path / "meta.json").write_text(json.dumps(meta))
+    again = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert not again.cache_hit and again.n_encoded == len(corpus)
+
+
+def test_hnsw_option_matches_exact_search(corpus, fresh_cache):
+    flat = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    hnsw = get_retriever("dense", corpus, progress=False, index="hnsw", encoding="fp32")
+    assert hnsw.cache_hit  # embeddings shared with the flat index
+    assert hnsw.name.endswith("+hnsw") and type(hnsw._cpu_index).__name__ == "IndexHNSWFlat"
+    assert any(p.name.startswith("hnsw-") for p in hnsw.cache_path.iterdir())
+    queries = list(QUERIES.values())
+    assert [[r for r, _ in h] for h in hnsw.search(queries, 5)] == [[r for r, _ in h] for h in flat.search(queries, 5)]
+    with pytest.raises(ValueError):
+        get_retriever("dense", corpus, index="ivf")
+
+
+def test_hnsw_on_random_vectors_has_high_recall():
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((3000, 32)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    q = emb[:50] + 0.1 * rng.standard_normal((50, 32)).astype(np.float32)
+    _, exact = faiss_index.search(faiss_index.build_index(emb, "flat"), "flat", q, 10)
+    _, approx = faiss_index.search(faiss_index.build_index(emb, "hnsw"), "hnsw", q, 10)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, approx)])
+    assert recall > 0.9
+
+
+def test_flat_index_moves_to_gpu_only_when_faiss_has_one(monkeypatch):
+    import faiss
+
+    index = faiss_index.build_index(np.eye(4, dtype=np.float32), "flat")
+    assert faiss_index.to_device(index, "flat", None) is index  # this build has no GPU
+    moved = []
+    monkeypatch.setattr(faiss_index, "gpu_count", lambda: 1)
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", lambda ix: moved.append(ix) or "gpu-index", raising=False)
+    assert faiss_index.to_device(index, "flat", "cuda") == "gpu-index" and moved == [index]
+    assert faiss_index.to_device(index, "flat", "cpu") is index
+    assert faiss_index.to_device(index, "hnsw", "cuda") is index
+
+
+def _tiny_model(path):
+    """A random-weight BERT sentence-transformer built from a config (no download)."""
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    words = sorted({w.lower().strip(".,'?") for _, _, t in PASSAGES for w in t.split()} | set(
+        w.lower().strip("?") for q in QUERIES.values() for w in q.split()))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+    src = path / "src"
+    src.mkdir(parents=True)
+    (src / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizerFast(vocab_file=str(src / "vocab.txt")).save_pretrained(src)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128)
+    import torch
+
+    torch.manual_seed(0)
+    BertModel(cfg).save_pretrained(src)
+    st = SentenceTransformer(modules=[models.Transformer(str(src), max_seq_length=64),
+                                      models.Pooling(32, pooling_mode="mean")])
+    out = path / "tiny-st"
+    st.save(str(out))
+    return out
+
+
+def test_dense_with_any_model_path_and_int8(corpus, fresh_cache, tmp_path):
+    model = _tiny_model(tmp_path)
+    r = get_retriever("dense", corpus, str(model), progress=False, encoding="fp32")
+    assert r.embedder_name == str(model) and np.asarray(r.embeddings).shape == (len(corpus), 32)
+    np.testing.assert_allclose(np.linalg.norm(r.embeddings, axis=1), 1.0, rtol=1e-5)
+    # the embeddings are the model's own (normalised) sentence embeddings
+    from sentence_transformers import SentenceTransformer
+
+    direct = SentenceTransformer(str(model), device="cpu").encode(corpus.texts[:3], normalize_embeddings=True)
+    np.testing.assert_allclose(np.asarray(r.embeddings)[:3], direct, atol=1e-5)
+    hits = r.search([corpus.texts[4]], len(corpus))[0]
+    assert sorted(row for row, _ in hits) == list(range(len(corpus)))
+    q = get_retriever("dense", corpus, str(model), progress=False, encoding="int8")
+    assert q.cache_path != r.cache_path and np.asarray(q.embeddings).shape == (len(corpus), 32)
+    assert not np.allclose(q.embeddings, r.embeddings)
+
+
+# ------------------------------------------------------------------ runs
+
+def test_retrieve_run_entries(corpus, fresh_cache):
+    r = get_retriever("bm25", corpus, progress=False)
+    qs = [Question("q1", QUERIES["gun"], ["Gun control saves lives", "Gun control does not"], subset="procon"),
+          Question("q2", "zoo question", ["a", "b"])]
+    entries = retrieve_run(qs, corpus, r, 3, query_fn=lambda q: QUERIES["zoo"] if q.id == "q2" else q.question)
+    assert [e["id"] for e in entries] == ["q1", "q2"]
+    e = entries[0]
+    assert e["question"] == QUERIES["gun"] and e["perspectives"][0] == "Gun control saves lives"
+    assert e["subset"] == "procon" and "subset" not in entries[1]
+    assert len(e["ctxs"]) == 3 and e["ctxs"][0] == {"id": "gun", "title": "Guns", "text": PASSAGES[4][2],
+                                                    "score": e["ctxs"][0]["score"]}
+    assert entries[1]["ctxs"][0]["id"] == "zoo"  # query_fn was used
+    assert retrieve_run([], corpus, r, 3) == []
