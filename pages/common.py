@@ -164,7 +164,7 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     return out
 
 
-def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.5,
+def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.75,
                   qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
     """Everything one Playground column shows, as plain data (picklable)."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
@@ -206,18 +206,18 @@ def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=Non
     return out
 
 
-def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float = 0.5,
+def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float = 0.75,
               qe_source: str = "dataset", embedder=None) -> dict:
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
                   embedder=embedder)
-    rows = [r for r, _ in ranked]
-    _, labels = judge_matrix(judge, [corpus.texts[r] for r in rows], question.perspectives)
     entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
     if question.subset:
         entry["subset"] = question.subset
     entry["ctxs"] = [dict(corpus.passage_dict(r), score=s) for r, s in ranked]
-    entry[f"{judge.name}-preds"] = labels.tolist()
+    from berds_core.judges import judge_run
+
+    judge_run([entry], judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
     return entry
 
 
@@ -287,26 +287,17 @@ def cached_embedder(model: str | None):
     return load_embedder(model)
 
 
+@st.cache_data(ttl=30, show_spinner=False)
 def judge_status(spec: str) -> tuple[bool, str]:
-    """(usable, one-line status) for a judge spec, without loading a model twice."""
-    from berds_core import judges
-
-    status = getattr(judges, "status", None)
+    """(usable, one line) for a judge spec: loaded, reachable, or why not (re-checked every 30 s)."""
     try:
-        if status is not None:
-            res = status(spec)
-            if isinstance(res, dict):
-                ok = bool(res.get("ok", res.get("available", True)))
-                return ok, str(res.get("message") or res.get("status") or ("ready" if ok else "unavailable"))
-            if isinstance(res, tuple):
-                return bool(res[0]), str(res[1])
-            return True, str(res)
-        cached_judge(spec)
-        return True, "loaded"
-    except InputError as e:
-        return False, str(e)
+        judge = cached_judge(spec)
+        res = judge.status()
+    except (InputError, ValueError) as e:
+        return False, str(e).splitlines()[0]
     except Exception as e:  # a judge that cannot load (missing package, unreachable server)
         return False, f"{type(e).__name__}: {e}".splitlines()[0]
+    return bool(res.get("ok")), str(res.get("detail", ""))
 
 
 def _config_key(cfg: Config) -> tuple:

@@ -85,7 +85,8 @@ def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
 def to_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
     if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        fields = list(dict.fromkeys(key for row in rows for key in row))
+        w = csv.DictWriter(buf, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
     return buf.getvalue()
@@ -160,12 +161,13 @@ for q in two:
                       "opposing": q.perspectives[s.oppose], "decided by": s.source,
                       "swap": bool(swaps.get(q.id))})
 with st.expander(f"Sides of {len(two)} questions (tick *swap* to correct one)", expanded=False):
-    edited = st.data_editor(side_rows, key="ln_side_editor", hide_index=True, use_container_width=True,
+    edited = st.data_editor(side_rows, key="ln_side_editor", hide_index=True, width="stretch",
                             disabled=["id", "question", "supporting", "opposing", "decided by"])
     new_swaps = {r["id"]: bool(r["swap"]) for r in edited}
     if new_swaps != {q.id: bool(swaps.get(q.id)) for q in two}:
         st.session_state["ln_swaps"] = new_swaps
         st.rerun()
+st.session_state["ln_sides"] = {qid: (s.support, s.oppose, s.source) for qid, s in sides.items()}
 sides_key = tuple(sorted((qid, (s.support, s.oppose, s.source, s.confidence)) for qid, s in sides.items()))
 
 
@@ -193,7 +195,7 @@ for b in BUCKETS:
                       "%{customdata[3]} questions)<extra></extra>")
 fig.update_layout(barmode="stack", xaxis_tickformat=".0%", height=120 + 50 * len(rows), margin=dict(l=10, r=10, t=10, b=10),
                   legend=dict(orientation="h", y=-0.25), clickmode="event+select")
-event = st.plotly_chart(fig, use_container_width=True, on_select="rerun", selection_mode="points",
+event = st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode="points",
                         key="ln_lean_chart", config=chart_config("leaning", fmt))
 st.download_button("Leaning data (CSV)", to_csv(rows), "leaning.csv", "text/csv", key="ln_csv_lean")
 
@@ -226,9 +228,9 @@ for form in QUERY_FORMS:
                                "<extra>%{fullData.name}</extra>")
 fig2.update_layout(barmode="group", yaxis_title="Δ", height=380, margin=dict(l=10, r=10, t=10, b=10),
                    legend=dict(orientation="h", y=-0.2))
-st.plotly_chart(fig2, use_container_width=True, key="ln_syc_chart", config=chart_config("sycophancy", fmt))
+st.plotly_chart(fig2, width="stretch", key="ln_syc_chart", config=chart_config("sycophancy", fmt))
 st.dataframe([{**r, "delta": "undefined (p = 0)" if r["delta"] is None else round(r["delta"], 3)} for r in srows],
-             hide_index=True, use_container_width=True)
+             hide_index=True, width="stretch")
 st.download_button("Sycophancy data (CSV)", to_csv(srows), "sycophancy.csv", "text/csv", key="ln_csv_syc")
 
 # ---- coverage ----
@@ -265,8 +267,8 @@ fig3 = go.Figure(go.Bar(x=[r["runs"] for r in crow], y=[r["MRecall"] for r in cr
                         hovertemplate="%{x}: MRecall %{y:.1%}<extra></extra>"))
 fig3.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1], height=300, margin=dict(l=10, r=10, t=30, b=10),
                    title=f"MRecall over the top {cov_n} (union: budget {2 * cov_n})")
-cc1.plotly_chart(fig3, use_container_width=True, key="ln_cov_chart", config=chart_config("coverage", fmt))
+cc1.plotly_chart(fig3, width="stretch", key="ln_cov_chart", config=chart_config("coverage", fmt))
 nrows = [{"retriever": kd, "covered within top 100": v["covered_share"], "mean passages": v["mean"],
           "median passages": v["median"], "max": v["max"]} for kd, v in needed.items()]
-cc2.dataframe(nrows, hide_index=True, use_container_width=True)
+cc2.dataframe(nrows, hide_index=True, width="stretch")
 cc2.download_button("Coverage data (CSV)", to_csv(crow + nrows), "coverage.csv", "text/csv", key="ln_csv_cov")

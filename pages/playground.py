@@ -12,7 +12,7 @@ COLUMNS = {
     "none": ("Plain retrieval", "the retriever's own top k"),
     "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
     "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
-    "rerank": ("+ Perspective re-ranker", "top 100 re-ranked for judged coverage of the expansion perspectives"),
+    "rerank": ("+ Re-ranker", "perspective-aware: the top 100 re-ranked for judged coverage"),
 }
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
@@ -29,6 +29,7 @@ CSS = """
 .bc-chip{font-size:0.75rem;border-radius:999px;padding:1px 8px;border:1px solid #cfd6de;background:#f3f5f8;color:#3b434c}
 .bc-chip.yes{background:#dff3e4;border-color:#58b26d;color:#1d5b2c;font-weight:600}
 .bc-chip .g{margin-left:4px;font-weight:700}
+.bc-desc{font-size:0.8rem;color:#5b6470;min-height:2.5em;line-height:1.25;margin-top:-6px}
 .bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
 .bc-metric{font-size:0.8rem;color:#5b6470}
 .bc-metric b{display:block;font-size:1.45rem;color:#1b1f24}
@@ -103,11 +104,10 @@ def card_html(p: dict, words: int = 45) -> str:
             f'<div class="bc-chips">{chips}</div></div>')
 
 
-def metrics_html(res: dict, k: int) -> str:
-    src = res["labels_from"]
-    return (f'<div class="bc-metrics"><div class="bc-metric">MRecall@{k}<b>{res["mrecall"]:.0f}</b></div>'
-            f'<div class="bc-metric">Precision@{k}<b>{res["precision"]:.2f}</b></div>'
-            f'<div class="bc-metric">labels<b style="font-size:1rem">{src}</b></div></div>')
+def metrics_html(res: dict, k: int, desc: str) -> str:
+    return (f'<div class="bc-desc">{esc(desc)}</div>'
+            f'<div class="bc-metrics"><div class="bc-metric">MRecall@{k}<b>{res["mrecall"]:.0f}</b></div>'
+            f'<div class="bc-metric">Precision@{k}<b>{res["precision"]:.2f}</b></div></div>')
 
 
 def main() -> None:
@@ -171,6 +171,7 @@ def main() -> None:
     if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
         shown.append("rerank")
 
+    st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
     st.markdown("".join(f'<div class="bc-persp"><span class="bc-tag">P{j + 1}</span>{esc(p)}</div>'
                         for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
 
@@ -190,11 +191,11 @@ def main() -> None:
         res = results[method]
         with col:
             st.markdown(f"#### {name}")
-            st.caption(desc if method != "mmr" else f"{desc}, λ = {lam:.2f}")
+            desc = desc if method != "mmr" else f"{desc}, λ = {lam:.2f}"
             if "error" in res:
                 st.error(res["error"])
                 continue
-            st.markdown(metrics_html(res, k) + "".join(card_html(p) for p in res["passages"]),
+            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p) for p in res["passages"]),
                         unsafe_allow_html=True)
 
     ok = [r for r in results.values() if "error" not in r]

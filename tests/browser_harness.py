@@ -152,11 +152,27 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     )
 
 
-def screenshot(page, name: str) -> Path:
-    """Save a full-page screenshot under test-artifacts/ and return its path."""
+def screenshot(page, name: str, max_height: int = 4000) -> Path:
+    """Save a screenshot of the whole app under test-artifacts/ and return its path.
+
+    Streamlit scrolls inside its main container, so the viewport is grown to
+    the content's height (up to ``max_height``) for the shot, then restored.
+    """
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    size = page.viewport_size
+    height = page.evaluate("""() => {
+        const m = document.querySelector('[data-testid="stMain"]') || document.body;
+        return m.scrollHeight;
+    }""")
+    if size and height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, max_height)})
+        page.wait_for_timeout(300)
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        if size:
+            page.set_viewport_size(size)
     return path
 
 

@@ -7,7 +7,7 @@ from browser_harness import browser_page, screenshot, streamlit_app_url, wait_id
 
 pytestmark = pytest.mark.browser
 
-HEADS = ["Plain retrieval", "+ MMR", "+ Query expansion", "+ Perspective re-ranker"]
+HEADS = ["Plain retrieval", "+ MMR", "+ Query expansion", "+ Re-ranker"]
 
 
 def _column_heads(page) -> list[str]:

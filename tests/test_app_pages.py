@@ -112,7 +112,7 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     at = playground
     md = _md(at)
     heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
-    assert heads == ["#### Plain retrieval", "#### + MMR", "#### + Query expansion", "#### + Perspective re-ranker"]
+    assert heads == ["#### Plain retrieval", "#### + MMR", "#### + Query expansion", "#### + Re-ranker"]
     k = at.slider(key="pg_k").value
     assert md.count("MRecall@%d<b>" % k) == 4 and md.count("Precision@%d<b>" % k) == 4
     assert md.count('data-testid="passage-card"') == 4 * k
