@@ -1,0 +1,168 @@
+"""The judge interface and its SQLite prediction cache.
+
+A judge scores (passage, perspective) pairs: a probability that the passage
+supports the perspective and a label (probability >= threshold). Every
+probability is cached in ``cache_dir("judges")/predictions.sqlite`` under the
+judge's stable name and the sha1 of passage and perspective, and committed as
+each batch finishes: re-judging is instant and an interrupted run keeps what
+was done.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..cache import cache_dir, text_hash
+
+Pair = tuple[str, str]
+
+
+class JudgeError(RuntimeError):
+    """A judge could not produce predictions (server down, garbage answer, model missing)."""
+
+
+def safe_name(text: str) -> str:
+    """Filesystem- and JSON-key-safe form of a model id, path or option."""
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
+
+
+def model_label(model: str) -> str:
+    """A short stable label for a hub id (``org__name``) or a local path (its folder name)."""
+    p = Path(model)
+    if p.exists():
+        return safe_name(p.resolve().name)
+    return safe_name(model.replace("/", "__"))
+
+
+class PredictionCache:
+    """Probabilities keyed by (judge name, sha1(passage), sha1(perspective)) in SQLite."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else cache_dir("judges") / "predictions.sqlite"
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS preds (judge TEXT, passage TEXT, perspective TEXT, prob REAL,"
+            " PRIMARY KEY (judge, passage, perspective))")
+        self._conn.commit()
+
+    def get_many(self, judge: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        out: dict[tuple[str, str], float] = {}
+        with self._lock:
+            cur = self._conn.cursor()
+            for i in range(0, len(keys), 400):
+                chunk = keys[i:i + 400]
+                q = " OR ".join(["(passage=? AND perspective=?)"] * len(chunk))
+                args: list = [judge]
+                for a, b in chunk:
+                    args += [a, b]
+                for p, s, prob in cur.execute(
+                        f"SELECT passage, perspective, prob FROM preds WHERE judge=? AND ({q})", args):
+                    out[(p, s)] = prob
+        return out
+
+    def put_many(self, judge: str, items: Iterable[tuple[tuple[str, str], float]]) -> None:
+        rows = [(judge, a, b, float(prob)) for (a, b), prob in items]
+        if not rows:
+            return
+        with self._lock:
+            self._conn.executemany("INSERT OR REPLACE INTO preds VALUES (?, ?, ?, ?)", rows)
+            self._conn.commit()
+
+    def count(self, judge: str) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM preds WHERE judge=?", (judge,)).fetchone()[0]
+
+
+_CACHES: dict[str, PredictionCache] = {}
+
+
+def prediction_cache() -> PredictionCache:
+    """The cache of the current ``BERDS_CACHE`` (one connection per cache directory)."""
+    path = str(cache_dir("judges") / "predictions.sqlite")
+    if path not in _CACHES:
+        _CACHES[path] = PredictionCache(Path(path))
+    return _CACHES[path]
+
+
+class Judge:
+    """Base class: subclasses set ``backend`` and implement ``_score(pairs) -> probs``.
+
+    ``_score`` gets unique, uncached pairs in chunks of ``commit_every``; each
+    chunk's probabilities are written to the cache before the next starts.
+    A subclass may call ``self._commit(pairs, probs)`` itself for partial
+    results of a failing chunk.
+    """
+
+    backend = "base"
+    commit_every = 256
+
+    def __init__(self, threshold: float = 0.5):
+        self.threshold = float(threshold)
+        self.forward_calls = 0  # how many times _score ran (tests check cache hits)
+
+    # -- naming ---------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return safe_name(f"{self._name_stem()}-t{self.threshold:g}")
+
+    def _name_stem(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def cache_key(self) -> str:
+        """Cache namespace: the name without the threshold (probabilities don't depend on it)."""
+        return safe_name(self._name_stem())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    # -- scoring --------------------------------------------------------
+    def _score(self, pairs: list[Pair]) -> np.ndarray:
+        raise NotImplementedError
+
+    def status(self) -> dict:
+        """``{"ok": bool, "detail": str}`` for the app's sidebar (loaded / reachable / why not)."""
+        return {"ok": True, "detail": "ready"}
+
+    def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:
+        keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
+        prediction_cache().put_many(self.cache_key, zip(keys, probs))
+
+    def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities (float32) and labels (bool) for ``pairs``, through the cache."""
+        pairs = [(str(p), str(s)) for p, s in pairs]
+        keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
+        cache = prediction_cache()
+        known = cache.get_many(self.cache_key, list(dict.fromkeys(keys)))
+        todo: dict[tuple[str, str], Pair] = {}
+        for k, pair in zip(keys, pairs):
+            if k not in known and k not in todo:
+                todo[k] = pair
+        if todo:
+            from tqdm.auto import tqdm
+
+            items = list(todo.items())
+            bar = tqdm(total=len(items), desc=desc or f"judge {self.name}", unit="pair",
+                       disable=not progress, leave=False)
+            try:
+                for i in range(0, len(items), self.commit_every):
+                    chunk = items[i:i + self.commit_every]
+                    probs = np.asarray(self._score([pair for _, pair in chunk]), dtype=np.float64)
+                    self.forward_calls += 1
+                    if probs.shape != (len(chunk),) or not np.all(np.isfinite(probs)):
+                        raise JudgeError(f"judge {self.name} returned invalid probabilities")
+                    cache.put_many(self.cache_key, [(k, p) for (k, _), p in zip(chunk, probs)])
+                    known.update({k: float(p) for (k, _), p in zip(chunk, probs)})
+                    bar.update(len(chunk))
+            finally:
+                bar.close()
+        probs = np.array([known[k] for k in keys], dtype=np.float32)
+        return probs, probs >= self.threshold

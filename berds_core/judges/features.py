@@ -1,0 +1,165 @@
+"""Pair features for the embedded judge, from ONE MiniLM forward pass per text.
+
+Each unique passage and each unique perspective is encoded once (passage
+embeddings are reused across all perspectives of a question, and across calls
+through a small in-memory cache). From that pass we keep the normalised
+sentence embedding and the normalised token embeddings, and build per pair:
+
+- ``cos``: cosine of the sentence embeddings (the plain dense baseline);
+- ``win_max`` / ``win_top2``: best (and mean of the two best) cosine between the
+  perspective and windows of 16 passage tokens, mean-pooled from the same pass
+  (sentence-level relevance without splitting the passage);
+- ``maxsim_mean`` / ``maxsim_min`` / ``maxsim_q25``: ColBERT-style late
+  interaction: for each content token of the perspective, its best cosine with
+  any passage token; statistics over the perspective's tokens;
+- ``lex``: share of the perspective's content-word stems found in the passage;
+- ``s_neg``, ``p_neg``, ``neg_cos``: negation cues in the perspective (0/1), in
+  the passage (per 100 words) and their interaction with ``cos`` (the stance
+  part: "X" and "not X" embed almost identically);
+- ``p_len``: passage length in words / 100.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+import numpy as np
+
+FEATURES = ["cos", "win_max", "win_top2", "maxsim_mean", "maxsim_min", "maxsim_q25",
+            "lex", "s_neg", "p_neg", "neg_cos", "neg_lex", "p_len"]
+
+WINDOW, STRIDE = 16, 8
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_NEG = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|without|against|shouldn't|isn't|aren't|"
+                  r"doesn't|don't|didn't|won't|wouldn't|can't|couldn't|wasn't|weren't|hasn't|haven't|"
+                  r"oppose[sd]?|ban(?:ned|s)?|reject(?:s|ed)?|harmful|wrong|fail(?:s|ed)?)\b", re.I)
+_STOP = None
+_STEM = None
+
+
+def _stopwords() -> frozenset:
+    global _STOP
+    if _STOP is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        _STOP = frozenset(ENGLISH_STOP_WORDS) | {"s", "t", "does", "do", "should", "would", "could"}
+    return _STOP
+
+
+def _stems(words: list[str]) -> list[str]:
+    global _STEM
+    if _STEM is None:
+        import Stemmer
+
+        _STEM = Stemmer.Stemmer("english")
+    return _STEM.stemWords(words)
+
+
+def content_stems(text: str) -> set[str]:
+    stop = _stopwords()
+    words = [w.lower() for w in _WORD.findall(text)]
+    return set(_stems([w for w in words if w not in stop and len(w) > 1]))
+
+
+def negation_count(text: str) -> int:
+    return len(_NEG.findall(text))
+
+
+class _Encoded:
+    """What one text contributes: sentence vector, token vectors, windows, stems, cues."""
+
+    __slots__ = ("sent", "toks", "content", "wins", "stems", "neg", "n_words")
+
+    def __init__(self, sent, toks, content, wins, stems, neg, n_words):
+        self.sent, self.toks, self.content, self.wins = sent, toks, content, wins
+        self.stems, self.neg, self.n_words = stems, neg, n_words
+
+
+class Featurizer:
+    """Encodes texts with a SentenceTransformer (MiniLM by default) and builds pair features."""
+
+    def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000):
+        self.model_id = model
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._cache: OrderedDict[str, _Encoded] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def model(self):
+        if self._model is None:
+            from ..embed import load_embedder
+
+            self._model = load_embedder(self.model_id, self.device)
+        return self._model
+
+    def _encode(self, texts: list[str]) -> list[_Encoded]:
+        import torch
+
+        model = self.model
+        special = set(model.tokenizer.all_special_ids)
+        stop = _stopwords()
+        out: list[_Encoded] = []
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths per batch
+        results: list[_Encoded | None] = [None] * len(texts)
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            batch = [texts[i] for i in idx]
+            feats = model.preprocess(batch) if hasattr(model, "preprocess") else model.tokenize(batch)
+            feats = {k: (v.to(model.device) if hasattr(v, "to") else v) for k, v in feats.items()}
+            with torch.inference_mode():
+                o = model(feats)
+            sent = o["sentence_embedding"].float().cpu().numpy()
+            toks = torch.nn.functional.normalize(o["token_embeddings"].float(), dim=-1).cpu().numpy()
+            ids = feats["input_ids"].cpu().numpy()
+            mask = feats["attention_mask"].cpu().numpy().astype(bool)
+            raw = o["token_embeddings"].float().cpu().numpy()
+            for b, i in enumerate(idx):
+                keep = mask[b] & ~np.isin(ids[b], list(special))
+                t = toks[b][keep]
+                words = model.tokenizer.convert_ids_to_tokens(ids[b][keep].tolist())
+                content = np.array([not (w.startswith("##") or w.lower() in stop or not w.isalnum())
+                                    for w in words], dtype=bool) if len(words) else np.zeros(0, bool)
+                r = raw[b][keep]
+                if len(r) == 0:
+                    r = np.zeros((1, raw.shape[-1]), np.float32)
+                    t = r
+                starts = range(0, max(1, len(r) - WINDOW + STRIDE), STRIDE)
+                wins = np.stack([r[s:s + WINDOW].mean(0) for s in starts])
+                wins /= np.linalg.norm(wins, axis=1, keepdims=True) + 1e-9
+                text = texts[i]
+                results[i] = _Encoded(sent[b], t.astype(np.float32), content, wins.astype(np.float32),
+                                      content_stems(text), negation_count(text),
+                                      max(1, len(_WORD.findall(text))))
+        out.extend(results)  # type: ignore[arg-type]
+        return out
+
+    def encode(self, texts: list[str]) -> dict[str, _Encoded]:
+        """Encode the unique texts not already in the in-memory cache; return all of them."""
+        need = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if need:
+            for t, e in zip(need, self._encode(need)):
+                self._cache[t] = e
+        got = {t: self._cache[t] for t in dict.fromkeys(texts)}
+        for t in got:
+            self._cache.move_to_end(t)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return got
+
+    def features(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """Feature matrix (len(pairs) x len(FEATURES)), float32."""
+        enc = self.encode([p for p, _ in pairs] + [s for _, s in pairs])
+        X = np.zeros((len(pairs), len(FEATURES)), np.float32)
+        for n, (p_text, s_text) in enumerate(pairs):
+            p, s = enc[p_text], enc[s_text]
+            cos = float(p.sent @ s.sent)
+            w = np.sort(p.wins @ s.sent)[::-1]
+            st = s.toks[s.content] if s.content.any() else s.toks
+            sim = (st @ p.toks.T).max(axis=1) if len(p.toks) and len(st) else np.zeros(1)
+            lex = len(s.stems & p.stems) / len(s.stems) if s.stems else 0.0
+            s_neg = 1.0 if s.neg else 0.0
+            X[n] = (cos, w[0], w[:2].mean(), sim.mean(), sim.min(), np.quantile(sim, 0.25),
+                    lex, s_neg, 100.0 * p.neg / p.n_words, s_neg * cos, s_neg * lex, p.n_words / 100.0)
+        return X
