@@ -42,15 +42,15 @@ def _yes_no_from_logprobs(choice: dict) -> float | None:
     if not content or not isinstance(content, list):
         return None
     first = content[0] or {}
-    cands = list(first.get("top_logprobs") or [])
-    if "token" in first and "logprob" in first:
-        cands.append({"token": first["token"], "logprob": first["logprob"]})
-    yes = no = -math.inf
-    for c in cands:
+    cands: dict[str, float] = {}  # exact token -> logprob (the chosen token is usually listed too)
+    for c in list(first.get("top_logprobs") or []) + [first]:
         try:
-            tok, val = str(c["token"]).strip().strip("▁Ġ").lower(), float(c["logprob"])
+            cands.setdefault(str(c["token"]), float(c["logprob"]))
         except (KeyError, TypeError, ValueError):
             continue
+    yes = no = -math.inf
+    for raw, val in cands.items():
+        tok = raw.strip().strip("▁Ġ").lower()
         if tok == "yes":
             yes = np.logaddexp(yes, val) if yes > -math.inf else val
         elif tok == "no":

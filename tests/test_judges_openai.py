@@ -1,0 +1,213 @@
+"""The openai judge against a REAL HTTP server started on 127.0.0.1 (http.server in a thread).
+
+The server implements ``/v1/chat/completions`` and answers deterministically
+from the prompt: "Yes" when the document contains the word "indeed", "No"
+otherwise; with or without logprobs, rejecting logprobs, answering garbage
+for documents with "GARBAGE", or 429 once per document before succeeding.
+"""
+import json
+import math
+import re
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from berds_core.judges import JudgeError, get_judge, prediction_cache
+from berds_core.judges.openai_compat import normalize_base_url
+
+SECRET = "sk-test-very-secret-123"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):  # quiet
+        pass
+
+    def _send(self, code, obj=None, raw=None, headers=None):
+        body = raw if raw is not None else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._send(200, {"data": [{"id": "tiny"}]})
+        else:
+            self._send(404, {"error": "not found"})
+
+    def do_POST(self):
+        srv = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with srv.lock:
+            srv.requests.append({"body": body, "auth": self.headers.get("Authorization")})
+        if self.path != "/v1/chat/completions":
+            return self._send(404, {"error": "not found"})
+        prompt = body["messages"][-1]["content"]
+        doc = re.search(r"Document: (.*)\nDoes the document", prompt, re.S).group(1)
+        mode = srv.mode
+        if mode == "reject_logprobs" and body.get("logprobs"):
+            return self._send(400, {"error": {"message": "logprobs not supported"}})
+        if mode == "429_once":
+            with srv.lock:
+                first = doc not in srv.seen
+                srv.seen.add(doc)
+            if first:
+                return self._send(429, {"error": "slow down"}, headers={"Retry-After": "0"})
+        if mode == "500":
+            return self._send(500, raw=b"internal error")
+        if "GARBAGE" in doc:
+            return self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                         "content": "Banana"}}]})
+        yes = "indeed" in doc
+        answer = "Yes" if yes else "No"
+        choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "length"}
+        if body.get("logprobs") and mode in ("logprobs", "429_once"):
+            p_yes = 0.8 if yes else 0.3
+            choice["logprobs"] = {"content": [{"token": "Yes" if yes else " No", "logprob": math.log(max(p_yes, 1 - p_yes)),
+                                               "top_logprobs": [
+                                                   {"token": "Yes", "logprob": math.log(p_yes)},
+                                                   {"token": " No", "logprob": math.log(1 - p_yes) - 0.0},
+                                                   {"token": "Maybe", "logprob": -9.0}]}]}
+        self._send(200, {"id": "x", "object": "chat.completion", "choices": [choice]})
+
+
+@pytest.fixture
+def server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    srv.lock = threading.Lock()
+    srv.requests, srv.seen, srv.mode = [], set(), "logprobs"
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+PAIRS = [("It is indeed good.", "Good."), ("It is bad.", "Good."), ("Indeed not; indeed.", "Bad."),
+         ("Nothing here.", "Bad.")]
+
+
+def _judge(url, **kw):
+    kw.setdefault("retries", 2)
+    kw.setdefault("backoff", 0.01)
+    kw.setdefault("timeout", 5)
+    return get_judge(f"openai:tiny@{url}", **kw)
+
+
+def test_base_url_forms():
+    assert normalize_base_url("http://h:1") == "http://h:1/v1"
+    assert normalize_base_url("http://h:1/v1/") == "http://h:1/v1"
+    assert normalize_base_url("localhost:8000") == "http://localhost:8000/v1"
+
+
+def test_logprobs_path(server):
+    j = _judge(server.url, concurrency=3, threshold=0.5)
+    probs, labels = j.predict(PAIRS)
+    np.testing.assert_allclose(probs, [0.8, 0.3, 0.8, 0.3], atol=1e-6)
+    assert labels.tolist() == [True, False, True, False]
+    body = server.requests[0]["body"]
+    assert body["logprobs"] is True and body["top_logprobs"] >= 2 and body["max_tokens"] == 1
+    assert body["model"] == "tiny" and body["messages"][-1]["role"] == "user"
+    assert j.status()["ok"] is True
+
+
+def test_text_answers_when_logprobs_rejected(server):
+    server.mode = "reject_logprobs"
+    j = _judge(server.url, concurrency=1)
+    probs, labels = j.predict(PAIRS)
+    assert probs.tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert not server.requests[-1]["body"].get("logprobs")  # it stopped asking
+
+
+def test_text_answers_without_logprobs_in_reply(server):
+    server.mode = "text"
+    probs, _ = _judge(server.url).predict(PAIRS[:2])
+    assert probs.tolist() == [1.0, 0.0]
+
+
+def test_cached_second_call_sends_nothing(server):
+    j = _judge(server.url)
+    j.predict(PAIRS)
+    n = len(server.requests)
+    probs, _ = _judge(server.url).predict(PAIRS)
+    assert len(server.requests) == n
+    np.testing.assert_allclose(probs, [0.8, 0.3, 0.8, 0.3], atol=1e-6)
+
+
+def test_429_then_success(server):
+    server.mode = "429_once"
+    j = _judge(server.url, concurrency=2, retries=3)
+    probs, _ = j.predict(PAIRS[:2])
+    np.testing.assert_allclose(probs, [0.8, 0.3], atol=1e-6)
+    assert len(server.requests) == 4  # one 429 and one success per pair
+
+
+def test_server_down_is_one_clear_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    j = _judge(f"http://127.0.0.1:{port}", retries=1)
+    with pytest.raises(JudgeError) as err:
+        j.predict(PAIRS[:1])
+    msg = str(err.value)
+    assert "\n" not in msg and f"127.0.0.1:{port}" in msg and "cannot connect" in msg and "2 tries" in msg
+    assert j.status()["ok"] is False
+
+
+def test_persistent_5xx_gives_up(server):
+    server.mode = "500"
+    with pytest.raises(JudgeError, match="HTTP 500"):
+        _judge(server.url, retries=2).predict(PAIRS[:1])
+    assert len(server.requests) == 3
+
+
+def test_garbage_answer_keeps_predictions_already_made(server):
+    server.mode = "text"
+    pairs = [("A indeed fine doc.", "P1"), ("A plain doc.", "P1"), ("GARBAGE doc.", "P1")]
+    j = _judge(server.url, concurrency=1)
+    with pytest.raises(JudgeError, match="neither Yes nor No.*Banana"):
+        j.predict(pairs)
+    # the two good answers were committed; re-judging them sends no request
+    n = len(server.requests)
+    probs, _ = _judge(server.url).predict(pairs[:2])
+    assert probs.tolist() == [1.0, 0.0] and len(server.requests) == n
+
+
+def test_api_key_sent_but_never_exposed(server, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    j = _judge(server.url)
+    j.predict(PAIRS[:1])
+    assert server.requests[-1]["auth"] == f"Bearer {SECRET}"
+    assert SECRET not in j.name and SECRET not in repr(j) and SECRET not in json.dumps(j.status())
+    import pickle
+
+    assert SECRET.encode() not in pickle.dumps(j)
+    out = capsys.readouterr()
+    assert SECRET not in out.out + out.err
+    db = prediction_cache().path.read_bytes()
+    assert SECRET.encode() not in db
+    monkeypatch.delenv("OPENAI_API_KEY")
+    j2 = _judge(server.url, api_key="sk-passed")
+    j2.predict(PAIRS[1:2])
+    assert server.requests[-1]["auth"] == "Bearer sk-passed"
+
+
+def test_cli_judge_eval_against_server(server, tmp_path, capsys):
+    from berds_core.cli import main
+
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("question\tid\tdocument\tperspective\tlabel\n"
+                   "Q?\t1\tIt is indeed so.\tP\t1\n"
+                   "Q?\t2\tNo way.\tP\t0\n"
+                   "Q?\t3\t\"Quoted \"\"indeed\"\" doc\"\tP\t0\n", encoding="utf-8")
+    rc = main(["judge-eval", "--pairs", str(tsv), "--judge", f"openai:tiny@{server.url}", "--json", "--quiet"])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n"] == 3 and res["accuracy"] == pytest.approx(2 / 3) and res["f1"] == pytest.approx(2 / 3)
