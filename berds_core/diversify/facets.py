@@ -79,7 +79,8 @@ _PREPS = {"for", "to", "in", "of", "on", "than", "at", "with", "from", "by", "ab
 def _copula_subject_end(rest: list[str]) -> int:
     """Subject length after "Is/Are": up to a later article ("Is golf [a sport]"), else up to
     the word before the first preposition ("Is social media [good for society]"), else all
-    but the last word ("Is the death penalty [justified]")."""
+    but the last word after a determiner ("Is the death penalty [justified]"), else a bare
+    noun (phrase) ending in its first plural ("Are [video games] art")."""
     n = len(rest)
     for i in range(1, n):
         if rest[i].lower() in ("a", "an", "the"):
@@ -87,7 +88,13 @@ def _copula_subject_end(rest: list[str]) -> int:
     for i in range(2, n):
         if rest[i].lower() in _PREPS:
             return i - 1
-    return max(1, n - 1)
+    if rest[0].lower() in _DETERMINERS:
+        return max(1, n - 1)
+    # a bare plural or name: "Are [cats] great pets", "Are [video games] art"
+    i = 1
+    while i < n - 1 and not rest[i - 1].lower().endswith("s") and rest[i].lower().endswith("s"):
+        i += 1
+    return i
 
 
 def _subject_end(rest: list[str]) -> int:
