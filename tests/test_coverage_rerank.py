@@ -108,3 +108,86 @@ def test_preset_is_offline_and_runs():
     emb = BagEmbedder("cats are great pets and friends loyal but cause allergies dogs bark fish swim".split())
     got = diversify(Q, corpus, FakeRetriever(corpus), "preset", 3, embedder=emb)
     assert len(got) == 3 and len({r for r, _ in got}) == 3
+
+
+# --- berds retrieve diversification options ------------------------------
+
+import json  # noqa: E402
+
+from berds_core.cli import main  # noqa: E402
+from berds_core.runs import read_run  # noqa: E402
+
+DOCS = [
+    {"id": "u1", "title": "Uniforms", "text": "School uniforms reduce bullying and peer pressure at school."},
+    {"id": "u2", "title": "Uniforms", "text": "School uniforms reduce bullying and peer pressure in school."},
+    {"id": "u3", "title": "Uniforms", "text": "School uniforms restrict students' freedom of expression."},
+    {"id": "z1", "title": "Zoos", "text": "Zoos help endangered species survive through breeding programs."},
+    {"id": "z2", "title": "Zoos", "text": "Keeping wild animals in zoos is cruel and causes stress."},
+]
+QUESTIONS = [
+    {"id": "q1", "question": "Should schools require uniforms?",
+     "perspectives": ["Uniforms reduce bullying", "Uniforms restrict expression"],
+     "generated_perspectives": ["uniforms reduce bullying", "uniforms restrict freedom of expression"]},
+]
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    return tmp_path, str(corpus), str(questions)
+
+
+def _retrieve(capsys, tmp, corpus, questions, *extra):
+    out = tmp / "run.jsonl"
+    code = main(["retrieve", "--questions", questions, "--corpus", corpus, "--retriever", "bm25", "--k", "2",
+                 "--out", str(out), "--json", "--quiet", *extra])
+    cap = capsys.readouterr()
+    return code, cap, out
+
+
+def test_cli_retrieve_qe_and_mmr(cli_files, capsys):
+    tmp, corpus, questions = cli_files
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions)
+    assert code == 0
+    assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u2"]  # near-duplicates on top
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--qe", "dataset")
+    assert code == 0, cap.err
+    assert json.loads(cap.out)["diversify"] == {"method": "qe", "qe_source": "dataset"}
+    assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u3"]  # one per generated perspective
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--mmr", "0.5")
+    assert code == 0, cap.err
+    ids = [c["id"] for c in read_run(out)[0]["ctxs"]]
+    assert ids[0] == "u1" and ids[1] != "u2"  # the duplicate is pushed down
+    res = json.loads(cap.out)
+    assert res["diversify"]["method"] == "mmr" and res["diversify"]["lam"] == 0.5
+
+
+def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
+    tmp, corpus, questions = cli_files
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--rerank", "coverage",
+                               "--perspectives-from", "dataset", "--alpha", "0.3")
+    assert code == 0, cap.err
+    assert [c["id"] for c in read_run(out)[0]["ctxs"]][1] != "u2"
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--preset", "diverse")
+    assert code == 0, cap.err
+    res = json.loads(cap.out)
+    assert res["retriever"].startswith(get_preset("diverse")["retriever"]) and res["diversify"]["preset"] == "diverse"
+    assert len(read_run(out)[0]["ctxs"]) == 2
+
+
+@pytest.mark.parametrize("extra, field", [
+    (["--mmr", "1.5"], "--mmr"),
+    (["--mmr", "0.5", "--qe", "dataset"], "--qe"),
+    (["--qe", "llm"], "--qe-llm"),
+    (["--alpha", "0.3"], "--alpha"),
+    (["--rerank", "coverage", "--alpha", "2"], "--alpha"),
+    (["--mmr", "0.5", "--candidates", "0"], "--candidates"),
+])
+def test_cli_retrieve_bad_diversify_options(cli_files, capsys, extra, field):
+    tmp, corpus, questions = cli_files
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, *extra)
+    assert code == 2 and cap.out == "" and field in cap.err and cap.err.count("\n") == 1
+    assert not out.exists()

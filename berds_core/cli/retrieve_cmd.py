@@ -8,6 +8,7 @@ adds its arguments in ``register`` and its logic in ``build_run``.
 """
 from __future__ import annotations
 
+import re
 import time
 
 from ..errors import InputError
@@ -38,6 +39,9 @@ def register(sub) -> None:
     add_retriever_args(p)
     p.add_argument("--k", type=int, default=100, help="passages per question")
     p.add_argument("--out", required=True, help="run file to write (BERDS JSON Lines)")
+    from ..diversify.options import add_diversify_args  # --mmr, --qe, --rerank, --preset (issue 4)
+
+    add_diversify_args(p)
     p.set_defaults(func=run_retrieve)
 
 
@@ -51,6 +55,8 @@ def _check(args) -> None:
         raise InputError("--passage-words", None, None, "must be 0 or more")
     if getattr(args, "k", 1) < 1:
         raise InputError("--k", None, None, "k must be at least 1")
+    if args.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", args.device):
+        raise InputError("--device", None, None, f"expected cpu, cuda, cuda:N or mps, got {args.device!r}")
 
 
 def open_corpus(args):
@@ -68,9 +74,8 @@ def open_retriever(args, corpus):
     except OSError as e:  # an unknown hub id, a missing model folder, no network
         raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
                                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    except ValueError as e:
-        raise InputError("--device" if "device" in str(e) or "CPU" in str(e) else "--encoding", None, None,
-                         str(e)) from None
+    except ValueError as e:  # e.g. int8 asked for on a GPU
+        raise InputError("--encoding", None, None, str(e)) from None
 
 
 def _retriever_info(retriever) -> dict:
@@ -96,15 +101,22 @@ def run_index(args) -> dict:
 
 def build_run(args, questions, corpus, retriever) -> list[dict]:
     """The run entries for ``questions``; extend here for options that change retrieval."""
+    from ..diversify.options import diversified_run, diversify_config
     from ..retrieval import retrieve_run
 
+    cfg = diversify_config(args)
+    if cfg is not None:
+        return diversified_run(args, questions, corpus, retriever, cfg, progress=not args.quiet)
     return retrieve_run(questions, corpus, retriever, args.k)
 
 
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
+    from ..diversify.options import apply_preset, diversify_config
     from ..runs import write_run
 
+    apply_preset(args)
+    div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
     t0 = time.perf_counter()
     questions = load_questions(args.questions, args.format)
@@ -117,5 +129,7 @@ def run_retrieve(args) -> dict:
     search_s = time.perf_counter() - t1
     write_run(args.out, entries)
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
-            "hash": corpus.hash, **_retriever_info(retriever), "search_seconds": round(search_s, 3),
+            "hash": corpus.hash, **_retriever_info(retriever),
+            "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
+            "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -1,0 +1,106 @@
+"""Diversification options of ``berds retrieve`` (kept here so the verb stays small).
+
+    --mmr LAMBDA [--mmr-embedder ID]     MMR over the top --candidates
+    --qe SOURCE [--qe-llm SPEC]          query expansion, round-robin merge
+    --rerank coverage [--rerank-judge SPEC] [--alpha A] [--perspectives-from SOURCE]
+    --preset diverse                     the best offline configuration found
+
+At most one of them. ``--preset`` also picks its retriever (dense, default model).
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+from .presets import PRESETS, get_preset
+from .query_expansion import QE_SOURCES
+
+
+def add_diversify_args(p) -> None:
+    g = p.add_argument_group("diversification (at most one of --mmr, --qe, --rerank, --preset)")
+    g.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR with this lambda in [0, 1] (1 = no change)")
+    g.add_argument("--mmr-embedder", metavar="ID", default=None,
+                   help="embedder for MMR's passage similarity: hub id or path (default all-MiniLM-L6-v2; "
+                        "WhereIsAI/UAE-Large-V1 as in the paper, where the hub is reachable)")
+    g.add_argument("--qe", choices=sorted(QE_SOURCES), metavar="SOURCE",
+                   help="query expansion; perspectives from: " + "; ".join(f"{k} = {v}" for k, v in QE_SOURCES.items()))
+    g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
+    g.add_argument("--rerank", choices=("coverage",), help="perspective-coverage re-ranker over the top --candidates")
+    g.add_argument("--rerank-judge", metavar="SPEC", default=None,
+                   help="judge giving the re-ranker its probabilities (e.g. embedded); default: embedding similarity")
+    g.add_argument("--perspectives-from", choices=sorted(QE_SOURCES), default="offline",
+                   help="perspectives the re-ranker covers (default offline)")
+    g.add_argument("--alpha", type=float, default=None, help="re-ranker weight of relevance in [0, 1]")
+    g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
+    g.add_argument("--candidates", type=int, default=100, help="candidates MMR / the re-ranker re-rank (default 100)")
+
+
+def diversify_config(args) -> dict | None:
+    """The method and options the arguments ask for (None: plain retrieval); checks them."""
+    chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
+    if not chosen:
+        for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
+                         ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha)):
+            if val is not None:
+                raise InputError(opt, None, None, "has no effect without --mmr, --qe, --rerank or --preset")
+        return None
+    if len(chosen) > 1:
+        raise InputError("--" + chosen[1], None, None, f"choose one diversification method (also given: --{chosen[0]})")
+    if args.candidates < 1:
+        raise InputError("--candidates", None, None, "must be at least 1")
+    how = chosen[0]
+    if how == "mmr":
+        if not 0.0 <= args.mmr <= 1.0:
+            raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
+        return {"method": "mmr", "lam": args.mmr, "embedder": args.mmr_embedder, "candidates": args.candidates}
+    if how == "qe":
+        if args.qe == "llm" and not args.qe_llm:
+            raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
+        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm}
+    if how == "rerank":
+        alpha = 0.5 if args.alpha is None else args.alpha
+        if not 0.0 <= alpha <= 1.0:
+            raise InputError("--alpha", None, None, f"must be in [0, 1], got {alpha}")
+        return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
+                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates}
+    cfg = get_preset(args.preset)
+    return {"method": "preset", "preset": args.preset, **cfg}
+
+
+def apply_preset(args) -> None:
+    """``--preset`` picks its retriever (and the default model) before the retriever is opened."""
+    if getattr(args, "preset", None):
+        cfg = get_preset(args.preset)
+        args.retriever = cfg["retriever"]
+        args.model = None
+        args.index = "flat"
+
+
+def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: bool = True) -> list[dict]:
+    """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
+    from tqdm import tqdm
+
+    from ..retrieval import ctxs_for
+    from . import diversify
+
+    opts = {key: cfg[key] for key in ("lam", "qe_source", "embedder", "candidates", "alpha", "llm") if key in cfg
+            and cfg[key] is not None}
+    judge = cfg.get("judge")
+    if isinstance(judge, str):
+        from ..judges import get_judge
+
+        try:
+            judge = get_judge(judge)
+        except (ValueError, OSError) as e:
+            raise InputError("--rerank-judge", None, None, str(e).splitlines()[0]) from None
+    entries = []
+    for q in tqdm(questions, desc=cfg["method"], disable=not progress, file=None):
+        try:
+            hits = diversify(q, corpus, retriever, cfg["method"], args.k, judge=judge, **opts)
+        except OSError as e:
+            raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
+                             str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        entry = {"id": q.id, "question": q.question, "perspectives": list(q.perspectives)}
+        if q.subset is not None:
+            entry["subset"] = q.subset
+        entry["ctxs"] = ctxs_for(corpus, hits)
+        entries.append(entry)
+    return entries
