@@ -39,6 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--questions", help="questions file (default: the built-in demo)")
     ap.add_argument("--corpus", help="corpus file (with --questions)")
+    ap.add_argument("--limit", type=int, help="only the first N questions")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -62,6 +63,7 @@ def main(argv=None) -> int:
         b = datasets.load_demo()
         questions, corpus, gold = b.questions, corpus_from_passages(b.passages, "demo"), b.gold
 
+    questions = questions[: args.limit] if args.limit else questions
     t0 = time.perf_counter()
     retriever = get_retriever(args.retriever, corpus, None, progress=not args.quiet)
     judge = get_judge(args.judge)
