@@ -93,9 +93,8 @@ def test_diversify_coverage_with_embedding_similarity():
     ret = FakeRetriever(corpus)
     emb = BagEmbedder("cats are great pets and friends loyal but cause allergies dogs bark fish swim".split())
     got = diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
-                    alpha=0.3, candidates=3)
-    assert [r for r, _ in got] == [1, 2] or [r for r, _ in got] == [0, 2]
-    assert got[1][0] == 2
+                    coverage_probs="similarity", alpha=0.3, candidates=3)
+    assert [r for r, _ in got] == [0, 2]  # c1 is a second "friends" passage; c2 the only "allergies" one
 
 
 def test_preset_is_offline_and_runs():
@@ -191,3 +190,33 @@ def test_cli_retrieve_bad_diversify_options(cli_files, capsys, extra, field):
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, *extra)
     assert code == 2 and cap.out == "" and field in cap.err and cap.err.count("\n") == 1
     assert not out.exists()
+
+
+def test_stance_probs_centres_the_yes_no_difference():
+    from berds_core.diversify import stance_probs
+
+    yes, no = np.array([1.0, 0.2, 0.0]), np.array([1.0, -0.2, 0.0])
+    # all candidates lean "yes" in raw similarity; centring splits them by relative leaning
+    cand = np.array([[1.0, 0.3, 0.0], [1.0, 0.1, 0.0], [1.0, 0.2, 0.0], [1.0, 0.0, 0.0]])
+    P = stance_probs(cand, yes, no, temperature=0.01)
+    assert np.allclose(P.sum(axis=1), 1.0)
+    assert P[0, 0] > 0.9 and P[3, 1] > 0.9  # most and least "yes"-leaning
+    assert np.argsort(-P[:, 0]).tolist() == [0, 2, 1, 3]
+    assert stance_probs(np.zeros((0, 3)), yes, no).shape == (0, 2)
+
+
+def test_diversify_coverage_stance_mode_pairs_first_two_perspectives():
+    corpus = FakeCorpus(TEXTS)
+    ret = FakeRetriever(corpus)
+    emb = BagEmbedder("cats are great pets and friends loyal but cause allergies dogs bark fish swim".split())
+    got = diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
+                    coverage_probs="stance", alpha=0.3, candidates=5)
+    # leanings centred on the median (the unrelated passages, d = 0): c0, c1 "yes", c2 "no"
+    assert [r for r, _ in got] == [0, 2]
+    # auto: two perspectives -> the stance pair
+    assert diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
+                     alpha=0.3, candidates=5) == got
+    with pytest.raises(ValueError):
+        diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="bogus")
+    with pytest.raises(ValueError):
+        diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="judge")

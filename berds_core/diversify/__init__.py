@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .coverage import coverage_rerank, similarity_probs
+from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, mmr_reference, normalize_scores
 from .presets import PRESETS, get_preset
 from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
@@ -34,15 +34,15 @@ METHODS = {
 ALIASES = {"rerank": "coverage", "diverse": "preset"}
 
 __all__ = ["METHODS", "QE_SOURCES", "PRESETS", "diversify", "diversified_search", "mmr",
-           "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs",
+           "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs", "stance_probs",
            "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset",
            "normalize_scores"]
 
 
 def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75,
               qe_source: str = "dataset", judge=None, embedder=None, candidates: int = 100,
-              alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None
-              ) -> list[tuple[int, float]]:
+              alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
+              coverage_probs: str = "auto", temperature: float | None = None) -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
 
     ``judge``: a Judge (or spec string for ``berds_core.judges.get_judge``) whose
@@ -51,6 +51,12 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
     the coverage similarities (default: the packaged MiniLM).
     ``llm``: spec for ``qe_source="llm"``. ``perspectives``: explicit perspectives
     (overrides ``qe_source``) for ``qe`` and ``coverage``.
+    ``coverage_probs`` (coverage only): where P(candidate supports perspective)
+    comes from: ``judge``; ``stance`` (the first two perspectives as a
+    contrasting yes/no pair, see ``coverage.stance_probs``); ``similarity``
+    (softmax of embedding similarity over all perspectives); ``auto`` (default):
+    judge when given, else stance for the offline source or exactly two
+    perspectives, else similarity. ``temperature``: of stance / similarity.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -60,7 +66,9 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
         return diversify(question, corpus, retriever, cfg["method"], k, lam=cfg.get("lam", lam),
                          qe_source=cfg.get("qe_source", qe_source), judge=judge, embedder=embedder,
                          candidates=cfg.get("candidates", candidates), alpha=cfg.get("alpha", alpha),
-                         llm=llm, perspectives=perspectives)
+                         llm=llm, perspectives=perspectives,
+                         coverage_probs=cfg.get("coverage_probs", coverage_probs),
+                         temperature=cfg.get("temperature", temperature))
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
@@ -80,16 +88,35 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
     if method == "mmr":
         order = mmr(scores, passage_embeddings(corpus, rows, embedder), k, lam)
     else:
-        persp = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+        if perspectives is None and qe_source == "offline" and coverage_probs in ("auto", "stance"):
+            from .facets import yes_no_sides
+
+            persp = [p for p in yes_no_sides(text) if p]  # the stance pair; facets are not needed
+        else:
+            persp = perspectives if perspectives is not None else perspectives_for(
+                question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+        mode = coverage_probs
+        if mode == "auto":
+            mode = "judge" if judge is not None else (
+                "stance" if (perspectives is None and qe_source == "offline") or len(persp) == 2 else "similarity")
         if not persp:
             order = list(range(min(k, len(rows))))
-        elif judge is not None:
+        elif mode == "judge":
+            if judge is None:
+                raise ValueError("coverage_probs='judge' needs a judge")
             probs = _judge_probs(judge, corpus, rows, persp)
             order = coverage_rerank(scores, probs, k, alpha)
-        else:
-            probs = similarity_probs(passage_embeddings(corpus, rows, embedder), encode(embedder, persp))
+        elif mode == "stance" and len(persp) >= 2:
+            # the first two perspectives as a contrasting pair (offline: the yes- and no-side)
+            pe = encode(embedder, persp[:2])
+            probs = stance_probs(passage_embeddings(corpus, rows, embedder), pe[0], pe[1], temperature or 0.01)
             order = coverage_rerank(scores, probs, k, alpha)
+        elif mode in ("stance", "similarity"):
+            probs = similarity_probs(passage_embeddings(corpus, rows, embedder), encode(embedder, persp),
+                                     temperature or 0.05)
+            order = coverage_rerank(scores, probs, k, alpha)
+        else:
+            raise ValueError(f"coverage_probs must be auto, judge, stance or similarity, got {coverage_probs!r}")
     return [(int(rows[i]), float(scores[i])) for i in order]
 
 

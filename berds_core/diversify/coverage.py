@@ -70,3 +70,25 @@ def similarity_probs(cand_emb, persp_emb, temperature: float = 0.05) -> np.ndarr
     z -= z.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def stance_probs(cand_emb, yes_emb, no_emb, temperature: float = 0.01) -> np.ndarray:
+    """P[i] = (yes, no) for a contrasting pair of statements, e.g. a question's two sides.
+
+    A statement and its negation embed almost alike, so the raw similarities
+    say little; their *difference* ``d_i = cos(c_i, yes) - cos(c_i, no)``,
+    centred on its median over the candidates, orders the candidates by
+    leaning. ``p_yes = sigmoid((d_i - median d) / temperature)``, ``p_no = 1 - p_yes``.
+    The centring makes the split relative to this question's candidate pool.
+    """
+    from .mmr import cosine_matrix
+
+    C = np.asarray(cand_emb, dtype=np.float64)
+    if C.shape[0] == 0:
+        return np.zeros((0, 2))
+    sims = cosine_matrix(np.vstack([C, np.asarray(yes_emb, dtype=np.float64).reshape(1, -1),
+                                    np.asarray(no_emb, dtype=np.float64).reshape(1, -1)]))
+    d = sims[: C.shape[0], -2] - sims[: C.shape[0], -1]
+    z = np.clip((d - np.median(d)) / max(temperature, 1e-6), -50, 50)
+    p = 1.0 / (1.0 + np.exp(-z))
+    return np.stack([p, 1.0 - p], axis=1)
