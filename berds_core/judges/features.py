@@ -16,7 +16,11 @@ sentence embedding and the normalised token embeddings, and build per pair:
 - ``s_neg``, ``p_neg``, ``neg_cos``: negation cues in the perspective (0/1), in
   the passage (per 100 words) and their interaction with ``cos`` (the stance
   part: "X" and "not X" embed almost identically);
-- ``p_len``: passage length in words / 100.
+- ``p_len``: passage length in words / 100;
+- ``rel``: a relevance head on ``[u*v, |u-v|]`` of the two sentence embeddings,
+  trained on PERSPECTRUM (perspective sentence vs its own claim / another claim);
+- ``opinion``: opinion / argument cue words in the passage per 100 words
+  (should, must, believe, harm, benefit, ...): passages that argue, not just inform.
 """
 from __future__ import annotations
 
@@ -26,13 +30,15 @@ from collections import OrderedDict
 import numpy as np
 
 FEATURES = ["cos", "win_max", "win_top2", "maxsim_mean", "maxsim_min", "maxsim_q25",
-            "lex", "s_neg", "p_neg", "neg_cos", "neg_lex", "p_len"]
+            "lex", "s_neg", "p_neg", "neg_cos", "neg_lex", "p_len", "rel", "opinion"]
 
 WINDOW, STRIDE = 16, 8
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _NEG = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|without|against|shouldn't|isn't|aren't|"
                   r"doesn't|don't|didn't|won't|wouldn't|can't|couldn't|wasn't|weren't|hasn't|haven't|"
                   r"oppose[sd]?|ban(?:ned|s)?|reject(?:s|ed)?|harmful|wrong|fail(?:s|ed)?)\b", re.I)
+_OPINION = re.compile(r"\b(?:should|must|ought|need|needs|believe|think|argue[sd]?|clearly|important|"
+                      r"benefit\w*|harm\w*|better|worse|best|worst|right|wrong|good|bad|I|we|our|my)\b", re.I)
 _STOP = None
 _STEM = None
 
@@ -68,17 +74,19 @@ def negation_count(text: str) -> int:
 class _Encoded:
     """What one text contributes: sentence vector, token vectors, windows, stems, cues."""
 
-    __slots__ = ("sent", "toks", "content", "wins", "stems", "neg", "n_words")
+    __slots__ = ("sent", "toks", "content", "wins", "stems", "neg", "n_words", "opinion")
 
-    def __init__(self, sent, toks, content, wins, stems, neg, n_words):
+    def __init__(self, sent, toks, content, wins, stems, neg, n_words, opinion):
         self.sent, self.toks, self.content, self.wins = sent, toks, content, wins
-        self.stems, self.neg, self.n_words = stems, neg, n_words
+        self.stems, self.neg, self.n_words, self.opinion = stems, neg, n_words, opinion
 
 
 class Featurizer:
     """Encodes texts with a SentenceTransformer (MiniLM by default) and builds pair features."""
 
-    def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000):
+    def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000,
+                 rel_head: tuple[np.ndarray, float] | None = None):
+        self.rel_head = rel_head
         self.model_id = model
         self.device = device
         self.batch_size = batch_size
@@ -131,7 +139,7 @@ class Featurizer:
                 text = texts[i]
                 results[i] = _Encoded(sent[b], t.astype(np.float32), content, wins.astype(np.float32),
                                       content_stems(text), negation_count(text),
-                                      max(1, len(_WORD.findall(text))))
+                                      max(1, len(_WORD.findall(text))), len(_OPINION.findall(text)))
         out.extend(results)  # type: ignore[arg-type]
         return out
 
@@ -160,6 +168,12 @@ class Featurizer:
             sim = (st @ p.toks.T).max(axis=1) if len(p.toks) and len(st) else np.zeros(1)
             lex = len(s.stems & p.stems) / len(s.stems) if s.stems else 0.0
             s_neg = 1.0 if s.neg else 0.0
+            rel = 0.0
+            if self.rel_head is not None:
+                w_rel, b_rel = self.rel_head
+                z = float(np.concatenate([p.sent * s.sent, np.abs(p.sent - s.sent)]) @ w_rel + b_rel)
+                rel = 1.0 / (1.0 + np.exp(-z))
             X[n] = (cos, w[0], w[:2].mean(), sim.mean(), sim.min(), np.quantile(sim, 0.25),
-                    lex, s_neg, 100.0 * p.neg / p.n_words, s_neg * cos, s_neg * lex, p.n_words / 100.0)
+                    lex, s_neg, 100.0 * p.neg / p.n_words, s_neg * cos, s_neg * lex, p.n_words / 100.0,
+                    rel, 100.0 * p.opinion / p.n_words)
         return X

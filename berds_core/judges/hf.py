@@ -68,6 +68,20 @@ class HFJudge(Judge):
             stem += f"+{model_label(self.adapter_id)}"
         return f"{stem}-{PROMPT_VERSION}-{self.shot}shot"
 
+    @classmethod
+    def from_loaded(cls, model, tokenizer, label: str, **opts) -> "HFJudge":
+        """A judge around an already built model + tokenizer (benchmarks, notebooks); ``label`` names it."""
+        judge = cls(label, **opts)
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
+        judge._yes, judge._no = answer_token_ids(tokenizer, "Yes"), answer_token_ids(tokenizer, "No")
+        if not judge._yes or not judge._no:
+            raise JudgeError(f"tokenizer of '{label}' has no single token for 'Yes'/'No'")
+        judge._model, judge._tok = model.eval(), tokenizer
+        judge._device = str(next(model.parameters()).device)
+        return judge
+
     # -- loading --------------------------------------------------------
     def load(self):
         if self._model is not None:

@@ -1,0 +1,110 @@
+#!/usr/bin/env python
+"""Throughput of the embedded judge on CPU vs naive per-pair encoding, and its quality on human pairs.
+
+    python bench/judge_cpu.py [--data ../shared/data] [--passages 120] [--runs 3] [--json]
+
+Workload: BERDS-like judging of retrieved passages against every perspective
+of their question: the passages of ``berds-human/pers_det.dev.tsv`` (about 100
+words each), each paired with all perspectives of its question. Measured in
+the same run, each on a fresh featurizer (nothing cached in memory, the
+SQLite cache bypassed):
+
+- ``embedded``: the judge's scoring path (``_score``): every unique passage
+  and perspective encoded once, passage embeddings reused across perspectives,
+  features and head;
+- ``naive``: the per-pair approach: encode the passage and the perspective of
+  each pair separately (``SentenceTransformer.encode`` per pair) and take the
+  cosine -- what judging pair by pair costs without reuse.
+
+Reports the median pairs/s of ``--runs`` runs and the ratio, plus the judge's
+agreement with the human labels of the same file (in-sample for the shipped
+head: its grouped-CV figures are in the weights' report). Skips cleanly when
+the data folder is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def workload(tsv: Path, n_passages: int):
+    from berds_core.cli.judge_cmd import read_pairs
+
+    rows = read_pairs(tsv)
+    persp: dict[str, list[str]] = {}
+    docs: dict[str, str] = {}
+    for r in rows:
+        lst = persp.setdefault(r["question"], [])
+        if r["perspective"] not in lst:
+            lst.append(r["perspective"])
+        docs.setdefault(r["document"], r["question"])
+    passages = list(docs.items())[:n_passages]
+    return [(d, s) for d, q in passages for s in persp[q]], rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--passages", type=int, default=120, help="passages in the workload (x their perspectives)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    tsv = Path(args.data) / "berds-human" / "pers_det.dev.tsv"
+    if not tsv.exists():
+        print(json.dumps({"skipped": f"{tsv} not found"}))
+        return 0
+
+    import numpy as np
+    import torch
+
+    from berds_core.cli.judge_cmd import agreement
+    from berds_core.embed import load_embedder
+    from berds_core.judges.embedded import EmbeddedJudge
+    from berds_core.judges.features import Featurizer
+
+    pairs, rows = workload(tsv, args.passages)
+    model = load_embedder()
+    model.encode(["warm up"] * 8)
+    judge = EmbeddedJudge()
+    emb_rates, naive_rates = [], []
+    for r in range(args.runs):
+        judge.featurizer = Featurizer(rel_head=judge.featurizer.rel_head)  # nothing reused between runs
+        t = time.perf_counter()
+        judge._score(pairs)
+        emb_rates.append(len(pairs) / (time.perf_counter() - t))
+        t = time.perf_counter()
+        for p, s in pairs:
+            a = model.encode([p], normalize_embeddings=True)
+            b = model.encode([s], normalize_embeddings=True)
+            float(a[0] @ b[0])
+        naive_rates.append(len(pairs) / (time.perf_counter() - t))
+        sys.stderr.write(f"run {r + 1}: embedded {emb_rates[-1]:.1f} pairs/s, naive {naive_rates[-1]:.1f} pairs/s\n")
+    probs = judge._score([(r["document"], r["perspective"]) for r in rows])
+    labels = np.array([r["label"] == "1" for r in rows])
+    emb_med, naive_med = statistics.median(emb_rates), statistics.median(naive_rates)
+    result = {
+        "pairs": len(pairs), "unique_passages": len({p for p, _ in pairs}),
+        "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+        "embedded_pairs_per_s": [round(x, 1) for x in emb_rates],
+        "naive_pairs_per_s": [round(x, 1) for x in naive_rates],
+        "embedded_median": round(emb_med, 1), "naive_median": round(naive_med, 1),
+        "speedup": round(emb_med / naive_med, 2),
+        "human_pairs_in_sample": agreement(labels, probs >= judge.threshold),
+        "threshold": judge.threshold,
+        "grouped_cv": judge.head["meta"].get("cv"),
+    }
+    print(json.dumps(result) if args.json else json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""``embedded``: the offline CPU judge (packaged MiniLM features + a small trained head).
+
+Features come from ``features.Featurizer`` (one MiniLM pass per unique text,
+passage embeddings reused across perspectives); the head is a standardised
+logistic regression over the feature subset chosen by
+``scripts/train_embedded_judge.py``, whose weights ship in
+``weights/embedded_v1.npz`` with the decision threshold and the training report.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .base import Judge, JudgeError
+from .features import FEATURES, Featurizer
+
+WEIGHTS = Path(__file__).with_name("weights") / "embedded_v1.npz"
+VERSION = "v1"
+
+
+@lru_cache(maxsize=4)
+def load_head(path: str = str(WEIGHTS)) -> dict:
+    """The trained head: feature names, scaler, coefficients, threshold, relevance head, report."""
+    p = Path(path)
+    if not p.exists():
+        raise JudgeError(f"embedded judge weights missing: {p} (run scripts/train_embedded_judge.py)")
+    z = np.load(p, allow_pickle=False)
+    head = {k: z[k] for k in z.files}
+    head["features"] = [str(f) for f in head["features"]]
+    unknown = [f for f in head["features"] if f not in FEATURES]
+    if unknown:
+        raise JudgeError(f"embedded judge weights name unknown features {unknown}")
+    head["meta"] = json.loads(str(head.get("meta", "{}")))
+    return head
+
+
+class EmbeddedJudge(Judge):
+    backend = "embedded"
+    commit_every = 2048
+
+    def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
+                 weights: str | None = None):
+        self.head = load_head(str(weights or WEIGHTS))
+        super().__init__(float(self.head["threshold"]) if threshold is None else threshold)
+        self.featurizer = Featurizer(device=device, batch_size=batch_size,
+                                     rel_head=(self.head["rel_w"].astype(np.float32), float(self.head["rel_b"])))
+        self._cols = [FEATURES.index(f) for f in self.head["features"]]
+
+    def _name_stem(self) -> str:
+        return f"embedded-minilm-{VERSION}"
+
+    def status(self) -> dict:
+        m = self.head["meta"].get("cv", {})
+        detail = "MiniLM + trained head"
+        if m:
+            detail += f" (grouped-CV F1 {m.get('f1', float('nan')):.2f} on BERDS human pairs)"
+        return {"ok": True, "detail": detail}
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """Head output for a full feature matrix (rows x FEATURES)."""
+        x = (X[:, self._cols] - self.head["mean"]) / self.head["scale"]
+        z = x @ self.head["coef"] + float(self.head["intercept"])
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def _score(self, pairs):
+        return self.probabilities(self.featurizer.features(list(pairs)))

@@ -1,0 +1,79 @@
+"""The embedded judge: shipped weights, MiniLM features, passage reuse, caching."""
+import numpy as np
+import pytest
+
+from berds_core.judges import get_judge
+from berds_core.judges.embedded import WEIGHTS, load_head
+from berds_core.judges.features import FEATURES, Featurizer, content_stems, negation_count
+
+PERSP = ["Nuclear power should be expanded to fight climate change.",
+         "Nuclear power should not be expanded because it is dangerous and expensive."]
+PASSAGES = [
+    "Nuclear plants produce almost no carbon dioxide while running, and France cut its emissions by "
+    "building them. Expanding nuclear power is the fastest way to decarbonise electricity.",
+    "Mix the flour with two eggs and a cup of milk, then bake the cake for forty minutes at 180 degrees.",
+    "Reactor accidents such as Chernobyl and Fukushima show the danger, and new plants cost billions more "
+    "than wind or solar. We should not build more reactors.",
+]
+
+
+def test_weights_ship_small_and_complete():
+    assert WEIGHTS.exists() and WEIGHTS.stat().st_size < 3_000_000
+    head = load_head()
+    assert set(head["features"]) <= set(FEATURES)
+    assert head["coef"].shape == (len(head["features"]),) and 0.0 < float(head["threshold"]) < 1.0
+    assert head["rel_w"].shape == (768,)
+    meta = head["meta"]
+    assert meta["cv"]["n"] == meta["human_pairs"] and "f1" in meta["cv"]
+
+
+def test_feature_helpers():
+    assert content_stems("The countries are running") == {"countri", "run"}
+    assert negation_count("It is not good and we can't stop") == 2
+
+
+def test_features_shape_and_sense():
+    f = Featurizer(rel_head=(load_head()["rel_w"], float(load_head()["rel_b"])))
+    pairs = [(p, s) for p in PASSAGES for s in PERSP]
+    X = f.features(pairs)
+    assert X.shape == (6, len(FEATURES)) and np.isfinite(X).all()
+    cos = X[:, FEATURES.index("cos")]
+    assert cos[0] > cos[2] + 0.2 and cos[4] > cos[2] + 0.2  # on-topic passages beat the cake recipe
+    assert X[1, FEATURES.index("s_neg")] == 1 and X[0, FEATURES.index("s_neg")] == 0
+    assert ((-1 <= X[:, :6]) & (X[:, :6] <= 1.0001)).all()
+
+
+def test_passage_encoded_once_and_reused(monkeypatch):
+    f = Featurizer()
+    seen = []
+    orig = f._encode
+
+    def spy(texts):
+        seen.extend(texts)
+        return orig(texts)
+
+    monkeypatch.setattr(f, "_encode", spy)
+    pairs = [(p, s) for p in PASSAGES for s in PERSP]
+    f.features(pairs)
+    assert sorted(seen) == sorted(PASSAGES + PERSP)  # 5 encodings for 6 pairs
+    f.features(pairs[:2])
+    assert len(seen) == 5  # in-memory reuse across calls
+
+
+def test_judge_predicts_and_ranks():
+    j = get_judge("embedded")
+    probs, labels = j.predict([(p, PERSP[0]) for p in PASSAGES])
+    assert probs.dtype == np.float32 and labels.dtype == np.bool_
+    assert ((probs >= 0) & (probs <= 1)).all()
+    assert probs[0] > probs[1]  # the pro-nuclear passage over the recipe
+    np.testing.assert_array_equal(labels, probs >= j.threshold)
+    assert j.status()["ok"] and j.name.startswith("embedded-minilm-v1-t")
+    again = get_judge("embedded")
+    p2, _ = again.predict([(p, PERSP[0]) for p in PASSAGES])
+    assert again.forward_calls == 0
+    np.testing.assert_allclose(p2, probs, rtol=1e-6)
+
+
+def test_threshold_override_changes_name_not_probs():
+    a, b = get_judge("embedded"), get_judge("embedded", threshold=0.9)
+    assert a.name != b.name and b.name.endswith("-t0.9") and a.cache_key == b.cache_key
