@@ -112,5 +112,7 @@ def quantize_int8(embedder):
 def load_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None):
     """The embedder to encode with: ``load_embedder`` itself (fp32) or its int8 copy (CPU)."""
     enc = resolve_encoding(encoding, device)
-    base = load_embedder(model, "cpu" if enc == "int8" else device)
+    if enc == "int8" and pick_device(device) != "cpu":
+        device = "cpu"
+    base = load_embedder(model, device)  # same lru entry as other callers on this device
     return quantize_int8(base) if enc == "int8" else base

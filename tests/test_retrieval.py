@@ -128,7 +128,7 @@ def test_dense_right_passage_ranks_first(corpus, fresh_cache):
 def test_dense_int8_keeps_ranking_and_is_cached_separately(corpus, fresh_cache):
     fp = get_retriever("dense", corpus, progress=False, encoding="fp32")
     q8 = get_retriever("dense", corpus, progress=False, encoding="int8")
-    assert q8.encoding == "int8" and q8.cache_path != fp.cache_path
+    assert q8.encoding == "int8" and q8.cache_path != fp.cache_path and q8.name.endswith("+int8")
     assert _top1(q8, corpus) == list(QUERIES)
     cos = np.sum(np.asarray(fp.embeddings) * np.asarray(q8.embeddings), axis=1)
     assert cos.min() > 0.9  # quantised embeddings stay close to fp32
@@ -277,3 +277,16 @@ def test_retrieve_run_entries(corpus, fresh_cache):
                                                     "score": e["ctxs"][0]["score"]}
     assert entries[1]["ctxs"][0]["id"] == "zoo"  # query_fn was used
     assert retrieve_run([], corpus, r, 3) == []
+
+
+def test_small_batch_exact_path_equals_faiss_flat():
+    rng = np.random.default_rng(1)
+    emb = rng.standard_normal((500, 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    q = rng.standard_normal((3, 16)).astype(np.float32)
+    index = faiss_index.build_index(emb, "flat")
+    s1, r1 = faiss_index.search(index, "flat", q, 7, emb=emb)
+    s2, r2 = faiss_index.search(index, "flat", q, 7)
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_allclose(s1, s2, rtol=1e-5)
+    assert (np.diff(s1, axis=1) <= 0).all()

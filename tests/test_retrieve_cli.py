@@ -129,6 +129,7 @@ def test_bad_input_exits_2_with_one_line(files, capsys):
                     "--out", str(tmp / "r.jsonl")], "--k")
     _fails(capsys, ["index", "--corpus", str(corpus), "--retriever", "dense", "--model",
                     str(tmp / "no-such-model")], "--model", "cannot load embedder")
+    _fails(capsys, ["index", "--corpus", str(corpus), "--retriever", "dense", "--device", "gpu0"], "--device")
     assert not (tmp / "r.jsonl").exists()
 
 

@@ -47,7 +47,8 @@ class DenseRetriever:
         self.progress = progress
         self.batch_size = batch_size
         self.embedder_name = model_key(model)
-        self.name = f"dense:{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
+        self.name = (f"dense:{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
+                     + ("+int8" if self.encoding == "int8" else ""))
         self.cache_hit = False
         self.n_encoded = 0
         self._encoder = None
@@ -162,5 +163,7 @@ class DenseRetriever:
         return self.search_vectors(q, k)
 
     def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        scores, rows = faiss_index.search(self._index_obj, self.index_kind, q, min(int(k), len(self.corpus)))
+        on_cpu = self._index_obj is self._cpu_index
+        scores, rows = faiss_index.search(self._index_obj, self.index_kind, q, min(int(k), len(self.corpus)),
+                                          emb=self.embeddings if on_cpu and self.index_kind == "flat" else None)
         return [[(int(r), float(s)) for r, s in zip(rr, ss) if r >= 0] for rr, ss in zip(rows, scores)]

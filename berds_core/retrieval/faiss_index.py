@@ -72,8 +72,24 @@ def to_device(index, kind: str, device: str | None):
     return faiss.index_cpu_to_all_gpus(index)
 
 
-def search(index, kind: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` (scores, rows) per query; rows of -1 mean "no more results"."""
+SMALL_BATCH = 20  # FAISS scans a CPU flat index with one thread per query below this batch size
+
+
+def search(index, kind: str, queries: np.ndarray, k: int, emb: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` (scores, rows) per query; rows of -1 mean "no more results".
+
+    For a few queries against a CPU flat index, pass its vectors as ``emb``:
+    the exact scores then come from one BLAS matrix product (all cores)
+    instead of FAISS's one-thread-per-query scan; same results, lower latency.
+    """
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
     if kind == "hnsw":
-        index.hnsw.efSearch = max(HNSW_EF_SEARCH, k)
-    return index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        index.hnsw.efSearch = max(HNSW_EF_SEARCH, 4 * k)  # recall@k ~0.9 at k=100, ~1.0 at k=10
+    elif emb is not None and len(queries) < SMALL_BATCH and 0 < k <= len(emb):
+        scores = queries @ np.asarray(emb).T
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        top = np.take_along_axis(scores, part, axis=1)
+        order = np.argsort(-top, axis=1, kind="stable")
+        return np.take_along_axis(top, order, axis=1), np.take_along_axis(part, order, axis=1)
+    return index.search(queries, k)
