@@ -174,5 +174,8 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
     assert main(["judge-eval", "--pairs", str(f), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "p.tsv:2: field 'label'" in err
+    f.write_text(HEADER + "Q\t1\tdoc\tP\t1\n")
     assert main(["judge-eval", "--pairs", str(f), "--judge", "nli", "--quiet"]) == 2
     assert "unknown judge" in capsys.readouterr().err
+    assert main(["judge-eval", "--pairs", str(tmp_path / "missing.tsv"), "--quiet"]) == 2
+    assert "file not found" in capsys.readouterr().err
