@@ -1,4 +1,6 @@
 """Landing page: what the tool is, the dataset and corpus loaded, counts, how to start."""
+from pathlib import Path
+
 import streamlit as st
 
 from pages.common import current_config, get_data
@@ -33,7 +35,7 @@ if data is not None:
         "and browse the questions where a perspective is missing.\n"
         "3. **Annotate / Agreement** — label passage–perspective pairs by hand and compare with the judge."
     )
-    st.page_link("pages/playground.py", label="Open the Playground", icon=":material/search:")
+    st.page_link(str(Path(__file__).parent / "playground.py"), label="Open the Playground", icon=":material/search:")
 
     with st.expander("Questions in this dataset", expanded=False):
         st.dataframe(

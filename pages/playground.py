@@ -210,7 +210,7 @@ def main() -> None:
             for j in missing:
                 r = ranks.get(j)
                 where = (f"first supported at rank {r} of plain retrieval" if r else
-                         f"not supported by any passage in the top {DEPTH}")
+                         f"not supported by any of the top {min(DEPTH, len(data.corpus))} passages of plain retrieval")
                 lines.append(f'<div class="bc-miss"><span class="bc-tag">P{j + 1}</span>{esc(question.perspectives[j])}'
                              f' — <b>{where}</b></div>')
             st.warning(f"No column covers {len(missing)} perspective(s) in its top {k}:")

@@ -11,15 +11,33 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 TIMEOUT = 180
 
 
-def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+@pytest.fixture(scope="session")
+def entry(tmp_path_factory) -> str:
+    """An entry script outside the repo that runs app.py.
+
+    AppTest re-detects a ``pages/`` folder next to the entry script on every
+    run and then re-runs the last page's file on its own (MPA v1), without
+    app.py's sidebar; the real server switches to ``st.navigation`` for good.
+    Running app.py from a folder without ``pages/`` gives AppTest the real
+    behaviour: app.py (navigation + sidebar) runs on every rerun.
+    """
+    path = tmp_path_factory.mktemp("entry") / "app_entry.py"
+    path.write_text(f"import runpy, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                    f"runpy.run_path({str(ROOT / 'app.py')!r}, run_name='__main__')\n")
+    return str(path)
+
+
+@pytest.fixture()
+def _app(entry):
+    def make() -> AppTest:
+        at = AppTest.from_file(entry, default_timeout=TIMEOUT)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+    return make
 
 
 def _md(at) -> str:
@@ -27,7 +45,7 @@ def _md(at) -> str:
 
 
 def _open(at: AppTest, page: str) -> AppTest:
-    at.switch_page(page)
+    at.switch_page(str(ROOT / page))  # absolute: the entry script lives outside the repo
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -65,7 +83,7 @@ def _use_files(at: AppTest, qf, cf) -> AppTest:
 
 # ------------------------------------------------------------------ home and shell
 
-def test_home_shows_demo_counts_and_sidebar():
+def test_home_shows_demo_counts_and_sidebar(_app):
     at = _app()
     assert at.title[0].value == "BERDS Studio"
     metrics = {m.label: m.value for m in at.metric}
@@ -78,7 +96,7 @@ def test_home_shows_demo_counts_and_sidebar():
     assert any("embedded" in s.value for s in at.sidebar.success), [e.value for e in at.sidebar.error]
 
 
-def test_bad_path_is_one_error_line_not_a_traceback(tmp_path):
+def test_bad_path_is_one_error_line_not_a_traceback(_app, tmp_path):
     at = _app()
     missing = tmp_path / "nope.jsonl"
     at.selectbox(key="sb_dataset").set_value("File path").run()
@@ -89,7 +107,7 @@ def test_bad_path_is_one_error_line_not_a_traceback(tmp_path):
     assert "\n" not in errors[0]
 
 
-def test_malformed_questions_file_names_line_and_field(tmp_path):
+def test_malformed_questions_file_names_line_and_field(_app, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "Q?", "perspectives": ["a", "b"]}\n{"question": "R?"}\n')
     at = _app()
@@ -102,10 +120,9 @@ def test_malformed_questions_file_names_line_and_field(tmp_path):
 
 # ------------------------------------------------------------------ playground
 
-@pytest.fixture(scope="module")
-def playground():
-    at = _open(_app(), "pages/playground.py")
-    return at
+@pytest.fixture()
+def playground(_app):
+    return _open(_app(), "pages/playground.py")
 
 
 def test_playground_four_columns_with_metrics_cards_and_chips(playground):
@@ -141,14 +158,21 @@ def test_playground_k_and_mmr_toggle_rerun(playground):
 
 def test_playground_reports_uncovered_perspectives(playground):
     at = playground
-    at.slider(key="pg_k").set_value(1).run()
-    # with k = 1 no column can cover two perspectives
+    at.radio(key="pg_mode").set_value("Type my own").run()
+    at.text_input(key="pg_text").set_value("Should homework be banned?").run()
+    at.text_area(key="pg_persp").set_value(
+        "Homework should be banned because it harms children's sleep and family time.\n"
+        "Penguins ride jet skis to the moon every Tuesday.").run()
+    assert not at.exception, [e.value for e in at.exception]
     md = _md(at)
     assert any("No column covers" in w.value for w in at.warning)
-    assert re.search(r"first supported at rank \d+ of plain retrieval|not supported by any passage in the top 100", md)
+    miss = re.search(r'<span class="bc-tag">P2</span>Penguins[^<]*— <b>([^<]+)</b>', md)
+    assert miss, md[-800:]
+    assert re.fullmatch(r"first supported at rank \d+ of plain retrieval|"
+                        r"not supported by any of the top \d+ passages of plain retrieval", miss.group(1))
 
 
-def test_playground_escapes_passage_html(tricky_data):
+def test_playground_escapes_passage_html(_app, tricky_data):
     qf, cf = tricky_data
     at = _use_files(_open(_app(), "pages/playground.py"), qf, cf)
     assert not at.exception, [e.value for e in at.exception]
@@ -160,7 +184,7 @@ def test_playground_escapes_passage_html(tricky_data):
     assert "**now**" not in md and "&#42;&#42;now&#42;&#42;" in md
 
 
-def test_playground_typed_question_with_own_perspectives(tricky_data):
+def test_playground_typed_question_with_own_perspectives(_app, tricky_data):
     qf, cf = tricky_data
     at = _use_files(_open(_app(), "pages/playground.py"), qf, cf)
     at.radio(key="pg_mode").set_value("Type my own").run()
@@ -175,7 +199,7 @@ def test_playground_typed_question_with_own_perspectives(tricky_data):
 
 # ------------------------------------------------------------------ evaluate
 
-def test_evaluate_runs_tables_failures_and_downloads():
+def test_evaluate_runs_tables_failures_and_downloads(_app):
     at = _open(_app(), "pages/evaluate.py")
     assert any("Run evaluation" == b.label for b in at.button)
     at.button(key="ev_run").click().run()
@@ -195,7 +219,7 @@ def test_evaluate_runs_tables_failures_and_downloads():
     assert len(at.get("plotly_chart")) == 1
 
 
-def test_evaluate_results_cached_by_configuration():
+def test_evaluate_results_cached_by_configuration(_app):
     at = _open(_app(), "pages/evaluate.py")
     at.button(key="ev_run").click().run()
     runs = at.session_state["eval_runs"]
