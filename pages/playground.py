@@ -20,9 +20,10 @@ QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline 
 CSS = """
 <style>
 .bc-card{border:1px solid #dfe3e8;border-radius:10px;padding:10px 12px;margin:0 0 10px 0;background:#fff}
-.bc-head{display:flex;gap:8px;align-items:baseline;font-size:0.82rem;color:#5b6470;margin-bottom:4px}
-.bc-rank{font-weight:700;color:#1f5f8b;font-size:0.95rem}
-.bc-title{font-weight:600;color:#1b1f24;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.bc-head{display:flex;gap:6px;align-items:baseline;font-size:0.82rem;color:#5b6470;margin-bottom:4px}
+.bc-rank{font-weight:700;color:#1f5f8b;font-size:0.95rem;flex:none}
+.bc-title{font-weight:600;color:#1b1f24;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;flex:1 1 auto;min-width:0}
+.bc-score{flex:none;white-space:nowrap;font-variant-numeric:tabular-nums}
 .bc-text{font-size:0.88rem;line-height:1.35;color:#1b1f24}
 .bc-text details summary{cursor:pointer;color:#1f5f8b;font-size:0.8rem}
 .bc-chips{margin-top:6px;display:flex;flex-wrap:wrap;gap:4px}
@@ -90,18 +91,18 @@ def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
 
 
-def card_html(p: dict, words: int = 45) -> str:
+def card_html(p: dict, words: int = 32) -> str:
     tokens = p["text"].split()
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
     chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j])
                     for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
-    score = "" if p["score"] is None else f'<span>score {p["score"]:.3f}</span>'
-    title = f'<span class="bc-title">{esc(p["title"])}</span>' if p["title"] else ""
+    score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
+    title = esc(p["title"]) if p["title"] else "&#160;"
     return (f'<div class="bc-card" data-testid="passage-card"><div class="bc-head"><span class="bc-rank">#{p["rank"]}'
-            f'</span>{score}{title}</div><div class="bc-text">{text}</div>'
-            f'<div class="bc-chips">{chips}</div></div>')
+            f'</span><span class="bc-title" title="{title}">{title}</span>{score}</div>'
+            f'<div class="bc-text">{text}</div><div class="bc-chips">{chips}</div></div>')
 
 
 def metrics_html(res: dict, k: int, desc: str) -> str:
