@@ -257,7 +257,7 @@ def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: i
 
 def show_error(err: Exception) -> None:
     """One clear line for bad input, never a traceback."""
-    st.error(str(err), icon="⚠️")
+    st.error(str(err), icon=":material/error:")
 
 
 @st.cache_resource(show_spinner="Loading the dataset and corpus…", max_entries=8)
@@ -406,7 +406,7 @@ def sidebar() -> Config:
             spec = st.text_input("Judge spec", key="sb_judge_spec",
                                  placeholder="hf:<model>[+<adapter>] or openai:<model>@<url>").strip() or "embedded"
         ok, msg = judge_status(spec)
-        (st.success if ok else st.error)(f"{spec}: {msg}", icon="✅" if ok else "⚠️")
+        (st.success if ok else st.error)(f"{spec}: {msg}", icon=":material/check_circle:" if ok else ":material/error:")
     cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
                  embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
     ss["config"] = cfg

@@ -90,9 +90,9 @@ def main() -> None:
     if retriever is None or judge is None:
         return
 
-    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
     subsets = data.subsets
-    chosen_subsets = c1.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []
+    chosen_subsets = st.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []
+    c2, c3, c4 = st.columns(3)
     method = c2.selectbox("Diversifier", list(METHODS), format_func=METHODS.get, key="ev_method")
     lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=method != "mmr")
     qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
@@ -114,7 +114,8 @@ def main() -> None:
     if b1.button("Run evaluation", type="primary", key="ev_run", disabled=not todo and ss.eval_active != key):
         ss.eval_active = key
     if ss.eval_active == key and todo:
-        if b2.button("Cancel", key="ev_cancel"):
+        cancel_slot = b2.empty()
+        if cancel_slot.button("Cancel", key="ev_cancel"):
             ss.eval_active = None
             st.warning(f"Cancelled: {len(questions) - len(todo)} of {len(questions)} questions done; "
                        "press Run to continue where it stopped.")
@@ -128,6 +129,7 @@ def main() -> None:
                              text=f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}")
             ss.eval_active = None
             bar.empty()
+            cancel_slot.empty()
             todo = []
     if todo:
         st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{label}”. "
@@ -167,6 +169,11 @@ def _show_compare(done: dict) -> None:
         st.plotly_chart(comparison_chart(done, chosen, metric_keys), width="stretch", key="ev_chart")
 
 
+def _excerpt(text: str, words: int = 70) -> str:
+    tokens = text.split()
+    return " ".join(tokens[:words]) + (" …" if len(tokens) > words else "")
+
+
 def _failure_browser(entries, mats, scores, data) -> None:
     st.subheader("Failure browser")
     k = st.radio("Questions with MRecall@k = 0 for k =", [5, 10], horizontal=True, key="ev_fail_k")
@@ -181,13 +188,14 @@ def _failure_browser(entries, mats, scores, data) -> None:
         with st.expander(f"{e['question']}  —  {len(missing)} missing"):
             parts = []
             for j, p in enumerate(e["perspectives"]):
-                mark = "✅ covered" if covered[j] else "❌ missing"
-                parts.append(f'<div style="margin:2px 0"><b>P{j + 1}</b> {mark}: {esc(p)}</div>')
+                mark = ('<span style="color:#1d7a3a;font-weight:600">covered</span>' if covered[j] else
+                        '<span style="color:#b42318;font-weight:600">missing</span>')
+                parts.append(f'<div style="margin:2px 0"><b>P{j + 1}</b> {mark} · {esc(p)}</div>')
             parts.append(f'<div style="margin-top:8px;font-weight:600">Retrieved instead (top {k}):</div>')
             for i, c in enumerate(e["ctxs"][:k]):
                 sup = ", ".join(f"P{j + 1}" for j in range(L.shape[1]) if L[i, j]) or "none"
                 parts.append(f'<div style="margin:4px 0;font-size:0.88rem"><b>#{i + 1}</b> '
-                             f'<span style="color:#5b6470">supports: {sup}</span><br>{esc(c["text"][:400])}</div>')
+                             f'<span style="color:#5b6470">supports: {sup}</span><br>{esc(_excerpt(c["text"]))}</div>')
             st.markdown("".join(parts), unsafe_allow_html=True)
     if len(fails) > 50:
         st.caption(f"… and {len(fails) - 50} more (download the run for all of them).")

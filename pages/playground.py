@@ -85,7 +85,7 @@ def derived_perspectives(text: str) -> list[str]:
 
 
 def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
-    g = "" if gold is None else f'<span class="g" title="gold label">{"G✓" if gold else "G✗"}</span>'
+    g = '<span class="g">G✓</span>' if gold else ""
     cls = "bc-chip yes" if label else "bc-chip"
     tip = f"P{j + 1}: judge probability {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
@@ -114,7 +114,7 @@ def metrics_html(res: dict, k: int, desc: str) -> str:
 def main() -> None:
     st.title("Playground")
     st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
-               "supports each perspective (green = judged to support; G✓/G✗ = gold label when the dataset has one).")
+               "supports each perspective (green = judged to support; G✓ = the dataset's gold label says it supports).")
     st.markdown(CSS, unsafe_allow_html=True)  # static styles only, no user text
 
     cfg = current_config()

@@ -118,6 +118,19 @@ def test_malformed_questions_file_names_line_and_field(_app, tmp_path):
     assert f"{bad}:2" in err and "perspectives" in err
 
 
+def test_judge_status_says_why_not(_app):
+    at = _app()
+    at.selectbox(key="sb_judge").set_value("custom spec").run()
+    at.text_input(key="sb_judge_spec").set_value("openai:some-model@http://127.0.0.1:9/v1").run()
+    assert not at.exception
+    errs = [e.value for e in at.sidebar.error]
+    assert errs and "unreachable" in errs[0] and "127.0.0.1:9" in errs[0]
+    at.text_input(key="sb_judge_spec").set_value("nonsense").run()
+    errs = [e.value for e in at.sidebar.error]
+    assert errs and "unknown judge" in errs[0]
+    assert not at.exception
+
+
 # ------------------------------------------------------------------ playground
 
 @pytest.fixture()
@@ -138,7 +151,7 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     # one chip per perspective on every card
     assert len(re.findall(r'class="bc-chip( yes)?"', md)) == 4 * k * m
     # the demo has gold labels: chips carry them
-    assert "G✓" in md or "G✗" in md
+    assert "gold yes" in md and "gold no" in md and "G✓" in md
     values = re.findall(r"MRecall@\d+<b>(\d)</b>", md)
     assert set(values) <= {"0", "1"}
 
