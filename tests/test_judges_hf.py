@@ -132,3 +132,24 @@ def test_missing_model_is_a_clear_error(tmp_path):
     with pytest.raises(JudgeError, match="cannot load model"):
         j.predict([("a", "b")])
     assert j.status()["ok"] is False
+
+
+def test_bad_dtype_is_a_clear_error(tiny_llama):
+    from berds_core.judges import JudgeError
+
+    j = get_judge(f"hf:{tiny_llama}", dtype="float33")
+    with pytest.raises(JudgeError, match="unknown dtype 'float33'"):
+        j.load()
+    assert "float33" in j.status()["detail"]
+
+
+def test_judge_run_with_hf_judge(tiny_mistral):
+    from berds_core.judges import judge_run
+
+    entries = [{"id": "1", "question": "q", "perspectives": ["Art is good.", "Art is bad."],
+                "ctxs": [{"id": "a", "text": "Music and art for children."}, {"id": "b", "text": "Tax law."}]}]
+    j = get_judge(f"hf:{tiny_mistral}", device="cpu", batch_size=3)
+    judge_run(entries, j, progress=False)
+    preds, probs = entries[0][j.name + "-preds"], entries[0][j.name + "-probs"]
+    assert len(preds) == 2 and all(len(r) == 2 for r in preds)
+    assert [[p >= j.threshold for p in row] for row in probs] == preds

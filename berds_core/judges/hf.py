@@ -93,13 +93,17 @@ class HFJudge(Judge):
 
         device = pick_device(self.device)
         if self.dtype_name:
-            dtype = getattr(torch, self.dtype_name)
+            dtype = getattr(torch, str(self.dtype_name).replace("torch.", ""), None)
+            if not isinstance(dtype, torch.dtype):
+                self._error = f"unknown dtype '{self.dtype_name}' (use float32, float16 or bfloat16)"
+                raise JudgeError(self._error)
         else:
             dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         try:
             tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=_is_local(self.model_id))
             model = AutoModelForCausalLM.from_pretrained(
-                self.model_id, dtype=dtype, local_files_only=_is_local(self.model_id))
+                self.model_id, dtype=dtype, local_files_only=_is_local(self.model_id),
+                device_map=device if device.startswith("cuda") else None)  # load straight onto the GPU
         except (OSError, ValueError) as e:
             self._error = f"cannot load model '{self.model_id}': {str(e).splitlines()[0]}"
             raise JudgeError(self._error) from None
