@@ -10,10 +10,10 @@ by default the questions of the debate-sites file are the queries.
 Measured, each against its alternative in the same run:
   * BM25 index rate (passages/s) at ``--n`` passages and single-query latency:
     berds_core (bm25s) vs rank_bm25 (BM25Okapi on the same tokens).
-  * Dense encoding rate (passages/s) of the int8 encoder vs plain fp32
-    sentence-transformers, measured chunk by chunk, interleaved, on the
-    source passages; with quality: top-10 overlap of the int8 ranking with
-    fp32 and, with gold labels, MRecall@5 / Precision@5 of both.
+  * Dense encoding rate (passages/s) of the bf16 and int8 encoders vs plain
+    fp32 sentence-transformers, measured chunk by chunk, interleaved, on the
+    source passages; with quality: top-10 overlap of each ranking with fp32
+    and, with gold labels, MRecall@5 / Precision@5 of each.
   * Dense search latency at ``--n-search`` passages: FAISS flat and HNSW vs
     numpy (matrix product + argpartition). Random unit vectors stand in for
     passage embeddings there (clustered, 2,000 topics; encoding 100k passages
@@ -107,10 +107,10 @@ def bench_bm25(corpus, queries, repeats: int) -> dict:
         t = time.perf_counter()
         retriever = BM25Retriever(corpus, progress=False, cache=False)
         ours_s.append(time.perf_counter() - t)
-    analyzer = _Analyzer()
     base = None
     for _ in range(repeats):
         t = time.perf_counter()
+        analyzer = _Analyzer()  # fresh stem memo each time, as for ours
         tokens = analyzer.analyze(corpus.texts)  # same tokens for both
         base = BM25Okapi(tokens)
         base_s.append(time.perf_counter() - t)
@@ -146,37 +146,47 @@ def bench_bm25(corpus, queries, repeats: int) -> dict:
 # ---------------------------------------------------------------- dense encoding + quality
 
 def bench_encoding(corpus, questions, gold, chunk: int, limit: int | None) -> dict:
+    """Plain sentence-transformers fp32 (the baseline) vs our bf16 and int8 encoders."""
     import torch
 
-    from berds_core.embed import load_embedder, load_encoder
+    from berds_core.embed import cpu_has_fast_bf16, load_embedder, load_encoder, resolve_encoding
+    from berds_core.retrieval.dense import encode_normalized
 
     texts = corpus.texts[:limit] if limit else corpus.texts
     fp32 = load_embedder(None, "cpu")
-    int8 = load_encoder(None, "cpu", "int8")
-    for m in (fp32, int8):  # warm up
-        m.encode(texts[:8], batch_size=32)
-    rates = {"fp32": [], "int8": []}
-    embs = {"fp32": [], "int8": []}
+    encoders = {"fp32": lambda xs: fp32.encode(xs, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)}
+    for name in ("bf16", "int8"):
+        model = load_encoder(None, "cpu", name)
+        encoders[name] = lambda xs, m=model: encode_normalized(m, xs, 32)
+    for fn in encoders.values():  # warm up
+        fn(texts[:8])
+    rates = {k: [] for k in encoders}
+    embs = {k: [] for k in encoders}
     for start in range(0, len(texts), chunk):
         part = texts[start:start + chunk]
-        for name, model in (("fp32", fp32), ("int8", int8)):  # interleaved: same load for both
+        for name, fn in encoders.items():  # interleaved: every encoder sees the same machine load
             t = time.perf_counter()
-            e = model.encode(part, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+            e = fn(part)
             rates[name].append(len(part) / (time.perf_counter() - t))
-            embs[name].append(e)
+            embs[name].append(np.asarray(e, dtype=np.float32))
         log(f"  encoded {min(start + chunk, len(texts))}/{len(texts)}: "
-            f"fp32 {rates['fp32'][-1]:.1f}/s, int8 {rates['int8'][-1]:.1f}/s")
+            + ", ".join(f"{k} {v[-1]:.1f}/s" for k, v in rates.items()))
     out = {"passages": len(texts), "chunk": chunk, "torch_threads": torch.get_num_threads(),
-           "rate_fp32": median(rates["fp32"]), "rate_int8": median(rates["int8"]),
-           "speedup": median(rates["int8"]) / median(rates["fp32"])}
+           "cpu_native_bf16": cpu_has_fast_bf16(), "auto_encoding": resolve_encoding(None, "cpu")}
+    for name in encoders:
+        out[f"rate_{name}"] = median(rates[name])
+        out[f"speedup_{name}"] = median(rates[name]) / median(rates["fp32"])
     E = {k: np.concatenate(v) for k, v in embs.items()}
-    out["mean_cosine_int8_vs_fp32"] = float(np.mean(np.sum(E["fp32"] * E["int8"], axis=1)))
+    for name in encoders:
+        out[f"mean_cosine_{name}_vs_fp32"] = float(np.mean(np.sum(E["fp32"] * E[name], axis=1)))
     if questions:
         qtexts = [q.question for q in questions]
-        Q = {"fp32": fp32.encode(qtexts, normalize_embeddings=True), "int8": int8.encode(qtexts, normalize_embeddings=True)}
+        Q = {name: np.asarray(fn(qtexts), dtype=np.float32) for name, fn in encoders.items()}
         tops = {name: np.argsort(-(Q[name] @ E[name].T), axis=1)[:, :10] for name in E}
-        out["overlap_at_10"] = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(tops["fp32"], tops["int8"])]))
         out["queries"] = len(qtexts)
+        for name in encoders:
+            out[f"overlap_at_10_{name}"] = float(np.mean([len(set(a) & set(b)) / 10
+                                                          for a, b in zip(tops["fp32"], tops[name])]))
         if gold:
             from berds_core.metrics import mrecall_at_k, precision_at_k
             from berds_core.runs import label_matrix
@@ -188,14 +198,14 @@ def bench_encoding(corpus, questions, gold, chunk: int, limit: int | None) -> di
                         for q, row in zip(questions, top)]
                 out[f"mrecall@5_{name}"] = float(np.mean([mrecall_at_k(m, 5) for m in mats]))
                 out[f"precision@5_{name}"] = float(np.mean([precision_at_k(m, 5) for m in mats]))
-        lat = {"fp32": [], "int8": []}
+        lat = {k: [] for k in encoders}
         for q in qtexts[:50]:
-            for name, model in (("fp32", fp32), ("int8", int8)):
+            for name, fn in encoders.items():
                 t = time.perf_counter()
-                model.encode([q], normalize_embeddings=True)
+                fn([q])
                 lat[name].append(time.perf_counter() - t)
-        out["query_encode_ms_fp32"] = 1000 * median(lat["fp32"])
-        out["query_encode_ms_int8"] = 1000 * median(lat["int8"])
+        for name in encoders:
+            out[f"query_encode_ms_{name}"] = 1000 * median(lat[name])
     return out
 
 
@@ -277,7 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n-search", type=int, default=100_000, help="dense search corpus size (random vectors)")
     ap.add_argument("--encode-limit", type=int, default=None, help="encode only the first N source passages")
     ap.add_argument("--chunk", type=int, default=64, help="passages per timed encoding chunk")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5, help="BM25 index builds timed per side")
     ap.add_argument("--skip", default="", help="comma list of sections to skip: bm25,encode,search,cache")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -298,7 +308,7 @@ def main(argv=None) -> int:
         log(f"BM25: {args.n} passages, {len(queries)} queries")
         res["bm25"] = bench_bm25(grow(src, args.n), queries, args.repeats)
     if "encode" not in skip:
-        log("Dense encoding: fp32 vs int8")
+        log("Dense encoding: plain fp32 vs bf16 vs int8")
         res["encoding"] = bench_encoding(src, questions, gold, args.chunk, args.encode_limit)
     if "search" not in skip:
         log(f"Dense search: {args.n_search} random unit vectors")
@@ -326,17 +336,20 @@ def print_table(res: dict) -> None:
                  ("BM25 cache load (s)", f"{b['cache_load_s']:.3f}", "", "", "")]
     e = res.get("encoding")
     if e:
-        rows += [("Dense encode rate (passages/s)", f"{e['rate_int8']:.1f} (int8)", f"{e['rate_fp32']:.1f} (fp32)",
-                  f"{e['speedup']:.2f}x", f"n={e['passages']}, median of chunks of {e['chunk']}")]
-        if "overlap_at_10" in e:
-            rows.append(("int8 vs fp32 top-10 overlap", f"{e['overlap_at_10']:.3f}", "1.000", "",
-                         f"mean cos {e['mean_cosine_int8_vs_fp32']:.4f}"))
-        if "mrecall@5_fp32" in e:
-            rows.append(("MRecall@5 / Precision@5 (gold)", f"{e['mrecall@5_int8']:.3f} / {e['precision@5_int8']:.3f}",
-                         f"{e['mrecall@5_fp32']:.3f} / {e['precision@5_fp32']:.3f}", "", f"{e['queries']} questions"))
+        for name in ("bf16", "int8"):
+            rows.append((f"Dense encode rate {name} (passages/s)", f"{e[f'rate_{name}']:.1f}",
+                         f"{e['rate_fp32']:.1f} (plain ST fp32)", f"{e[f'speedup_{name}']:.2f}x",
+                         f"n={e['passages']}, median of chunks of {e['chunk']}"))
+        for name in ("fp32", "bf16", "int8"):
+            if f"overlap_at_10_{name}" in e:
+                gold = (f"MRecall@5 {e[f'mrecall@5_{name}']:.3f}, P@5 {e[f'precision@5_{name}']:.3f}"
+                        if f"mrecall@5_{name}" in e else "")
+                rows.append((f"  quality {name}", f"top-10 overlap {e[f'overlap_at_10_{name}']:.3f}",
+                             f"cos {e[f'mean_cosine_{name}_vs_fp32']:.4f}", "", gold))
         if "query_encode_ms_fp32" in e:
-            rows.append(("Query encode latency (ms)", f"{e['query_encode_ms_int8']:.1f}",
-                         f"{e['query_encode_ms_fp32']:.1f}", "", ""))
+            rows.append(("Query encode latency (ms)", f"bf16 {e['query_encode_ms_bf16']:.1f}, "
+                         f"int8 {e['query_encode_ms_int8']:.1f}", f"{e['query_encode_ms_fp32']:.1f}", "",
+                         f"auto encoding here: {e['auto_encoding']}"))
     s = res.get("search")
     if s:
         rows += [("Dense search flat exact (ms, k=100)", f"{s['flat_ms']:.2f}", f"{s['numpy_ms']:.2f} (numpy)",

@@ -125,14 +125,33 @@ def test_dense_right_passage_ranks_first(corpus, fresh_cache):
     assert scores == sorted(scores, reverse=True) and -1.0 <= scores[-1] <= scores[0] <= 1.0001
 
 
-def test_dense_int8_keeps_ranking_and_is_cached_separately(corpus, fresh_cache):
+@pytest.mark.parametrize("encoding", ["int8", "bf16"])
+def test_fast_encodings_keep_ranking_and_are_cached_separately(corpus, fresh_cache, encoding):
     fp = get_retriever("dense", corpus, progress=False, encoding="fp32")
-    q8 = get_retriever("dense", corpus, progress=False, encoding="int8")
-    assert q8.encoding == "int8" and q8.cache_path != fp.cache_path and q8.name.endswith("+int8")
-    assert _top1(q8, corpus) == list(QUERIES)
-    cos = np.sum(np.asarray(fp.embeddings) * np.asarray(q8.embeddings), axis=1)
-    assert cos.min() > 0.9  # quantised embeddings stay close to fp32
-    assert not np.allclose(fp.embeddings, q8.embeddings)  # and are really a different encoder
+    fast = get_retriever("dense", corpus, progress=False, encoding=encoding)
+    assert fast.encoding == encoding and fast.cache_path != fp.cache_path and fast.name.endswith("+" + encoding)
+    assert _top1(fast, corpus) == list(QUERIES)
+    emb = np.asarray(fast.embeddings)
+    assert emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, rtol=1e-5)  # re-normalised in float32
+    cos = np.sum(np.asarray(fp.embeddings) * emb, axis=1)
+    assert cos.min() > 0.95  # close to fp32
+    assert not np.allclose(fp.embeddings, emb, atol=1e-6)  # and really a different encoder
+
+
+def test_auto_encoding_choice(monkeypatch):
+    from berds_core import embed
+
+    monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda: True)
+    assert embed.resolve_encoding(None, "cpu") == "bf16" and embed.resolve_encoding("auto", "cpu") == "bf16"
+    monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda: False)
+    assert embed.resolve_encoding(None, "cpu") == "int8"
+    assert embed.resolve_encoding(None, "cuda") == "fp32" and embed.resolve_encoding("bf16", "cuda") == "bf16"
+    assert embed.resolve_encoding("fp32", "cpu") == "fp32"
+    with pytest.raises(ValueError, match="CPU only"):
+        embed.resolve_encoding("int8", "cuda")
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        embed.resolve_encoding("fp8", "cpu")
 
 
 def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypatch):
@@ -257,9 +276,10 @@ def test_dense_with_any_model_path_and_int8(corpus, fresh_cache, tmp_path):
     np.testing.assert_allclose(np.asarray(r.embeddings)[:3], direct, atol=1e-5)
     hits = r.search([corpus.texts[4]], len(corpus))[0]
     assert sorted(row for row, _ in hits) == list(range(len(corpus)))
-    q = get_retriever("dense", corpus, str(model), progress=False, encoding="int8")
-    assert q.cache_path != r.cache_path and np.asarray(q.embeddings).shape == (len(corpus), 32)
-    assert not np.allclose(q.embeddings, r.embeddings)
+    for enc in ("int8", "bf16"):
+        q = get_retriever("dense", corpus, str(model), progress=False, encoding=enc)
+        assert q.cache_path != r.cache_path and np.asarray(q.embeddings).shape == (len(corpus), 32)
+        assert not np.allclose(q.embeddings, r.embeddings, atol=1e-6)
 
 
 # ------------------------------------------------------------------ runs

@@ -130,6 +130,8 @@ def test_bad_input_exits_2_with_one_line(files, capsys):
     _fails(capsys, ["index", "--corpus", str(corpus), "--retriever", "dense", "--model",
                     str(tmp / "no-such-model")], "--model", "cannot load embedder")
     _fails(capsys, ["index", "--corpus", str(corpus), "--retriever", "dense", "--device", "gpu0"], "--device")
+    _fails(capsys, ["index", "--corpus", str(corpus), "--retriever", "dense", "--encoding", "int8",
+                    "--device", "cuda"], "--encoding", "CPU only")
     assert not (tmp / "r.jsonl").exists()
 
 

@@ -21,8 +21,9 @@ def add_retriever_args(p) -> None:
                    help="dense only: sentence-transformers hub id or local path (default all-MiniLM-L6-v2)")
     p.add_argument("--index", choices=("flat", "hnsw"), default="flat",
                    help="dense only: exact inner product (flat) or approximate HNSW")
-    p.add_argument("--encoding", choices=("auto", "fp32", "int8"), default="auto",
-                   help="dense only: passage/query encoder precision (auto: int8 on CPU, fp32 on GPU)")
+    p.add_argument("--encoding", choices=("auto", "fp32", "bf16", "int8"), default="auto",
+                   help="dense only: encoder precision (auto: bf16 on CPUs with native bf16, else int8; "
+                        "fp32 on GPU)")
     p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")

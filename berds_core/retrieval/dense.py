@@ -31,6 +31,19 @@ def _save_npy(path: Path, arr: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
+def encode_normalized(encoder, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    """float32 unit-length embeddings from any precision of encoder.
+
+    sentence-transformers sorts texts by length before batching, so batches
+    hold passages of similar length (little padding).
+    """
+    emb = encoder.encode(list(texts), batch_size=batch_size, normalize_embeddings=False,
+                         convert_to_tensor=True, show_progress_bar=False)
+    emb = emb.float().cpu().numpy()
+    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    return emb / np.maximum(norms, 1e-12)  # normalised in float32 (bf16 norms are off by ~1e-3)
+
+
 class DenseRetriever:
     """Dense retrieval over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
@@ -48,7 +61,7 @@ class DenseRetriever:
         self.batch_size = batch_size
         self.embedder_name = model_key(model)
         self.name = (f"dense:{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
-                     + ("+int8" if self.encoding == "int8" else ""))
+                     + ("" if self.encoding == "fp32" else f"+{self.encoding}"))
         self.cache_hit = False
         self.n_encoded = 0
         self._encoder = None
@@ -68,9 +81,7 @@ class DenseRetriever:
         return self._encoder
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        emb = self.encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                  convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(emb, dtype=np.float32)
+        return encode_normalized(self.encoder, texts, self.batch_size)
 
     def _embeddings(self) -> np.ndarray:
         path = self.cache_path
