@@ -309,7 +309,8 @@ def get_data(cfg: Config) -> Data | None:
     try:
         return cached_data(_config_key(cfg), cfg)
     except InputError as e:
-        show_error(e)
+        shown = st.session_state.get(f"_upload_name_{e.path}")  # name the uploaded file, not its cache copy
+        show_error(InputError(f"uploaded {shown}", e.line, e.field, e.message) if shown else e)
         return None
 
 

@@ -118,6 +118,23 @@ def test_malformed_questions_file_names_line_and_field(_app, tmp_path):
     assert f"{bad}:2" in err and "perspectives" in err
 
 
+def test_uploaded_files_load_and_bad_upload_names_its_line(_app, tricky_data):
+    qf, cf = tricky_data
+    at = _app()
+    at.selectbox(key="sb_dataset").set_value("Upload a file").run()
+    at.file_uploader(key="sb_dataset_upload").upload("questions.jsonl", qf.read_bytes()).run()
+    at.selectbox(key="sb_corpus").set_value("Upload a file").run()
+    at.file_uploader(key="sb_corpus_upload").upload("corpus.jsonl", cf.read_bytes()).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Questions"] == "1" and metrics["Passages"] == "6"
+    at.file_uploader(key="sb_dataset_upload").upload(
+        "broken.jsonl", b'{"question": "Q?", "perspectives": ["a", "b"]}\n{"question": 3}\n').run()
+    assert not at.exception
+    (err,) = [e.value for e in at.error]
+    assert err.startswith("uploaded broken.jsonl:2:") and "question" in err
+
+
 def test_judge_status_says_why_not(_app):
     at = _app()
     at.selectbox(key="sb_judge").set_value("custom spec").run()
