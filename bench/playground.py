@@ -10,7 +10,9 @@ starts empty in a fresh ``BERDS_CACHE``), then ``--repeat`` *warm* calls
 widget costs once the engine is warm). A question's latency is the sum over
 the four columns plus the look-up of perspectives no column covers, as the
 page computes them. Prints one JSON object with medians (ms) and the
-cold/warm ratio; progress on stderr.
+cold/warm ratio; progress on stderr. The retriever is wrapped in the page's
+``SharedSearch`` (one search per query shared by the columns), cleared before
+every timed repetition.
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
     from berds_core.embed import load_embedder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
-    from pages.common import best_ranks, column_result
+    from pages.common import SharedSearch, best_ranks, column_result
 
     if args.questions:
         if not args.corpus:
@@ -65,7 +67,7 @@ def main(argv=None) -> int:
 
     questions = questions[: args.limit] if args.limit else questions
     t0 = time.perf_counter()
-    retriever = get_retriever(args.retriever, corpus, None, progress=not args.quiet)
+    retriever = SharedSearch(get_retriever(args.retriever, corpus, None, progress=not args.quiet))  # as the page
     judge = get_judge(args.judge)
     embedder = load_embedder(None)
     setup_s = time.perf_counter() - t0
@@ -81,6 +83,7 @@ def main(argv=None) -> int:
     for q in tqdm(questions, desc="questions", disable=args.quiet, file=sys.stderr):
         tot = 0.0
         results = {}
+        retriever.clear()
         for m in METHODS:
             t = time.perf_counter()
             results[m] = one(q, m)
@@ -93,6 +96,7 @@ def main(argv=None) -> int:
         tot += (time.perf_counter() - t) * 1000
         cold_total.append(tot)
         for _ in range(args.repeat):
+            retriever.clear()  # a new question for the retriever; judge predictions stay cached
             tot = 0.0
             for m in METHODS:
                 t = time.perf_counter()

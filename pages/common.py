@@ -92,6 +92,45 @@ class Data:
 # --------------------------------------------------------------------------- engine calls (no Streamlit)
 
 
+class SharedSearch:
+    """A retriever wrapper that searches each query once, ``depth`` deep, and serves every
+    shallower request from that list (BM25 and exact dense top-k lists are prefixes of deeper ones).
+
+    The Playground's four columns, the re-ranker's candidates and the missing-perspective
+    look-up all search the same question: one search (one query encoding) serves them all.
+    ``clear()`` forgets the lists (the benchmark calls it to time a new question honestly).
+    """
+
+    def __init__(self, retriever, depth: int = DEPTH, max_queries: int = 2048):
+        self._r = retriever
+        self._depth = depth
+        self._max = max_queries
+        self._lists: dict[str, tuple[list[tuple[int, float]], bool]] = {}
+
+    def __getattr__(self, name):  # name, embedder_name, ... of the wrapped retriever
+        return getattr(self._r, name)
+
+    def clear(self) -> None:
+        self._lists.clear()
+
+    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        depth = max(int(k), self._depth)
+
+        def served(q):  # a stored list serves k when it is at least k deep or holds every hit
+            got = self._lists.get(q)
+            return got is not None and (len(got[0]) >= k or got[1])
+
+        have = {q: self._lists[q] for q in queries if served(q)}
+        todo = list(dict.fromkeys(q for q in queries if q not in have))
+        if todo:
+            if len(self._lists) + len(todo) > self._max:
+                self._lists.clear()
+            for q, hits in zip(todo, self._r.search(todo, depth)):
+                hits = [(int(r), float(s)) for r, s in hits]
+                have[q] = self._lists[q] = (hits, len(hits) < depth)  # fewer hits than asked: the whole list
+        return [have[q][0][:k] for q in queries]
+
+
 def embedder_model(label: str) -> str | None:
     return None if not label or label == DEFAULT_EMBEDDER_LABEL else label
 
@@ -270,7 +309,7 @@ def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus):
     from berds_core.retrieval import get_retriever
 
     with st.spinner(f"Building the {kind} index over {len(_corpus):,} passages (cached afterwards)…"):
-        return get_retriever(kind, _corpus, model, progress=False)
+        return SharedSearch(get_retriever(kind, _corpus, model, progress=False))
 
 
 @st.cache_resource(show_spinner="Loading the judge…", max_entries=4)

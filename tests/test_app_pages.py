@@ -81,6 +81,31 @@ def _use_files(at: AppTest, qf, cf) -> AppTest:
     return at
 
 
+# ------------------------------------------------------------------ shared search
+
+def test_shared_search_searches_once_and_matches_direct_search(tricky_data):
+    from berds_core.corpus import load_corpus
+    from berds_core.retrieval import get_retriever
+    from pages.common import SharedSearch
+
+    _, cf = tricky_data
+    direct = get_retriever("bm25", load_corpus(cf), progress=False)
+    calls = []
+    inner = get_retriever("bm25", load_corpus(cf), progress=False)
+    search = inner.search
+    inner.search = lambda qs, k: calls.append((list(qs), k)) or search(qs, k)
+    shared = SharedSearch(inner, depth=100)
+    for k in (3, 1, 6, 100):
+        for q in ("homework sleep", "practice grades"):
+            assert shared.search([q], k) == [[(int(r), float(s)) for r, s in direct.search([q], k)[0]]]
+    # the corpus holds 6 passages: one search per query served every k
+    assert calls == [(["homework sleep"], 100), (["practice grades"], 100)]
+    assert shared.name == direct.name
+    shared.clear()
+    shared.search(["homework sleep", "homework sleep"], 2)
+    assert calls[-1] == (["homework sleep"], 100)
+
+
 # ------------------------------------------------------------------ home and shell
 
 def test_home_shows_demo_counts_and_sidebar(_app):
