@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--passages", type=int, default=120, help="passages in the workload (x their perspectives)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--encodings", nargs="+", default=["fp32", "int8"], help="embedded judge encodings to time")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     tsv = Path(args.data) / "berds-human" / "pers_det.dev.tsv"
@@ -73,35 +74,43 @@ def main(argv=None) -> int:
     pairs, rows = workload(tsv, args.passages)
     model = load_embedder()
     model.encode(["warm up"] * 8)
-    judge = EmbeddedJudge()
-    emb_rates, naive_rates = [], []
+    judges = {enc: EmbeddedJudge(encoding=enc) for enc in args.encodings}
+    for j in judges.values():
+        j.featurizer.model.encode(["warm up"] * 8)
+    rates = {enc: [] for enc in judges}
+    naive_rates = []
     for r in range(args.runs):
-        judge.featurizer = Featurizer(rel_head=judge.featurizer.rel_head)  # nothing reused between runs
-        t = time.perf_counter()
-        judge._score(pairs)
-        emb_rates.append(len(pairs) / (time.perf_counter() - t))
+        for enc, judge in judges.items():
+            # nothing reused between runs
+            judge.featurizer = Featurizer(rel_head=judge.featurizer.rel_head, encoding=judge.encoding)
+            t = time.perf_counter()
+            judge._score(pairs)
+            rates[enc].append(len(pairs) / (time.perf_counter() - t))
         t = time.perf_counter()
         for p, s in pairs:
             a = model.encode([p], normalize_embeddings=True)
             b = model.encode([s], normalize_embeddings=True)
             float(a[0] @ b[0])
         naive_rates.append(len(pairs) / (time.perf_counter() - t))
-        sys.stderr.write(f"run {r + 1}: embedded {emb_rates[-1]:.1f} pairs/s, naive {naive_rates[-1]:.1f} pairs/s\n")
-    probs = judge._score([(r["document"], r["perspective"]) for r in rows])
+        sys.stderr.write(f"run {r + 1}: " + ", ".join(f"embedded[{e}] {v[-1]:.1f}" for e, v in rates.items())
+                         + f", naive {naive_rates[-1]:.1f} pairs/s\n")
     labels = np.array([r["label"] == "1" for r in rows])
-    emb_med, naive_med = statistics.median(emb_rates), statistics.median(naive_rates)
+    naive_med = statistics.median(naive_rates)
     result = {
         "pairs": len(pairs), "unique_passages": len({p for p, _ in pairs}),
         "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
         "load_avg_1min": round(os.getloadavg()[0], 2),
-        "embedded_pairs_per_s": [round(x, 1) for x in emb_rates],
-        "naive_pairs_per_s": [round(x, 1) for x in naive_rates],
-        "embedded_median": round(emb_med, 1), "naive_median": round(naive_med, 1),
-        "speedup": round(emb_med / naive_med, 2),
-        "human_pairs_in_sample": agreement(labels, probs >= judge.threshold),
-        "threshold": judge.threshold,
-        "grouped_cv": judge.head["meta"].get("cv"),
+        "naive_pairs_per_s": [round(x, 1) for x in naive_rates], "naive_median": round(naive_med, 1),
     }
+    for enc, judge in judges.items():
+        med = statistics.median(rates[enc])
+        probs = judge._score([(r["document"], r["perspective"]) for r in rows])
+        result[f"embedded_{enc}"] = {
+            "pairs_per_s": [round(x, 1) for x in rates[enc]], "median": round(med, 1),
+            "speedup_vs_naive": round(med / naive_med, 2),
+            "human_pairs_in_sample": agreement(labels, probs >= judge.threshold)}
+    judge = next(iter(judges.values()))
+    result.update(threshold=judge.threshold, grouped_cv=judge.head["meta"].get("cv"))
     print(json.dumps(result) if args.json else json.dumps(result, indent=1))
     return 0
 

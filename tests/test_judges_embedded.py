@@ -67,7 +67,7 @@ def test_judge_predicts_and_ranks():
     assert ((probs >= 0) & (probs <= 1)).all()
     assert probs[0] > probs[1]  # the pro-nuclear passage over the recipe
     np.testing.assert_array_equal(labels, probs >= j.threshold)
-    assert j.status()["ok"] and j.name.startswith("embedded-minilm-v1-t")
+    assert j.status()["ok"] and j.name.startswith("embedded-minilm-v1")
     again = get_judge("embedded")
     p2, _ = again.predict([(p, PERSP[0]) for p in PASSAGES])
     assert again.forward_calls == 0
@@ -77,3 +77,21 @@ def test_judge_predicts_and_ranks():
 def test_threshold_override_changes_name_not_probs():
     a, b = get_judge("embedded"), get_judge("embedded", threshold=0.9)
     assert a.name != b.name and b.name.endswith("-t0.9") and a.cache_key == b.cache_key
+
+
+def test_encodings_agree_and_are_named():
+    pairs = [(p, s) for p in PASSAGES for s in PERSP]
+    fp32 = get_judge("embedded", encoding="fp32")
+    int8 = get_judge("embedded", encoding="int8")
+    assert fp32.name.startswith("embedded-minilm-v1-t") and int8.name.startswith("embedded-minilm-v1-int8-t")
+    a, _ = fp32.predict(pairs)
+    b, _ = int8.predict(pairs)
+    np.testing.assert_allclose(a, b, atol=0.05)
+    assert np.argmin(a[::2]) == np.argmin(b[::2]) == 1  # both put the recipe last
+
+
+def test_bad_encoding_is_a_judge_error():
+    from berds_core.judges import JudgeError
+
+    with pytest.raises(JudgeError, match="encoding"):
+        get_judge("embedded", encoding="fp8")

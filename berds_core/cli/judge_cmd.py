@@ -21,6 +21,7 @@ def _judge_args(p) -> None:
     p.add_argument("--device", help="hf/embedded: cpu, cuda, cuda:1, mps (default: automatic)")
     p.add_argument("--dtype", help="hf: torch dtype (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded: MiniLM precision")
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
     p.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts")
@@ -44,7 +45,8 @@ def make_judge(args):
     from ..judges import JudgeError, get_judge
 
     opts = {k: getattr(args, k, None) for k in
-            ("threshold", "shot", "device", "dtype", "batch_size", "concurrency", "timeout", "retries")}
+            ("threshold", "shot", "device", "dtype", "batch_size", "concurrency", "timeout", "retries",
+             "encoding")}
     if opts["threshold"] is not None and not 0.0 <= opts["threshold"] <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")
     try:

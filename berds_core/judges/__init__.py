@@ -2,7 +2,8 @@
 
 ``get_judge(spec, **opts)``:
 
-- ``embedded`` (default): offline CPU judge, MiniLM features + a trained head;
+- ``embedded`` (default): offline CPU judge, MiniLM features + a trained head
+  (opts: ``threshold``, ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto);
 - ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM
   (opts: ``shot``, ``device``, ``dtype``, ``batch_size``, ``threshold``);
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server (opts:
@@ -49,7 +50,7 @@ def get_judge(spec: str = "embedded", **opts) -> Judge:
     if backend == "embedded":
         from .embedded import EmbeddedJudge
 
-        allowed = {"threshold", "device", "batch_size"}
+        allowed = {"threshold", "device", "batch_size", "encoding"}
         return EmbeddedJudge(**{k: v for k, v in opts.items() if k in allowed})
     if backend == "hf":
         from .hf import HFJudge

@@ -85,8 +85,9 @@ class Featurizer:
     """Encodes texts with a SentenceTransformer (MiniLM by default) and builds pair features."""
 
     def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000,
-                 rel_head: tuple[np.ndarray, float] | None = None):
+                 rel_head: tuple[np.ndarray, float] | None = None, encoding: str = "fp32"):
         self.rel_head = rel_head
+        self.encoding = encoding  # fp32 | bf16 | int8 | auto (berds_core.embed.load_encoder)
         self.model_id = model
         self.device = device
         self.batch_size = batch_size
@@ -97,9 +98,14 @@ class Featurizer:
     @property
     def model(self):
         if self._model is None:
-            from ..embed import load_embedder
+            if self.encoding == "fp32":
+                from ..embed import load_embedder
 
-            self._model = load_embedder(self.model_id, self.device)
+                self._model = load_embedder(self.model_id, self.device)
+            else:
+                from ..embed import load_encoder
+
+                self._model = load_encoder(self.model_id, self.device, self.encoding)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[_Encoded]:
@@ -118,7 +124,7 @@ class Featurizer:
             feats = {k: (v.to(model.device) if hasattr(v, "to") else v) for k, v in feats.items()}
             with torch.inference_mode():
                 o = model(feats)
-            sent = o["sentence_embedding"].float().cpu().numpy()
+            sent = torch.nn.functional.normalize(o["sentence_embedding"].float(), dim=-1).cpu().numpy()
             toks = torch.nn.functional.normalize(o["token_embeddings"].float(), dim=-1).cpu().numpy()
             ids = feats["input_ids"].cpu().numpy()
             mask = feats["attention_mask"].cpu().numpy().astype(bool)
