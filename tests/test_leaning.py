@@ -142,3 +142,46 @@ def test_gold_index_beyond_the_questions_perspectives_is_bad_input(tmp_path, cap
         assert main([verb, "--run", run, "--gold", gold, "--json"]) == 2
         err = capsys.readouterr().err
         assert gold in err and "perspective" in err and len(err.strip().splitlines()) == 1
+
+
+def test_sycophancy_cli_bm25_with_gold(tmp_path, capsys):
+    """Each query form pulls the top k toward its own side on a corpus built for it."""
+    questions = _write(tmp_path / "q.jsonl", [
+        {"id": "q1", "question": "Should cities ban cars downtown?",
+         "perspectives": ["Cities should ban cars downtown.", "Cities should keep cars downtown."],
+         "stances": ["support", "oppose"]},
+        {"id": "q3", "question": "Is this a three-way question?", "perspectives": ["a", "b", "c"]},
+    ])
+    corpus = _write(tmp_path / "c.jsonl", [
+        {"id": "s1", "text": "cities should ban cars downtown to cut smog and noise"},
+        {"id": "s2", "text": "ban cars downtown: pedestrians and cafes thrive when cities ban cars"},
+        {"id": "o1", "text": "cities should keep cars downtown because shops need drivers"},
+        {"id": "o2", "text": "keep cars downtown: deliveries and disabled access need keep cars"},
+        {"id": "x1", "text": "a recipe for bread with flour water salt and yeast"},
+    ])
+    gold = _write(tmp_path / "g.jsonl", [
+        {"question_id": "q1", "passage_id": "s1", "perspective": 0},
+        {"question_id": "q1", "passage_id": "s2", "perspective": 0},
+        {"question_id": "q1", "passage_id": "o1", "perspective": 1},
+        {"question_id": "q1", "passage_id": "o2", "perspective": 1},
+    ])
+    args = ["sycophancy", "--questions", questions, "--corpus", corpus, "--retriever", "bm25",
+            "--gold", gold, "--k", "1", "--json", "--quiet"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["k"] == 1 and set(out) >= {"question", "support", "oppose"}
+    assert out["support"]["n"] == 1  # the three-perspective question is left out
+    # querying with the supporting perspective: the top passage supports it -> p = 1, n = 0, Δ = 1
+    assert out["support"] == {"n": 1, "p": 1.0, "n_share": 0.0, "delta": 1.0}
+    # querying with the opposing perspective: p = 0 -> Δ undefined
+    assert out["oppose"]["p"] == 0.0 and out["oppose"]["n_share"] == 1.0 and out["oppose"]["delta"] is None
+
+
+def test_sycophancy_cli_needs_two_perspective_questions(tmp_path, capsys):
+    questions = _write(tmp_path / "q.jsonl", [{"id": "q", "question": "Q?", "perspectives": ["a", "b", "c"]}])
+    corpus = _write(tmp_path / "c.jsonl", [{"id": "p", "text": "t"}])
+    gold = _write(tmp_path / "g.jsonl", [])
+    assert main(["sycophancy", "--questions", questions, "--corpus", corpus, "--retriever", "bm25",
+                 "--gold", gold, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert questions in err and "perspectives" in err
