@@ -95,3 +95,62 @@ def test_bad_encoding_is_a_judge_error():
 
     with pytest.raises(JudgeError, match="encoding"):
         get_judge("embedded", encoding="fp8")
+
+
+# ---------------------------------------------------------------- fast path, embedding store, wordllama
+def _pairs():
+    return [(p, s) for p in PASSAGES for s in PERSP]
+
+
+def test_sentence_fast_path_matches_token_path():
+    head = load_head()
+    rel = (head["rel_w"].astype(np.float32), float(head["rel_b"]))
+    full = Featurizer(rel_head=rel, store=False).features(_pairs())
+    fast_f = Featurizer(rel_head=rel, needed=["cos", "rel", "p_len"], store=False)
+    fast = fast_f.features(_pairs())
+    for name in ("cos", "rel", "p_len"):
+        i = FEATURES.index(name)
+        np.testing.assert_allclose(fast[:, i], full[:, i], atol=1e-4)
+    assert not fast[:, FEATURES.index("maxsim_mean")].any()  # token-level features not computed
+    assert fast_f._cache == {} and fast_f.n_encoded == 5
+
+
+def test_embedding_store_reuses_passages_across_featurizers(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    a = Featurizer(needed=["cos"])
+    xa = a.features(_pairs())
+    assert a.n_encoded == 5 and (tmp_path / "judges" / "embeddings.sqlite").exists()
+    b = Featurizer(needed=["cos"])  # new process-like state: nothing in memory
+    xb = b.features(_pairs() + [(PASSAGES[0], "A brand new perspective about reactors.")])
+    assert b.n_encoded == 1  # only the new perspective went through MiniLM
+    np.testing.assert_allclose(xb[:6], xa, atol=1e-6)
+    c = Featurizer(needed=["cos"], encoding="int8")  # another precision is another key
+    c.features(_pairs()[:1])
+    assert c.n_encoded == 2
+
+
+def test_judge_uses_only_head_features_and_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    j = get_judge("embedded")
+    assert j.featurizer.needed == j.head["features"]
+    j.predict(_pairs())
+    n = j.featurizer.n_encoded
+    j2 = get_judge("embedded", threshold=0.3)  # same cache key: predictions served from the cache
+    j2.predict(_pairs())
+    assert j2.forward_calls == 0 and n == 5
+
+
+def test_wordllama_loads_offline_from_the_package():
+    import os
+
+    from berds_core.judges.features import load_wordllama
+
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    wl = load_wordllama()
+    e = wl.embed([PERSP[0], PASSAGES[0], PASSAGES[1]], norm=True)
+    assert e.shape == (3, 256)
+    assert e[0] @ e[1] > e[0] @ e[2]  # nuclear passage closer than the cake recipe
+    f = Featurizer(needed=["cos", "w_cos"], store=False)
+    X = f.features([(PASSAGES[0], PERSP[0]), (PASSAGES[1], PERSP[0])])
+    w = X[:, FEATURES.index("w_cos")]
+    assert w[0] > w[1] and np.isclose(w[0], e[0] @ e[1], atol=1e-5)

@@ -10,6 +10,11 @@ logistic regression over the feature subset chosen by
 CPU, fp32 on accelerators; see ``berds_core.embed.resolve_encoding``) picks the
 MiniLM precision; bench/judge_cpu.py measured bf16 at ~1.7x the fp32 speed
 with identical decisions on the human pairs. The encoding is part of the name.
+
+Only the features the head uses are computed: the shipped head uses sentence
+cosines only, so scoring is one encoding per unique text (passages reused
+across perspectives and, through ``features.EmbeddingStore``, across runs and
+processes) plus a vectorised dot product.
 """
 from __future__ import annotations
 
@@ -58,7 +63,7 @@ class EmbeddedJudge(Judge):
         super().__init__(float(self.head["threshold"]) if threshold is None else threshold)
         self.featurizer = Featurizer(device=device, batch_size=batch_size,
                                      rel_head=(self.head["rel_w"].astype(np.float32), float(self.head["rel_b"])),
-                                     encoding=self.encoding)
+                                     encoding=self.encoding, needed=self.head["features"])
         self._cols = [FEATURES.index(f) for f in self.head["features"]]
 
     def _name_stem(self) -> str:

@@ -20,17 +20,32 @@ sentence embedding and the normalised token embeddings, and build per pair:
 - ``rel``: a relevance head on ``[u*v, |u-v|]`` of the two sentence embeddings,
   trained on PERSPECTRUM (perspective sentence vs its own claim / another claim);
 - ``opinion``: opinion / argument cue words in the passage per 100 words
-  (should, must, believe, harm, benefit, ...): passages that argue, not just inform.
+  (should, must, believe, harm, benefit, ...): passages that argue, not just inform;
+- ``w_cos``: cosine of wordllama static embeddings (``load_wordllama``: the
+  weights and tokenizer shipped inside the ``wordllama`` package, no download).
+
+Fast path: when every feature asked for is a sentence-level one
+(``SENTENCE_FEATURES``: what the shipped head uses), no token-level work is
+done: texts are encoded with ``encode_normalized`` (the dense retriever's
+routine, same model and precision -> the same vectors) and sentence embeddings
+persist in ``EmbeddingStore`` (SQLite under ``cache_dir("judges")``, keyed by
+model, precision, max_seq_length and sha1 of the text), so a passage judged
+once is never encoded again, in this process or the next.
 """
 from __future__ import annotations
 
 import re
+import sqlite3
+import threading
 from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
 FEATURES = ["cos", "win_max", "win_top2", "maxsim_mean", "maxsim_min", "maxsim_q25",
-            "lex", "s_neg", "p_neg", "neg_cos", "neg_lex", "p_len", "rel", "opinion"]
+            "lex", "s_neg", "p_neg", "neg_cos", "neg_lex", "p_len", "rel", "opinion", "w_cos"]
+SENTENCE_FEATURES = frozenset({"cos", "rel", "p_len", "w_cos"})
 
 WINDOW, STRIDE = 16, 8
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -71,6 +86,68 @@ def negation_count(text: str) -> int:
     return len(_NEG.findall(text))
 
 
+@lru_cache(maxsize=2)
+def load_wordllama(dim: int = 256):
+    """WordLlama (l2_supercat) from the files the ``wordllama`` package ships, offline.
+
+    ``WordLlama.load`` looks for the tokenizer in ``<package>/tokenizer/`` but the
+    package ships it in ``<package>/tokenizers/`` (weights in ``<package>/weights/``);
+    its ``cache_dir`` lookup uses exactly those two sub-folders, so pointing
+    ``cache_dir`` at the package folder finds both, with downloads disabled.
+    """
+    import wordllama
+    from wordllama import WordLlama
+
+    return WordLlama.load(config="l2_supercat", dim=dim, cache_dir=Path(wordllama.__file__).parent,
+                          disable_download=True)
+
+
+class EmbeddingStore:
+    """Unit-length float32 sentence embeddings keyed by (model key, sha1(text)) in SQLite."""
+
+    def __init__(self, path: Path | None = None):
+        from ..cache import cache_dir
+
+        self.path = Path(path) if path else cache_dir("judges") / "embeddings.sqlite"
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text TEXT, vec BLOB, PRIMARY KEY (model, text))")
+        self._conn.commit()
+
+    def get_many(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(hashes), 500):
+                chunk = hashes[i:i + 500]
+                q = ",".join("?" * len(chunk))
+                for h, blob in self._conn.execute(f"SELECT text, vec FROM emb WHERE model=? AND text IN ({q})",
+                                                  [model, *chunk]):
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_many(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self._lock:
+            self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
+                                   [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
+            self._conn.commit()
+
+
+_STORES: dict[str, EmbeddingStore] = {}
+
+
+def embedding_store() -> EmbeddingStore:
+    """The store of the current ``BERDS_CACHE`` (one connection per cache directory)."""
+    from ..cache import cache_dir
+
+    path = str(cache_dir("judges") / "embeddings.sqlite")
+    if path not in _STORES:
+        _STORES[path] = EmbeddingStore(Path(path))
+    return _STORES[path]
+
+
 class _Encoded:
     """What one text contributes: sentence vector, token vectors, windows, stems, cues."""
 
@@ -85,8 +162,15 @@ class Featurizer:
     """Encodes texts with a SentenceTransformer (MiniLM by default) and builds pair features."""
 
     def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000,
-                 rel_head: tuple[np.ndarray, float] | None = None, encoding: str = "fp32"):
+                 rel_head: tuple[np.ndarray, float] | None = None, encoding: str = "fp32",
+                 needed: list[str] | None = None, store: bool = True):
         self.rel_head = rel_head
+        # which features the caller uses (None: all); sentence-level only -> the fast path
+        self.needed = list(needed) if needed is not None else list(FEATURES)
+        self.store = store  # persist sentence embeddings in EmbeddingStore
+        self._sent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._wl: dict[str, np.ndarray] = {}
+        self.n_encoded = 0  # texts run through the transformer (tests and benches read it)
         self.encoding = encoding  # fp32 | bf16 | int8 | auto (berds_core.embed.load_encoder)
         self.model_id = model
         self.device = device
@@ -153,6 +237,7 @@ class Featurizer:
         """Encode the unique texts not already in the in-memory cache; return all of them."""
         need = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if need:
+            self.n_encoded += len(need)
             for t, e in zip(need, self._encode(need)):
                 self._cache[t] = e
         got = {t: self._cache[t] for t in dict.fromkeys(texts)}
@@ -162,8 +247,73 @@ class Featurizer:
             self._cache.popitem(last=False)
         return got
 
+    @property
+    def store_key(self) -> str:
+        from ..embed import model_key
+
+        return f"{model_key(self.model_id)}|{self.encoding}|msl{self.model.max_seq_length}"
+
+    def sentence_embeddings(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Unit-length float32 sentence embeddings of the unique ``texts``: memory, then store, then encode."""
+        from ..cache import text_hash
+        from ..retrieval.dense import encode_normalized
+
+        uniq = list(dict.fromkeys(texts))
+        need = [t for t in uniq if t not in self._sent]
+        if need and self.store:
+            hashes = {t: text_hash(t) for t in need}
+            found = embedding_store().get_many(self.store_key, list(dict.fromkeys(hashes.values())))
+            for t in need:
+                if hashes[t] in found:
+                    self._sent[t] = found[hashes[t]]
+            need = [t for t in need if t not in self._sent]
+        if need:
+            emb = encode_normalized(self.model, need, self.batch_size).astype(np.float32)
+            self.n_encoded += len(need)
+            for t, v in zip(need, emb):
+                self._sent[t] = v
+            if self.store:
+                embedding_store().put_many(self.store_key, [(text_hash(t), v) for t, v in zip(need, emb)])
+        got = {t: self._sent[t] for t in uniq}
+        for t in uniq:
+            self._sent.move_to_end(t)
+        while len(self._sent) > self._cache_size:
+            self._sent.popitem(last=False)
+        return got
+
+    def _wordllama_cos(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        need = [t for t in dict.fromkeys([p for p, _ in pairs] + [s for _, s in pairs]) if t not in self._wl]
+        if need:
+            for t, v in zip(need, load_wordllama().embed(need, norm=True)):
+                self._wl[t] = np.asarray(v, np.float32)
+        return np.array([float(self._wl[p] @ self._wl[s]) for p, s in pairs], np.float32)
+
+    def _sentence_features(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """The fast path: only SENTENCE_FEATURES filled (others stay 0), vectorised over pairs."""
+        X = np.zeros((len(pairs), len(FEATURES)), np.float32)
+        if not pairs:
+            return X
+        emb = self.sentence_embeddings([p for p, _ in pairs] + [s for _, s in pairs])
+        P = np.stack([emb[p] for p, _ in pairs])
+        S = np.stack([emb[s] for _, s in pairs])
+        X[:, FEATURES.index("cos")] = np.einsum("ij,ij->i", P, S)
+        if "rel" in self.needed and self.rel_head is not None:
+            w_rel, b_rel = self.rel_head
+            z = np.hstack([P * S, np.abs(P - S)]) @ w_rel + b_rel
+            X[:, FEATURES.index("rel")] = 1.0 / (1.0 + np.exp(-z))
+        if "p_len" in self.needed:
+            X[:, FEATURES.index("p_len")] = [max(1, len(_WORD.findall(p))) / 100.0 for p, _ in pairs]
+        if "w_cos" in self.needed:
+            X[:, FEATURES.index("w_cos")] = self._wordllama_cos(pairs)
+        return X
+
     def features(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """Feature matrix (len(pairs) x len(FEATURES)), float32."""
+        """Feature matrix (len(pairs) x len(FEATURES)), float32.
+
+        With only sentence-level features ``needed``, the others are left at 0.
+        """
+        if set(self.needed) <= SENTENCE_FEATURES:
+            return self._sentence_features(pairs)
         enc = self.encode([p for p, _ in pairs] + [s for _, s in pairs])
         X = np.zeros((len(pairs), len(FEATURES)), np.float32)
         for n, (p_text, s_text) in enumerate(pairs):
@@ -179,7 +329,9 @@ class Featurizer:
                 w_rel, b_rel = self.rel_head
                 z = float(np.concatenate([p.sent * s.sent, np.abs(p.sent - s.sent)]) @ w_rel + b_rel)
                 rel = 1.0 / (1.0 + np.exp(-z))
-            X[n] = (cos, w[0], w[:2].mean(), sim.mean(), sim.min(), np.quantile(sim, 0.25),
-                    lex, s_neg, 100.0 * p.neg / p.n_words, s_neg * cos, s_neg * lex, p.n_words / 100.0,
-                    rel, 100.0 * p.opinion / p.n_words)
+            X[n, :-1] = (cos, w[0], w[:2].mean(), sim.mean(), sim.min(), np.quantile(sim, 0.25),
+                         lex, s_neg, 100.0 * p.neg / p.n_words, s_neg * cos, s_neg * lex, p.n_words / 100.0,
+                         rel, 100.0 * p.opinion / p.n_words)
+        if "w_cos" in self.needed:
+            X[:, FEATURES.index("w_cos")] = self._wordllama_cos(pairs)
         return X
