@@ -19,6 +19,12 @@
    looks at the same 15 questions, so the reported figure is slightly optimistic).
 3. Final model: fit on all 276 pairs; threshold = F1-optimal on the
    leave-one-question-out probabilities of all pairs.
+
+``--explore`` also reports (same protocol, nothing shipped) the feature sets
+tried that did NOT beat ``cos``: contrast with the question's other
+perspectives (cos - max cos to the others, the passage's max cosine to any
+perspective, cos to the question, cos(p, s) - cos(p, question), per-question
+z-score of the cosine) and wordllama static-embedding cosines (``w_cos``).
 """
 from __future__ import annotations
 
@@ -154,12 +160,50 @@ def grouped_cv(X, y, g, C):
     return res
 
 
+def explore(pairs, y, g, X_all, human: Path, C: float) -> dict:
+    """Grouped CV of context features (other perspectives of the question) and wordllama cosines."""
+    from berds_core.cli.judge_cmd import read_pairs
+    from berds_core.embed import load_embedder
+    from berds_core.judges.features import FEATURES, Featurizer
+
+    qs = [r["question"] for r in read_pairs(human)]
+    persp: dict[str, list[str]] = {}
+    for (_, s), q in zip(pairs, qs):
+        if s not in persp.setdefault(q, []):
+            persp[q].append(s)
+    texts = sorted({p for p, _ in pairs} | {s for _, s in pairs} | set(qs))
+    E = dict(zip(texts, load_embedder().encode(texts, normalize_embeddings=True, batch_size=32)))
+    cos = np.array([E[p] @ E[s] for p, s in pairs])
+    omax = np.array([max(E[p] @ E[o] for o in persp[q] if o != s) for (p, s), q in zip(pairs, qs)])
+    qcos = np.array([E[p] @ E[q] for (p, _), q in zip(pairs, qs)])
+    z = np.zeros(len(y))
+    for q in np.unique(g):
+        z[g == q] = (cos[g == q] - cos[g == q].mean()) / (cos[g == q].std() + 1e-6)
+    w = Featurizer(needed=["cos", "w_cos"], store=False)._wordllama_cos(pairs)
+    F = {"cos": cos, "diff_max": cos - omax, "pmax": np.maximum(cos, omax), "qcos": qcos,
+         "cos_minus_q": cos - qcos, "z_in_question": z, "w_cos": w,
+         "rel": X_all[:, FEATURES.index("rel")]}
+    sets = {"cos (minilm, this pass)": ["cos"], "cos+diff_max": ["cos", "diff_max"],
+            "cos+diff_max+pmax": ["cos", "diff_max", "pmax"], "cos+diff_max+qcos": ["cos", "diff_max", "qcos"],
+            "cos+cos_minus_q": ["cos", "cos_minus_q"], "cos+z_in_question": ["cos", "z_in_question"],
+            "w_cos": ["w_cos"], "cos+w_cos": ["cos", "w_cos"], "cos+rel+w_cos": ["cos", "rel", "w_cos"]}
+    out = {}
+    for name, cols in sets.items():
+        res = grouped_cv(np.column_stack([F[c] for c in cols]), y, g, C)
+        out[name] = res
+        log(f"explore {name:26s} CV F1 {res['f1']:.3f} kappa {res['kappa']:.3f} acc {res['accuracy']:.3f} "
+            f"pos {res['positive_rate']:.3f}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the shared data folder")
     ap.add_argument("--out", default=str(ROOT / "berds_core" / "judges" / "weights" / "embedded_v1.npz"))
     ap.add_argument("--C", type=float, default=0.1, help="inverse L2 strength of the pair head")
     ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    ap.add_argument("--explore", action="store_true",
+                    help="also report the contrastive / wordllama feature sets that were tried (not shipped)")
     args = ap.parse_args(argv)
     data = Path(args.data)
     human = data / "berds-human" / "pers_det.dev.tsv"
@@ -184,6 +228,8 @@ def main(argv=None) -> int:
         report["candidates"][name] = res
         log(f"{name:28s} CV F1 {res['f1']:.3f} kappa {res['kappa']:.3f} acc {res['accuracy']:.3f} "
             f"pos {res['positive_rate']:.3f}")
+    if args.explore:
+        report["explored"] = explore(pairs, y, g, X_all, human, args.C)
     best = max(report["candidates"], key=lambda n: report["candidates"][n]["f1"])
     feats = CANDIDATES[best] or list(FEATURES)
     cols = [FEATURES.index(f) for f in feats]
