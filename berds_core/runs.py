@@ -7,8 +7,6 @@ Runs written by the original BERDS scripts (no ``id``) load as they are.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from .errors import InputError
@@ -80,16 +78,20 @@ def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = N
             arr = np.asarray(preds, dtype=bool).reshape(len(preds), m)[: len(ctxs)]
             out[: len(arr)] = arr
         return out
-    labels = gold.get(str(entry["id"]), {})
-    out = np.zeros((len(ctxs), m), dtype=bool)
-    for i, c in enumerate(ctxs):
-        for j in labels.get(str(c["id"]), ()):
+    return gold_matrix(gold, entry["id"], m, [c["id"] for c in ctxs])
+
+
+def gold_matrix(gold: Gold, question_id, m: int, passage_ids) -> np.ndarray:
+    """Boolean matrix (passages x m perspectives) of the gold labels of one question.
+
+    A gold perspective index the question does not have raises ValueError.
+    """
+    labels = gold.get(str(question_id), {})
+    out = np.zeros((len(passage_ids), m), dtype=bool)
+    for i, pid in enumerate(passage_ids):
+        for j in labels.get(str(pid), ()):
             if not 0 <= j < m:
-                raise ValueError(f"question {entry['id']}: gold perspective {j} for passage {c['id']} "
+                raise ValueError(f"question {question_id}: gold perspective {j} for passage {pid} "
                                  f"but the question has {m} perspectives")
             out[i, j] = True
     return out
-
-
-def default_run_path(out) -> Path:
-    return Path(out)

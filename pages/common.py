@@ -192,15 +192,12 @@ def judge_matrix(judge, texts: list[str], perspectives: list[str]) -> tuple[np.n
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
+    """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
     if gold is None:
         return None
-    labels = gold.get(str(question.id), {})
-    out = np.zeros((len(ids), len(question.perspectives)), dtype=bool)
-    for i, pid in enumerate(ids):
-        for j in labels.get(str(pid), ()):
-            if 0 <= j < out.shape[1]:
-                out[i, j] = True
-    return out
+    from berds_core.runs import gold_matrix as matrix
+
+    return matrix(gold, question.id, len(question.perspectives), ids)
 
 
 def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.75,

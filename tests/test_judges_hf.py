@@ -153,3 +153,16 @@ def test_judge_run_with_hf_judge(tiny_mistral):
     preds, probs = entries[0][j.name + "-preds"], entries[0][j.name + "-probs"]
     assert len(preds) == 2 and all(len(r) == 2 for r in preds)
     assert [[p >= j.threshold for p in row] for row in probs] == preds
+
+
+def test_free_form_yes_probability(tiny_llama):
+    from berds_core.leaning import infer_sides_llm
+
+    j = HFJudge(str(tiny_llama), device="cpu").load()
+    prompts = ["Is the sky green? Answer Yes or No.", "Statement: water is wet. Is that so?"]
+    probs = j.yes_probability(prompts)
+    for q, p in zip(prompts, probs):  # the same softmax over (Yes, No) as pairs, on a one-turn chat
+        ln = j.yes_no_logits([j.render_messages([{"role": "user", "content": q}])])[0]
+        assert p == pytest.approx(1.0 / (1.0 + np.exp(ln[1] - ln[0])), abs=1e-5)
+    sides = infer_sides_llm("Is it good?", ["It is good.", "It is not good."], j.yes_probability)
+    assert sides.source == "llm" and {sides.support, sides.oppose} == {0, 1}

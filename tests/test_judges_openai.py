@@ -49,7 +49,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/v1/chat/completions":
             return self._send(404, {"error": "not found"})
         prompt = body["messages"][-1]["content"]
-        doc = re.search(r"Document: (.*)\nDoes the document", prompt, re.S).group(1)
+        m = re.search(r"Document: (.*)\nDoes the document", prompt, re.S)
+        doc = m.group(1) if m else prompt  # a free-form yes/no question (Judge.yes_probability)
         mode = srv.mode
         if mode == "reject_logprobs" and body.get("logprobs"):
             return self._send(400, {"error": {"message": "logprobs not supported"}})
@@ -211,3 +212,32 @@ def test_cli_judge_eval_against_server(server, tmp_path, capsys):
     assert rc == 0
     res = json.loads(capsys.readouterr().out)
     assert res["n"] == 3 and res["accuracy"] == pytest.approx(2 / 3) and res["f1"] == pytest.approx(2 / 3)
+
+
+def test_free_form_yes_probability_decides_sides(server):
+    from berds_core.leaning import infer_sides_llm
+
+    j = _judge(server.url, concurrency=2)
+    probs = j.yes_probability(["Is it indeed so?", "Is it so?"])
+    np.testing.assert_allclose(probs, [0.8, 0.3], atol=1e-6)
+    assert server.requests[-1]["body"]["messages"][0]["role"] == "user"
+    sides = infer_sides_llm("Q?", ["It is not.", "It is indeed."], j.yes_probability)
+    assert (sides.support, sides.oppose, sides.source) == (1, 0, "llm")
+
+
+def test_leaning_cli_sides_from_an_llm(server, tmp_path, capsys):
+    from berds_core.cli import main
+
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"id": "q", "question": "Is it so?", "perspectives": ["It is not.", "It is indeed."],
+                               "ctxs": [{"id": "p", "text": "t"}]}) + "\n")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"question_id": "q", "passage_id": "p", "perspective": 1}) + "\n")
+    args = ["leaning", "--run", str(run), "--gold", str(gold), "--k", "1", "--json"]
+    assert main(args + ["--sides-llm", f"openai:tiny@{server.url}"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["support_only"] == 1.0  # the LLM says perspective 1 ("indeed") answers yes
+    assert main(args + ["--sides", "order"]) == 0  # dataset order: perspective 0 supports
+    assert json.loads(capsys.readouterr().out)["oppose_only"] == 1.0
+    assert main(args + ["--sides-llm", "embedded"]) == 2
+    assert "cannot answer free prompts" in capsys.readouterr().err

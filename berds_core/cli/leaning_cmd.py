@@ -6,8 +6,8 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..leaning import QUERY_FORMS, infer_sides, leaning, query_for, sycophancy
-from ..runs import label_matrix, read_run
+from ..leaning import QUERY_FORMS, infer_sides, infer_sides_llm, leaning, query_for, sycophancy
+from ..runs import gold_matrix, label_matrix, read_run
 
 SIDE_METHODS = ("auto", "stances", "order", "rule")
 
@@ -22,6 +22,7 @@ def register(sub) -> None:
     p.add_argument("--sides", choices=SIDE_METHODS, default="auto",
                    help="how to decide the supporting perspective (auto: dataset stances, else the offline rule)")
     p.add_argument("--questions", help="questions file whose stance labels fix the sides (optional)")
+    p.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
     p.set_defaults(func=run_leaning)
 
     s = sub.add_parser("sycophancy", help="Δ = (p − n) / p for the question, the supporting and the opposing perspective as queries")
@@ -34,12 +35,26 @@ def register(sub) -> None:
     src.add_argument("--judge", help="judge spec, e.g. embedded")
     s.add_argument("--k", type=int, default=5)
     s.add_argument("--sides", choices=SIDE_METHODS, default="auto")
+    s.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
     s.set_defaults(func=run_sycophancy)
 
 
 def _check_k(k: int) -> None:
     if k < 1:
         raise InputError("--k", None, None, "k must be at least 1")
+
+
+def side_decider(args):
+    """``(question, perspectives, stances) -> Sides``: the offline methods, or an LLM with --sides-llm."""
+    if args.sides_llm:
+        from ..judges import get_judge
+
+        llm = get_judge(args.sides_llm)
+        if not hasattr(llm, "yes_probability"):
+            raise InputError("--sides-llm", None, None, f"judge '{args.sides_llm}' cannot answer free prompts; "
+                                                         "use an hf: or openai: judge")
+        return lambda q, persp, stances: infer_sides_llm(q, persp, llm.yes_probability)
+    return lambda q, persp, stances: infer_sides(q, persp, stances, method=args.sides)
 
 
 def _stances_by_id(path) -> dict:
@@ -55,6 +70,7 @@ def run_leaning(args) -> dict:
     entries = read_run(args.run)
     gold = load_gold(args.gold) if args.gold else None
     stances = _stances_by_id(args.questions)
+    decide = side_decider(args)
     mats, sides = [], []
     for e in entries:
         try:
@@ -65,7 +81,7 @@ def run_leaning(args) -> dict:
             raise InputError(args.gold, None, "perspective", str(err)) from None
         st = stances.get(e["id"], e.get("stances"))
         try:
-            sides.append(infer_sides(e["question"], e["perspectives"], st, method=args.sides))
+            sides.append(decide(e["question"], e["perspectives"], st))
         except ValueError as err:
             raise InputError(args.questions or args.run, None, "stances", f"question {e['id']}: {err}") from None
     out = leaning(mats, sides, args.k)
@@ -92,17 +108,21 @@ def run_sycophancy(args) -> dict:
 
         judge = get_judge(args.judge)
     retriever = get_retriever(args.retriever, corpus, args.model, progress=not args.quiet)
+    decide = side_decider(args)
     sides = []
     for q in questions:
         try:
-            sides.append(infer_sides(q.question, q.perspectives, q.stances, method=args.sides))
+            sides.append(decide(q.question, q.perspectives, q.stances))
         except ValueError as err:
             raise InputError(args.questions, None, "stances", f"question {q.id}: {err}") from None
     out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name}
     for form in tqdm(QUERY_FORMS, desc="query forms", disable=args.quiet, file=sys.stderr):
         queries = [query_for(form, q.question, q.perspectives, s) for q, s in zip(questions, sides)]
         hits = retriever.search(queries, args.k)
-        mats = [_labels(q, [corpus[i] for i, _ in h], gold, judge) for q, h in zip(questions, hits)]
+        try:
+            mats = [_labels(q, [corpus[i] for i, _ in h], gold, judge) for q, h in zip(questions, hits)]
+        except ValueError as err:  # a gold perspective index the question does not have
+            raise InputError(args.gold, None, "perspective", str(err)) from None
         out[form] = sycophancy(mats, sides, args.k)
     return out
 
@@ -110,9 +130,7 @@ def run_sycophancy(args) -> dict:
 def _labels(question, passages, gold, judge) -> np.ndarray:
     """Label matrix of retrieved passages: gold labels by passage id, or the judge's predictions."""
     if gold is not None:
-        entry = {"id": question.id, "perspectives": question.perspectives,
-                 "ctxs": [{"id": p.id} for p in passages]}
-        return label_matrix(entry, gold=gold)
+        return gold_matrix(gold, question.id, len(question.perspectives), [p.id for p in passages])
     pairs = [(p.text, persp) for p in passages for persp in question.perspectives]
     _, labels = judge.predict(pairs)
     return np.asarray(labels, dtype=bool).reshape(len(passages), len(question.perspectives))

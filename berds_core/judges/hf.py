@@ -137,8 +137,11 @@ class HFJudge(Judge):
     # -- scoring --------------------------------------------------------
     def render(self, document: str, perspective: str) -> str:
         """The full prompt text for one pair (chat template + generation prompt)."""
+        return self.render_messages(messages(document, perspective, self.shot))
+
+    def render_messages(self, msgs: list[dict]) -> str:
+        """Chat messages as the model's prompt text, ending where the answer begins."""
         self.load()
-        msgs = messages(document, perspective, self.shot)
         if getattr(self._tok, "chat_template", None):
             return self._tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         return (self._tok.bos_token or "") + "\n\n".join(m["content"] for m in msgs) + " "
@@ -160,12 +163,20 @@ class HFJudge(Judge):
 
     def _score(self, pairs):
         self.load()
-        prompts = [self.render(p, s) for p, s in pairs]
+        return self._p_yes([self.render(p, s) for p, s in pairs])
+
+    def yes_probability(self, prompts: list[str]) -> np.ndarray:
+        """P("Yes") vs "No" for free-form yes/no questions, one user turn each (not cached)."""
+        self.load()
+        return self._p_yes([self.render_messages([{"role": "user", "content": q}]) for q in prompts])
+
+    def _p_yes(self, prompts: list[str]) -> np.ndarray:
+        """Batches sorted by length; softmax over the (Yes, No) logits at the last position."""
         lengths = [len(self._tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
         order = np.argsort(lengths, kind="stable")
-        out = np.zeros(len(pairs), dtype=np.float64)
+        out = np.zeros(len(prompts), dtype=np.float64)
         for i in range(0, len(order), self.batch_size):
             idx = order[i:i + self.batch_size]
             ln = self.yes_no_logits([prompts[j] for j in idx])
-            out[idx] = 1.0 / (1.0 + np.exp(ln[:, 1] - ln[:, 0]))  # softmax over (Yes, No)
+            out[idx] = 1.0 / (1.0 + np.exp(ln[:, 1] - ln[:, 0]))
         return out

@@ -148,15 +148,18 @@ class OpenAIJudge(Judge):
         raise JudgeError(f"openai judge: {self.base_url}: {last} (gave up after {self.retries + 1} tries)")
 
     def score_one(self, document: str, perspective: str) -> float:
-        body = {"model": self.model_id, "messages": messages(document, perspective, self.shot),
-                "max_tokens": 1, "temperature": 0.0}
+        return self.ask(messages(document, perspective, self.shot))
+
+    def ask(self, msgs: list[dict]) -> float:
+        """P("Yes") for one chat: from logprobs when the server offers them, else the parsed answer."""
+        body = {"model": self.model_id, "messages": msgs, "max_tokens": 1, "temperature": 0.0}
         if self._use_logprobs:
             body.update(logprobs=True, top_logprobs=5)
         try:
             data = self._post(body)
         except _NoLogprobs:
             self._use_logprobs = False
-            return self.score_one(document, perspective)
+            return self.ask(msgs)
         try:
             choice = data["choices"][0]
         except (KeyError, IndexError, TypeError):
@@ -168,6 +171,11 @@ class OpenAIJudge(Judge):
         if prob is None:
             raise JudgeError(f"openai judge: answer is neither Yes nor No: {str(text)[:80]!r}")
         return prob
+
+    def yes_probability(self, prompts: list[str]) -> np.ndarray:
+        """P("Yes") for free-form yes/no questions, one user turn each (not cached)."""
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return np.array(list(pool.map(lambda q: self.ask([{"role": "user", "content": q}]), prompts)))
 
     def _score(self, pairs):
         out = np.full(len(pairs), np.nan)
