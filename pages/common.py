@@ -247,12 +247,10 @@ def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: f
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
                   embedder=embedder)
-    entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
-    if question.subset:
-        entry["subset"] = question.subset
-    entry["ctxs"] = [dict(corpus.passage_dict(r), score=s) for r, s in ranked]
     from berds_core.judges import judge_run
+    from berds_core.retrieval import question_entry
 
+    entry = question_entry(question, corpus, ranked)
     judge_run([entry], judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
     return entry
 

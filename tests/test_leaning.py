@@ -185,3 +185,22 @@ def test_sycophancy_cli_needs_two_perspective_questions(tmp_path, capsys):
                  "--gold", gold, "--json"]) == 2
     err = capsys.readouterr().err
     assert questions in err and "perspectives" in err
+
+
+def test_runs_carry_stances_so_leaning_needs_no_questions_file(tmp_path, capsys):
+    """`berds retrieve` keeps the dataset's stance labels in the run; `berds leaning` uses them."""
+    questions = _write(tmp_path / "q.jsonl", [
+        {"id": "q1", "question": "Is tea better than coffee?",
+         "perspectives": ["Coffee is better than tea.", "Tea is better than coffee."],
+         "stances": ["oppose", "support"]}])
+    corpus = _write(tmp_path / "c.jsonl", [{"id": "t", "text": "tea is better than coffee for calm mornings"},
+                                          {"id": "x", "text": "bread recipe"}])
+    gold = _write(tmp_path / "g.jsonl", [{"question_id": "q1", "passage_id": "t", "perspective": 1}])
+    run = str(tmp_path / "run.jsonl")
+    assert main(["retrieve", "--questions", questions, "--corpus", corpus, "--retriever", "bm25",
+                 "--k", "1", "--out", run, "--json", "--quiet"]) == 0
+    capsys.readouterr()
+    assert json.loads(open(run).readline())["stances"] == ["oppose", "support"]
+    assert main(["leaning", "--run", run, "--gold", gold, "--k", "1", "--json"]) == 0
+    # perspective 1 supports (per the stances), and the top passage supports perspective 1
+    assert json.loads(capsys.readouterr().out)["support_only"] == 1.0

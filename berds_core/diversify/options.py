@@ -78,7 +78,7 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
     from tqdm import tqdm
 
-    from ..retrieval import ctxs_for
+    from ..retrieval import question_entry
     from . import diversify
 
     opts = {key: cfg[key] for key in ("lam", "qe_source", "embedder", "candidates", "alpha", "llm") if key in cfg
@@ -98,9 +98,5 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
         except OSError as e:
             raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
                              str(e).splitlines()[0] if str(e) else type(e).__name__) from None
-        entry = {"id": q.id, "question": q.question, "perspectives": list(q.perspectives)}
-        if q.subset is not None:
-            entry["subset"] = q.subset
-        entry["ctxs"] = ctxs_for(corpus, hits)
-        entries.append(entry)
+        entries.append(question_entry(q, corpus, hits))
     return entries

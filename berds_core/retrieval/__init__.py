@@ -50,6 +50,17 @@ def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
     return out
 
 
+def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
+    """One run line (BERDS format plus ``id``, ``subset`` and ``stances`` when known) for ranked hits."""
+    entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
+    if question.subset is not None:
+        entry["subset"] = question.subset
+    if question.stances:
+        entry["stances"] = list(question.stances)
+    entry["ctxs"] = ctxs_for(corpus, hits)
+    return entry
+
+
 def retrieve_run(questions, corpus, retriever: Retriever, k: int,
                  query_fn: Callable | None = None) -> list[dict]:
     """One run entry per question (BERDS run format plus ``id``), top-``k`` passages each.
@@ -59,11 +70,4 @@ def retrieve_run(questions, corpus, retriever: Retriever, k: int,
     questions = list(questions)
     queries = [query_fn(q) if query_fn else q.question for q in questions]
     results = retriever.search(queries, k) if questions else []
-    entries = []
-    for q, hits in zip(questions, results):
-        entry = {"id": q.id, "question": q.question, "perspectives": list(q.perspectives)}
-        if q.subset is not None:
-            entry["subset"] = q.subset
-        entry["ctxs"] = ctxs_for(corpus, hits)
-        entries.append(entry)
-    return entries
+    return [question_entry(q, corpus, hits) for q, hits in zip(questions, results)]
