@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import sidebar
+from pages.common import shell, sidebar
 
 ROOT = Path(__file__).parent
 
@@ -22,4 +22,5 @@ TOOLS = [
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TOOLS if (ROOT / f).exists()]
 nav = st.navigation(pages)
 sidebar()
-nav.run()
+with shell():
+    nav.run()

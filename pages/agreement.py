@@ -13,7 +13,9 @@ import streamlit as st  # noqa: E402
 
 from berds_core.agreement import agreement_report, disagreements  # noqa: E402
 from berds_core.store import Store, default_db_path  # noqa: E402
-from pages.common import esc  # noqa: E402
+from pages.common import ensure_shell, esc  # noqa: E402
+
+ensure_shell()
 
 
 @st.cache_resource(show_spinner=False)

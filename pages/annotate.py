@@ -18,7 +18,9 @@ import streamlit as st  # noqa: E402
 
 from berds_core.errors import InputError  # noqa: E402
 from berds_core.store import SKIP, Store, StoreError, default_db_path  # noqa: E402
-from pages.common import esc  # noqa: E402
+from pages.common import ensure_shell, esc  # noqa: E402
+
+ensure_shell()
 
 ALL = "All my tasks"
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import runpy
+import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -37,7 +40,43 @@ JUDGE_CHOICES = ["embedded", "custom spec"]
 DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
 
 
-# --------------------------------------------------------------------------- escaping
+# --------------------------------------------------------------------------- the app shell
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+_shell = threading.local()  # per script-run thread: is app.py's navigation running this page?
+
+
+@contextmanager
+def shell():
+    """Marks the pages that app.py's ``st.navigation`` runs (see :func:`ensure_shell`)."""
+    _shell.active = True
+    try:
+        yield
+    finally:
+        _shell.active = False
+
+
+def ensure_shell() -> None:
+    """Run the page inside app.py's navigation and shared sidebar.
+
+    On a fresh server, a deep link or a browser refresh (``/leaning``) is
+    resolved by Streamlit's ``pages/`` folder mode, which runs the page file
+    alone: no navigation, no shared sidebar. A page calls this first; when the
+    server's main script is app.py but the shell is not running, it runs the
+    shell (which routes to the page) and stops. ``streamlit run pages/x.py``
+    still runs a page on its own.
+    """
+    if getattr(_shell, "active", False):
+        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is not None and Path(ctx.main_script_path).resolve() == APP:
+        runpy.run_path(str(APP), run_name="__main__")
+        st.stop()
+
+
+
 
 _ENTITIES = {c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]()#+-.!|~:$="}
 

@@ -11,7 +11,9 @@ import streamlit as st
 
 from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
-from pages.common import current_config, esc, get_data, get_engine, run_entry, summarize
+from pages.common import current_config, ensure_shell, esc, get_data, get_engine, run_entry, summarize
+
+ensure_shell()
 
 METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
            "coverage": "+ perspective re-ranker", "preset": "preset: diverse (best found)"}

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import current_config, get_data
+from pages.common import current_config, ensure_shell, get_data
+
+ensure_shell()
 
 st.title("BERDS Studio")
 st.markdown(

@@ -12,8 +12,10 @@ import streamlit as st
 from berds_core.evaluation import passages_needed, union_coverage
 from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, infer_sides, infer_sides_llm, query_for,
                                 side_shares)
-from pages.common import (cached_judge, cached_retriever, current_config, embedder_model, esc, get_data,
+from pages.common import (ensure_shell, cached_judge, cached_retriever, current_config, embedder_model, esc, get_data,
                           get_engine, gold_matrix, judge_matrix, rank)
+
+ensure_shell()
 
 BUCKET_LABELS = {"support_only": "supporting side only", "oppose_only": "opposing side only",
                  "both": "both sides", "neither": "neither side"}

@@ -4,9 +4,11 @@ from __future__ import annotations
 import streamlit as st
 
 from berds_core.records import Question
-from pages.common import (DEPTH, Config, best_ranks, cached_data, cached_embedder, cached_judge,
+from pages.common import (ensure_shell, DEPTH, Config, best_ranks, cached_data, cached_embedder, cached_judge,
                           cached_retriever, column_result, current_config, embedder_model, esc, get_data,
                           get_engine)
+
+ensure_shell()
 
 COLUMNS = {
     "none": ("Plain retrieval", "the retriever's own top k"),
