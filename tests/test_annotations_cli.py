@@ -172,9 +172,6 @@ def test_bad_input_errors(tmp_path, tsv, capsys):
 
 
 def test_tasks_uncertain_with_the_embedded_judge(tmp_path, capsys):
-    judges = pytest.importorskip("berds_core.judges", reason="the judges module is written in parallel")
-    if not hasattr(judges, "get_judge"):
-        pytest.skip("berds_core.judges.get_judge not available yet")
     db = str(tmp_path / "a.db")
     run = _run_file(tmp_path)
     res = jcall(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "6", "--strategy",

@@ -65,7 +65,8 @@ def test_import_debate_sites(tmp_path, procon, capsys):
 
 
 def test_import_corpus_loads_with_corpus_module(tmp_path, procon, capsys):
-    corpus_mod = pytest.importorskip("berds_core.corpus")
+    from berds_core import corpus as corpus_mod
+
     out = tmp_path / "out"
     assert run_cli(capsys, "import", "debate-sites", procon, "--out", out)[0] == 0
     corpus = corpus_mod.load_corpus(out / "corpus.jsonl")
