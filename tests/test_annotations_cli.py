@@ -172,6 +172,8 @@ def test_bad_input_errors(tmp_path, tsv, capsys):
 
 
 def test_tasks_uncertain_with_the_embedded_judge(tmp_path, capsys):
+    from berds_core import judges
+
     db = str(tmp_path / "a.db")
     run = _run_file(tmp_path)
     res = jcall(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "6", "--strategy",
