@@ -54,6 +54,12 @@ def _healthy(url: str) -> bool:
         return False
 
 
+class ServerURL(str):
+    """The server's base URL; ``.pid`` is the streamlit process (and its process group)."""
+
+    pid: int
+
+
 @contextlib.contextmanager
 def streamlit_server(script: str | os.PathLike = "app.py", *, timeout: float = 90.0,
                      env: dict | None = None, cwd: str | os.PathLike = ROOT):
@@ -91,7 +97,9 @@ def streamlit_server(script: str | os.PathLike = "app.py", *, timeout: float = 9
             if time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit not healthy after {timeout:.0f}s:\n{log_path.read_text(errors='replace')[-4000:]}")
             time.sleep(0.25)
-        yield url
+        served = ServerURL(url)
+        served.pid = proc.pid
+        yield served
     finally:
         if proc.poll() is None:
             proc.terminate()

@@ -1,4 +1,6 @@
 """Real browser: `streamlit run pages/annotate.py`, label five pairs with the keyboard, check the database."""
+import os
+import signal
 import time
 
 import pytest
@@ -66,3 +68,26 @@ def test_label_five_pairs_with_the_keyboard(tmp_path):
         assert got == {"b0": 1, "b1": 0, "b2": 1, "b3": "skip", "b4": 0}
         kinds = [e["kind"] for e in s.history("kim")]
         assert kinds == ["label", "label", "label", "skip", "label", "undo", "label"]
+
+
+def test_label_acknowledged_in_the_ui_survives_sigkill_of_the_server(tmp_path):
+    """The page shows the next pair only after the label is committed; SIGKILL right then loses nothing."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    db = tmp_path / "kill.db"
+    with Store(db) as s:
+        s.add_pairs([Pair(f"k{i}", f"Question {i}?", f"Passage {i}", f"Perspective {i}") for i in range(3)])
+        s.create_task_set("kill", {"ana": [f"k{i}" for i in range(3)]})
+    with streamlit_server(ROOT / "pages" / "annotate.py", env={"BERDS_ANNOTATIONS_DB": str(db)}) as url, \
+            chromium_page() as page:
+        page.goto(f"{url}/?annotator=ana")
+        wait_for_app(page)
+        _wait_for_pair(page, 0)
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("n")
+        page.get_by_text("Question 1?", exact=True).wait_for(timeout=60_000)  # the UI's acknowledgement
+        os.killpg(url.pid, signal.SIGKILL)  # no graceful shutdown, no flush
+    with Store(db) as s:
+        assert {lab.pair_id: lab.value for lab in s.labels("ana")} == {"k0": 0}
+        assert [e["kind"] for e in s.history("ana")] == ["label"]
