@@ -60,6 +60,13 @@ def config_results(_data, data_key: str, retriever_kind: str, method: str, form:
     return out
 
 
+@st.cache_data(show_spinner="Asking the LLM which perspective answers yes…", max_entries=1024)
+def llm_sides(judge_spec: str, question: str, perspectives: tuple[str, ...]) -> tuple:
+    """The LLM's side decision for one question, asked once per (judge, question)."""
+    s = infer_sides_llm(question, list(perspectives), cached_judge(judge_spec).yes_probability)
+    return s.support, s.oppose, s.source, s.confidence
+
+
 def leaning_rows(results: dict[str, list[dict]]) -> list[dict]:
     """One row per configuration: bucket shares and counts."""
     rows = []
@@ -154,7 +161,7 @@ if side_method.startswith("LLM") and not hasattr(judge0, "yes_probability"):
 swaps = st.session_state.setdefault("ln_swaps", {})
 sides, side_rows = {}, []
 for q in two:
-    s = (infer_sides_llm(q.question, q.perspectives, llm.yes_probability) if llm is not None
+    s = (Sides(*llm_sides(cfg.judge, q.question, tuple(q.perspectives))) if llm is not None
          else infer_sides(q.question, q.perspectives, q.stances, method=method_arg))
     if swaps.get(q.id):
         s = s.swapped()
