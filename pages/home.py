@@ -35,7 +35,9 @@ if data is not None:
         "query expansion and the perspective-aware re-ranker, side by side.\n"
         "2. **Evaluate** — run a configuration over every question, per subset, with intervals, "
         "and browse the questions where a perspective is missing.\n"
-        "3. **Annotate / Agreement** — label passage–perspective pairs by hand and compare with the judge."
+        "3. **Annotate / Agreement** — label passage–perspective pairs by hand and compare with the judge.\n"
+        "4. **Leaning** — does a retriever favour the supporting side, and does phrasing the query as one "
+        "side pull the results to that side?"
     )
     st.page_link(str(Path(__file__).parent / "playground.py"), label="Open the Playground", icon=":material/search:")
 
