@@ -414,6 +414,19 @@ def get_engine(cfg: Config, data: Data):
     return retriever, judge, embedder
 
 
+def page_engine(*, need_judge: bool = True):
+    """``(cfg, data, retriever, judge, embedder)`` for a tool page; stops the page (after the
+    error line is shown) when the data, the retriever or a needed judge is unusable."""
+    cfg = current_config()
+    data = get_data(cfg)
+    if data is None:
+        st.stop()
+    retriever, judge, embedder = get_engine(cfg, data)
+    if retriever is None or (need_judge and judge is None):
+        st.stop()
+    return cfg, data, retriever, judge, embedder
+
+
 # --------------------------------------------------------------------------- sidebar
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
-from pages.common import current_config, ensure_shell, esc, get_data, get_engine, run_entry, summarize
+from pages.common import (ensure_shell, esc, page_engine, run_entry, summarize)
 
 ensure_shell()
 
@@ -84,13 +84,7 @@ def main() -> None:
     ss.setdefault("eval_done", {})   # configuration label -> {"summary", "key", ...}
     ss.setdefault("eval_active", None)
 
-    cfg = current_config()
-    data = get_data(cfg)
-    if data is None:
-        return
-    retriever, judge, embedder = get_engine(cfg, data)
-    if retriever is None or judge is None:
-        return
+    cfg, data, retriever, judge, embedder = page_engine()
 
     subsets = data.subsets
     chosen_subsets = st.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []

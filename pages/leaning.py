@@ -12,8 +12,8 @@ import streamlit as st
 from berds_core.evaluation import passages_needed, union_coverage
 from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, infer_sides, infer_sides_llm, query_for,
                                 side_shares)
-from pages.common import (ensure_shell, cached_judge, cached_retriever, current_config, embedder_model, esc, get_data,
-                          get_engine, gold_matrix, judge_matrix, rank)
+from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
+                          judge_matrix, page_engine, rank)
 
 ensure_shell()
 
@@ -112,13 +112,7 @@ st.title("Leaning and sycophancy")
 st.caption("Does a retriever favour the side that supports the question, and does phrasing the query as one "
            "side pull the results to that side? (BERDS, section 8.)")
 
-cfg = current_config()
-data = get_data(cfg)
-if data is None:
-    st.stop()
-retriever0, judge0, _ = get_engine(cfg, data)
-if retriever0 is None:
-    st.stop()
+cfg, data, retriever0, judge0, _ = page_engine(need_judge=False)
 
 two = [q for q in data.questions if len(q.perspectives) == 2]
 if not two:

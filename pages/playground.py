@@ -4,9 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from berds_core.records import Question
-from pages.common import (ensure_shell, DEPTH, Config, best_ranks, cached_data, cached_embedder, cached_judge,
-                          cached_retriever, column_result, current_config, embedder_model, esc, get_data,
-                          get_engine)
+from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
+                          cached_retriever, column_result, embedder_model, esc, page_engine)
 
 ensure_shell()
 
@@ -119,13 +118,7 @@ def main() -> None:
                "supports each perspective (green = judged to support; G✓ = the dataset's gold label says it supports).")
     st.markdown(CSS, unsafe_allow_html=True)  # static styles only, no user text
 
-    cfg = current_config()
-    data = get_data(cfg)
-    if data is None:
-        return
-    retriever, judge, embedder = get_engine(cfg, data)
-    if retriever is None or judge is None:
-        return
+    cfg, data, retriever, judge, embedder = page_engine()
     cfg_key = tuple(cfg.as_dict().items())
 
     mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
