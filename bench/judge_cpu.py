@@ -12,6 +12,9 @@ prediction cache bypassed), per encoding:
 - ``cold``: the judge's scoring path (``_score``) with an EMPTY embedding
   store (a fresh ``BERDS_CACHE`` per run): every unique passage and
   perspective encoded once, passage embeddings reused across perspectives;
+- ``cold_256``: ``cold`` with texts truncated at MiniLM's own 256 tokens
+  instead of the head's 128 (what v1 of the judge did): the ratio
+  cold / cold_256 is the gain of the shorter truncation, measured in the same run;
 - ``warm``: the same, with the embedding store filled by the cold run (a
   passage judged before, e.g. re-judging with another threshold or head, or
   the same passages against new perspectives): no transformer pass;
@@ -87,11 +90,13 @@ def main(argv=None) -> int:
     judges = {enc: EmbeddedJudge(encoding=enc) for enc in encs}
     for j in judges.values():
         j.featurizer.model.encode(["warm up"] * 8)
-    modes = ("cold", "warm", "token_path")
+        Featurizer(encoding=j.encoding).model.encode(["warm up"] * 8)  # the 256-token encoder of cold_256
+    modes = ("cold", "cold_256", "warm", "token_path")
     rates = {(enc, m): [] for enc in judges for m in modes}
     naive_rates = []
 
     def fresh(judge, **kw):
+        kw.setdefault("max_seq_length", judge.head["max_seq_length"])
         return Featurizer(rel_head=judge.featurizer.rel_head, encoding=judge.encoding,
                           needed=judge.head["features"], **kw)
 
@@ -105,8 +110,10 @@ def main(argv=None) -> int:
         os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}")  # empty embedding store
         for enc, judge in judges.items():
             rates[(enc, "cold")].append(timed(judge, fresh(judge)))
+            rates[(enc, "cold_256")].append(timed(judge, fresh(judge, max_seq_length=None)))  # own store key
             rates[(enc, "warm")].append(timed(judge, fresh(judge)))  # nothing in memory, store filled
-            old = Featurizer(rel_head=judge.featurizer.rel_head, encoding=judge.encoding)  # all features
+            old = Featurizer(rel_head=judge.featurizer.rel_head, encoding=judge.encoding,
+                             max_seq_length=judge.head["max_seq_length"])  # all features
             rates[(enc, "token_path")].append(timed(judge, old))
         t = time.perf_counter()
         for p, s in pairs:
@@ -130,6 +137,7 @@ def main(argv=None) -> int:
             med = statistics.median(rates[(enc, m)])
             res[m] = {"pairs_per_s": [round(x, 1) for x in rates[(enc, m)]], "median": round(med, 1),
                       "speedup_vs_naive": round(med / naive_med, 2)}
+        res["cold_vs_cold_256"] = round(res["cold"]["median"] / res["cold_256"]["median"], 2)
         judge.featurizer = fresh(judge)
         probs = judge._score([(r["document"], r["perspective"]) for r in rows])
         res["human_pairs_in_sample"] = agreement(labels, probs >= judge.threshold)

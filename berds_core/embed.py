@@ -136,12 +136,25 @@ def to_bf16(embedder):
     return copy.deepcopy(embedder).to(torch.bfloat16).eval()
 
 
-@functools.lru_cache(maxsize=4)
-def load_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None):
+@functools.lru_cache(maxsize=6)
+def load_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None,
+                 max_seq_length: int | None = None):
     """The embedder to encode with: ``load_embedder`` itself (fp32), or its bf16 or int8 (CPU) copy.
 
     Embeddings from the bf16 copy should be re-normalised in float32 by the caller.
+    ``max_seq_length`` (tokens; None: the model's own) other than the model's
+    gives a private copy truncating there, so callers sharing the cached
+    encoder (the dense retriever) keep theirs.
     """
+    if max_seq_length is not None:
+        shared = load_encoder(model, device, encoding)
+        if int(max_seq_length) == shared.max_seq_length:
+            return shared
+        import copy
+
+        own = copy.deepcopy(shared)
+        own.max_seq_length = int(max_seq_length)
+        return own
     enc = resolve_encoding(encoding, device)
     if enc == "int8" and pick_device(device) != "cpu":
         device = "cpu"

@@ -67,7 +67,7 @@ def test_judge_predicts_and_ranks():
     assert ((probs >= 0) & (probs <= 1)).all()
     assert probs[0] > probs[1]  # the pro-nuclear passage over the recipe
     np.testing.assert_array_equal(labels, probs >= j.threshold)
-    assert j.status()["ok"] and j.name.startswith("embedded-minilm-v1")
+    assert j.status()["ok"] and j.name.startswith("embedded-minilm-v2")
     again = get_judge("embedded")
     p2, _ = again.predict([(p, PERSP[0]) for p in PASSAGES])
     assert again.forward_calls == 0
@@ -83,7 +83,7 @@ def test_encodings_agree_and_are_named():
     pairs = [(p, s) for p in PASSAGES for s in PERSP]
     fp32 = get_judge("embedded", encoding="fp32")
     int8 = get_judge("embedded", encoding="int8")
-    assert fp32.name.startswith("embedded-minilm-v1-t") and int8.name.startswith("embedded-minilm-v1-int8-t")
+    assert fp32.name.startswith("embedded-minilm-v2-t") and int8.name.startswith("embedded-minilm-v2-int8-t")
     a, _ = fp32.predict(pairs)
     b, _ = int8.predict(pairs)
     np.testing.assert_allclose(a, b, atol=0.05)
@@ -154,3 +154,23 @@ def test_wordllama_loads_offline_from_the_package():
     X = f.features([(PASSAGES[0], PERSP[0]), (PASSAGES[1], PERSP[0])])
     w = X[:, FEATURES.index("w_cos")]
     assert w[0] > w[1] and np.isclose(w[0], e[0] @ e[1], atol=1e-5)
+
+
+def test_judge_truncates_on_a_private_encoder_copy(tmp_path, monkeypatch):
+    """v2 reads 128 tokens per text; the retriever's shared encoder must keep MiniLM's 256."""
+    from berds_core.embed import load_encoder
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    j = get_judge("embedded")
+    assert j.head["max_seq_length"] == 128
+    assert j.featurizer.model.max_seq_length == 128
+    shared = load_encoder(None, None, j.encoding)
+    assert shared.max_seq_length == 256 and shared is not j.featurizer.model
+    assert load_encoder(None, None, j.encoding, 256) is shared  # the model's own length: no copy
+    long_text = " ".join(["reactors"] * 20 + ["cake"] * 400)
+    cut = Featurizer(needed=["cos"], store=False, max_seq_length=128, encoding=j.encoding)
+    full = Featurizer(needed=["cos"], store=False, max_seq_length=None, encoding=j.encoding)
+    a = cut.sentence_embeddings([long_text])[long_text]
+    b = full.sentence_embeddings([long_text])[long_text]
+    assert float(a @ b) < 0.999  # the text really was cut at a different place
+    assert cut.store_key.endswith("msl128") and full.store_key.endswith("msl256")

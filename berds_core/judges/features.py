@@ -163,8 +163,9 @@ class Featurizer:
 
     def __init__(self, model=None, device=None, batch_size: int = 64, cache_size: int = 20000,
                  rel_head: tuple[np.ndarray, float] | None = None, encoding: str = "fp32",
-                 needed: list[str] | None = None, store: bool = True):
+                 needed: list[str] | None = None, store: bool = True, max_seq_length: int | None = None):
         self.rel_head = rel_head
+        self.max_seq_length = max_seq_length  # tokens per text (None: the model's own, 256 for MiniLM)
         # which features the caller uses (None: all); sentence-level only -> the fast path
         self.needed = list(needed) if needed is not None else list(FEATURES)
         self.store = store  # persist sentence embeddings in EmbeddingStore
@@ -182,14 +183,9 @@ class Featurizer:
     @property
     def model(self):
         if self._model is None:
-            if self.encoding == "fp32":
-                from ..embed import load_embedder
+            from ..embed import load_encoder
 
-                self._model = load_embedder(self.model_id, self.device)
-            else:
-                from ..embed import load_encoder
-
-                self._model = load_encoder(self.model_id, self.device, self.encoding)
+            self._model = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[_Encoded]:
