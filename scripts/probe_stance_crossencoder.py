@@ -27,6 +27,13 @@ only and measures what transfers:
   combined with the cross-encoder's side choice (only the higher-scoring side
   of a passage can be positive), threshold picked on the other questions.
 
+Measured with the defaults (2026-11-21, this 2-core machine): PERSPECTRUM dev
+accuracy 0.766 / AUC 0.834 (stance is learned in-domain), but on the human
+pairs AUC 0.656, F1 0.329, side_accuracy 0.523 on 44 one-sided passages
+(chance), cosine_and_side_f1 0.262 against oracle_side_f1 0.579; scoring
+102 pairs/s. The stance learned on debate sentences does not transfer to
+BERDS passages, so nothing from this probe ships.
+
 Costs ~13 min on 2 CPU cores with the defaults. Scoring speed of such a model
 is in ``pairs_per_s`` (no passage reuse across perspectives: one forward pass
 per pair).
