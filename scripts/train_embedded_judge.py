@@ -266,6 +266,13 @@ def main(argv=None) -> int:
         X256 = Featurizer(rel_head=(rel_w, rel_b)).features(pairs).astype(np.float64)[:, cols]
         report["cv_at_256_tokens"] = res256 = grouped_cv(X256, y, g, args.C)
         log(f"{best} at 256 tokens: CV F1 {res256['f1']:.3f} kappa {res256['kappa']:.3f}")
+        from sklearn.metrics import average_precision_score, roc_auc_score
+
+        for name, M in ((f"{msl}_tokens", X), ("256_tokens", X256)):
+            oof = logo_probs(M, y, g, args.C)  # ranking quality of out-of-fold probabilities, no threshold
+            report[f"ranking_at_{name}"] = r = {"auc": float(roc_auc_score(y, oof)),
+                                                "average_precision": float(average_precision_score(y, oof))}
+            log(f"{best} at {name.replace('_', ' ')}: out-of-fold AUC {r['auc']:.3f} AP {r['average_precision']:.3f}")
     sc, lr = fit_head(X, y, args.C)
     thr = best_threshold(logo_probs(X, y, g, args.C), y)
     from berds_core.cli.judge_cmd import agreement
