@@ -5,9 +5,11 @@
 
 Texts are truncated to ``--max-seq-length`` MiniLM tokens (v2: 128; v1 used
 the model's 256). BERDS passages are ~100 words (~130-150 tokens), so 128
-keeps nearly all of a passage; on the 276 human pairs it gave the same
-grouped-CV F1 as 256 (both figures are in the report with ``--compare-256``)
-at ~1.7x the encoding speed (bench/judge_cpu.py).
+keeps nearly all of a passage; on the 276 human pairs it ranks as well as 256
+(out-of-fold AUC 0.664 vs 0.655, average precision 0.291 vs 0.274; nested-CV
+F1 0.366 vs 0.402, which moves by +-0.03 with the threshold between lengths of
+equal ranking; all in the report with ``--compare-256``) at ~1.6x the encoding
+speed (bench/judge_cpu.py).
 
 1. Relevance head (feature ``rel``): logistic regression on ``[u*v, |u-v|]`` of
    MiniLM sentence embeddings, PERSPECTRUM train split: a perspective sentence
