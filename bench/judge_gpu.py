@@ -73,7 +73,8 @@ def main(argv=None) -> int:
     from transformers import MistralForCausalLM
 
     from berds_core.judges.hf import HFJudge
-    from tests.tiny_models import make_tiny_tokenizer
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_models import make_tiny_tokenizer
 
     if args.tiny:
         device, dtype = "cpu", torch.float32

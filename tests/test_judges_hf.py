@@ -5,7 +5,7 @@ import pytest
 from berds_core.judges import get_judge
 from berds_core.judges.hf import HFJudge, answer_token_ids
 
-from tests.tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
+from tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
 
 PAIRS = [
     ("The government should ban free speech about war.", "Free speech should be protected."),

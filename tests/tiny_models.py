@@ -1,6 +1,6 @@
 """Tiny random causal LMs (Llama / Mistral) with a real tokenizer, built on disk for tests.
 
-    from tests.tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
+    from tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
     path = make_tiny_causal_lm(tmp_path)            # folder loadable by AutoModelForCausalLM/AutoTokenizer
     adapter = make_tiny_lora_adapter(path, tmp_path / "lora")
 
