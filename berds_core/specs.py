@@ -1,0 +1,96 @@
+"""Spec strings for swappable components: one small registry per kind.
+
+Every swappable part is named the same way in the CLI, the app and configs:
+``name`` or ``name:argument`` (``searxng:http://127.0.0.1:8888``,
+``hf:mistralai/Mistral-7B-Instruct-v0.2``, ``mmr``, ``pool``). A kind keeps
+one :class:`Registry`; ``parse`` splits a spec and raises one error that lists
+the choices, ``create`` builds the component::
+
+    SEARCH = Registry("search backend")
+
+    @SEARCH.register("searxng", usage="searxng:<base url>", needs_arg=True,
+                     help="a self-hosted SearXNG instance (JSON API)")
+    def _searxng(arg, **opts):
+        return SearxngSearch(arg, **opts)
+
+    backend = SEARCH.create("searxng:http://127.0.0.1:8888", timeout=10)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+class SpecError(ValueError):
+    """An unknown or malformed spec string; the message lists the choices."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    factory: Callable
+    usage: str
+    help: str
+    needs_arg: bool
+    takes_arg: bool
+
+
+class Registry:
+    """Named factories of one kind of component (search backends, generators, diversifiers, ...)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def register(self, name: str, *, usage: str | None = None, help: str = "", needs_arg: bool = False,
+                 takes_arg: bool | None = None):
+        """Decorator: ``factory(arg, **opts)`` builds the component; ``arg`` is the text after ``name:``
+        (None when the spec is the bare name). ``needs_arg``: a bare name is an error."""
+        def deco(factory: Callable) -> Callable:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} '{name}' registered twice")
+            self._entries[name] = Entry(name, factory, usage or (f"{name}:<arg>" if needs_arg else name), help,
+                                        needs_arg, needs_arg if takes_arg is None else bool(takes_arg or needs_arg))
+            return factory
+        return deco
+
+    # -- reading ------------------------------------------------------------
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def choices(self) -> str:
+        """``a, b:<url>, c`` -- what an error message and ``--help`` list."""
+        return ", ".join(e.usage for e in self._entries.values())
+
+    def describe(self) -> dict[str, str]:
+        """usage -> help, for the app's pickers and the CLI's help."""
+        return {e.usage: e.help for e in self._entries.values()}
+
+    def __contains__(self, spec: str) -> bool:
+        try:
+            self.parse(spec)
+        except SpecError:
+            return False
+        return True
+
+    def parse(self, spec: str) -> tuple[str, str | None]:
+        """``"name:arg"`` -> ``("name", "arg")``; ``"name"`` -> ``("name", None)``.
+
+        Raises :class:`SpecError` naming the spec and listing the choices.
+        """
+        text = str(spec or "").strip()
+        name, sep, arg = text.partition(":")
+        entry = self._entries.get(name)
+        if entry is None:
+            raise SpecError(f"unknown {self.kind} '{text}'; choose from: {self.choices()}")
+        arg = arg.strip() if sep else None
+        if entry.needs_arg and not arg:
+            raise SpecError(f"{self.kind} '{name}' needs an argument: {entry.usage}")
+        if arg is not None and not entry.takes_arg:
+            raise SpecError(f"{self.kind} '{name}' takes no argument (got '{text}'); use: {entry.usage}")
+        return name, (arg or None)
+
+    def create(self, spec: str, **opts):
+        """Build the component a spec names; ``opts`` go to its factory."""
+        name, arg = self.parse(spec)
+        return self._entries[name].factory(arg, **opts)
