@@ -6,7 +6,8 @@
   (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``);
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server -- vLLM
   (``vllm serve``), Ollama, llama.cpp's server, OpenAI (opts: ``api_key``,
-  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``).
+  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``, ``tokenizer``: a local
+  tokenizer whose chat template renders prompts for the completions endpoint).
 
 Query expansion, perspective discovery, RAG answers, dispute awareness and
 the convincingness experiments call ``generate`` / ``choice_probs``; the
@@ -18,12 +19,12 @@ from __future__ import annotations
 import threading
 
 from ..specs import Registry, SpecError
-from .base import GenerationError, Generator, as_messages, generation_cache
+from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
 
 GENERATORS = Registry("generator")
 
-__all__ = ["GENERATORS", "GenerationError", "Generator", "SpecError", "as_messages", "generation_cache",
-           "get_generator", "split_openai_spec"]
+__all__ = ["GENERATORS", "GenerationError", "Generator", "ScoredText", "SpecError", "as_messages",
+           "generation_cache", "get_generator", "split_openai_spec", "truncate_ids"]
 
 
 def split_openai_spec(arg: str) -> tuple[str, str]:
@@ -50,7 +51,7 @@ def _openai(arg, **opts):
     from .openai import OpenAIGenerator
 
     model, url = split_openai_spec(arg)
-    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs"}
+    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs", "tokenizer"}
     return OpenAIGenerator(model, url, **{k: v for k, v in opts.items() if k in allowed})
 
 
