@@ -11,6 +11,7 @@ import streamlit as st
 from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
+from berds_core.generators import try_generator
 from pages.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc,
                           page_engine)
 
@@ -27,39 +28,6 @@ NO_GENERATOR = (
 
 
 # --------------------------------------------------------------------------- engine glue (no widgets)
-
-
-def check_spec(spec: str, what: str) -> str:
-    """A generator spec typed into the page; a local model path must lie under the allowed roots."""
-    from berds_core.generators import GENERATORS
-    from berds_core.safepaths import resolve_user_path
-
-    name, arg = GENERATORS.parse(spec)
-    if name == "hf":
-        parts = []
-        for part in arg.split("+"):
-            if part.startswith(("/", ".", "~")):  # a local folder (hub ids are owner/name)
-                part = str(resolve_user_path(part, what=what))
-            parts.append(part)
-        return "hf:" + "+".join(parts)
-    return spec
-
-
-def load_generator(spec: str, what: str):
-    """(generator, None) or (None, one-line reason); nothing is loaded before first use."""
-    from berds_core.generators import get_generator
-
-    spec = (spec or "").strip()
-    if not spec:
-        return None, None
-    try:
-        gen = get_generator(check_spec(spec, what))
-        status = gen.status()
-    except (InputError, ValueError) as e:
-        return None, str(e).splitlines()[0]
-    if not status.get("ok"):
-        return None, f"{spec}: {status.get('detail')}"
-    return gen, None
 
 
 @st.cache_data(show_spinner="Retrieving…", max_entries=256)
@@ -161,9 +129,9 @@ def main() -> None:
                                  placeholder="openai:<model>@http://127.0.0.1:8000  or  hf:/path/to/model")
         pd_spec = c2.text_input("P.D. model (causal LM)", key="ans_pd", placeholder="same as the generator")
         da_spec = c3.text_input("D.A. model (instruction-tuned)", key="ans_da", placeholder="same as the generator")
-    gen, why = load_generator(gen_spec, "generator model path")
-    pd_gen, pd_why = load_generator(pd_spec or gen_spec, "P.D. model path")
-    da_gen, da_why = load_generator(da_spec or gen_spec, "D.A. model path")
+    gen, why = try_generator(gen_spec, "generator model path")
+    pd_gen, pd_why = try_generator(pd_spec or gen_spec, "P.D. model path")
+    da_gen, da_why = try_generator(da_spec or gen_spec, "D.A. model path")
     if why:
         st.error(f"Generator: {why}")
     elif gen is None:
