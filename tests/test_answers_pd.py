@@ -58,10 +58,13 @@ def test_pd_is_the_perplexity_of_the_partial_answer_tokens_by_hand(models, arch)
         assert row["tokens"] == [len(ids_of(gen, r)) for r in refs] and row["cut"] == 0
         assert row["pd_sum"] == pytest.approx(sum(hand), rel=1e-4)
         assert row["pd_mean"] == pytest.approx(sum(hand) / len(hand), rel=1e-4)
-    # one row at a time gives the same numbers as the padded, length-sorted batches
-    single = perspective_diversity(HFGenerator(str(models[arch]), device="cpu", batch_size=1), ANSWERS, REFS)
-    for a, b in zip(res, single):
-        assert a["ppl"] == pytest.approx(b["ppl"], rel=1e-4)
+    # the shared-context path (above: the context runs once for its partial answers), padded batches of pairs
+    # with separate contexts, and one pair at a time give the same numbers
+    for opts in ({"share_prefix": False, "batch_size": 4}, {"share_prefix": False, "batch_size": 1},
+                 {"share_prefix": True, "batch_size": 1}):
+        other = perspective_diversity(HFGenerator(str(models[arch]), device="cpu", **opts), ANSWERS, REFS)
+        for a, b in zip(res, other):
+            assert a["ppl"] == pytest.approx(b["ppl"], rel=1e-4), opts
     summ = summarize_pd(res)
     assert summ["pd_sum"] == pytest.approx(np.mean([r["pd_sum"] for r in res]))
 
