@@ -1,6 +1,8 @@
 """Which side wins? ConflictingQA's convincingness experiments on the retrieved passages (or a ConflictingQA file)."""
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -55,20 +57,22 @@ def experiment(sets, model, *, min_opponents: int, edits: list[str], edit_sample
 
 
 def win_chart(rows: list[dict], question: str):
+    """Win-rate bars coloured by side; texts from the data are HTML-escaped (plotly reads tags in labels)."""
     rows = sorted(rows, key=lambda r: -r["win_rate"])
     fig = go.Figure()
     for side in ("yes", "no"):
         sub = [r for r in rows if r["side"] == side]
-        fig.add_bar(x=[r["id"] for r in sub], y=[r["win_rate"] for r in sub], name=f"supports “{side}”",
+        fig.add_bar(x=[html.escape(r["id"]) for r in sub], y=[r["win_rate"] for r in sub], name=f"supports “{side}”",
                     marker_color=SIDE_COLORS[side],
                     error_y=dict(type="data", symmetric=False, array=[r["hi"] - r["win_rate"] for r in sub],
                                  arrayminus=[r["win_rate"] - r["lo"] for r in sub]),
-                    customdata=[[r["opponents"], " ".join(r["text"].split()[:30]) + "…"] for r in sub],
+                    customdata=[[r["opponents"], html.escape(" ".join(r["text"].split()[:30])) + "…"] for r in sub],
                     hovertemplate="%{x}: win-rate %{y:.0%} over %{customdata[0]} opponents<br>%{customdata[1]}"
                                   "<extra></extra>")
     fig.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1.05], height=360, barmode="group",
-                      xaxis={"categoryorder": "array", "categoryarray": [r["id"] for r in rows]},
-                      margin=dict(l=10, r=10, t=30, b=10), title=question[:90], legend=dict(orientation="h", y=-0.2))
+                      xaxis={"categoryorder": "array", "categoryarray": [html.escape(r["id"]) for r in rows]},
+                      margin=dict(l=10, r=10, t=30, b=10), title=html.escape(question[:90]),
+                      legend=dict(orientation="h", y=-0.2))
     return fig
 
 

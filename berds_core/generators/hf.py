@@ -274,11 +274,13 @@ class HFGenerator(Generator):
                     ids[r, :len(c)] = torch.tensor(c, dtype=torch.long)
                     mask[r, len(ctx):len(ctx) + len(c)] = 1
                 pos = (len(ctx) + torch.arange(n)).unsqueeze(0).expand(b, n)
-                cache = copy.deepcopy(past)
+                cache = past if i + b >= len(conts) else copy.deepcopy(past)  # the last chunk may consume it
                 if b > 1:
                     cache.batch_repeat_interleave(b)
+                keep = torch.arange(max(1, n - 1), device=self.device)  # positions predicting tokens 2..n
                 logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                    position_ids=pos.to(self.device), past_key_values=cache, use_cache=True).logits
+                                    position_ids=pos.to(self.device), past_key_values=cache, use_cache=True,
+                                    logits_to_keep=keep).logits
                 for r, c in enumerate(chunk):
                     lp = [head[c[0]].reshape(1)]
                     if len(c) > 1:
