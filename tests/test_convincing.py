@@ -238,3 +238,27 @@ def test_convincing_cli_on_a_conflictingqa_file(server, tmp_path, capsys):
     assert main(["convincing", "--data", str(pk), "--model", f"openai:m@{server.url}", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pickle files are refused" in err
+
+
+def test_convincing_cli_on_a_run_with_gold_labels(server, tmp_path, capsys):
+    persp = ["X is good.", "X is not good."]
+    ctxs = [{"id": f"p{i}", "title": "", "text": f"{'support' if i < 3 else 'oppose'} text {i}", "score": 9.0 - i}
+            for i in range(7)]
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"id": "q1", "question": "Is X good?", "perspectives": persp,
+                               "stances": ["support", "oppose"], "ctxs": ctxs}) + "\n")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({"question_id": "q1", "passage_id": f"p{i}", "perspective": 0 if i < 3 else 1})
+                            + "\n" for i in range(6)))  # p6: no label -> no side
+    out = tmp_path / "conv.json"
+    assert main(["convincing", "--run", str(run), "--gold", str(gold), "--model", f"openai:m@{server.url}",
+                 "--min-opponents", "3", "--edits", "none", "--no-features", "--out", str(out), "--json",
+                 "--quiet", "--bootstrap", "20"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["comparisons"] == 3 * 3 * 2 and res["paragraphs"] == 6 and res["passages_without_side"] == 1
+    assert res["by_side"] == {"yes": {"n": 3, "mean_win_rate": 0.5}, "no": {"n": 3, "mean_win_rate": 0.5}}
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["id"]: r["score"] for r in rows}["p0"] == 9.0  # the retriever's score travels with the paragraph
+    # no labels and no stance on the passages: one line saying what to give
+    assert main(["convincing", "--run", str(run), "--model", f"openai:m@{server.url}", "--out", str(out)]) == 2
+    assert "give --gold or --judge" in capsys.readouterr().err
