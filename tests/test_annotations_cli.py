@@ -147,7 +147,7 @@ def test_bad_tsv_exits_2_with_file_line_field(tmp_path, capsys, body, where):
 
 def test_bad_input_errors(tmp_path, tsv, capsys):
     db = str(tmp_path / "a.db")
-    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv))
+    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--labels-are", "ignore")
     code, _, err = run_cli(capsys, "annotations", "label", "--db", db, "--annotator", "a", "--pair", "999", "--label", "1")
     assert code == 2 and "field 'pair'" in err and "999" in err
     # the same id with a different document is refused, and nothing is overwritten

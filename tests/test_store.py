@@ -145,7 +145,11 @@ def test_pairs_from_runs_and_stored_judge_labels():
              "j-preds": [[True, False], [False, False], [False, True]]}
     pairs, stored = pairs_from_runs([("bm25", [entry])], k=2)
     assert [p.pair_id for p in pairs] == ["bm25:q1:d1:0", "bm25:q1:d1:1", "bm25:q1:d2:0", "bm25:q1:d2:1"]
-    assert pairs[2].document == "T\nt2" and pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
+    # the title stays apart from the passage text (shown apart); the judge reads what judge_run reads
+    from berds_core.judges import passage_text
+    assert pairs[2].document == "t2" and pairs[2].title == "T"
+    assert pairs[2].judge_text() == passage_text({"text": "t2", "title": "T"})
+    assert pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
     assert stored == {"j": {"bm25:q1:d1:0": 1, "bm25:q1:d1:1": 0, "bm25:q1:d2:0": 0, "bm25:q1:d2:1": 0}}
 
 
