@@ -141,8 +141,12 @@ class Lab:
         self.require_self(annotator)
         return self.store.labels(annotator, include_skips=include_skips)
 
-    def judge_answers(self, pair_id: str) -> list[tuple[str, float | None, int]]:
-        """``[(judge name, prob, 0/1)]`` for a pair. Annotators: only after they decided it (label or skip)."""
+    def judge_answers(self, pair_id: str, *, log: bool = True) -> list[tuple[str, float | None, int]]:
+        """``[(judge name, prob, 0/1)]`` for a pair. Annotators: only after they decided it (label or skip).
+
+        An allowed view is written to the audit log (``log``), so a later relabel
+        of the pair records that the judge's answer was known.
+        """
         self._own_or_reviewer(pair_id, "judge.view")
         if not self.allowed("see_judge_before_labelling") and self.store.get_label(self.actor.name, pair_id) is None:
             self._deny("judge.view", pair_id, "see the judge's answer before labelling the pair")
@@ -155,7 +159,8 @@ class Lab:
             p = self.store.pair(pair_id)
             if p.judge_prob is not None:
                 out.append(("judge", p.judge_prob, int(p.judge_prob >= 0.5)))
-        self.store.audit(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
+        if log:
+            self.store.audit(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
         return out
 
     # ---- guidelines ----

@@ -669,6 +669,9 @@ class Store:
                 "(SELECT 1 FROM events u WHERE u.kind = 'undo' AND u.target = e.event_id) "
                 "ORDER BY event_id DESC LIMIT 1", (annotator,)).fetchone()
             if ev is None:
+                if client_id is not None:  # remember the request, so a resent copy never undoes a later label
+                    c.execute("INSERT INTO events (at, kind, annotator, client_id) VALUES (?, 'undo', ?, ?)",
+                              (_now(), annotator, str(client_id)))
                 return None
             cur = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator)).fetchone()
             if ev["previous"]:
