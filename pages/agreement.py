@@ -147,8 +147,8 @@ def main() -> None:
     n_boot = st.select_slider("Bootstrap resamples (over questions)", [200, 500, 1000, 2000], value=1000,
                               key="agr_boot")
     report = lab.agreement_report(judge, n_boot=n_boot)
-    for w in report["warnings"]:
-        st.warning(esc(w), icon=":material/warning:")
+    if report["warnings"]:  # one box, one line per figure resting on few comparisons
+        st.warning("\n".join(f"- {esc(w)}" for w in report["warnings"]), icon=":material/warning:")
 
     tabs = st.tabs(["Paper table", "Human vs judge", "Breakdowns", "Between humans", "Calibration",
                     "Disagreements", "Export"])

@@ -86,9 +86,9 @@ export default function (component) {
 
   // ---- reconcile with what the server stored ----
   const acked = new Set(data.acked || []);
-  const before = S.outbox.length;
+  // labels and skips the server has acknowledged in this tab (data-acked; undos are not counted)
+  S.acked += S.outbox.filter((ev) => acked.has(ev.cid) && ev.kind !== "undo").length;
   S.outbox = S.outbox.filter((ev) => !acked.has(ev.cid));
-  S.acked += before - S.outbox.length;
   // a pair is decided here but not yet on the server when its latest queued event is a label or skip
   const recompute = () => {
     S.pending = new Set();
@@ -147,6 +147,7 @@ export default function (component) {
     ui.status.textContent = (pend ? `Saving… (${pend} not yet saved)` : "All saved") +
       ` · ${Math.max(0, Math.min(decided, S.total))} of ${S.total} done`;
     ui.box.dataset.pending = String(pend);
+    ui.box.dataset.acked = String(S.acked);
     ui.box.dataset.state = pend ? "saving" : "saved";
   };
 
