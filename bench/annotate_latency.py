@@ -72,6 +72,8 @@ def run_mode(url: str, mode: str, presses: int, read_ms: int, log) -> dict:
         page.goto(url)
         wait_for_app(page, 300_000)
         page.get_by_text("Bench question number 0?", exact=True).first.wait_for(timeout=300_000)
+        ready = '[data-testid="berds-annotator"]' if mode == "keyboard" else ".st-key-btn_yes button"
+        page.locator(ready).wait_for(timeout=300_000)  # the key listeners are attached
         wait_idle(page)
         page.wait_for_timeout(500)
         keys = "yns"
