@@ -171,7 +171,7 @@ class Lab:
         defs.update(self.store.setting("label_definitions", {}) or {})
         return {"text": self.store.setting("guidelines", "") or "", "definitions": defs}
 
-    def set_guidelines(self, text: str | None = None, definitions: dict | None = None) -> None:
+    def set_guidelines(self, text: str | None = None, definitions: dict | None = None) -> dict:
         self.require("edit_guidelines", "guidelines")
         if text is not None:
             self.store.set_setting("guidelines", str(text), by=self.actor.name)
@@ -179,6 +179,7 @@ class Lab:
             clean = {k: str(v).strip() for k, v in definitions.items() if k in ("1", "0", SKIP) and str(v).strip()}
             self.store.set_setting("label_definitions", clean, by=self.actor.name)
         self.store.audit(self.actor.name, self.actor.role, "edit_guidelines", "guidelines", allowed=True)
+        return self.guidelines()
 
     # ---- reviewing ----
 

@@ -21,6 +21,17 @@ OVERLAP = {"none": "each pair to one annotator", "share": "a share of pairs to s
            "all": "every pair to n annotators"}
 
 
+def _attempt(action):
+    """Run an admin action; a refusal or bad input becomes one error line (and None)."""
+    try:
+        return action()
+    except AccessDenied as e:
+        error_line(f"Refused: {e}")
+    except (InputError, ValueError, StoreError) as e:  # InputError and StoreError are ValueErrors too
+        error_line(e)
+    return None
+
+
 def _file(prefix: str, label: str, types: list[str]) -> tuple[str | None, str | None]:
     """(stored path, name shown in errors) from an upload or a path under the allowed roots."""
     from berds_core.safepaths import resolve_user_path
@@ -82,13 +93,8 @@ def import_tab(lab: Lab) -> None:
     if n_labels and labels_as is None:
         st.info("Say what the file's labels are before importing.")
     if st.button("Import", key="ann_import_btn", disabled=not ready):
-        try:
-            res = lab.import_pairs_tsv(path, labels_as=labels_as, annotator=annotator, shown_as=shown)
-        except AccessDenied as e:
-            error_line(f"Refused: {e}")
-            return
-        except (InputError, StoreError) as e:
-            error_line(e)
+        res = _attempt(lambda: lab.import_pairs_tsv(path, labels_as=labels_as, annotator=annotator, shown_as=shown))
+        if res is None:
             return
         what = {"reference": "reference labels", "annotator": f"labels of {annotator}"}.get(res["labels_as"], "labels")
         st.success(esc(f"Imported {res['pairs']} pairs ({res['new_pairs']} new)"
@@ -167,18 +173,13 @@ def build_tab(lab: Lab) -> None:
             from pages.common import cached_judge, current_config
 
             judge = cached_judge(current_config().judge)
-        try:
-            with st.spinner("Building the task set…"):
-                res = lab.build_task_set(pairs, n=int(n), strategy=strategy, annotators=annotators, overlap=overlap,
-                                         per_shared=int(per_shared), name=name.strip() or "round", source=source,
-                                         judge=judge, stored_preds=stored, route_unsure=route_unsure,
-                                         route_uncertain=band if route_uncertain else None,
-                                         calibration=int(calibration), reference=reference)
-        except AccessDenied as e:
-            error_line(f"Refused: {e}")
-            return
-        except (ValueError, StoreError) as e:
-            error_line(e)
+        with st.spinner("Building the task set…"):
+            res = _attempt(lambda: lab.build_task_set(
+                pairs, n=int(n), strategy=strategy, annotators=annotators, overlap=overlap,
+                per_shared=int(per_shared), name=name.strip() or "round", source=source, judge=judge,
+                stored_preds=stored, route_unsure=route_unsure, route_uncertain=band if route_uncertain else None,
+                calibration=int(calibration), reference=reference))
+        if res is None:
             return
         st.success(esc(f"Task set {res['task_set']}: {res['pairs']} pairs, {res['shared']} shared, "
                        f"{res['routed_uncertain']} routed for the judge's uncertainty, {res['calibration']} "
@@ -191,13 +192,10 @@ def quick_start(lab: Lab) -> None:
 
     if st.button("Start the demo task set (40 pairs from the built-in demo)", key="ann_demo_btn", type="primary"):
         pairs, ref = demo_candidates()
-        try:
-            lab.build_task_set(pairs, n=40, strategy="stratified", annotators=[lab.actor.name], name="demo",
-                               source="built-in demo", reference=ref, params={"demo": True})
-        except (AccessDenied, ValueError, StoreError) as e:
-            error_line(e)
-            return
-        st.rerun()
+        if _attempt(lambda: lab.build_task_set(pairs, n=40, strategy="stratified", annotators=[lab.actor.name],
+                                               name="demo", source="built-in demo", reference=ref,
+                                               params={"demo": True})) is not None:
+            st.rerun()
 
 
 def guidelines_tab(lab: Lab) -> None:
@@ -207,11 +205,8 @@ def guidelines_tab(lab: Lab) -> None:
     defs = {k: st.text_input(f"Definition of {name}", value=g["definitions"][k], key=f"ann_gl_def_{k}")
             for k, name in (("1", "supports"), ("0", "does not support"), ("skip", "skip"))}
     if st.button("Save guidelines", key="ann_gl_save"):
-        try:
-            lab.set_guidelines(text, defs)
+        if _attempt(lambda: lab.set_guidelines(text, defs)):
             st.success("Saved.")
-        except AccessDenied as e:
-            error_line(f"Refused: {e}")
 
 
 def exports_tab(lab: Lab) -> None:

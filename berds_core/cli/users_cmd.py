@@ -11,16 +11,7 @@ import getpass
 import sys
 
 from ..errors import InputError
-
-
-def _flags(p) -> None:
-    import argparse
-
-    from ..store import default_db_path
-
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object on stdout")
-    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
-    p.add_argument("--db", default=None, help=f"annotation database (default: $BERDS_ANNOTATIONS_DB or {default_db_path()})")
+from .annotations_cmd import _flags
 
 
 def register(sub) -> None:
@@ -41,12 +32,12 @@ def register(sub) -> None:
     p = acts.add_parser("disable", help="disable a user and end their sessions (labels are kept)")
     _flags(p)
     p.add_argument("name")
-    p.set_defaults(func=cmd_disable)
+    p.set_defaults(func=cmd_active, active=False)
 
     p = acts.add_parser("enable", help="enable a disabled user")
     _flags(p)
     p.add_argument("name")
-    p.set_defaults(func=cmd_enable)
+    p.set_defaults(func=cmd_active, active=True)
 
     p = acts.add_parser("reset", help="set a new password (and optionally role); ends the user's sessions")
     _flags(p)
@@ -118,28 +109,17 @@ def cmd_list(args) -> dict:
              "last_login": u.last_login} for u in acc.list()]}
 
 
-def cmd_disable(args) -> dict:
+def cmd_active(args) -> dict:
+    """``disable`` (ends the user's sessions) or ``enable``."""
     from ..accounts import AccountError
 
     store, acc = _accounts(args)
     with store:
         try:
-            acc.disable(args.name)
+            (acc.enable if args.active else acc.disable)(args.name)
         except AccountError as e:
             raise _fail(e) from None
-        return {"db": str(store.path), "user": args.name, "active": False}
-
-
-def cmd_enable(args) -> dict:
-    from ..accounts import AccountError
-
-    store, acc = _accounts(args)
-    with store:
-        try:
-            acc.enable(args.name)
-        except AccountError as e:
-            raise _fail(e) from None
-        return {"db": str(store.path), "user": args.name, "active": True}
+        return {"db": str(store.path), "user": args.name, "active": args.active}
 
 
 def cmd_reset(args) -> dict:
