@@ -205,7 +205,7 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
     if res.search_error:
         st.error(f"Web search failed: {res.search_error}".splitlines()[0], icon=":material/error:")
         return None
-    _show_summary(res)
+    _show_summary(res, f"{today()}/{res.folder.name}")
     if not res.passages:
         st.warning("No page gave any text: nothing to retrieve from. See the fetch log above.")
         return None
@@ -215,13 +215,16 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
     return WebEngine(str(res.folder), stamp, _web_corpus(str(res.folder), stamp), res.summary())
 
 
-def _show_summary(res) -> None:
+def _show_summary(res, where: str) -> None:
+    """Counts, the fetch log and the snapshot's folder (relative to the snapshot root: the page never
+    shows the server's own folders)."""
     how = "saved snapshot" if res.reused else "fetched now"
     st.markdown(f'<div class="bc-desc">Web corpus ({esc(how)}): {res.fetched} of {res.results} pages gave text, '
                 f'{res.passages} passages; {res.failed} failed, {res.skipped} skipped.</div>',
                 unsafe_allow_html=True)
     with st.expander(f"Fetch log ({len(res.log)} pages) and snapshot folder"):
-        st.code(str(res.folder), language=None)
+        st.caption("Snapshot saved in the snapshot folder under:")
+        st.code(where, language=None)
         rows = [{"url": r.get("url"), "outcome": r.get("outcome"), "status": r.get("status"),
                  "reason": r.get("reason"), "passages": r.get("passages", 0)} for r in res.log]
         if rows:

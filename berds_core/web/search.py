@@ -140,8 +140,10 @@ class SearchBackend:
         """One page of results as ``{url, title, snippet}`` dicts."""
         raise NotImplementedError
 
+    key_header: str | None = None  # the request header that carries the key
+
     def _headers(self) -> dict:
-        return {}
+        return {self.key_header: self._key.reveal()} if self.key_header and self._key else {}
 
     def _call(self, client, method: str, url: str, **kw) -> dict:
         """One API call with retries on 429/5xx/timeouts; errors name the endpoint, never the key."""
@@ -199,10 +201,12 @@ def _check_endpoint(url: str, kind: str) -> None:
                           fatal=True)
 
 
-def _items(data: dict, *path: str) -> list:
+def _items(data: dict, path: tuple[str, ...], url: str, title: str, snippet: str) -> list[dict]:
+    """The result objects at ``path`` in an API answer, as ``{url, title, snippet}`` dicts."""
     for key in path:
         data = data.get(key) if isinstance(data, dict) else None
-    return data if isinstance(data, list) else []
+    return [{"url": it.get(url), "title": it.get(title), "snippet": it.get(snippet)}
+            for it in (data if isinstance(data, list) else []) if isinstance(it, dict)]
 
 
 # --------------------------------------------------------------------------- the backends
@@ -225,8 +229,7 @@ class SearxngSearch(SearchBackend):
     def _page(self, client, query, page, offset, count):
         data = self._call(client, "GET", f"{self.endpoint}/search",
                           params={"q": query, "format": "json", "pageno": page + 1})
-        return [{"url": it.get("url"), "title": it.get("title"), "snippet": it.get("content")}
-                for it in _items(data, "results") if isinstance(it, dict)]
+        return _items(data, ("results",), "url", "title", "content")
 
 
 class SerperSearch(SearchBackend):
@@ -236,16 +239,14 @@ class SerperSearch(SearchBackend):
     per_page = 100
     max_pages = 3
     key_env = ("SERPER_API_KEY",)
+    key_header = "X-API-KEY"
     url_env = "BERDS_SERPER_URL"
     default_endpoint = "https://google.serper.dev/search"
 
-    def _headers(self):
-        return {"X-API-KEY": self._key.reveal(), "Content-Type": "application/json"}
 
     def _page(self, client, query, page, offset, count):
         data = self._call(client, "POST", self.endpoint, json={"q": query, "num": count, "page": page + 1})
-        return [{"url": it.get("link"), "title": it.get("title"), "snippet": it.get("snippet")}
-                for it in _items(data, "organic") if isinstance(it, dict)]
+        return _items(data, ("organic",), "link", "title", "snippet")
 
 
 class BraveSearch(SearchBackend):
@@ -255,16 +256,14 @@ class BraveSearch(SearchBackend):
     per_page = 20
     max_pages = 10
     key_env = ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY")
+    key_header = "X-Subscription-Token"
     url_env = "BERDS_BRAVE_URL"
     default_endpoint = "https://api.search.brave.com/res/v1/web/search"
 
-    def _headers(self):
-        return {"X-Subscription-Token": self._key.reveal()}
 
     def _page(self, client, query, page, offset, count):
         data = self._call(client, "GET", self.endpoint, params={"q": query, "count": count, "offset": page})
-        return [{"url": it.get("url"), "title": it.get("title"), "snippet": it.get("description")}
-                for it in _items(data, "web", "results") if isinstance(it, dict)]
+        return _items(data, ("web", "results"), "url", "title", "description")
 
 
 class BingSearch(SearchBackend):
@@ -274,17 +273,15 @@ class BingSearch(SearchBackend):
     per_page = 50
     max_pages = 4
     key_env = ("BING_SUBSCRIPTION_KEY", "BING_SEARCH_KEY")
+    key_header = "Ocp-Apim-Subscription-Key"
     url_env = "BERDS_BING_URL"
     default_endpoint = "https://api.bing.microsoft.com/v7.0/search"
 
-    def _headers(self):
-        return {"Ocp-Apim-Subscription-Key": self._key.reveal()}
 
     def _page(self, client, query, page, offset, count):
         data = self._call(client, "GET", self.endpoint,
                           params={"q": query, "count": count, "offset": offset, "responseFilter": "Webpages"})
-        return [{"url": it.get("url"), "title": it.get("name"), "snippet": it.get("snippet")}
-                for it in _items(data, "webPages", "value") if isinstance(it, dict)]
+        return _items(data, ("webPages", "value"), "url", "name", "snippet")
 
 
 class GoogleCSESearch(SearchBackend):
@@ -295,6 +292,7 @@ class GoogleCSESearch(SearchBackend):
     per_page = 10
     max_pages = 10
     key_env = ("GOOGLE_API_KEY", "GOOGLE_CSE_KEY")
+    key_header = "X-goog-api-key"
     url_env = "BERDS_GOOGLE_CSE_URL"
     default_endpoint = "https://www.googleapis.com/customsearch/v1"
 
@@ -309,8 +307,6 @@ class GoogleCSESearch(SearchBackend):
     def name(self) -> str:
         return f"{super().name}:{self.cx}"
 
-    def _headers(self):
-        return {"X-goog-api-key": self._key.reveal()}
 
     def _page(self, client, query, page, offset, count):
         if offset + count > 100:
@@ -319,8 +315,7 @@ class GoogleCSESearch(SearchBackend):
             return []
         data = self._call(client, "GET", self.endpoint,
                           params={"q": query, "cx": self.cx, "num": count, "start": offset + 1})
-        return [{"url": it.get("link"), "title": it.get("title"), "snippet": it.get("snippet")}
-                for it in _items(data, "items") if isinstance(it, dict)]
+        return _items(data, ("items",), "link", "title", "snippet")
 
 
 SEARCH = Registry("search backend")

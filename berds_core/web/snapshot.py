@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonio import atomic_write, read_text, write_jsonl
+from ..jsonio import atomic_write, write_jsonl
 
 FORMAT = "berds-web-snapshot/1"
 PASSAGES = "passages.jsonl"
@@ -157,9 +157,3 @@ def question_folders(root) -> dict[str, Path]:
     if not out:
         raise InputError(root, None, None, f"no question folders with a {PASSAGES} inside")
     return out
-
-
-def read_passages_file(path: Path) -> list[dict]:
-    """The rows of a passages.jsonl (empty list for an empty file)."""
-    text = read_text(path)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
