@@ -142,6 +142,7 @@ def main(argv=None) -> int:
                      "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
         urls = [f"http://127.0.0.1:{ports[i % args.hosts]}/story/{i}" for i in range(args.pages)]
 
+        fetch_pages(urls[:2], FetchConfig())  # warm-up: imports and the TLS context are not what is measured
         fetch = {}
         for name, cfg in (("concurrent", FetchConfig()), ("sequential", FetchConfig(concurrency=1, per_host=1))):
             rates = []
