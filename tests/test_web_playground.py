@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from web_servers import KEYS, search_server, site_results, site_server  # noqa: E402
 
+pytestmark = pytest.mark.slow  # each test loads the app, its judge and embedder
+
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Should cities ban cars from their centres?"
 
@@ -43,8 +45,10 @@ def web_env(tmp_path, monkeypatch, servers):
     return tmp_path, site, search
 
 
-def _typed_web(entry: str, question: str = QUESTION) -> AppTest:
+def _typed_web(entry: str, question: str = QUESTION, secrets: dict | None = None) -> AppTest:
     at = AppTest.from_file(entry, default_timeout=240)
+    for k, v in (secrets or {}).items():
+        at.secrets[k] = v
     at.run()
     at.switch_page(str(ROOT / "pages/playground.py"))
     at.run()
@@ -59,7 +63,6 @@ def _md(at) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
-@pytest.mark.slow
 def test_typed_question_gets_a_live_web_corpus(entry, web_env):
     tmp, site, search = web_env
     at = _typed_web(entry)
@@ -96,11 +99,17 @@ def test_no_backend_configured_says_how(entry, monkeypatch):
     assert 'data-testid="passage-card"' not in _md(at)
 
 
-def test_private_addresses_refused_by_default_and_typed_folder_checked(entry, web_env, monkeypatch):
+def test_key_from_secrets_private_addresses_refused_and_typed_folder_checked(entry, web_env, monkeypatch):
     tmp, site, search = web_env
     monkeypatch.delenv("BERDS_WEB_ALLOW_PRIVATE")
-    at = _typed_web(entry, "Do car bans hurt shops?")
-    assert any("No page gave any text" in w.value for w in at.warning)
+    monkeypatch.delenv("SERPER_API_KEY")
+    monkeypatch.delenv("BERDS_SEARCH")
+    at = _typed_web(entry, "Do car bans hurt shops?",
+                    secrets={"SERPER_API_KEY": KEYS["serper"], "BERDS_SEARCH": "serper"})
+    assert not at.error, [e.value for e in at.error]  # the key from the secrets was accepted (no HTTP 401)
+    assert any("No page gave any text" in w.value for w in at.warning)  # 127.0.0.1 pages refused by default
+    log = json.loads(next((tmp / "snaps").glob("*/typed-*/fetch-log.jsonl")).read_text().splitlines()[0])
+    assert "private or local address" in log["reason"]
     assert 'data-testid="passage-card"' not in _md(at)
     at.text_input(key="pg_web_dir").set_value("/etc/berds-snapshots").run()
     assert not at.exception
