@@ -71,7 +71,7 @@ def config_picker(col, side: str, default: AnswerConfig) -> AnswerConfig:
 
 
 def covered_line(perspectives, covered) -> str:
-    return "".join(f'<div class="an-p">{"✅" if c else "⬜"} <b>P{j + 1}</b> {esc(p)}</div>'
+    return "".join(f'<div class="an-p">{YES if c else NO} <b>P{j + 1}</b> {esc(p)}</div>'
                    for j, (p, c) in enumerate(zip(perspectives, covered)))
 
 
@@ -103,11 +103,14 @@ def draw_side(col, config: AnswerConfig, entry: dict, scores: dict, answer: str 
                 st.text(c["text"])
 
 
+YES = '<span class="an-yes" title="covered">✓</span>'
+NO = '<span class="an-no" title="not covered">✗</span>'
 CSS = """
 <style>
 .an-answer{border:1px solid #dfe3e8;border-radius:8px;padding:8px 10px;background:#fbfcfd;font-size:0.92rem;
            line-height:1.4;margin-bottom:8px}
 .an-p{font-size:0.88rem;margin:1px 0}
+.an-yes{color:#1d5b2c;font-weight:700}.an-no{color:#9aa3ad}
 </style>
 """
 
