@@ -119,10 +119,13 @@ def test_cache_hit_on_second_call(tiny_llama, monkeypatch):
 
 def test_name_is_stable_and_safe(tiny_llama):
     j = get_judge("hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator", threshold=0.5)
-    assert j.name == "hf-mistralai__Mistral-7B-Instruct-v0.2+timchen0618__Mistral_BERDS_evaluator-p1-0shot-t0.5"
+    assert j.name == ("hf-mistralai__Mistral-7B-Instruct-v0.2+timchen0618__Mistral_BERDS_evaluator"
+                      "-berds-nosys-0shot-t0.5")  # the paper's prompt, system turn dropped for Mistral
     assert "/" not in j.name and " " not in j.name
     # a local path is named by its folder, not by where it happens to live
-    assert get_judge(f"hf:{tiny_llama}").name.startswith("hf-tiny-llama-0-p1-0shot")
+    assert get_judge(f"hf:{tiny_llama}").name.startswith("hf-tiny-llama-0-berds-0shot")
+    assert get_judge(f"hf:{tiny_llama}", prompt="studio").name.startswith("hf-tiny-llama-0-studio-0shot")
+    assert get_judge(f"hf:{tiny_llama}", decode="generate").name.endswith("-berds-0shot-gen-t0.5")
 
 
 def test_missing_model_is_a_clear_error(tmp_path):
@@ -150,7 +153,8 @@ def test_judge_run_with_hf_judge(tiny_mistral):
                 "ctxs": [{"id": "a", "text": "Music and art for children."}, {"id": "b", "text": "Tax law."}]}]
     j = get_judge(f"hf:{tiny_mistral}", device="cpu", batch_size=3)
     judge_run(entries, j, progress=False)
-    preds, probs = entries[0][j.name + "-preds"], entries[0][j.name + "-probs"]
+    preds = [c[j.name + "-preds"] for c in entries[0]["ctxs"]]  # inside each passage, one per perspective
+    probs = [c[j.name + "-probs"] for c in entries[0]["ctxs"]]
     assert len(preds) == 2 and all(len(r) == 2 for r in preds)
     assert [[p >= j.threshold for p in row] for row in probs] == preds
 

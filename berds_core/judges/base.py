@@ -118,6 +118,13 @@ class Judge:
         """``{"ok": bool, "detail": str}`` for the app's sidebar (loaded / reachable / why not)."""
         return {"ok": True, "detail": "ready"}
 
+    def document(self, ctx: dict) -> str:
+        """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS
+        evaluator reads, ``text + " " + title`` when the passage has a title (spec section 3.5)."""
+        from .prompts import document_text
+
+        return document_text(ctx)
+
     def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:
         keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
         prediction_cache().put_many(self.cache_key, zip(keys, probs))
