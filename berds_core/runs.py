@@ -140,6 +140,12 @@ def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = N
     return gold_matrix(gold, entry["id"], m, [c["id"] for c in ctxs])
 
 
+def judged_mask(entry: dict, judge: str) -> np.ndarray:
+    """Bool per passage: whether it carries the judge's verdicts (all False when the judge is absent)."""
+    rows = _judge_rows(entry, judge, PREDS_SUFFIX)
+    return np.array([r is not None for r in rows] if rows is not None else [False] * len(entry["ctxs"]), bool)
+
+
 def prob_matrix(entry: dict, judge: str) -> np.ndarray | None:
     """Float matrix (passages x perspectives) of the judge's probabilities (NaN where a passage has
     none), or None when the entry stores no ``<judge>-probs`` (e.g. the authors' files)."""

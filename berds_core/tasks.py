@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import InputError
 from .jsonio import read_text
+from .runs import judged_mask, judges_in, label_matrix
 from .store import Pair
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
@@ -96,7 +97,7 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     for run_name, entries in runs:
         for e in entries:
             ctxs = e["ctxs"][:k] if k else e["ctxs"]
-            judges = [key[:-len("-preds")] for key in e if key.endswith("-preds")]
+            verdicts = {name: (label_matrix(e, judge=name), judged_mask(e, name)) for name in judges_in(e)}
             for i, c in enumerate(ctxs):
                 for j, persp in enumerate(e["perspectives"]):
                     pid = f"{run_name}:{e['id']}:{c['id']}:{j}"
@@ -106,10 +107,9 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
                                       question_id=str(e["id"]), passage_id=str(c["id"]), perspective_index=j,
                                       subset=e.get("subset"), retriever=e.get("retriever") or run_name,
                                       source=run_name))
-                    for name in judges:
-                        preds = e[name + "-preds"]
-                        if i < len(preds):
-                            stored[name][pid] = int(bool(preds[i][j]))
+                    for name, (L, judged) in verdicts.items():  # either run layout
+                        if judged[i]:
+                            stored[name][pid] = int(L[i, j])
     return pairs, dict(stored)
 
 

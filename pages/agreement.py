@@ -13,7 +13,7 @@ import streamlit as st  # noqa: E402
 
 from berds_core.agreement import agreement_report, disagreements  # noqa: E402
 from berds_core.store import Store, default_db_path  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
@@ -112,6 +112,7 @@ def main() -> None:
             m[3].metric("Positive rate (judge)", fmt(report["positive_rate"]))
             st.caption("Table 4 layout: human labels as reference, the judge as prediction; percentile bootstrap "
                        f"95% intervals over {n_boot} resamples. Skips are not labels.")
+            judge_caveat(judge)
             st.dataframe(table4_rows(report), hide_index=True, key="agr_table4")
             left, right = st.columns(2)
             (tn, fp), (fn, tp) = report["confusion"]

@@ -18,7 +18,7 @@ import streamlit as st  # noqa: E402
 
 from berds_core.errors import InputError  # noqa: E402
 from berds_core.store import SKIP, Store, StoreError, default_db_path  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
@@ -189,6 +189,7 @@ def reveal_last(store: Store) -> None:
     value = last["value"]
     said = "skipped" if value == SKIP else ("supports" if value == 1 else "does not support")
     with st.expander(f"Previous pair: you said {said}. Reveal the judge's answer"):
+        judge_caveat(store.judges())
         st.text(f"Pair {last['pair']}")
         if answers:
             for a in answers:

@@ -130,18 +130,17 @@ def get_judge(spec: str = "embedded", **opts) -> Judge:
 
 
 def describe_judge(spec_or_judge) -> dict:
-    """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``.
+    """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``
+    for a judge, a spec (``embedded``) or a stored judge name (``embedded-minilm-v2-...``).
 
     The ``embedded`` judge measures topicality, not stance (held-out F1 about
     0.40 on the BERDS human pairs): it cannot tell a passage for a perspective
     from a passage against it, so its "supports" reads "on topic".
     """
     backend = getattr(spec_or_judge, "backend", None)
-    if backend is None:
-        try:
-            backend = parse_spec(str(spec_or_judge))[0]
-        except SpecError:
-            backend = "unknown"
+    text = str(spec_or_judge or "").strip()
+    if backend is None and (text in ("embedded", "default") or text.startswith(("embedded-", "embedded:"))):
+        backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
         return {"stance": False, "label": "on topic",
                 "caveat": "The offline embedded judge measures topicality, not stance (held-out F1 about 0.40): "
