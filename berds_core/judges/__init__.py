@@ -165,9 +165,9 @@ def passage_text(ctx, judge: Judge | None = None) -> str:
         return ctx
     if not isinstance(ctx, dict):
         ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
-    if judge is not None:
+    if judge is not None and hasattr(judge, "document"):
         return judge.document(ctx)
-    from .prompts import document_text
+    from .prompts import document_text  # any other judge-like object reads what the evaluator reads
 
     return document_text(ctx)
 

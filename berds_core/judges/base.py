@@ -114,6 +114,9 @@ class Judge:
     def _score(self, pairs: list[Pair]) -> np.ndarray:
         raise NotImplementedError
 
+    def _before_scoring(self) -> None:
+        """Called once by :meth:`predict` when some pairs are not cached, before scoring starts."""
+
     def status(self) -> dict:
         """``{"ok": bool, "detail": str}`` for the app's sidebar (loaded / reachable / why not)."""
         return {"ok": True, "detail": "ready"}
@@ -142,6 +145,8 @@ class Judge:
                 todo[k] = pair
         if todo:
             from tqdm.auto import tqdm
+
+            self._before_scoring()  # e.g. load the model: a missing one fails before any progress bar
 
             items = list(todo.items())
             bar = tqdm(total=len(items), desc=desc or f"judge {self.name}", unit="pair",

@@ -135,6 +135,9 @@ class HFJudge(Judge):
         self._check_answer_tokens()
         return self
 
+    def _before_scoring(self) -> None:
+        self.load()
+
     def _check_answer_tokens(self):
         if not self.lm.token_ids("Yes") or not self.lm.token_ids("No"):
             raise JudgeError(f"tokenizer of '{self.model_id}' has no single token for 'Yes'/'No'")
