@@ -21,16 +21,18 @@ If the document opposes the statement, the answer is "No". If the document does 
 The answer is "Yes" only if the document supports the statement, either explicitly or implicitly.
 Think carefully if the document actually supports the statement, or if there is just some superficial textual overlap between the two."""
 
-PAPER_ZERO = """<|im_start|>system
-You are a helpful assistant that can only answer with "Yes" or "No". Your goal is to determine if the provided document support the provided statement. Do NOT provide any explanation for your choice.␠
-<|im_end|>
-<|im_start|>user
+PAPER_USER = """<|im_start|>user
 Document: [Doc 1]
 Statement: [Doc 2]
 Instruction: {instr}
 Answer:
 <|im_end|>
-""".replace("{instr}", INSTR).replace("␠", " ")
+"""
+
+PAPER_ZERO = """<|im_start|>system
+You are a helpful assistant that can only answer with "Yes" or "No". Your goal is to determine if the provided document support the provided statement. Do NOT provide any explanation for your choice.␠
+<|im_end|>
+{user}""".replace("{user}", PAPER_USER).replace("{instr}", INSTR).replace("␠", " ")
 
 PAPER_ONE = """<|im_start|>system
 You are a helpful assistant that can only answer with "Yes" or "No". Your goal is to determine if the provided document support the provided statement. Do NOT provide any explanation for your choice. You should output the answer that best follows an instruction and an input pair.
@@ -44,13 +46,7 @@ Answer for Example 1:
 <|im_start|>assistant
 No
 <|im_end|>
-<|im_start|>user
-Document: [Doc 1]
-Statement: [Doc 2]
-Instruction: {instr}
-Answer:
-<|im_end|>
-""".replace("{instr}", INSTR).replace("␠", " ")
+{user}""".replace("{user}", PAPER_USER).replace("{instr}", INSTR).replace("␠", " ")
 
 
 def authors_formulate_dialogs(template, doc, statement):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..generators import split_openai_spec
 from ..specs import Registry, SpecError
 from .base import Judge, JudgeError, PredictionCache, prediction_cache
 
@@ -68,13 +69,6 @@ def _split_hf(arg: str) -> tuple[str, str | None]:
     return model, adapter or None
 
 
-def _split_openai(arg: str) -> tuple[str, str]:
-    model, at, url = (arg or "").rpartition("@")
-    if not at or not model or not url:
-        raise SpecError("openai judge needs a model and a URL: openai:<model>@<base_url>")
-    return model, url
-
-
 @JUDGES.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
                  help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
 def _hf(arg, **opts):
@@ -89,7 +83,7 @@ def _hf(arg, **opts):
 def _openai(arg, **opts):
     from .openai_compat import OpenAIJudge
 
-    model, url = _split_openai(arg)
+    model, url = split_openai_spec(arg)
     return OpenAIJudge(model, url, **_pick(opts, OPENAI_OPTS))
 
 
@@ -116,7 +110,7 @@ def parse_spec(spec: str) -> tuple[str, dict]:
         model, adapter = _split_hf(arg)
         return "hf", {"model": model, "adapter": adapter}
     if name == "openai":
-        model, url = _split_openai(arg)
+        model, url = split_openai_spec(arg)
         return "openai", {"model": model, "base_url": url}
     if arg:
         return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
