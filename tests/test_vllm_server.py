@@ -93,8 +93,9 @@ def server_command(python, model, lora, port) -> list[str]:
 @pytest.fixture(scope="module")
 def model_dirs(tmp_path_factory):
     base = tmp_path_factory.mktemp("vllm-model")
-    model = make_tiny_mistral_v1(base / "model", hidden=128, heads=2, answer_head=True)
-    lora = make_tiny_lora_adapter(model, base / "lora", r=8, std=0.1)
+    # distinctive folder names: local models are named (and their predictions cached) by folder name
+    model = make_tiny_mistral_v1(base / "tiny-mistral-v1-vllm", hidden=128, heads=2, answer_head=True)
+    lora = make_tiny_lora_adapter(model, base / "tiny-mistral-v1-vllm-lora", r=8, std=0.1)
     return model, lora
 
 
