@@ -44,8 +44,11 @@ MODULE = "berds-evaluator"
 SERVED = "tiny-mistral"
 
 
-def _run(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+def _run(cmd, timeout: float):
+    try:
+        return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{' '.join(map(str, cmd))} did not finish in {timeout:.0f} s")
 
 
 def _works(python: Path) -> bool:
@@ -69,7 +72,7 @@ def vllm_python() -> Path:
              [python, "-m", "pip", "install", "-q", VLLM_PACKAGE],
              [python, "-m", "pip", "uninstall", "-y", "-q", *REMOVE]]
     for cmd in steps:
-        res = _run(cmd, timeout=1800)
+        res = _run(cmd, timeout=3600)  # ~5 minutes on a quiet machine; much longer on a loaded one
         if res.returncode != 0:
             pytest.fail(f"{' '.join(map(str, cmd))} failed: {(res.stderr or res.stdout).strip()[-800:]}")
     if not _works(python):

@@ -88,6 +88,12 @@ def decode_comparison(args, judge, pairs, labels) -> tuple[dict, object, np.ndar
     return report, other, mine[other_mode]
 
 
+def _resume_note(judge) -> str:
+    """Only when something was scored before the failure (not for a model that did not load)."""
+    done = judge.forward_calls or getattr(judge, "partial_commits", 0)
+    return " (predictions made so far are cached; rerun to resume)" if done else ""
+
+
 def _decided_by(judge) -> dict:
     return {"decided_by": dict(judge.decided_by)} if getattr(judge, "decided_by", None) else {}
 
@@ -98,7 +104,7 @@ def _predict(judge, pairs, args, where):
     try:
         return judge.predict(pairs, progress=not args.quiet)
     except JudgeError as e:
-        raise InputError(where, None, None, f"{e} (predictions made so far are cached; rerun to resume)") from None
+        raise InputError(where, None, None, f"{e}{_resume_note(judge)}") from None
 
 
 def run_judge(args) -> dict:
@@ -110,7 +116,7 @@ def run_judge(args) -> dict:
     try:
         judge_run(entries, judge, progress=not args.quiet)
     except JudgeError as e:
-        raise InputError("--judge", None, None, f"{e} (predictions made so far are cached; rerun to resume)") from None
+        raise InputError("--judge", None, None, f"{e}{_resume_note(judge)}") from None
     write_run(args.out, entries)
     mats = [label_matrix(e, judge=judge.name) for e in entries]
     n_pairs = sum(L.size for L in mats)

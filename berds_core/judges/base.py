@@ -93,6 +93,7 @@ class Judge:
     def __init__(self, threshold: float = 0.5):
         self.threshold = float(threshold)
         self.forward_calls = 0  # how many times _score ran (tests check cache hits)
+        self.partial_commits = 0  # partial results of failing chunks saved by _commit
 
     # -- naming ---------------------------------------------------------
     @property
@@ -131,6 +132,7 @@ class Judge:
     def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:
         keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
         prediction_cache().put_many(self.cache_key, zip(keys, probs))
+        self.partial_commits += bool(len(keys))
 
     def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
