@@ -48,14 +48,9 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
         return label_matrix(top, gold=gold)
     if judge.name in judges_in(entry):
         return label_matrix(entry, judge=judge.name)[:k]
-    from ..judges import passage_text
+    from ..judges import judge_passages  # the text each judge reads (embedded: text; LLM judges: text + title)
 
-    m = len(entry["perspectives"])
-    if not top["ctxs"]:
-        return np.zeros((0, m), dtype=bool)
-    pairs = [(passage_text(c), p) for c in top["ctxs"] for p in entry["perspectives"]]
-    _, labels = judge.predict(pairs)
-    return np.asarray(labels, dtype=bool).reshape(len(top["ctxs"]), m)
+    return judge_passages(judge, top["ctxs"], entry["perspectives"])[1]
 
 
 def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
