@@ -12,7 +12,7 @@ import pytest
 
 from berds_core.cli import main
 from berds_core.corpus import load_corpus
-from berds_core.runs import read_run
+from berds_core.runs import judged_mask, read_run
 from web_servers import BAD, KEYS, LATIN1_META_TEXT, LATIN1_TEXT, search_server, site_results, site_server
 
 Q1 = "Should cities ban cars from their centres?"
@@ -261,5 +261,8 @@ def test_web_corpus_judged_by_the_embedded_judge_then_evaluated(env, capsys):
                           "--bootstrap", "0"])
     assert ev["n"] == 2 and 0.0 <= ev["mrecall"] <= 1.0 and 0.0 <= ev["precision"] <= 1.0
     entries = read_run(judged)
-    assert all(len(e[f"{j['judge']}-preds"]) == len(e["ctxs"]) for e in entries)
+    # The BERDS layout: one boolean per perspective inside every passage.
+    key = f"{j['judge']}-preds"
+    assert all(len(c[key]) == len(e["perspectives"]) for e in entries for c in e["ctxs"])
+    assert all(judged_mask(e, j["judge"]).all() for e in entries)
     assert all(c["id"].startswith(site.url) for e in entries for c in e["ctxs"])
