@@ -149,6 +149,17 @@ def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *
 
 # --- paired comparison ---------------------------------------------------
 
+def paired_arrays(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Two per-question score arrays of one run pair as floats; ValueError unless 1-D, same length, non-empty."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("paired comparison needs two 1-D arrays of the same length")
+    if a.size == 0:
+        raise ValueError("no questions to compare")
+    return a, b
+
+
 def paired_comparison(a, b, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
                       groups: Sequence | None = None) -> dict:
     """Compare per-question scores of two runs on the same questions: ``b - a``.
@@ -157,12 +168,7 @@ def paired_comparison(a, b, *, n_boot: int = 1000, seed: int = 0, level: float =
     interval (questions resampled jointly, so the pairing is kept), and a
     two-sided sign-flip randomisation p-value (``n_boot`` seeded flips).
     """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("paired comparison needs two 1-D arrays of the same length")
-    if a.size == 0:
-        raise ValueError("no questions to compare")
+    a, b = paired_arrays(a, b)
     d = b - a
     reps = bootstrap_means(d, groups=groups, n_boot=n_boot, seed=seed)
     lo, hi = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])

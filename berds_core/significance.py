@@ -49,13 +49,9 @@ DEFAULT_RESAMPLES = 10000
 
 
 def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("a paired test needs two 1-D arrays of the same length")
-    if a.size == 0:
-        raise ValueError("no questions to compare")
-    return a, b
+    from .evaluation import paired_arrays
+
+    return paired_arrays(a, b)
 
 
 def question_weights(groups: Sequence | None, n: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mmr import normalize_scores
+from .coverage import greedy_inputs
 
 DEFAULT_LAMBDA = 0.5
 
@@ -29,18 +29,12 @@ def pm2(cand_scores, aspect_probs, k: int, lam: float = DEFAULT_LAMBDA, weights=
     """Indices (into the candidates) of the ``k`` picks, in order."""
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must be in [0, 1], got {lam}")
-    rel = normalize_scores(cand_scores)
-    P = np.clip(np.asarray(aspect_probs, dtype=np.float64), 0.0, 1.0)
-    n = rel.shape[0]
-    if P.ndim != 2 or P.shape[0] != n:
-        raise ValueError(f"expected a {n} x m probability matrix, got {P.shape}")
-    m = P.shape[1]
-    k = min(int(k), n)
+    rel, P, k, v = greedy_inputs(cand_scores, aspect_probs, k, weights)
     if k <= 0:
         return []
-    if m == 0:
+    if P.shape[1] == 0:
         return list(range(k))
-    v = np.full(m, 1.0 / m) if weights is None else np.asarray(weights, dtype=np.float64)
+    n, m = P.shape
     seats = np.zeros(m)
     available = np.ones(n, dtype=bool)
     order: list[int] = []
