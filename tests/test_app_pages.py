@@ -305,6 +305,7 @@ def test_evaluate_results_cached_by_configuration(_app):
     assert len(at.session_state["eval_done"]) == 2
 
 
+@pytest.mark.slow
 def test_evaluate_compares_configurations_with_corrected_significance(_app):
     """Two configurations (plain, xQuAD) on the demo's gold labels: the comparison's p-values are
     berds_core.significance on the per-question scores, and the chart's stars are its corrected p's."""
@@ -317,8 +318,9 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
     assert not at.exception, [e.value for e in at.exception]
     done = at.session_state["eval_done"]
     base, other = list(done)
-    assert at.multiselect(key="ev_compare").value == [base, other]
+    at.multiselect(key="ev_compare").set_value([base, other]).run()
     at.selectbox(key="ev_baseline").set_value(base).run()
+    assert not at.exception, [e.value for e in at.exception]
     sig_table = next(df.value for df in at.dataframe if "p (randomisation)" in df.value.columns)
     assert set(sig_table["configuration"]) == {other}
     assert list(sig_table["metric"]) == ["MRecall@5", "Precision@5", "α-nDCG@5", "StRecall@5"]
@@ -333,3 +335,28 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
     bars = json.loads(chart)["data"]
     assert [b["name"] for b in bars] == [base, other]
     assert bars[1]["text"] == [stars(rows[m]["p"]) for m in rows] and set(bars[0]["text"]) == {""}
+
+    # judge labels: the ndeval measures are scored again on the shared pool of the two configurations
+    from berds_core.diversity_metrics import diversity_scores, subtopic_qrels
+
+    at.radio(key="ev_labels").set_value("judge").run()          # xQuAD, judged: no new retrieval
+    at.selectbox(key="ev_method").set_value("none").run()       # plain, judged
+    judged = [c for c in at.session_state["eval_done"] if c.endswith("judge")]
+    assert len(judged) == 2
+    at.multiselect(key="ev_compare").set_value(judged).run()
+    at.selectbox(key="ev_baseline").set_value(judged[0]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("shared pool" in c.value for c in at.caption)
+    done = at.session_state["eval_done"]
+    runs = {c: [at.session_state["eval_runs"][done[c]["key"]][q] for q in done[c]["ids"]] for c in judged}
+    judge_name = done[judged[0]]["labels"]["judge"]
+    qrels = subtopic_qrels(list(runs.values()), judge=judge_name)
+    per_run = {c: {**{m: done[c]["per_q"][m] for m in ("mrecall@5", "precision@5")},
+                   **{m: v for m, v in diversity_scores(runs[c], qrels, (5,)).items() if m in ("alpha_ndcg@5",
+                                                                                             "strecall@5")}}
+               for c in judged}
+    expected = compare(per_run, baseline=judged[0], groups=done[judged[0]]["subsets"])["comparisons"][0]["metrics"]
+    sig_table = next(df.value for df in at.dataframe if "p (randomisation)" in df.value.columns)
+    for (_, row), m in zip(sig_table.iterrows(), ("mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5")):
+        assert row["p (randomisation)"] == pytest.approx(expected[m]["p_permutation"], abs=1e-4)
+        assert row["difference [95% CI]"].startswith(f"{expected[m]['diff']:+.3f}")

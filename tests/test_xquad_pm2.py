@@ -115,6 +115,7 @@ def test_diversify_xquad_and_pm2():
     assert [r for r, _ in diversify(Q, corpus, ret, "pm2", 2, perspectives=[])] == [0, 1]
 
 
+@pytest.mark.slow
 def test_cli_retrieve_xquad_and_pm2(cli_files, capsys):  # noqa: F811
     from berds_core.runs import read_run
 
