@@ -6,6 +6,7 @@ import streamlit as st
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
                           cached_retriever, column_result, embedder_model, esc, page_engine)
+from pages import web_live
 
 ensure_shell()
 
@@ -126,6 +127,7 @@ def main() -> None:
 
     mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
                     label_visibility="collapsed")
+    web_settings, web = None, None  # "Web (live)": the typed question's own corpus from a web search
     if mode == "From the dataset":
         by_id = {q.id: q for q in data.questions}
         qid = st.selectbox("Question", list(by_id), key="pg_qid",
@@ -135,6 +137,7 @@ def main() -> None:
         text = st.text_input("Your question", key="pg_text", placeholder="Should cities ban cars from their centres?")
         persp_text = st.text_area("Perspectives, one per line (optional)", key="pg_persp", height=90,
                                   help="Leave empty to derive a yes side and a no side from the question (offline).")
+        web_settings = web_live.corpus_choice()
         if not text.strip():
             st.info("Type a question to retrieve passages for it.")
             return
@@ -150,6 +153,10 @@ def main() -> None:
                     return
                 st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
             question = Question("typed", text.strip(), persp)
+        if web_settings is not None:
+            web = web_live.open_engine(question, web_settings)
+            if web is None:
+                return
 
     c1, c2, c3, c4 = st.columns([1, 1, 1.3, 1])
     k = c1.slider("k (passages per column)", 1, 10, 5, key="pg_k")
@@ -157,7 +164,7 @@ def main() -> None:
     qe_options = [s for s in QE_LABELS if s != "dataset" or question.generated_perspectives]
     qe_source = c3.selectbox("Expansion / re-ranker perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
                              format_func=QE_LABELS.get)
-    has_gold = bool(data.gold) and question.id in data.gold
+    has_gold = bool(data.gold) and question.id in data.gold and web is None
     use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
                         key="pg_labels") == "gold"
 
@@ -183,8 +190,9 @@ def main() -> None:
     with st.spinner("Retrieving and judging…"):
         for method in shown:
             try:
-                results[method] = cached_column(cfg_key, qkey, method, k, lam if method == "mmr" else None,
-                                                qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
+                args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
+                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
+                results[method] = web.column(*args, question) if web else cached_column(*args)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
 
@@ -208,12 +216,14 @@ def main() -> None:
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}.")
         else:
-            ranks = cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold)
+            ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
+                     cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
             lines = []
             for j in missing:
                 r = ranks.get(j)
                 where = (f"first supported at rank {r} of plain retrieval" if r else
-                         f"not supported by any of the top {min(DEPTH, len(data.corpus))} passages of plain retrieval")
+                         f"not supported by any of the top {min(DEPTH, len(web.corpus if web else data.corpus))} "
+                         "passages of plain retrieval")
                 lines.append(f'<div class="bc-miss"><span class="bc-tag">P{j + 1}</span>{esc(question.perspectives[j])}'
                              f' — <b>{where}</b></div>')
             st.warning(f"No column covers {len(missing)} perspective(s) in its top {k}:")

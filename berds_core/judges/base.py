@@ -9,7 +9,6 @@ was done.
 """
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -18,25 +17,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..cache import cache_dir, text_hash
+from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
 
 Pair = tuple[str, str]
 
 
 class JudgeError(RuntimeError):
     """A judge could not produce predictions (server down, garbage answer, model missing)."""
-
-
-def safe_name(text: str) -> str:
-    """Filesystem- and JSON-key-safe form of a model id, path or option."""
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
-
-
-def model_label(model: str) -> str:
-    """A short stable label for a hub id (``org__name``) or a local path (its folder name)."""
-    p = Path(model)
-    if p.exists():
-        return safe_name(p.resolve().name)
-    return safe_name(model.replace("/", "__"))
 
 
 class PredictionCache:

@@ -1,8 +1,9 @@
 """``openai:<model>@<base_url>``: any OpenAI-compatible chat-completions server.
 
 vLLM (``vllm serve``), Ollama, llama.cpp's server or OpenAI itself. Requests
-run concurrently (``concurrency``), each with a timeout, retried with
-exponential backoff on 429, 5xx, timeouts and connection errors. When the
+run concurrently (``concurrency``) through the project's one OpenAI-style
+HTTP client (:class:`berds_core.generators.openai.OpenAIClient`: a timeout
+per request, retries with backoff on 429, 5xx, timeouts and connection errors). When the
 server returns ``logprobs``/``top_logprobs`` the probability of support is the
 softmax over the log-probabilities of "Yes" and "No"; otherwise the answer
 text is parsed (Yes -> 1, No -> 0). The API key comes from ``api_key=``, or
@@ -12,56 +13,24 @@ the Authorization header only and never logged, named or written.
 from __future__ import annotations
 
 import math
-import os
-import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..generators.openai import (LogprobsRejected, OpenAIClient, choice_text, first_token_logprobs,
+                                 normalize_base_url, option_logprobs)
 from .base import Judge, JudgeError, safe_name
 from .prompts import PROMPT_VERSION, messages, parse_answer
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-
-def normalize_base_url(url: str) -> str:
-    """``http://host:port`` or ``.../v1`` -> ``.../v1`` (no trailing slash)."""
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        url = "http://" + url
-    if not url.endswith("/v1"):
-        url += "/v1"
-    return url
+__all__ = ["OpenAIJudge", "normalize_base_url"]
 
 
 def _yes_no_from_logprobs(choice: dict) -> float | None:
     """Probability of Yes from the first generated token's top logprobs, if Yes/No are among them."""
-    lp = choice.get("logprobs") or {}
-    content = lp.get("content") if isinstance(lp, dict) else None
-    if not content or not isinstance(content, list):
-        return None
-    first = content[0] or {}
-    cands: dict[str, float] = {}  # exact token -> logprob (the chosen token is usually listed too)
-    for c in list(first.get("top_logprobs") or []) + [first]:
-        try:
-            cands.setdefault(str(c["token"]), float(c["logprob"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-    yes = no = -math.inf
-    for raw, val in cands.items():
-        tok = raw.strip().strip("▁Ġ").lower()
-        if tok == "yes":
-            yes = np.logaddexp(yes, val) if yes > -math.inf else val
-        elif tok == "no":
-            no = np.logaddexp(no, val) if no > -math.inf else val
+    yes, no = option_logprobs(first_token_logprobs(choice), ["yes", "no"])
     if yes == -math.inf and no == -math.inf:
         return None
-    if no == -math.inf:
-        return 1.0
-    if yes == -math.inf:
-        return 0.0
-    return float(1.0 / (1.0 + math.exp(no - yes)))
+    return float(1.0 / (1.0 + math.exp(no - yes))) if yes > -math.inf and no > -math.inf else float(no == -math.inf)
 
 
 class OpenAIJudge(Judge):
@@ -71,105 +40,39 @@ class OpenAIJudge(Judge):
                  timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, api_key: str | None = None,
                  threshold: float = 0.5):
         super().__init__(threshold)
-        self.model_id, self.base_url, self.shot = model, normalize_base_url(base_url), int(shot)
-        self.concurrency, self.timeout = max(1, int(concurrency)), float(timeout)
-        self.retries, self.backoff = max(0, int(retries)), float(backoff)
+        self.model_id, self.shot = model, int(shot)
+        self.http = OpenAIClient(base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
+                                 concurrency=concurrency, error=JudgeError, who="openai judge")
+        self.base_url, self.concurrency, self.timeout = self.http.base_url, self.http.concurrency, self.http.timeout
         self.commit_every = max(4 * self.concurrency, 16)
-        self._key = api_key or os.environ.get("BERDS_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
         self._use_logprobs = True
-        self._client = None
-
-    def __getstate__(self):  # never pickle the key along
-        state = dict(self.__dict__)
-        state["_key"] = None
-        state["_client"] = None
-        return state
 
     def _name_stem(self) -> str:
         host = self.base_url.split("://", 1)[-1]
         return f"openai-{safe_name(self.model_id)}@{safe_name(host)}-{PROMPT_VERSION}-{self.shot}shot"
 
-    @property
-    def client(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json"}
-            if self._key:
-                headers["Authorization"] = f"Bearer {self._key}"
-            self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
-                                        limits=httpx.Limits(max_connections=self.concurrency))
-        return self._client
-
     def status(self) -> dict:
-        import httpx
-
-        try:
-            r = self.client.get("/models", timeout=min(self.timeout, 5.0))
-        except httpx.HTTPError as e:
-            return {"ok": False, "detail": f"{self.base_url} unreachable ({type(e).__name__})"}
-        if r.status_code in (401, 403):
-            return {"ok": False, "detail": f"{self.base_url} refused the API key (HTTP {r.status_code})"}
-        if r.status_code >= 400 and r.status_code != 404:
-            return {"ok": False, "detail": f"{self.base_url} answered HTTP {r.status_code}"}
-        return {"ok": True, "detail": f"{self.base_url} reachable"}
-
-    # -- one request ----------------------------------------------------
-    def _post(self, body: dict) -> dict:
-        import httpx
-
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)) * (1 + 0.25 * random.random()))
-            try:
-                r = self.client.post("/chat/completions", json=body)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.timeout:g}s"
-                continue
-            except httpx.TransportError as e:
-                last = f"cannot connect ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'})"
-                continue
-            if r.status_code in RETRY_STATUS:
-                last = f"HTTP {r.status_code}"
-                ra = r.headers.get("retry-after")
-                if ra and ra.replace(".", "", 1).isdigit():
-                    time.sleep(min(float(ra), 30.0))
-                continue
-            if r.status_code == 400 and body.get("logprobs"):
-                raise _NoLogprobs()
-            if r.status_code >= 400:
-                raise JudgeError(f"openai judge: {self.base_url} answered HTTP {r.status_code}: "
-                                 f"{r.text[:200].strip()}")
-            try:
-                return r.json()
-            except ValueError:
-                raise JudgeError(f"openai judge: {self.base_url} answered non-JSON: {r.text[:120]!r}") from None
-        raise JudgeError(f"openai judge: {self.base_url}: {last} (gave up after {self.retries + 1} tries)")
+        return self.http.status()
 
     def score_one(self, document: str, perspective: str) -> float:
         return self.ask(messages(document, perspective, self.shot))
 
     def ask(self, msgs: list[dict]) -> float:
         """P("Yes") for one chat: from logprobs when the server offers them, else the parsed answer."""
-        body = {"model": self.model_id, "messages": msgs, "max_tokens": 1, "temperature": 0.0}
+        choice = None
         if self._use_logprobs:
-            body.update(logprobs=True, top_logprobs=5)
-        try:
-            data = self._post(body)
-        except _NoLogprobs:
-            self._use_logprobs = False
-            return self.ask(msgs)
-        try:
-            choice = data["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise JudgeError(f"openai judge: {self.base_url} answered without choices: {str(data)[:120]}") from None
-        prob = _yes_no_from_logprobs(choice) if isinstance(choice, dict) else None
+            try:
+                choice = self.http.chat(self.model_id, msgs, max_tokens=1, top_logprobs=5)
+            except LogprobsRejected:
+                self._use_logprobs = False
+        if choice is None:
+            choice = self.http.chat(self.model_id, msgs, max_tokens=1)
+        prob = _yes_no_from_logprobs(choice)
         if prob is None:
-            text = ((choice.get("message") or {}).get("content") if isinstance(choice, dict) else None) or ""
-            prob = parse_answer(str(text))
-        if prob is None:
-            raise JudgeError(f"openai judge: answer is neither Yes nor No: {str(text)[:80]!r}")
+            text = choice_text(choice)
+            prob = parse_answer(text)
+            if prob is None:
+                raise JudgeError(f"openai judge: answer is neither Yes nor No: {text[:80]!r}")
         return prob
 
     def yes_probability(self, prompts: list[str]) -> np.ndarray:
@@ -192,7 +95,3 @@ class OpenAIJudge(Judge):
             self._commit([pairs[i] for i in np.flatnonzero(done)], out[done])  # keep what was done
             raise error
         return out
-
-
-class _NoLogprobs(Exception):
-    """The server rejected the logprobs parameters: retry the request without them."""

@@ -1,0 +1,76 @@
+"""Text generators named by spec strings, shared by every LLM-backed feature.
+
+``get_generator(spec, **opts)``:
+
+- ``hf:<model id or path>[+<adapter id or path>]``: transformers, locally
+  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``);
+- ``openai:<model>@<base_url>``: an OpenAI-compatible server -- vLLM
+  (``vllm serve``), Ollama, llama.cpp's server, OpenAI (opts: ``api_key``,
+  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``).
+
+Query expansion, perspective discovery, RAG answers, dispute awareness and
+the convincingness experiments call ``generate`` / ``choice_probs``; the
+judges build on the same backends (``HFGenerator``, ``OpenAIClient``).
+Loaded generators are kept per (spec, options), so a model loads once per process.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..specs import Registry, SpecError
+from .base import GenerationError, Generator, as_messages, generation_cache
+
+GENERATORS = Registry("generator")
+
+__all__ = ["GENERATORS", "GenerationError", "Generator", "SpecError", "as_messages", "generation_cache",
+           "get_generator", "split_openai_spec"]
+
+
+def split_openai_spec(arg: str) -> tuple[str, str]:
+    """``<model>@<base_url>`` -> (model, base_url); the model may itself contain '@'."""
+    model, at, url = (arg or "").rpartition("@")
+    if not at or not model or not url:
+        raise SpecError("openai generator needs a model and a URL: openai:<model>@<base_url>")
+    return model, url
+
+
+@GENERATORS.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
+                     help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
+def _hf(arg, **opts):
+    from .hf import HFGenerator
+
+    model, _, adapter = arg.partition("+")
+    allowed = {"device", "dtype", "batch_size", "max_length", "system"}
+    return HFGenerator(model, adapter or None, **{k: v for k, v in opts.items() if k in allowed})
+
+
+@GENERATORS.register("openai", usage="openai:<model>@<base_url>", needs_arg=True,
+                     help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
+def _openai(arg, **opts):
+    from .openai import OpenAIGenerator
+
+    model, url = split_openai_spec(arg)
+    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs"}
+    return OpenAIGenerator(model, url, **{k: v for k, v in opts.items() if k in allowed})
+
+
+_LOADED: dict[tuple, Generator] = {}
+_LOCK = threading.Lock()
+
+
+def get_generator(spec: str, **opts) -> Generator:
+    """The generator a spec names (one instance per spec and options in this process).
+
+    ``opts`` with value None are ignored. An API key is never part of the
+    instance key in a readable form (it is hashed).
+    """
+    from ..cache import text_hash
+
+    opts = {k: v for k, v in opts.items() if v is not None}
+    key = (str(spec).strip(), tuple(sorted((k, text_hash(str(v)) if k == "api_key" else repr(v))
+                                           for k, v in opts.items())))
+    with _LOCK:
+        gen = _LOADED.get(key)
+        if gen is None:
+            gen = _LOADED[key] = GENERATORS.create(spec, **opts)
+        return gen

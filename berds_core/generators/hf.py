@@ -1,0 +1,213 @@
+"""``hf:<model>[+<adapter>]``: a transformers causal LM, by hub id or local path.
+
+Loading: the tokenizer and model (bf16 straight onto the GPU when there is
+one, float32 on the CPU unless ``dtype`` says otherwise), an optional PEFT
+LoRA adapter. Prompts go through the tokenizer's chat template with the
+generation prompt; a system turn is kept when the template accepts one and
+dropped when it does not (Mistral-Instruct's template has no system role),
+or as ``system="keep"|"drop"`` says.
+
+Batches are sorted by length and left-padded, with position ids counting
+real tokens only, so a padded row scores as it would alone.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..naming import model_label
+from .base import GenerationError, Generator, Messages
+
+
+def is_local(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def answer_token_ids(tokenizer, word: str) -> list[int]:
+    """Ids of single tokens that spell ``word`` (bare, with a leading space, SentencePiece '▁')."""
+    ids: set[int] = set()
+    for variant in (word, " " + word, word.lower(), " " + word.lower()):
+        enc = tokenizer.encode(variant, add_special_tokens=False)
+        if len(enc) == 1:
+            ids.add(enc[0])
+        elif enc:  # e.g. SentencePiece puts a lone '▁' first
+            toks = tokenizer.convert_ids_to_tokens(enc)
+            rest = [(i, t) for i, t in zip(enc, toks) if t.strip("▁Ġ ")]
+            if len(rest) == 1 and rest[0][1].strip("▁Ġ ").lower() == word.lower():
+                ids.add(rest[0][0])
+    vocab = tokenizer.get_vocab()
+    for form in (word, "▁" + word, "Ġ" + word, word.lower(), "▁" + word.lower(), "Ġ" + word.lower()):
+        if form in vocab:
+            ids.add(vocab[form])
+    ids.discard(getattr(tokenizer, "unk_token_id", None))
+    return sorted(ids)
+
+
+class HFGenerator(Generator):
+    backend = "hf"
+
+    def __init__(self, model: str, adapter: str | None = None, *, device: str | None = None,
+                 dtype: str | None = None, batch_size: int = 8, max_length: int = 4096, system: str = "auto"):
+        super().__init__()
+        if system not in ("auto", "keep", "drop"):
+            raise ValueError("system must be auto, keep or drop")
+        self.model_id, self.adapter_id = model, adapter
+        self.device_name, self.dtype_name = device, dtype
+        self.batch_size, self.max_length, self.system = int(batch_size), int(max_length), system
+        self.commit_every = max(self.batch_size * 2, 8)
+        self.model = self.tokenizer = None
+        self.device = None
+        self._error: str | None = None
+        self._label = None
+
+    def _name_stem(self) -> str:
+        stem = f"hf-{self._label or model_label(self.model_id)}"
+        if self.adapter_id:
+            stem += f"+{model_label(self.adapter_id)}"
+        return stem
+
+    @classmethod
+    def from_loaded(cls, model, tokenizer, label: str, **opts) -> "HFGenerator":
+        """Around an already built model + tokenizer (benchmarks, notebooks, tests); ``label`` names it."""
+        gen = cls(label, **opts)
+        gen._label = label
+        gen._adopt(model, tokenizer, str(next(model.parameters()).device))
+        return gen
+
+    # -- loading ------------------------------------------------------------
+    def _adopt(self, model, tok, device: str) -> None:
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        self.model, self.tokenizer, self.device = model.eval(), tok, device
+
+    def load(self) -> "HFGenerator":
+        if self.model is not None:
+            return self
+        if self._error:
+            raise GenerationError(self._error)
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from ..embed import pick_device
+
+        device = pick_device(self.device_name)
+        if self.dtype_name:
+            dtype = getattr(torch, str(self.dtype_name).replace("torch.", ""), None)
+            if not isinstance(dtype, torch.dtype):
+                self._error = f"unknown dtype '{self.dtype_name}' (use float32, float16 or bfloat16)"
+                raise GenerationError(self._error)
+        else:
+            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        local = is_local(self.model_id)
+        try:
+            tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=local)
+            model = AutoModelForCausalLM.from_pretrained(
+                self.model_id, dtype=dtype, local_files_only=local,
+                device_map=device if device.startswith("cuda") else None)  # straight onto the GPU
+        except (OSError, ValueError) as e:
+            self._error = f"cannot load model '{self.model_id}': {str(e).splitlines()[0]}"
+            raise GenerationError(self._error) from None
+        if self.adapter_id:
+            from peft import PeftModel
+
+            try:
+                model = PeftModel.from_pretrained(model, self.adapter_id, local_files_only=is_local(self.adapter_id))
+            except (OSError, ValueError) as e:
+                self._error = f"cannot load adapter '{self.adapter_id}': {str(e).splitlines()[0]}"
+                raise GenerationError(self._error) from None
+        model.to(device)
+        self._adopt(model, tok, device)
+        return self
+
+    def status(self) -> dict:
+        if self.model is not None:
+            return {"ok": True, "detail": f"loaded on {self.device}"}
+        if self._error:
+            return {"ok": False, "detail": self._error}
+        return {"ok": True, "detail": "not loaded yet (loads on first use)"}
+
+    # -- prompts ------------------------------------------------------------
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> str:
+        """Chat messages as prompt text through the chat template (ending where the answer begins)."""
+        self.load()
+        tok = self.tokenizer
+        msgs = list(messages)
+        if self.system == "drop":
+            msgs = [m for m in msgs if m["role"] != "system"]
+        if not getattr(tok, "chat_template", None):
+            return (tok.bos_token or "") + "\n\n".join(m["content"] for m in msgs) + "\n"
+        try:
+            return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=add_generation_prompt)
+        except Exception as e:  # jinja2 TemplateError: the template has no system role
+            if self.system != "auto" or not any(m["role"] == "system" for m in msgs):
+                raise GenerationError(f"chat template of '{self.model_id}' rejected the messages: {e}") from None
+            msgs = [m for m in msgs if m["role"] != "system"]
+            return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+    def token_ids(self, word: str) -> list[int]:
+        self.load()
+        return answer_token_ids(self.tokenizer, word)
+
+    def _encode_batch(self, texts: list[str]):
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
+                             max_length=self.max_length, add_special_tokens=False)
+        enc = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        pos = (enc["attention_mask"].long().cumsum(-1) - 1).clamp(min=0)  # real tokens only
+        return enc, pos
+
+    def _order(self, texts: list[str]) -> np.ndarray:
+        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        return np.argsort(lengths, kind="stable")
+
+    def last_logits(self, texts: list[str]):
+        """(n, vocab) float32 next-token logits after each prompt text, batched by length."""
+        import torch
+
+        self.load()
+        order = self._order(texts)
+        out = [None] * len(texts)
+        for i in range(0, len(order), self.batch_size):
+            idx = order[i:i + self.batch_size]
+            enc, pos = self._encode_batch([texts[j] for j in idx])
+            with torch.inference_mode():
+                logits = self.model(**enc, position_ids=pos, logits_to_keep=1).logits[:, -1, :].float()
+            for row, j in enumerate(idx):
+                out[j] = logits[row]
+        return torch.stack(out) if out else torch.zeros((0, 0))
+
+    def logsumexp_of(self, logits, options: list[str], normalize: bool = True) -> np.ndarray:
+        """(n, k): per option, the logsumexp over its spellings of the log-probabilities over the
+        vocabulary (``normalize``) or of the raw logits (differences, hence decisions, are the same)."""
+        import torch
+
+        ids = [self.token_ids(o) for o in options]
+        missing = [o for o, i in zip(options, ids) if not i]
+        if missing:
+            raise GenerationError(f"tokenizer of '{self.model_id}' has no single token for {missing}")
+        logp = torch.log_softmax(logits, dim=-1) if normalize else logits
+        return torch.stack([torch.logsumexp(logp[:, i], dim=-1) for i in ids], dim=-1).cpu().numpy()
+
+    def _choice_logprobs(self, chats: list[Messages], options: list[str]) -> np.ndarray:
+        return self.logsumexp_of(self.last_logits([self.render(c) for c in chats]), options)
+
+    def _generate(self, chats: list[Messages], max_new_tokens: int, temperature: float) -> list[str]:
+        import torch
+
+        self.load()
+        texts = [self.render(c) for c in chats]
+        order = self._order(texts)
+        out = [""] * len(texts)
+        pad = self.tokenizer.pad_token_id
+        for i in range(0, len(order), self.batch_size):
+            idx = order[i:i + self.batch_size]
+            enc, _ = self._encode_batch([texts[j] for j in idx])
+            kw = dict(max_new_tokens=max_new_tokens, pad_token_id=pad)
+            kw.update(do_sample=True, temperature=temperature) if temperature > 0 else kw.update(do_sample=False)
+            with torch.inference_mode():
+                gen = self.model.generate(**enc, **kw)
+            width = enc["input_ids"].shape[1]
+            for row, j in enumerate(idx):
+                out[j] = self.tokenizer.decode(gen[row, width:], skip_special_tokens=True)
+        return out
