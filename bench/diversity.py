@@ -7,7 +7,8 @@ each question is scored with the gold labels (perspective 0 = the claim, 1 =
 its negation). Rows: BM25 and dense (packaged MiniLM), each plain, with MMR
 (lambda 0.5 ... 0.99), with query expansion (offline source; the oracle row
 uses the gold perspectives and is an upper bound only), with the coverage
-re-ranker, xQuAD and PM-2 (offline aspects, P(d | aspect) from the retriever
+re-ranker, xQuAD and PM-2 (offline aspects; the oracle rows use the gold
+perspectives and are upper bounds only; P(d | aspect) from the retriever
 on the expanded queries; λ chosen out of fold: question-grouped 5-fold
 cross-validation, each fold's λ picked on the other folds' questions by
 MRecall@5, then Precision@5), and the ``diverse`` preset. Columns: MRecall@5,
@@ -73,6 +74,7 @@ def run_config(bundle, corpus, retriever, cfg, gold):
 
 FOLDS = 5
 EXPLICIT = {"xquad": "xQuAD", "pm2": "PM-2"}
+ASPECT_SOURCES = {"offline": "offline", "oracle": "oracle aspects, upper bound"}
 
 
 def oof_lambda(per_lam: dict, n: int, folds: int = FOLDS) -> tuple[dict, list[float]]:
@@ -93,22 +95,23 @@ def oof_lambda(per_lam: dict, n: int, folds: int = FOLDS) -> tuple[dict, list[fl
 
 
 def explicit_rows(bundle, corpus, kind, retriever, progress, rows, per_q):
-    """xQuAD and PM-2 rows with out-of-fold λ (offline aspects, retriever P(d | aspect))."""
+    """xQuAD and PM-2 rows with out-of-fold λ (offline aspects, and the gold perspectives as an upper bound;
+    retriever P(d | aspect))."""
     from berds_core.diversify.xquad import LAMBDA_GRID
     from pages.common import SharedSearch
 
-    for method, label in EXPLICIT.items():
+    for (method, label), source in ((m, src) for m in EXPLICIT.items() for src in ASPECT_SOURCES):
         shared = SharedSearch(retriever)  # the λ grid repeats the same searches: each query searched once
         per_lam, secs = {}, []
         for lam in LAMBDA_GRID:
             per_lam[lam], med = run_config(bundle, corpus, shared, {"method": method, "lam": lam,
-                                                                    "qe_source": "offline"}, bundle.gold)
+                                                                    "qe_source": source}, bundle.gold)
             secs.append(med)
         s, chosen = oof_lambda(per_lam, len(bundle.questions))
         full = max(per_lam, key=lambda l: (per_lam[l]["mrecall@5"].mean(), per_lam[l]["precision@5"].mean(), -l))
-        name = f"{kind} {label} (offline, λ out of fold)"
+        name = f"{kind} {label} ({ASPECT_SOURCES[source]}, λ out of fold)"
         per_q[name] = s
-        rows.append({"config": name, "retriever": kind, "method": method, "qe_source": "offline",
+        rows.append({"config": name, "retriever": kind, "method": method, "qe_source": source,
                      "lam_per_fold": chosen, "lam_all_questions": full,
                      "median_s_per_question": secs[0],  # the first λ pass: searches not cached yet
                      **{m: float(v.mean()) for m, v in s.items()}})
@@ -224,7 +227,7 @@ def print_significance(sig):
     print(f"\nagainst dense plain (paired randomisation test, {sig['n_resamples']} sign patterns, "
           f"{sig['correction']}-corrected per metric across {len(sig['comparisons'])} comparisons):")
     for c in sig["comparisons"]:
-        parts = [f"{m} {r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p={r['p']:.3f}{r['stars']}"
+        parts = [f"{m} {r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p={r['p']:.4f}{r['stars']}"
                  for m, r in c["metrics"].items()]
         print(f"  {c['b']}: " + "; ".join(parts))
 
