@@ -43,7 +43,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import InputError
-from .runs import PREDS_SUFFIX, judges_in
+from .runs import gold_matrix, judged_mask, label_matrix
 
 DEFAULT_ALPHA = 0.5
 MAX_CUTOFF = 20  # ndeval evaluates at most the top 20
@@ -75,30 +75,20 @@ def supported_ks(ks: Iterable[int]) -> list[int]:
 
 
 def _pool_of(entry: dict, gold, judge) -> dict[str, np.ndarray]:
-    """Passage id -> relevance per perspective for the passages this entry's labels judge."""
-    m = len(entry["perspectives"])
+    """Passage id -> relevance per perspective for the passages this entry's labels judge.
+
+    Judge verdicts are read through the runs API (either layout); KeyError when the
+    judge is absent, ValueError for a gold index the question does not have.
+    """
+    ids = [str(c["id"]) for c in entry["ctxs"]]
     pool: dict[str, np.ndarray] = {}
     if judge is not None:
-        key = judge + PREDS_SUFFIX
-        if key not in entry:
-            have = ", ".join(judges_in(entry)) or "none"
-            raise KeyError(f"question {entry['id']}: no predictions of judge '{judge}' (has: {have})")
-        for ctx, row in zip(entry["ctxs"], entry[key]):
-            rel = np.asarray(row, dtype=bool)
-            pool[str(ctx["id"])] = pool[str(ctx["id"])] | rel if str(ctx["id"]) in pool else rel.copy()
+        for pid, rel, judged in zip(ids, label_matrix(entry, judge=judge), judged_mask(entry, judge)):
+            if judged:
+                pool[pid] = pool[pid] | rel if pid in pool else rel.copy()
         return pool
-    labels = gold.get(str(entry["id"]), {})
-    for pid in [str(c["id"]) for c in entry["ctxs"]] + list(labels):
-        if pid in pool:
-            continue
-        rel = np.zeros(m, dtype=bool)
-        for j in labels.get(pid, ()):
-            if not 0 <= j < m:
-                raise ValueError(f"question {entry['id']}: gold perspective {j} for passage {pid} "
-                                 f"but the question has {m} perspectives")
-            rel[j] = True
-        pool[pid] = rel
-    return pool
+    pids = list(dict.fromkeys(ids + list(gold.get(str(entry["id"]), {}))))
+    return dict(zip(pids, gold_matrix(gold, entry["id"], len(entry["perspectives"]), pids)))
 
 
 def subtopic_qrels(runs: Sequence[Sequence[dict]], *, gold=None, judge: str | None = None) -> list:

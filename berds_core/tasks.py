@@ -29,7 +29,7 @@ import csv
 import io
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -130,13 +130,13 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     judge labels already stored in the runs (``{judge: {pair_id: 0/1}}``),
     read through :func:`berds_core.runs.label_matrix`.
     """
-    from .runs import judges_in, label_matrix
+    from .runs import judged_mask, judges_in, label_matrix
 
     pairs, stored = [], defaultdict(dict)
     for run_name, entries in runs:
         for e in entries:
             ctxs = e["ctxs"][:k] if k else e["ctxs"]
-            mats = {name: label_matrix(e, judge=name) for name in judges_in(e)}
+            mats = {name: (label_matrix(e, judge=name), judged_mask(e, name)) for name in judges_in(e)}
             sides = [_side(e, j) for j in range(len(e["perspectives"]))]
             for i, c in enumerate(ctxs):
                 for j, persp in enumerate(e["perspectives"]):
@@ -145,18 +145,21 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
                                       question_id=str(e["id"]), passage_id=str(c["id"]), perspective_index=j,
                                       subset=e.get("subset"), retriever=e.get("retriever") or run_name,
                                       source=run_name, title=c.get("title"), side=sides[j]))
-                    for name, mat in mats.items():
-                        if i < len(mat):
+                    for name, (mat, judged) in mats.items():
+                        if judged[i]:  # passages the judge labelled (either run layout)
                             stored[name][pid] = int(bool(mat[i, j]))
     return pairs, dict(stored)
 
 
-def judge_probabilities(pairs: Sequence[Pair], predict: Callable) -> dict[str, tuple[float, int]]:
-    """``{pair_id: (prob, label)}`` from a judge's batch ``predict([(passage, perspective)])``.
+def judge_probabilities(pairs: Sequence[Pair], judge) -> dict[str, tuple[float, int]]:
+    """``{pair_id: (prob, label)}`` from a judge (or its bound ``predict``) over ``(passage, perspective)``.
 
-    The passage is what the BERDS evaluator reads (:meth:`Pair.judge_text`).
+    The passage is what that judge reads (:meth:`Pair.judge_text`): the same
+    text as when it judges a run, so a pair's verdict equals the run's.
     """
-    probs, labels = predict([(p.judge_text(), p.perspective) for p in pairs])
+    predict = judge.predict if hasattr(judge, "predict") else judge
+    owner = judge if hasattr(judge, "predict") else getattr(judge, "__self__", None)
+    probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
     return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
 
 

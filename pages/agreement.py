@@ -23,7 +23,7 @@ import streamlit as st  # noqa: E402
 
 from berds_core.access import AccessDenied, Lab  # noqa: E402
 from berds_core.store import Store, StoreError  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
@@ -192,6 +192,7 @@ def judge_tab(report: dict, judge: str | None, n_boot: int) -> None:
     m[2].metric("Gwet's AC1", fmt(report["ac1"]), help=f"95% CI {ci(report, 'ac1')}")
     m[3].metric("Accuracy", fmt(report["accuracy"]))
     m[4].metric("F1 (supports)", fmt(report["f1"]), help=f"95% CI {ci(report, 'f1')}")
+    judge_caveat(judge)
     st.dataframe(table4_rows(report), hide_index=True, key="agr_table4")
     left, right = st.columns(2)
     (tn, fp), (fn, tp) = report["confusion"]

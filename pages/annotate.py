@@ -26,7 +26,7 @@ import streamlit as st  # noqa: E402
 
 from berds_core.access import AccessDenied, Lab  # noqa: E402
 from berds_core.store import SKIP, StoreError  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
@@ -105,6 +105,7 @@ def reveal_last(lab: Lab) -> None:
                 error_line(e)
                 return
             st.text(line or "No judge answer is stored for this pair.")
+            judge_caveat(lab.store.judges())
 
 
 def my_downloads(lab: Lab) -> None:

@@ -36,7 +36,7 @@ UPLOAD = "Upload a file"
 FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
 FROM_DATASET = "From the dataset"
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
-JUDGE_CHOICES = ["embedded", "custom spec"]
+JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
 DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
 
 
@@ -220,14 +220,15 @@ def rank(question, corpus, retriever, method: str, k: int, *, lam: float | None 
                                                      candidates=DEPTH)]
 
 
-def judge_matrix(judge, texts: list[str], perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Judge probabilities and labels, shaped (passages x perspectives)."""
-    n, m = len(texts), len(perspectives)
-    if n == 0:
-        return np.zeros((0, m)), np.zeros((0, m), dtype=bool)
-    pairs = [(t, p) for t in texts for p in perspectives]
-    probs, labels = judge.predict(pairs)
-    return np.asarray(probs, dtype=float).reshape(n, m), np.asarray(labels, dtype=bool).reshape(n, m)
+def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Judge probabilities and labels, shaped (passages x perspectives).
+
+    ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
+    text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
+    """
+    from berds_core.judges import judge_passages
+
+    return judge_passages(judge, list(passages), list(perspectives))
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
@@ -247,7 +248,7 @@ def column_result(question, corpus, retriever, judge, method: str, k: int, *, go
     rows = [r for r, _ in ranked]
     texts = [corpus.texts[r] for r in rows]
     ids = [corpus.ids[r] for r in rows]
-    probs, labels = judge_matrix(judge, texts, question.perspectives)
+    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
     g = gold_matrix(gold, question, ids)
     L = g if (use_gold and g is not None) else labels
     return {
@@ -273,7 +274,7 @@ def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=Non
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
     else:
-        _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], [question.perspectives[j] for j in which])
+        _, L = judge_matrix(judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
     out = {}
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]
@@ -498,11 +499,14 @@ def sidebar() -> Config:
 
         st.markdown("### Judge")
         choice = st.selectbox("Judge", JUDGE_CHOICES, key="sb_judge",
-                              help="Decides whether a passage supports a perspective.")
-        spec = "embedded"
+                              help="Decides whether a passage supports a perspective. embedded: offline, measures "
+                                   "topicality, not stance. berds-evaluator: the BERDS paper's fine-tuned Mistral "
+                                   "(needs its weights, a GPU advised); berds-evaluator:<url> for a vLLM server.")
+        spec = choice if choice != "custom spec" else "embedded"
         if choice == "custom spec":
             spec = st.text_input("Judge spec", key="sb_judge_spec",
-                                 placeholder="hf:<model>[+<adapter>] or openai:<model>@<url>").strip() or "embedded"
+                                 placeholder="berds-evaluator:<url>, hf:<model>[+<adapter>] or openai:<model>@<url>"
+                                 ).strip() or "embedded"
         ok, msg = judge_status(spec)
         (st.success if ok else st.error)(f"{spec}: {msg}", icon=":material/check_circle:" if ok else ":material/error:")
     cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
@@ -516,6 +520,19 @@ def current_config() -> Config:
 
 
 # --------------------------------------------------------------------------- small renderers
+
+
+def judge_caveat(spec_or_names) -> bool:
+    """Say what a judge measures where its verdicts are shown: for the offline ``embedded`` judge
+    (topicality, not stance) one caption pointing to the LLM judges. Takes a spec, a stored judge
+    name, or several names (one caption at most). True when a caveat was shown."""
+    from berds_core.judges import describe_judge
+
+    names = [spec_or_names] if isinstance(spec_or_names, str) or spec_or_names is None else list(spec_or_names)
+    caveat = next((c for c in (describe_judge(n)["caveat"] for n in names if n) if c), None)
+    if caveat:
+        st.caption(f":material/info: {caveat}")
+    return bool(caveat)
 
 
 def pct(x) -> str:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
-from pages.common import (ensure_shell, esc, page_engine, run_entry, summarize, summarize_scores)
+from pages.common import (ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize, summarize_scores)
 
 ensure_shell()
 
@@ -115,6 +115,8 @@ def main() -> None:
     label_opts = (["gold", "judge"] if data.gold else ["judge"])
     labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
                       help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
+    if labels == "judge":
+        judge_caveat(cfg.judge)
 
     questions = [q for q in data.questions if not subsets or q.subset in chosen_subsets]
     if not questions:

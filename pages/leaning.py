@@ -37,7 +37,7 @@ def labelled_top(question, query: str, corpus, retriever, judge, method: str, de
     ids = [corpus.ids[r] for r in rows]
     if use_gold:
         return ids, gold_matrix(gold, question, ids)
-    _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], question.perspectives)
+    _, L = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
     return ids, L
 
 

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from berds_core.judges import describe_judge
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
-                          cached_retriever, column_result, embedder_model, esc, page_engine)
+                          cached_retriever, column_result, embedder_model, esc, judge_caveat, page_engine)
 from pages import web_live
 
 ensure_shell()
@@ -34,6 +35,7 @@ CSS = """
 .bc-chips{margin-top:6px;display:flex;flex-wrap:wrap;gap:4px}
 .bc-chip{font-size:0.75rem;border-radius:999px;padding:1px 8px;border:1px solid #cfd6de;background:#f3f5f8;color:#3b434c}
 .bc-chip.yes{background:#dff3e4;border-color:#58b26d;color:#1d5b2c;font-weight:600}
+.bc-chip.topical{background:#e3eefb;border-color:#6f9bd1;color:#1f4b7a;font-weight:600}
 .bc-chip .g{margin-left:4px;font-weight:700}
 .bc-desc{font-size:0.8rem;color:#5b6470;min-height:2.5em;line-height:1.25;margin-top:-6px}
 .bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
@@ -89,19 +91,22 @@ def derived_perspectives(text: str) -> list[str]:
     return [p for p in yes_no_sides(text) if p]
 
 
-def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
+def chip_html(j: int, prob: float, label: bool, gold: bool | None, stance: bool = True) -> str:
+    """One perspective chip; ``stance=False`` (the embedded judge): a positive is "on topic", drawn
+    blue, never green as "supports"."""
     g = '<span class="g">G✓</span>' if gold else ""
-    cls = "bc-chip yes" if label else "bc-chip"
-    tip = f"P{j + 1}: judge probability {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
+    cls = ("bc-chip yes" if stance else "bc-chip topical") if label else "bc-chip"
+    what = "judge probability" if stance else "topicality score (this judge cannot tell sides apart)"
+    tip = f"P{j + 1}: {what} {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
 
 
-def card_html(p: dict, words: int = 32) -> str:
+def card_html(p: dict, words: int = 32, stance: bool = True) -> str:
     tokens = p["text"].split()
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
-    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j])
+    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j], stance)
                     for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
@@ -118,11 +123,15 @@ def metrics_html(res: dict, k: int, desc: str) -> str:
 
 def main() -> None:
     st.title("Playground")
-    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
-               "supports each perspective (green = judged to support; G✓ = the dataset's gold label says it supports).")
     st.markdown(CSS, unsafe_allow_html=True)  # static styles only, no user text
 
     cfg, data, retriever, judge, embedder = page_engine()
+    stance = describe_judge(judge)["stance"]
+    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
+               + ("supports each perspective (green = judged to support; " if stance else
+                  "is on the topic of each perspective (blue = on topic; ")
+               + "G✓ = the dataset's gold label says it supports).")
+    judge_caveat(cfg.judge)
     cfg_key = tuple(cfg.as_dict().items())
 
     mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
@@ -206,7 +215,7 @@ def main() -> None:
             if "error" in res:
                 st.error(res["error"])
                 continue
-            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p) for p in res["passages"]),
+            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=stance) for p in res["passages"]),
                         unsafe_allow_html=True)
 
     ok = [r for r in results.values() if "error" not in r]

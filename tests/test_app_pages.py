@@ -191,7 +191,10 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     m = len(re.findall(r'<span class="bc-tag">P\d+</span>', md.split("####")[0]))
     assert m >= 2  # the perspective legend
     # one chip per perspective on every card
-    assert len(re.findall(r'class="bc-chip( yes)?"', md)) == 4 * k * m
+    assert len(re.findall(r'class="bc-chip( yes| topical)?"', md)) == 4 * k * m
+    # the default embedded judge cannot tell sides apart: its positives are "on topic" (blue), never green
+    assert 'class="bc-chip topical"' in md and 'class="bc-chip yes"' not in md
+    assert any("topicality, not stance" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them
     assert "gold yes" in md and "gold no" in md and "G✓" in md
     values = re.findall(r"MRecall@\d+<b>(\d)</b>", md)

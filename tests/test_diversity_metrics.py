@@ -164,7 +164,7 @@ def test_k_above_20_reports_no_ndeval_measures(files, capsys):
 
 # ---------------------------------------------------------------- judge labels and the shared pool
 #
-# Two runs judged by "j" (one row per passage, perspectives P0, P1):
+# Two runs judged by "j" (A in the question-level layout, B in the passage layout; P0, P1):
 #   A: a(P0) b(-) ; B: c(P1) a(P0)
 # A alone: the pool has only P0 (nothing A judged supports P1): StRecall@2 = 1/1, alpha-nDCG@2 = 1.
 # Shared pool (A's and B's judged passages): P0 {a}, P1 {c}:
@@ -172,8 +172,8 @@ def test_k_above_20_reports_no_ndeval_measures(files, capsys):
 #   B: StRecall@2 = 1;   alpha-nDCG@2 = 1.
 JUDGED_A = [{"id": "q", "question": "Q?", "perspectives": ["A", "B"], "ctxs": [ctx("a"), ctx("b")],
              "j-preds": [[True, False], [False, False]]}]
-JUDGED_B = [{"id": "q", "question": "Q?", "perspectives": ["A", "B"], "ctxs": [ctx("c"), ctx("a")],
-             "j-preds": [[False, True], [True, False]]}]
+JUDGED_B = [{"id": "q", "question": "Q?", "perspectives": ["A", "B"],  # verdicts inside each passage
+             "ctxs": [{**ctx("c"), "j-preds": [False, True]}, {**ctx("a"), "j-preds": [True, False]}]}]
 
 
 def test_shared_pool_for_judge_labels_matches_ir_measures(tmp_path, capsys):

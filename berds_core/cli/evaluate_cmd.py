@@ -16,15 +16,16 @@ runs' judged passages), and, with a single RUN2, the earlier ``compare`` block
 from __future__ import annotations
 
 from ..errors import InputError
-from ..runs import label_matrix, read_run
+from ..runs import authors_judge, label_matrix, read_run
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="score a run with gold labels or a judge's stored predictions")
     p.add_argument("--run", required=True, help="run file (BERDS JSON Lines)")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
-    src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run")
+    src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run (default for "
+                                      "the BERDS authors' *.mistralpred* / *.gpt4pred* files: mistral / gpt4)")
     p.add_argument("--k", type=int, default=5, help="k of the top-level keys (default 5)")
     p.add_argument("--ks", default="5,10", help="comma-separated ks reported under 'at' (default 5,10)")
     p.add_argument("--compare", metavar="RUN2", nargs="+",
@@ -91,6 +92,10 @@ def run(args) -> dict:
     from ..diversity_metrics import pooled_diversity, supported_ks
     from ..evaluation import scores, summarize
 
+    if not args.gold and not args.labels:
+        args.labels = authors_judge(args.run)  # their --compute_only: the judge the file is named for
+        if not args.labels:
+            raise InputError("--labels", None, None, "give --gold FILE or --labels JUDGE")
     ks = parse_ks(args.ks, args.k)
     if args.bootstrap < 0:
         raise InputError("--bootstrap", None, None, "must be 0 or more")

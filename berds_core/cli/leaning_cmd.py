@@ -135,6 +135,6 @@ def _labels(question, passages, gold, judge) -> np.ndarray:
     """Label matrix of retrieved passages: gold labels by passage id, or the judge's predictions."""
     if gold is not None:
         return gold_matrix(gold, question.id, len(question.perspectives), [p.id for p in passages])
-    pairs = [(p.text, persp) for p in passages for persp in question.perspectives]
-    _, labels = judge.predict(pairs)
-    return np.asarray(labels, dtype=bool).reshape(len(passages), len(question.perspectives))
+    from ..judges import judge_passages
+
+    return judge_passages(judge, passages, question.perspectives)[1]  # read as the judge reads run passages

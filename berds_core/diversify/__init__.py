@@ -162,11 +162,11 @@ def _judge_probs(judge, corpus, rows, persp) -> np.ndarray:
         from ..judges import get_judge
 
         judge = get_judge(judge)
-    from .facets import passage_text
+    from ..judges import judge_passages
 
-    pairs = [(passage_text(corpus, r), p) for r in rows for p in persp]
-    probs, _ = judge.predict(pairs)
-    return np.asarray(probs, dtype=np.float64).reshape(len(rows), len(persp))
+    # the passage as the judge reads run passages (one cache entry per pair across runs and pages)
+    probs, _ = judge_passages(judge, [corpus[int(r)] for r in rows], persp)
+    return np.asarray(probs, dtype=np.float64)
 
 
 def diversified_search(question, corpus, retriever, method: str, **opts) -> list[tuple[int, float]]:

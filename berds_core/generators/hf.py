@@ -9,6 +9,13 @@ or as ``system="keep"|"drop"`` says.
 
 Batches are sorted by length and left-padded, with position ids counting
 real tokens only, so a padded row scores as it would alone.
+
+``score_continuations`` (reference-text perplexity): continuations of the same
+context (P.D.'s partial answers of one answer) share one pass over the context
+and its key/value cache (``share_prefix``); other pairs go in length-sorted,
+left-padded batches that ask the model for the logits of the continuation's
+positions only (``logits_to_keep``). Vocabulary-sized logits are never
+materialised over a context; ``logit_budget`` bytes bound the rows of a batch.
 """
 from __future__ import annotations
 
@@ -17,11 +24,73 @@ import os
 import numpy as np
 
 from ..naming import model_label
-from .base import GenerationError, Generator, Messages
+from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
 
 
 def is_local(path: str) -> bool:
     return os.path.isdir(path)
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether a model name is clearly a filesystem path rather than a hub id (``org/name``)."""
+    return (os.path.isabs(name) or name.startswith(("./", "../", "~", ".\\")) or "\\" in name
+            or name.count("/") > 1 or name in (".", ".."))
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set to a true value."""
+    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on")
+               for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+_HUB_REACHABLE: dict[str, bool] = {}
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face endpoint answers a TCP connection (checked once per process)."""
+    import socket
+    from urllib.parse import urlparse
+
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    if endpoint not in _HUB_REACHABLE:
+        u = urlparse(endpoint)
+        try:
+            socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout).close()
+            _HUB_REACHABLE[endpoint] = True
+        except OSError:
+            _HUB_REACHABLE[endpoint] = False
+    return _HUB_REACHABLE[endpoint]
+
+
+def locate(name: str, what: str = "model") -> tuple[bool, str | None]:
+    """(local_files_only, error) for loading ``name``: a local folder, or a hub id fetched from the
+    cache when offline (``HF_HUB_OFFLINE``, or the hub unreachable), from the hub otherwise.
+
+    The error (one line) is set when ``name`` cannot be loaded without trying: a missing local
+    path, or a hub id that is not in the local cache while offline. No hub retries happen then.
+    """
+    if is_local(name):
+        return True, None
+    if looks_like_path(name) or os.path.exists(name):
+        why = "is not a folder" if os.path.exists(name) else "no such folder"
+        return True, f"cannot load {what} '{name}': {why}"
+    offline = hub_offline()
+    if not offline and not hub_reachable():
+        offline = True
+    if offline:
+        from huggingface_hub import try_to_load_from_cache
+
+        probe = "adapter_config.json" if what == "adapter" else "config.json"
+        try:
+            cached = try_to_load_from_cache(name, probe)
+        except Exception:  # an id the hub library rejects (bad characters)
+            cached = None
+        if not isinstance(cached, str):
+            mode = "HF_HUB_OFFLINE is set" if hub_offline() else "the Hugging Face hub is unreachable"
+            return True, (f"cannot load {what} '{name}': not a local folder and not in the Hugging Face cache, "
+                          f"and {mode} (download it where there is network, or give a local folder)")
+        return True, None
+    return False, None
 
 
 def answer_token_ids(tokenizer, word: str) -> list[int]:
@@ -48,13 +117,16 @@ class HFGenerator(Generator):
     backend = "hf"
 
     def __init__(self, model: str, adapter: str | None = None, *, device: str | None = None,
-                 dtype: str | None = None, batch_size: int = 8, max_length: int = 4096, system: str = "auto"):
+                 dtype: str | None = None, batch_size: int = 8, max_length: int = 4096, system: str = "auto",
+                 logit_budget: int = 512 * 2**20, share_prefix: bool = True):
         super().__init__()
         if system not in ("auto", "keep", "drop"):
             raise ValueError("system must be auto, keep or drop")
         self.model_id, self.adapter_id = model, adapter
         self.device_name, self.dtype_name = device, dtype
         self.batch_size, self.max_length, self.system = int(batch_size), int(max_length), system
+        self.logit_budget = int(logit_budget)
+        self.share_prefix = bool(share_prefix)
         self.commit_every = max(self.batch_size * 2, 8)
         self.model = self.tokenizer = None
         self.device = None
@@ -87,6 +159,12 @@ class HFGenerator(Generator):
             return self
         if self._error:
             raise GenerationError(self._error)
+        local, error = locate(self.model_id, "model")  # before importing torch: a missing model fails fast
+        if error is None and self.adapter_id:
+            error = locate(self.adapter_id, "adapter")[1]
+        if error:
+            self._error = error
+            raise GenerationError(error)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -100,7 +178,6 @@ class HFGenerator(Generator):
                 raise GenerationError(self._error)
         else:
             dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-        local = is_local(self.model_id)
         try:
             tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=local)
             model = AutoModelForCausalLM.from_pretrained(
@@ -113,7 +190,8 @@ class HFGenerator(Generator):
             from peft import PeftModel
 
             try:
-                model = PeftModel.from_pretrained(model, self.adapter_id, local_files_only=is_local(self.adapter_id))
+                model = PeftModel.from_pretrained(model, self.adapter_id,
+                                                  local_files_only=locate(self.adapter_id, "adapter")[0])
             except (OSError, ValueError) as e:
                 self._error = f"cannot load adapter '{self.adapter_id}': {str(e).splitlines()[0]}"
                 raise GenerationError(self._error) from None
@@ -126,6 +204,9 @@ class HFGenerator(Generator):
             return {"ok": True, "detail": f"loaded on {self.device}"}
         if self._error:
             return {"ok": False, "detail": self._error}
+        error = locate(self.model_id, "model")[1] or (locate(self.adapter_id, "adapter")[1] if self.adapter_id else None)
+        if error:
+            return {"ok": False, "detail": error}
         return {"ok": True, "detail": "not loaded yet (loads on first use)"}
 
     # -- prompts ------------------------------------------------------------
@@ -191,6 +272,136 @@ class HFGenerator(Generator):
 
     def _choice_logprobs(self, chats: list[Messages], options: list[str]) -> np.ndarray:
         return self.logsumexp_of(self.last_logits([self.render(c) for c in chats]), options)
+
+    # -- continuation scoring (perplexity of a given text) -------------------
+    def input_limit(self, max_length: int | None = None) -> int:
+        """Tokens one input may hold: ``max_length`` (default the generator's), at most the model's positions."""
+        self.load()
+        limit = int(max_length or self.max_length)
+        cap = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return min(limit, int(cap)) if isinstance(cap, int) and cap > 1 else limit
+
+    def _tokenize_pairs(self, contexts: list[str], continuations: list[str], max_length: int,
+                        truncation: str) -> list[tuple[list[int], list[int], int]]:
+        tok = self.tokenizer
+        special = set(tok.all_special_ids)
+        rows = []
+        for c, x in zip(contexts, continuations):
+            cids = tok(c, add_special_tokens=False)["input_ids"]
+            xids = tok(x, add_special_tokens=False)["input_ids"]
+            ctx, cont = truncate_ids(cids, xids, max_length, truncation, keep_first=bool(cids) and cids[0] in special)
+            if not ctx and cont:  # nothing to condition the first token on: it becomes context
+                ctx, cont = cont[:1], cont[1:]
+            rows.append((ctx, cont, len(xids)))
+        return rows
+
+    def _score_continuations(self, contexts: list[str], continuations: list[str], max_length: int | None,
+                             truncation: str) -> list[ScoredText]:
+        self.load()
+        rows = self._tokenize_pairs(contexts, continuations, self.input_limit(max_length), truncation)
+        out: list[ScoredText | None] = [None] * len(rows)
+        groups: dict[tuple, list[int]] = {}
+        for j, (ctx, cont, _) in enumerate(rows):
+            groups.setdefault(tuple(ctx), []).append(j)
+        rest = []
+        for ctx, idx in groups.items():
+            if self.share_prefix and len(idx) > 1 and all(rows[j][1] for j in idx):
+                for j, got in zip(idx, self._score_shared(list(ctx), [rows[j][1] for j in idx])):
+                    out[j] = ScoredText(got, rows[j][2], len(ctx), len(ctx) + len(rows[j][1]))
+            else:
+                rest += idx
+        self._score_batched(rows, rest, out)
+        return out  # type: ignore[return-value]
+
+    def _vocab(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def _score_shared(self, ctx: list[int], conts: list[list[int]]) -> list[np.ndarray]:
+        """Several continuations of ONE context: the context runs once, its key/value cache serves every
+        continuation (right-padded, positions continuing the context's)."""
+        import copy
+
+        import torch
+
+        vocab, pad = self._vocab(), self.tokenizer.pad_token_id
+        with torch.inference_mode():
+            first = self.model(input_ids=torch.tensor([ctx], device=self.device), use_cache=True, logits_to_keep=1)
+            head = torch.log_softmax(first.logits[0, -1].float(), dim=-1)  # predicts each continuation's first token
+            past = first.past_key_values
+            got: list[np.ndarray] = []
+            i = 0
+            while i < len(conts):
+                n = len(conts[i])
+                b = 1
+                while (i + b < len(conts) and b < self.batch_size
+                       and (b + 1) * max(n, len(conts[i + b])) * vocab * 4 <= self.logit_budget):
+                    n = max(n, len(conts[i + b]))
+                    b += 1
+                chunk = conts[i:i + b]
+                ids = torch.full((b, n), pad, dtype=torch.long)
+                mask = torch.zeros((b, len(ctx) + n), dtype=torch.long)
+                mask[:, :len(ctx)] = 1
+                for r, c in enumerate(chunk):
+                    ids[r, :len(c)] = torch.tensor(c, dtype=torch.long)
+                    mask[r, len(ctx):len(ctx) + len(c)] = 1
+                pos = (len(ctx) + torch.arange(n)).unsqueeze(0).expand(b, n)
+                cache = past if i + b >= len(conts) else copy.deepcopy(past)  # the last chunk may consume it
+                if b > 1:
+                    cache.batch_repeat_interleave(b)
+                keep = torch.arange(max(1, n - 1), device=self.device)  # positions predicting tokens 2..n
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    position_ids=pos.to(self.device), past_key_values=cache, use_cache=True,
+                                    logits_to_keep=keep).logits
+                for r, c in enumerate(chunk):
+                    lp = [head[c[0]].reshape(1)]
+                    if len(c) > 1:
+                        rest = torch.log_softmax(logits[r, :len(c) - 1].float(), dim=-1)
+                        lp.append(rest.gather(-1, torch.tensor(c[1:], device=rest.device).unsqueeze(-1)).squeeze(-1))
+                    got.append(torch.cat(lp).double().cpu().numpy())
+                i += b
+        return got
+
+    def _score_batched(self, rows: list, which: list[int], out: list) -> None:
+        """Pairs with different contexts: length-sorted, left-padded batches; logits of the last positions only."""
+        import torch
+
+        if not which:
+            return
+        vocab, pad = self._vocab(), self.tokenizer.pad_token_id
+        order = sorted(which, key=lambda j: len(rows[j][0]) + len(rows[j][1]))
+        i = 0
+        while i < len(order):
+            batch, keep = [order[i]], len(rows[order[i]][1]) + 1
+            i += 1
+            while i < len(order) and len(batch) < self.batch_size:
+                k2 = max(keep, len(rows[order[i]][1]) + 1)
+                if (len(batch) + 1) * k2 * vocab * 4 > self.logit_budget:
+                    break
+                batch.append(order[i])
+                keep = k2
+                i += 1
+            width = max(len(rows[j][0]) + len(rows[j][1]) for j in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for r, j in enumerate(batch):
+                seq = rows[j][0] + rows[j][1]
+                ids[r, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
+                mask[r, width - len(seq):] = 1
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            ids, mask, pos = ids.to(self.device), mask.to(self.device), pos.to(self.device)
+            keep = min(keep, width)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                                    logits_to_keep=keep).logits
+                for r, j in enumerate(batch):
+                    ctx, cont, n_full = rows[j]
+                    n = len(cont)
+                    if n:
+                        lp = torch.log_softmax(logits[r, keep - n - 1:keep - 1].float(), dim=-1)
+                        got = lp.gather(-1, ids[r, width - n:].unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
+                    else:
+                        got = np.zeros(0)
+                    out[j] = ScoredText(got, n_full, len(ctx), len(ctx) + n)
 
     def _generate(self, chats: list[Messages], max_new_tokens: int, temperature: float) -> list[str]:
         import torch
