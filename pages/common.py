@@ -208,7 +208,7 @@ def load_data(cfg: Config) -> Data:
     return Data(name, list(questions), corpus, gold, key, subsets)
 
 
-def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75, qe_source: str = "dataset",
+def rank(question, corpus, retriever, method: str, k: int, *, lam: float | None = None, qe_source: str = "dataset",
          judge=None, embedder=None) -> list[tuple[int, float]]:
     """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
     if method == "none":
@@ -240,7 +240,7 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     return matrix(gold, question.id, len(question.perspectives), ids)
 
 
-def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.75,
+def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float | None = None,
                   qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
     """Everything one Playground column shows, as plain data (picklable)."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
@@ -282,7 +282,7 @@ def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=Non
     return out
 
 
-def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float = 0.75,
+def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float | None = None,
               qe_source: str = "dataset", embedder=None) -> dict:
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
@@ -298,29 +298,40 @@ def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: f
 METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
 
 
-def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
+def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0,
+              extra: dict | None = None) -> dict:
     """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
     95% percentile-bootstrap intervals (``berds_core.evaluation``, same seed as ``berds evaluate``).
 
-    Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ..., "macro": {...}}``; the
-    macro average is the mean of the subset means, its interval a stratified bootstrap.
+    ``extra``: more per-question arrays (e.g. ``alpha_ndcg@5`` from ``diversity_metrics``),
+    summarised the same way. Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ...,
+    "macro": {...}}``; the macro average is the mean of the subset means, its interval a
+    stratified bootstrap.
     """
-    from berds_core.evaluation import bootstrap_ci, scores
+    from berds_core.evaluation import scores
 
-    per_q = scores(matrices, (5, 10))
+    per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
+    return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
+
+
+def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
+    from berds_core.evaluation import bootstrap_ci
+
     groups = np.asarray([str(g) for g in subsets])
     names = list(dict.fromkeys(groups.tolist()))
     out = {}
     for g in names:
         idx = np.flatnonzero(groups == g)
         row = {"n": int(idx.size)}
-        for key in METRIC_KEYS:
-            lo, hi = bootstrap_ci(per_q[key][idx], n_boot=n_boot, seed=seed)
-            row[key] = {"mean": float(per_q[key][idx].mean()), "lo": lo, "hi": hi}
+        for key, vals in per_q.items():
+            v = np.asarray(vals, dtype=float)[idx]
+            lo, hi = bootstrap_ci(v, n_boot=n_boot, seed=seed)
+            row[key] = {"mean": float(v.mean()), "lo": lo, "hi": hi}
         out[g] = row
     macro = {"n": len(groups)}
-    for key in METRIC_KEYS:
-        lo, hi = bootstrap_ci(per_q[key], groups=groups.tolist(), n_boot=n_boot, seed=seed)
+    for key, vals in per_q.items():
+        lo, hi = bootstrap_ci(np.asarray(vals, dtype=float), groups=groups.tolist(), n_boot=n_boot, seed=seed)
         macro[key] = {"mean": float(np.mean([out[g][key]["mean"] for g in names])), "lo": lo, "hi": hi}
     out["macro"] = macro
     return out

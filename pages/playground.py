@@ -16,7 +16,10 @@ COLUMNS = {
     "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
     "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
     "rerank": ("+ Re-ranker", "perspective-aware: the top 100 re-ranked for judged coverage"),
+    "xquad": ("+ xQuAD", "the top 100 re-ranked for the perspectives, one expanded query per perspective"),
+    "pm2": ("+ PM-2", "the top 100 re-ranked so the perspectives get proportional seats"),
 }
+PERSPECTIVE_COLUMNS = ("qe", "rerank", "xquad", "pm2")  # columns that use the perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 
@@ -64,7 +67,7 @@ def _engine(cfg_key: tuple):
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
+def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
                   use_gold: bool) -> dict:
     cfg, data, retriever, judge, embedder = _engine(cfg_key)
     q = _question_from_key(qkey)
@@ -174,7 +177,7 @@ def main() -> None:
     use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
                         key="pg_labels") == "gold"
 
-    t1, t2, t3 = st.columns(3)
+    t1, t2, t3, t4, t5 = st.columns(5)
     shown = ["none"]
     if t1.toggle("MMR", value=True, key="pg_mmr"):
         shown.append("mmr")
@@ -182,6 +185,10 @@ def main() -> None:
         shown.append("qe")
     if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
         shown.append("rerank")
+    if t4.toggle("xQuAD", value=False, key="pg_xquad"):
+        shown.append("xquad")
+    if t5.toggle("PM-2", value=False, key="pg_pm2"):
+        shown.append("pm2")
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
     st.markdown("".join(f'<div class="bc-persp"><span class="bc-tag">P{j + 1}</span>{esc(p)}</div>'
@@ -192,8 +199,8 @@ def main() -> None:
     with st.spinner("Retrieving and judging…"):
         for method in shown:
             try:
-                args = (cfg_key, qkey, method, k, lam if method == "mmr" else 0.5,
-                        qe_source if method in ("qe", "rerank") else "dataset", use_gold)
+                args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
+                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
                 results[method] = web.column(*args, question) if web else cached_column(*args)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}

@@ -6,7 +6,8 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..leaning import QUERY_FORMS, infer_sides, infer_sides_llm, leaning, query_for, sycophancy
+from ..leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
+                       sycophancy)
 from ..runs import gold_matrix, label_matrix, read_run
 
 SIDE_METHODS = ("auto", "stances", "order", "rule")
@@ -86,6 +87,9 @@ def run_leaning(args) -> dict:
             raise InputError(args.questions or args.run, None, "stances", f"question {e['id']}: {err}") from None
     out = leaning(mats, sides, args.k)
     out.pop("buckets")
+    rank = exposure_leaning(mats, sides, args.k)  # rank-aware: discounted exposure of each side
+    rank.pop("per_question")
+    out["rank_leaning"] = rank
     return out
 
 
