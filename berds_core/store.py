@@ -229,11 +229,13 @@ class Pair:
         """What groups pairs by question (bootstrap clusters): the question id, else its text."""
         return self.question_id or self.question
 
-    def judge_text(self) -> str:
-        """The passage as the BERDS evaluator sees it (text, then the title; see the evaluator spec)."""
+    def judge_text(self, judge=None) -> str:
+        """The passage as ``judge`` reads it (:func:`berds_core.judges.passage_text`): the BERDS
+        evaluator's ``text + " " + title`` for LLM judges, the text alone for the embedded judge."""
         from .judges import passage_text
 
-        return passage_text({"text": self.document, "title": self.title}) if self.title is not None else self.document
+        ctx = {"text": self.document} if self.title is None else {"text": self.document, "title": self.title}
+        return passage_text(ctx, judge)
 
 
 @dataclass(frozen=True)

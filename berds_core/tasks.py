@@ -29,7 +29,7 @@ import csv
 import io
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -151,12 +151,15 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     return pairs, dict(stored)
 
 
-def judge_probabilities(pairs: Sequence[Pair], predict: Callable) -> dict[str, tuple[float, int]]:
-    """``{pair_id: (prob, label)}`` from a judge's batch ``predict([(passage, perspective)])``.
+def judge_probabilities(pairs: Sequence[Pair], judge) -> dict[str, tuple[float, int]]:
+    """``{pair_id: (prob, label)}`` from a judge (or its bound ``predict``) over ``(passage, perspective)``.
 
-    The passage is what the BERDS evaluator reads (:meth:`Pair.judge_text`).
+    The passage is what that judge reads (:meth:`Pair.judge_text`): the same
+    text as when it judges a run, so a pair's verdict equals the run's.
     """
-    probs, labels = predict([(p.judge_text(), p.perspective) for p in pairs])
+    predict = judge.predict if hasattr(judge, "predict") else judge
+    owner = judge if hasattr(judge, "predict") else getattr(judge, "__self__", None)
+    probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
     return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
 
 

@@ -148,7 +148,7 @@ def test_pairs_from_runs_and_stored_judge_labels():
     # the title stays apart from the passage text (shown apart); the judge reads what judge_run reads
     from berds_core.judges import passage_text
     assert pairs[2].document == "t2" and pairs[2].title == "T"
-    assert pairs[2].judge_text() == passage_text({"text": "t2", "title": "T"})
+    assert pairs[2].judge_text() == passage_text({"text": "t2", "title": "T"}) == "t2 T"
     assert pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
     assert stored == {"j": {"bm25:q1:d1:0": 1, "bm25:q1:d1:1": 0, "bm25:q1:d2:0": 0, "bm25:q1:d2:1": 0}}
 
@@ -400,3 +400,24 @@ def test_demo_task_set_from_the_bundle(tmp_path):
         assert len(s.reference_labels()) == 26  # the sampled and calibration pairs carry the demo's gold
         assert len({p.subset for p in s.pairs()}) >= 6  # stratified by subset
         assert s.next_pair("me") is not None
+
+
+def test_pair_judge_text_follows_the_judge():
+    """A pair is judged on the same text as the run passage it came from: the embedded judge reads the
+    text (what it was trained on), an LLM judge the evaluator's text + " " + title."""
+    from berds_core.judges import get_judge, passage_text
+    from berds_core.tasks import judge_probabilities
+
+    entry = {"id": "q1", "question": "Q?", "perspectives": ["A"], "ctxs": [{"id": "d", "title": "T", "text": "t"}]}
+    (pair,), _ = pairs_from_runs([("r", [entry])], k=1)
+    embedded = get_judge("embedded")
+    assert pair.judge_text(embedded) == passage_text(entry["ctxs"][0], embedded) == "t"
+    seen = []
+
+    class LLMLike:  # any judge without its own document(): reads what the evaluator reads
+        def predict(self, pairs):
+            seen.extend(pairs)
+            return [0.9] * len(pairs), [True] * len(pairs)
+
+    assert judge_probabilities([pair], LLMLike().predict) == {pair.pair_id: (0.9, 1)}
+    assert seen == [("t T", "A")]

@@ -2,6 +2,8 @@
 
     from tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
     path = make_tiny_causal_lm(tmp_path)            # folder loadable by AutoModelForCausalLM/AutoTokenizer
+    gpt2 = make_tiny_causal_lm(tmp_path, arch="gpt2")   # GPT-2-shaped, no chat template (like GPT-2)
+    copy = make_tiny_copy_lm(tmp_path)              # a GPT-2 built to favour tokens seen in its context
     adapter = make_tiny_lora_adapter(path, tmp_path / "lora")
 
 The tokenizer is a word-level ``tokenizers`` model whose vocabulary holds the
@@ -43,8 +45,8 @@ def _vocab(extra_text: str = "") -> dict[str, int]:
     return {w: i for i, w in enumerate(words)}
 
 
-def make_tiny_tokenizer(path, extra_text: str = ""):
-    """Save a word-level fast tokenizer with a chat template to ``path``; return it."""
+def make_tiny_tokenizer(path, extra_text: str = "", chat_template: bool = True):
+    """Save a word-level fast tokenizer (with a chat template unless told otherwise) to ``path``; return it."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -52,20 +54,37 @@ def make_tiny_tokenizer(path, extra_text: str = ""):
     tok.pre_tokenizer = pre_tokenizers.Whitespace()  # \w+|[^\w\s]+
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
                                    unk_token="<unk>", pad_token="<pad>")
-    fast.chat_template = CHAT_TEMPLATE
+    if chat_template:
+        fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(str(path))
     return fast
 
 
 def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: int = 32, layers: int = 2,
                         extra_text: str = "") -> Path:
-    """Build a tiny random ``arch`` (llama|mistral) causal LM + tokenizer under ``tmp_path``; return the folder."""
+    """Build a tiny random ``arch`` (llama|mistral|gpt2) causal LM + tokenizer under ``tmp_path``; return the folder.
+
+    ``gpt2`` is GPT-2-shaped (learned positions, LayerNorm, tied embeddings) and, like GPT-2, has no chat template.
+    """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     path = Path(tmp_path) / f"tiny-{arch}-{seed}"
     path.mkdir(parents=True, exist_ok=True)
-    tok = make_tiny_tokenizer(path, extra_text)
+    tok = make_tiny_tokenizer(path, extra_text, chat_template=arch != "gpt2")
+    if arch == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        cfg = GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=hidden, n_layer=layers, n_head=4,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(cfg)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() > 1:
+                    p.normal_(0.0, 0.2)
+        model.save_pretrained(str(path))
+        return path
     common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                   num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                   max_position_embeddings=1024, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -104,6 +123,42 @@ def make_tiny_lora_adapter(model_path, out_path, seed: int = 1, r: int = 4, std:
     out = Path(out_path)
     peft_model.save_pretrained(str(out))
     return out
+
+
+def make_tiny_copy_lm(tmp_path, extra_text: str = "", dim: int = 96, strength: float = 12.0, seed: int = 0) -> Path:
+    """A one-layer GPT-2 whose weights are SET (not random) so that it predicts the words of its context.
+
+    Attention scores are all zero (queries and keys are zero), so each position
+    averages the normalised embeddings of every token before it; the value and
+    output maps are ``strength`` x identity, the MLP is zero, positions add
+    nothing, and the unembedding is the (tied, unit-norm, random) token
+    embedding. The next-token logits are therefore highest for the tokens seen
+    so far: a bag-of-words "cache" language model. A text is likelier -- lower
+    perplexity -- after a context that contains its words, by construction.
+    """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    path = Path(tmp_path) / f"tiny-copy-{seed}"
+    path.mkdir(parents=True, exist_ok=True)
+    tok = make_tiny_tokenizer(path, extra_text, chat_template=False)
+    cfg = GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=dim, n_layer=1, n_head=4,
+                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    model = GPT2LMHeadModel(cfg)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        emb = torch.randn(len(tok), dim, generator=g)
+        model.transformer.wte.weight.copy_(emb / emb.norm(dim=1, keepdim=True))
+        block = model.transformer.h[0]
+        for ln in (block.ln_1, block.ln_2, model.transformer.ln_f):
+            ln.weight.fill_(1.0)
+        eye = torch.eye(dim)
+        block.attn.c_attn.weight[:, 2 * dim:] = eye            # values = normalised embeddings
+        block.attn.c_proj.weight.copy_(strength * eye)
+    model.save_pretrained(str(path))
+    return path
 
 
 # --------------------------------------------------------------------------- the real Mistral v1 tokenizer

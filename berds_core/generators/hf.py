@@ -8,13 +8,21 @@ dropped when it does not (Mistral-Instruct's template has no system role),
 or as ``system="keep"|"drop"`` says.
 
 Batches are left-padded, with position ids counting real tokens only, so a
-padded row scores as it would alone. How the forward passes run is
-``inference`` (:mod:`berds_core.generators.hf_inference`): on CUDA by default
-the optimised path (length buckets under a token budget, the shared prefix of
-prompts computed once and its key/value cache extended per prompt, a LoRA
-adapter merged into the weights, SDPA attention); elsewhere the plain path
-(batches sorted by length, adapter unmerged). Both give the same logits up to
+padded row scores as it would alone. How the next-token passes
+(``last_logits``: judges, choice probabilities) run is ``inference``
+(:mod:`berds_core.generators.hf_inference`): on CUDA by default the optimised
+path (length buckets under a token budget, the shared prefix of prompts
+computed once and its key/value cache extended per prompt, a LoRA adapter
+merged into the weights, SDPA attention); elsewhere the plain path (batches
+sorted by length, adapter unmerged). Both give the same logits up to
 floating-point rounding.
+
+``score_continuations`` (reference-text perplexity): continuations of the same
+context (P.D.'s partial answers of one answer) share one pass over the context
+and its key/value cache (``share_prefix``); other pairs go in length-sorted,
+left-padded batches that ask the model for the logits of the continuation's
+positions only (``logits_to_keep``). Vocabulary-sized logits are never
+materialised over a context; ``logit_budget`` bytes bound the rows of a batch.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import os
 import numpy as np
 
 from ..naming import model_label
-from .base import GenerationError, Generator, Messages
+from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
 from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,
                            merge_lora, prefix_groups, row_batches, set_attention)
 
@@ -119,6 +127,7 @@ class HFGenerator(Generator):
 
     def __init__(self, model: str, adapter: str | None = None, *, device: str | None = None,
                  dtype: str | None = None, batch_size: int = 8, max_length: int = 4096, system: str = "auto",
+                 logit_budget: int = 512 * 2**20, share_prefix: bool = True,
                  inference: "str | InferenceOptions | None" = None):
         super().__init__()
         if system not in ("auto", "keep", "drop"):
@@ -130,6 +139,8 @@ class HFGenerator(Generator):
         self.model_id, self.adapter_id = model, adapter
         self.device_name, self.dtype_name = device, dtype
         self.batch_size, self.max_length, self.system = int(batch_size), int(max_length), system
+        self.logit_budget = int(logit_budget)
+        self.share_prefix = bool(share_prefix)
         self.commit_every = max(self.batch_size * 2, 8)
         self.model = self.tokenizer = None
         self.device = None
@@ -340,6 +351,136 @@ class HFGenerator(Generator):
 
     def _choice_logprobs(self, chats: list[Messages], options: list[str]) -> np.ndarray:
         return self.logsumexp_of(self.last_logits([self.render(c) for c in chats]), options)
+
+    # -- continuation scoring (perplexity of a given text) -------------------
+    def input_limit(self, max_length: int | None = None) -> int:
+        """Tokens one input may hold: ``max_length`` (default the generator's), at most the model's positions."""
+        self.load()
+        limit = int(max_length or self.max_length)
+        cap = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return min(limit, int(cap)) if isinstance(cap, int) and cap > 1 else limit
+
+    def _tokenize_pairs(self, contexts: list[str], continuations: list[str], max_length: int,
+                        truncation: str) -> list[tuple[list[int], list[int], int]]:
+        tok = self.tokenizer
+        special = set(tok.all_special_ids)
+        rows = []
+        for c, x in zip(contexts, continuations):
+            cids = tok(c, add_special_tokens=False)["input_ids"]
+            xids = tok(x, add_special_tokens=False)["input_ids"]
+            ctx, cont = truncate_ids(cids, xids, max_length, truncation, keep_first=bool(cids) and cids[0] in special)
+            if not ctx and cont:  # nothing to condition the first token on: it becomes context
+                ctx, cont = cont[:1], cont[1:]
+            rows.append((ctx, cont, len(xids)))
+        return rows
+
+    def _score_continuations(self, contexts: list[str], continuations: list[str], max_length: int | None,
+                             truncation: str) -> list[ScoredText]:
+        self.load()
+        rows = self._tokenize_pairs(contexts, continuations, self.input_limit(max_length), truncation)
+        out: list[ScoredText | None] = [None] * len(rows)
+        groups: dict[tuple, list[int]] = {}
+        for j, (ctx, cont, _) in enumerate(rows):
+            groups.setdefault(tuple(ctx), []).append(j)
+        rest = []
+        for ctx, idx in groups.items():
+            if self.share_prefix and len(idx) > 1 and all(rows[j][1] for j in idx):
+                for j, got in zip(idx, self._score_shared(list(ctx), [rows[j][1] for j in idx])):
+                    out[j] = ScoredText(got, rows[j][2], len(ctx), len(ctx) + len(rows[j][1]))
+            else:
+                rest += idx
+        self._score_batched(rows, rest, out)
+        return out  # type: ignore[return-value]
+
+    def _vocab(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def _score_shared(self, ctx: list[int], conts: list[list[int]]) -> list[np.ndarray]:
+        """Several continuations of ONE context: the context runs once, its key/value cache serves every
+        continuation (right-padded, positions continuing the context's)."""
+        import copy
+
+        import torch
+
+        vocab, pad = self._vocab(), self.tokenizer.pad_token_id
+        with torch.inference_mode():
+            first = self.model(input_ids=torch.tensor([ctx], device=self.device), use_cache=True, logits_to_keep=1)
+            head = torch.log_softmax(first.logits[0, -1].float(), dim=-1)  # predicts each continuation's first token
+            past = first.past_key_values
+            got: list[np.ndarray] = []
+            i = 0
+            while i < len(conts):
+                n = len(conts[i])
+                b = 1
+                while (i + b < len(conts) and b < self.batch_size
+                       and (b + 1) * max(n, len(conts[i + b])) * vocab * 4 <= self.logit_budget):
+                    n = max(n, len(conts[i + b]))
+                    b += 1
+                chunk = conts[i:i + b]
+                ids = torch.full((b, n), pad, dtype=torch.long)
+                mask = torch.zeros((b, len(ctx) + n), dtype=torch.long)
+                mask[:, :len(ctx)] = 1
+                for r, c in enumerate(chunk):
+                    ids[r, :len(c)] = torch.tensor(c, dtype=torch.long)
+                    mask[r, len(ctx):len(ctx) + len(c)] = 1
+                pos = (len(ctx) + torch.arange(n)).unsqueeze(0).expand(b, n)
+                cache = past if i + b >= len(conts) else copy.deepcopy(past)  # the last chunk may consume it
+                if b > 1:
+                    cache.batch_repeat_interleave(b)
+                keep = torch.arange(max(1, n - 1), device=self.device)  # positions predicting tokens 2..n
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    position_ids=pos.to(self.device), past_key_values=cache, use_cache=True,
+                                    logits_to_keep=keep).logits
+                for r, c in enumerate(chunk):
+                    lp = [head[c[0]].reshape(1)]
+                    if len(c) > 1:
+                        rest = torch.log_softmax(logits[r, :len(c) - 1].float(), dim=-1)
+                        lp.append(rest.gather(-1, torch.tensor(c[1:], device=rest.device).unsqueeze(-1)).squeeze(-1))
+                    got.append(torch.cat(lp).double().cpu().numpy())
+                i += b
+        return got
+
+    def _score_batched(self, rows: list, which: list[int], out: list) -> None:
+        """Pairs with different contexts: length-sorted, left-padded batches; logits of the last positions only."""
+        import torch
+
+        if not which:
+            return
+        vocab, pad = self._vocab(), self.tokenizer.pad_token_id
+        order = sorted(which, key=lambda j: len(rows[j][0]) + len(rows[j][1]))
+        i = 0
+        while i < len(order):
+            batch, keep = [order[i]], len(rows[order[i]][1]) + 1
+            i += 1
+            while i < len(order) and len(batch) < self.batch_size:
+                k2 = max(keep, len(rows[order[i]][1]) + 1)
+                if (len(batch) + 1) * k2 * vocab * 4 > self.logit_budget:
+                    break
+                batch.append(order[i])
+                keep = k2
+                i += 1
+            width = max(len(rows[j][0]) + len(rows[j][1]) for j in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for r, j in enumerate(batch):
+                seq = rows[j][0] + rows[j][1]
+                ids[r, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
+                mask[r, width - len(seq):] = 1
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            ids, mask, pos = ids.to(self.device), mask.to(self.device), pos.to(self.device)
+            keep = min(keep, width)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                                    logits_to_keep=keep).logits
+                for r, j in enumerate(batch):
+                    ctx, cont, n_full = rows[j]
+                    n = len(cont)
+                    if n:
+                        lp = torch.log_softmax(logits[r, keep - n - 1:keep - 1].float(), dim=-1)
+                        got = lp.gather(-1, ids[r, width - n:].unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
+                    else:
+                        got = np.zeros(0)
+                    out[j] = ScoredText(got, n_full, len(ctx), len(ctx) + n)
 
     def _generate(self, chats: list[Messages], max_new_tokens: int, temperature: float) -> list[str]:
         import torch
