@@ -180,11 +180,12 @@ def mistral_v1_model_file() -> Path:
     return Path(mistral_common.__file__).parent / "data" / "tokenizer.model.v1"
 
 
-def make_mistral_v1_tokenizer(path, chat_template: str = MISTRAL_V02_TEMPLATE):
+def make_mistral_v1_tokenizer(path, chat_template: str = MISTRAL_V02_TEMPLATE, model_file=None):
     """Save Mistral-7B-Instruct's tokenizer, built from the real v1 SentencePiece model, to ``path``.
 
     The folder gets ``tokenizer.model`` plus the fast ``tokenizer.json`` converted from it (what vLLM
-    and transformers load) and the chat template. Returns the tokenizer.
+    and transformers load) and the chat template. Returns the tokenizer. ``model_file``: the
+    SentencePiece file to use (default: the one shipped in ``mistral-common``).
     """
     import json
     import shutil
@@ -193,7 +194,7 @@ def make_mistral_v1_tokenizer(path, chat_template: str = MISTRAL_V02_TEMPLATE):
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    shutil.copy(mistral_v1_model_file(), path / "tokenizer.model")
+    shutil.copy(model_file or mistral_v1_model_file(), path / "tokenizer.model")
     (path / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
         "legacy": True, "add_bos_token": True, "add_eos_token": False}))

@@ -30,6 +30,9 @@ def _judge_args(p) -> None:
     p.add_argument("--device", help="hf/embedded: cpu, cuda, cuda:1, mps (default: automatic)")
     p.add_argument("--dtype", help="hf: torch dtype (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--inference",
+                   help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
+                        "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
     p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded: MiniLM precision")
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
@@ -55,14 +58,23 @@ def make_judge(args, **overrides):
 
     opts = {k: getattr(args, k, None) for k in
             ("threshold", "prompt", "shot", "decode", "system", "device", "dtype", "batch_size", "concurrency",
-             "timeout", "retries", "encoding")}
+             "timeout", "retries", "encoding", "inference")}
     opts.update(overrides)
     if opts["threshold"] is not None and not 0.0 <= opts["threshold"] <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")
+    if opts["inference"] is not None:
+        from ..generators.hf_inference import InferenceOptions
+
+        try:
+            InferenceOptions.parse(opts["inference"])
+        except ValueError as e:
+            raise InputError("--inference", None, None, str(e)) from None
     try:
         judge = get_judge(args.judge, **opts)
     except (ValueError, JudgeError) as e:
         raise InputError("--judge", None, None, str(e)) from None
+    if opts["inference"] is not None and judge.backend != "hf":
+        raise InputError("--inference", None, None, "only transformers judges (hf:, berds-evaluator) take this option")
     llm_only = [f"--{k.replace('_', '-')}" for k in ("prompt", "decode", "system") if opts.get(k) is not None]
     if judge.backend == "embedded" and (llm_only or getattr(args, "compare_decode", False)):
         raise InputError(llm_only[0] if llm_only else "--compare-decode", None, None,

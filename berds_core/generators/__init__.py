@@ -3,7 +3,8 @@
 ``get_generator(spec, **opts)``:
 
 - ``hf:<model id or path>[+<adapter id or path>]``: transformers, locally
-  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``);
+  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``, ``inference``:
+  ``auto`` | ``plain`` | ``fast``[,changes], see :mod:`.hf_inference`);
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server -- vLLM
   (``vllm serve``), Ollama, llama.cpp's server, OpenAI (opts: ``api_key``,
   ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``, ``tokenizer``: a local
@@ -41,7 +42,7 @@ def _hf(arg, **opts):
     from .hf import HFGenerator
 
     model, _, adapter = arg.partition("+")
-    allowed = {"device", "dtype", "batch_size", "max_length", "system"}
+    allowed = {"device", "dtype", "batch_size", "max_length", "system", "inference"}
     return HFGenerator(model, adapter or None, **{k: v for k, v in opts.items() if k in allowed})
 
 

@@ -7,8 +7,15 @@ generation prompt; a system turn is kept when the template accepts one and
 dropped when it does not (Mistral-Instruct's template has no system role),
 or as ``system="keep"|"drop"`` says.
 
-Batches are sorted by length and left-padded, with position ids counting
-real tokens only, so a padded row scores as it would alone.
+Batches are left-padded, with position ids counting real tokens only, so a
+padded row scores as it would alone. How the next-token passes
+(``last_logits``: judges, choice probabilities) run is ``inference``
+(:mod:`berds_core.generators.hf_inference`): on CUDA by default the optimised
+path (length buckets under a token budget, the shared prefix of prompts
+computed once and its key/value cache extended per prompt, a LoRA adapter
+merged into the weights, SDPA attention); elsewhere the plain path (batches
+sorted by length, adapter unmerged). Both give the same logits up to
+floating-point rounding.
 
 ``score_continuations`` (reference-text perplexity): continuations of the same
 context (P.D.'s partial answers of one answer) share one pass over the context
@@ -25,6 +32,8 @@ import numpy as np
 
 from ..naming import model_label
 from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
+from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,
+                           merge_lora, prefix_groups, row_batches, set_attention)
 
 
 def is_local(path: str) -> bool:
@@ -118,10 +127,15 @@ class HFGenerator(Generator):
 
     def __init__(self, model: str, adapter: str | None = None, *, device: str | None = None,
                  dtype: str | None = None, batch_size: int = 8, max_length: int = 4096, system: str = "auto",
-                 logit_budget: int = 512 * 2**20, share_prefix: bool = True):
+                 logit_budget: int = 512 * 2**20, share_prefix: bool = True,
+                 inference: "str | InferenceOptions | None" = None):
         super().__init__()
         if system not in ("auto", "keep", "drop"):
             raise ValueError("system must be auto, keep or drop")
+        self.inference = InferenceOptions.parse(inference)  # ValueError (one line) on a bad spec
+        self.fast: InferenceOptions | None = None  # resolved for the device at load
+        self.counters = Counters()
+        self._fwd = None
         self.model_id, self.adapter_id = model, adapter
         self.device_name, self.dtype_name = device, dtype
         self.batch_size, self.max_length, self.system = int(batch_size), int(max_length), system
@@ -152,7 +166,20 @@ class HFGenerator(Generator):
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        self.fast = self.inference.resolved(device)
+        if self.fast.merge_lora:
+            model = merge_lora(model)  # the adapter is fixed for this generator's life
+        attn = set_attention(model, self.fast.attn)
+        if attn != self.fast.attn:
+            from dataclasses import replace
+
+            self.fast = replace(self.fast, attn=attn)
         self.model, self.tokenizer, self.device = model.eval(), tok, device
+        self._fwd = model
+        if self.fast.compile:
+            import torch
+
+            self._fwd = torch.compile(model, mode=self.fast.compile, dynamic=True)
 
     def load(self) -> "HFGenerator":
         if self.model is not None:
@@ -180,9 +207,11 @@ class HFGenerator(Generator):
             dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         try:
             tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=local)
+            attn = self.inference.attn
             model = AutoModelForCausalLM.from_pretrained(
                 self.model_id, dtype=dtype, local_files_only=local,
-                device_map=device if device.startswith("cuda") else None)  # straight onto the GPU
+                device_map=device if device.startswith("cuda") else None,  # straight onto the GPU
+                **({"attn_implementation": attn} if attn else {}))
         except (OSError, ValueError) as e:
             self._error = f"cannot load model '{self.model_id}': {str(e).splitlines()[0]}"
             raise GenerationError(self._error) from None
@@ -201,7 +230,7 @@ class HFGenerator(Generator):
 
     def status(self) -> dict:
         if self.model is not None:
-            return {"ok": True, "detail": f"loaded on {self.device}"}
+            return {"ok": True, "detail": f"loaded on {self.device} ({self.fast.describe()})"}
         if self._error:
             return {"ok": False, "detail": self._error}
         error = locate(self.model_id, "model")[1] or (locate(self.adapter_id, "adapter")[1] if self.adapter_id else None)
@@ -229,7 +258,10 @@ class HFGenerator(Generator):
 
     def token_ids(self, word: str) -> list[int]:
         self.load()
-        return answer_token_ids(self.tokenizer, word)
+        memo = self.__dict__.setdefault("_token_ids", {})
+        if (self.tokenizer, word) not in memo:  # get_vocab() of a 32k vocabulary costs ~0.1 s a call
+            memo[(self.tokenizer, word)] = answer_token_ids(self.tokenizer, word)
+        return memo[(self.tokenizer, word)]
 
     def _encode_batch(self, texts: list[str]):
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
@@ -243,20 +275,67 @@ class HFGenerator(Generator):
         return np.argsort(lengths, kind="stable")
 
     def last_logits(self, texts: list[str]):
-        """(n, vocab) float32 next-token logits after each prompt text, batched by length."""
+        """(n, vocab) float32 next-token logits after each prompt text (how: ``self.fast``)."""
         import torch
 
         self.load()
-        order = self._order(texts)
+        if not texts:
+            return torch.zeros((0, 0))
+        if not self.fast.prefix and self.fast.batching in ("input", "sorted"):
+            return self._last_logits_plain(texts, sort=self.fast.batching == "sorted")
+        return self._last_logits_fast(texts)
+
+    def _last_logits_plain(self, texts: list[str], sort: bool = True):
+        """The plain path: fixed-size batches (sorted by length, or in input order), tokenised per batch."""
+        import torch
+
+        order = self._order(texts) if sort else np.arange(len(texts))
         out = [None] * len(texts)
         for i in range(0, len(order), self.batch_size):
             idx = order[i:i + self.batch_size]
             enc, pos = self._encode_batch([texts[j] for j in idx])
             with torch.inference_mode():
-                logits = self.model(**enc, position_ids=pos, logits_to_keep=1).logits[:, -1, :].float()
+                logits = self._fwd(**enc, position_ids=pos, logits_to_keep=1).logits[:, -1, :].float()
+            real = enc["attention_mask"].sum(-1).tolist()
+            self.counters.add_rows([0] * len(real), real, enc["input_ids"].shape[1], True)
             for row, j in enumerate(idx):
                 out[j] = logits[row]
-        return torch.stack(out) if out else torch.zeros((0, 0))
+        return torch.stack(out)
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Each prompt's token ids as the plain path feeds them (no special tokens added, cut at ``max_length``
+        on the tokenizer's truncation side)."""
+        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        m = self.max_length
+        if getattr(self.tokenizer, "truncation_side", "right") == "left":
+            return [list(r[-m:]) for r in ids]
+        return [list(r[:m]) for r in ids]
+
+    def _last_logits_fast(self, texts: list[str]):
+        """Token-budget buckets, and with ``prefix`` the shared prefixes computed once per group."""
+        import torch
+
+        seqs = self.tokenize(texts)
+        lengths = [len(s) for s in seqs]
+        opts, pad = self.fast, self.tokenizer.pad_token_id
+        budget = opts.batch_tokens or self.batch_size * max(1, -(-sum(lengths) // len(lengths)))
+        max_rows = 4 * self.batch_size
+        out = [None] * len(texts)
+        alone = list(range(len(texts)))
+        if opts.prefix:
+            groups, alone = prefix_groups(seqs, opts.min_prefix, max_members=max_rows)
+            for batch in group_batches(groups, lengths, budget, max_rows):
+                members, logits = forward_prefix_groups(self._fwd, seqs, batch, pad, self.device, self.counters)
+                for row, j in enumerate(members):
+                    out[j] = logits[row]
+        if alone:
+            sub = [lengths[j] for j in alone]
+            for idx in row_batches(sub, opts.batching, self.batch_size, budget, max_rows):
+                rows = [alone[i] for i in idx]
+                logits = forward_rows(self._fwd, [seqs[j] for j in rows], pad, self.device, self.counters)
+                for row, j in enumerate(rows):
+                    out[j] = logits[row]
+        return torch.stack(out)
 
     def logsumexp_of(self, logits, options: list[str], normalize: bool = True) -> np.ndarray:
         """(n, k): per option, the logsumexp over its spellings of the log-probabilities over the

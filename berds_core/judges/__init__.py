@@ -18,7 +18,8 @@ LLM-judge options: ``prompt`` (``berds`` | ``studio``), ``shot`` (0 | 1),
 ``decode`` (``logits``: one forward pass, P(Yes) from the Yes/No logits, the
 default; ``generate``: the authors' greedy 16 tokens + their parser),
 ``system`` (``auto`` | ``keep`` | ``drop``), ``threshold``; hf: ``device``,
-``dtype``, ``batch_size``, ``max_length``; openai: ``concurrency``,
+``dtype``, ``batch_size``, ``max_length``, ``inference`` (``auto`` | ``plain`` | ``fast``,
+see :mod:`berds_core.generators.hf_inference`); openai: ``concurrency``,
 ``timeout``, ``retries``, ``backoff``, ``api_key``.
 
 Every judge has ``.name``, ``.predict(pairs) -> (probs, labels)`` (cached),
@@ -44,7 +45,7 @@ __all__ = ["JUDGES", "get_judge", "judge_run", "judge_passages", "passage_text",
 
 JUDGES = Registry("judge")
 LLM_OPTS = {"prompt", "shot", "decode", "system", "threshold"}
-HF_OPTS = LLM_OPTS | {"device", "dtype", "batch_size", "max_length"}
+HF_OPTS = LLM_OPTS | {"device", "dtype", "batch_size", "max_length", "inference"}
 OPENAI_OPTS = LLM_OPTS | {"concurrency", "timeout", "retries", "backoff", "api_key", "top_logprobs"}
 
 

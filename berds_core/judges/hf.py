@@ -16,8 +16,11 @@ Two decisions (``decode``):
 - ``generate``: the authors' exact procedure, greedy decoding of 16 new tokens
   parsed by their parser (:func:`prompts.parse_answer`); probability 1 or 0.
 
-Loading, left padding, batches sorted by length, bf16 on GPU and the optional
-PEFT LoRA adapter are :class:`berds_core.generators.hf.HFGenerator`'s. The
+Loading, left padding, batching, bf16 on GPU, the optional PEFT LoRA adapter
+and the optimised forward path (``inference``: on CUDA by default, the
+shared prefix ``[INST] Document: ... Statement:`` of a passage's perspectives
+computed once, length buckets, the LoRA merged; the same decisions as the
+plain path) are :class:`berds_core.generators.hf.HFGenerator`'s. The
 BERDS evaluator is ``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``
 (spec ``berds-evaluator``).
 """
@@ -83,7 +86,8 @@ class HFJudge(Judge):
 
     def __init__(self, model: str, adapter: str | None = None, *, prompt: str | None = None, shot: int = 0,
                  decode: str = "logits", system: str = "auto", device: str | None = None,
-                 dtype: str | None = None, batch_size: int = 8, threshold: float = 0.5, max_length: int = 4096):
+                 dtype: str | None = None, batch_size: int = 8, threshold: float = 0.5, max_length: int = 4096,
+                 inference=None):
         super().__init__(threshold)
         self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
         self.model_id, self.adapter_id = model, adapter
@@ -94,7 +98,7 @@ class HFJudge(Judge):
         # generate decodings of one model (``--compare-decode``) load it once
         self.lm = get_generator(f"hf:{model}" + (f"+{adapter}" if adapter else ""), device=device, dtype=dtype,
                                 batch_size=int(batch_size), max_length=int(max_length),
-                                system="keep" if self.system == "keep" else "auto")
+                                system="keep" if self.system == "keep" else "auto", inference=inference)
         self.batch_size = self.lm.batch_size
         self.commit_every = max(self.batch_size * 8, 64)
         self._label = None
@@ -122,7 +126,8 @@ class HFJudge(Judge):
         judge.keep_system = judge._resolve_system(
             is_mistral(label, getattr(getattr(model, "config", None), "model_type", None)))
         judge.lm = HFGenerator.from_loaded(model, tokenizer, label, batch_size=judge.batch_size,
-                                           max_length=judge.lm.max_length, system=judge.lm.system)
+                                           max_length=judge.lm.max_length, system=judge.lm.system,
+                                           inference=judge.lm.inference)
         judge._check_answer_tokens()
         return judge
 
