@@ -24,7 +24,8 @@ frozen MiniLM embeddings the pool index stores (``berds_core.discovery.heads``):
 relevance (retrieval features), stance (``[c*p, |c-p|, p]``) and equivalence
 (pair features of two perspectives of one claim). On train-B: the
 cross-encoder and the heads are compared (relevance AUC and T1 F1, stance
-accuracy); the relevance score actually used is chosen there; then the knobs
+accuracy; ``avg`` = the mean of the two stance probabilities); the relevance
+and stance scorers actually used are chosen there; then the knobs
 of the offline pipeline are tuned on train-B for T1 F1 (relevance threshold,
 the most perspectives returned) and T3 F1 (the clustering threshold).
 Writes ``weights/discovery_heads_v1.npz`` with the heads, the knobs and the
@@ -167,7 +168,7 @@ def train_ce(args, index, a, b) -> dict:
 
 # --------------------------------------------------------------------------- stage heads
 
-C_GRID = (0.0003, 0.001, 0.003, 0.01, 0.1, 1.0)
+C_GRID = (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.1, 1.0)
 TOP_M = 30  # candidates the cross-encoder re-scores (the heads' most relevant)
 
 
@@ -415,6 +416,8 @@ def fit_and_tune(args, index, a, b) -> dict:
             f"{report['train_b']['ce_scoring_seconds']}s")
         rel_options["ce"] = ce_rel_b
         st_options["ce"] = ce_sup
+        st_options["avg"] = (st_heads_b + ce_sup) / 2.0
+        report["train_b"]["stance_accuracy"]["avg"] = float(np.mean((st_options["avg"] >= 0.5) == ysb))
         report["train_b"]["relevance_auc"]["ce"] = auc(np.concatenate(yb), np.concatenate(ce_rel_b))
         report["train_b"]["stance_accuracy"]["ce"] = float(np.mean((ce_sup >= 0.5) == ysb))
         # stacked: [CE logit, retrieval features] on the heads' top M, fitted on train-B by grouped CV
@@ -457,12 +460,14 @@ def fit_and_tune(args, index, a, b) -> dict:
             order = np.argsort(-rel, kind="stable")[:MAX_KEPT]
             sup = np.full(len(cd), 0.5)
             texts = [index.pool.texts[int(cd.rows[i])] for i in order]
-            if st_choice == "heads":
-                from berds_core.discovery.heads import stance_features
+            from berds_core.discovery.heads import stance_features
 
-                sup[order] = stance_head.proba(stance_features(e, E[cd.rows[order]]))
+            hs = stance_head.proba(stance_features(e, E[cd.rows[order]]))
+            if st_choice == "heads":
+                sup[order] = hs
             else:
-                sup[order] = ce.score([(c.text, t) for t in texts])[1]
+                cs = ce.score([(c.text, t) for t in texts])[1]
+                sup[order] = cs if st_choice == "ce" else (hs + cs) / 2.0
             sups.append(sup)
         (f1, knobs), _ = t1_for(index, b, cb, rels, sups, equiv_head, knob_grid)
         tuned[name] = {"t1_f1": f1, "knobs": knobs}

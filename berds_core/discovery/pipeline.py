@@ -63,7 +63,7 @@ class OfflineModels:
 
     name = "offline"
 
-    def __init__(self, weights=None, *, encoding: str | None = "auto", choice: dict | None = None):
+    def __init__(self, weights=None, *, encoding: str | None = "fp32", choice: dict | None = None):
         path = Path(weights or HEADS_WEIGHTS)
         if not path.exists():
             raise FileNotFoundError(f"discovery weights missing: {path} (run scripts/train_discovery.py)")
@@ -71,7 +71,7 @@ class OfflineModels:
         self.heads = {k: LinearHead.from_arrays(z, k) for k in ("rel", "stance", "equiv", "stack")
                       if f"{k}_coef" in z.files}
         self.choice = {**json.loads(str(z["choice"])), **(choice or {})}
-        for step, how in (("relevance", ("heads", "ce", "stack")), ("stance", ("heads", "ce"))):
+        for step, how in (("relevance", ("heads", "ce", "stack")), ("stance", ("heads", "ce", "avg"))):
             if self.choice[step] not in how or (self.choice[step] == "stack" and "stack" not in self.heads):
                 raise ValueError(f"{step} scorer must be one of {', '.join(how)}, got {self.choice[step]!r}")
         self.knobs = Knobs(**json.loads(str(z["knobs"])))
@@ -108,11 +108,15 @@ class OfflineModels:
         return out
 
     def support(self, claim: str, claim_emb: np.ndarray, texts: list[str], E: np.ndarray) -> np.ndarray:
+        """P(support) per perspective: the stance head, the cross-encoder, or their mean (``avg``)."""
         if len(texts) == 0:
             return np.zeros(0)
-        if self.choice["stance"] == "heads":
-            return self.heads["stance"].proba(stance_features(claim_emb, E))
-        return self.ce.score([(claim, t) for t in texts])[1]
+        how = self.choice["stance"]
+        heads = self.heads["stance"].proba(stance_features(claim_emb, E)) if how in ("heads", "avg") else None
+        if how == "heads":
+            return heads
+        ce = self.ce.score([(claim, t) for t in texts])[1]
+        return ce if how == "ce" else (heads + ce) / 2.0
 
     def same(self, texts: list[str], E: np.ndarray) -> np.ndarray:
         return equivalence_matrix(self.heads["equiv"], E, texts)
@@ -227,7 +231,7 @@ class Discoverer:
     """Perspective discovery over one pool with one method (``offline`` or ``llm`` + spec)."""
 
     def __init__(self, index, method: str = "offline", *, llm: str | None = None, knobs: Knobs | None = None,
-                 weights=None, encoding: str | None = "auto", generator=None, choice: dict | None = None):
+                 weights=None, encoding: str | None = "fp32", generator=None, choice: dict | None = None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.index = index
