@@ -45,7 +45,7 @@ def test_playground_discover_perspectives_fills_the_box(app_with_pool):
         typed_question_then_discover(page, app_with_pool, "Should students wear school uniforms?")
         wait_idle(page, 300_000)
         page.wait_for_selector("text=perspectives discovered", timeout=300_000)
-        area = page.get_by_label("Perspectives, one per line (optional)")
+        area = page.get_by_role("textbox", name="Perspectives, one per line (optional)")
         lines = [x for x in area.input_value().splitlines() if x.strip()]
         assert lines, "the perspectives box stayed empty"
         for line in lines:
@@ -67,9 +67,13 @@ def test_playground_discover_perspectives_fills_the_box(app_with_pool):
         page.wait_for_function(f"() => document.querySelectorAll('[data-testid=\"perspective-line\"]').length"
                                f" === {len(kept)}", timeout=180_000)
         stances = page.locator(".bc-persp .bc-stance").all_inner_texts()
-        assert stances[-1] == ("undermine" if len(kept) > 1 else stances[-1])
-        chips = page.locator(".bc-card").first.locator(".bc-chip")
-        assert chips.count() == len(kept)
+        # a re-tagged line shows the side it now takes ("undermine" is the opposing side's tag)
+        if len(kept) > 1:
+            assert stances[-1] == "oppose"
+        # the cards are redrawn for the edited perspectives: one chip per perspective
+        page.wait_for_function("() => { const c = document.querySelector('.bc-card');"
+                               f" return c && c.querySelectorAll('.bc-chip').length === {len(kept)}; }}",
+                               timeout=180_000)
         assert page.locator('[data-testid="stException"]').count() == 0
         screenshot(page, "playground-discover-edited")
 
@@ -86,5 +90,5 @@ def test_playground_pool_outside_allowed_roots_is_one_line_error(tmp_path_factor
         typed_question_then_discover(page, url, "Should students wear school uniforms?")
         wait_idle(page, 120_000)
         page.wait_for_selector("text=outside the folders this app may open", timeout=60_000)
-        assert page.get_by_label("Perspectives, one per line (optional)").input_value() == ""
+        assert page.get_by_role("textbox", name="Perspectives, one per line (optional)").input_value() == ""
         assert page.locator('[data-testid="stException"]').count() == 0
