@@ -7,6 +7,8 @@ Runs written by the original BERDS scripts (no ``id``) load as they are.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import InputError
@@ -17,7 +19,19 @@ PREDS_SUFFIX = "-preds"
 
 
 def read_run(path) -> list[dict]:
-    entries = []
+    return read_run_lines(path)[0]
+
+
+def read_run_lines(path) -> tuple[list[dict], list[int]]:
+    """The run's entries and the line number of each (for errors that name a question's line).
+
+    Question ids must be unique (a repeated id would be scored twice). A
+    passage's ``score`` is a finite number, null, or a string holding one (the
+    original BERDS / Contriever scripts write scores as strings); it is read
+    as a float. Anything else (``"high"``, ``NaN``, ``Infinity``) is an error.
+    """
+    entries, lines = [], []
+    seen: dict[str, int] = {}
     for no, obj in iter_jsonl(path):
         require(obj, "question", str, path, no)
         persp = require(obj, "perspectives", list, path, no, nonempty=True)
@@ -29,17 +43,41 @@ def read_run(path) -> list[dict]:
                 raise InputError(path, no, "ctxs", "each passage needs at least 'text'")
         obj.setdefault("id", str(len(entries)))
         obj["id"] = str(obj["id"])
+        if obj["id"] in seen:
+            raise InputError(path, no, "id", f"duplicate question id {obj['id']!r} (first on line "
+                                             f"{seen[obj['id']]}); each question must appear once")
+        seen[obj["id"]] = no
         for i, c in enumerate(ctxs):
             c["id"] = str(c.get("id", f"{obj['id']}-{i}"))
             c.setdefault("title", "")
-            c.setdefault("score", None)
+            c["score"] = _score(c.get("score"), path, no, i)
         for key, val in obj.items():
             if key.endswith(PREDS_SUFFIX):
                 _check_preds(val, len(ctxs), len(persp), path, no, key)
         entries.append(obj)
+        lines.append(no)
     if not entries:
         raise InputError(path, None, None, "run file is empty")
-    return entries
+    return entries, lines
+
+
+def _score(val, path, line, i):
+    """A passage score as float (or None); strings holding a number are accepted (BERDS writes them)."""
+    if val is None:
+        return None
+    field = f"ctxs[{i}].score"
+    if isinstance(val, bool) or not isinstance(val, (int, float, str)):
+        raise InputError(path, line, field, f"expected a number, got {type(val).__name__}")
+    if isinstance(val, str):
+        try:
+            num = float(val.strip())
+        except ValueError:
+            raise InputError(path, line, field, "expected a number, got a string that is not one") from None
+    else:
+        num = float(val)
+    if not math.isfinite(num):
+        raise InputError(path, line, field, f"expected a finite number, got {num}")
+    return num
 
 
 def _check_preds(val, n_ctx, m, path, line, key):

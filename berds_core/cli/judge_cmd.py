@@ -51,6 +51,8 @@ def make_judge(args):
         raise InputError("--threshold", None, None, "must be between 0 and 1")
     try:
         return get_judge(args.judge, **opts)
+    except InputError:  # e.g. a read-only cache: it names itself
+        raise
     except (ValueError, JudgeError) as e:
         raise InputError("--judge", None, None, str(e)) from None
 
