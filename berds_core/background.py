@@ -20,7 +20,6 @@ killed inside a native library aborts the interpreter).
 from __future__ import annotations
 
 import atexit
-import queue
 import threading
 import time
 from collections import OrderedDict
@@ -126,57 +125,97 @@ class JobCancelled(Exception):
     """Raised inside a job by ``report`` when the process is shutting down."""
 
 
+class JobYielded(Exception):
+    """Raised inside a job by ``report`` when a job a page waits for should run first."""
+
+
 class Jobs:
-    """One background worker running submitted jobs in order (see the module docstring)."""
+    """One background worker running submitted jobs (see the module docstring).
+
+    Jobs run in submission order, except that :meth:`promote` (a page waiting
+    for a job) moves a queued job to the front and asks the running one to
+    yield at its next ``report``: it goes back to the queue right behind and
+    resumes later. Jobs are written to be resumable (what they make is kept in
+    ``MEMO`` and the on-disk caches), so yielding loses at most one step.
+    """
 
     def __init__(self, keep: int = 32):
         self._stopping = threading.Event()
-        self._q: queue.Queue = queue.Queue()
+        self._cv = threading.Condition()
+        self._pending: list[tuple[JobState, Callable]] = []
         self._states: OrderedDict[Hashable, JobState] = OrderedDict()
-        self._lock = threading.Lock()
+        self._running: JobState | None = None
+        self._yield_to: Hashable | None = None
         self._thread: threading.Thread | None = None
         self._keep = keep
 
     def get(self, key: Hashable) -> JobState | None:
-        with self._lock:
+        with self._cv:
             return self._states.get(key)
 
     def submit(self, key: Hashable, label: str, fn: Callable[[Callable], None]) -> JobState:
-        with self._lock:
+        with self._cv:
             st = self._states.get(key)
             if st is not None and st.status != "error":
                 return st
             st = self._states[key] = JobState(key, label)
+            self._states.move_to_end(key)
             while len(self._states) > self._keep:
                 old = next(iter(self._states))
                 if not self._states[old].over:
                     break
                 del self._states[old]
-            self._q.put((st, fn))
+            self._pending.append((st, fn))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name="berds-warmup", daemon=True)
                 self._thread.start()
+            self._cv.notify_all()
         return st
+
+    def promote(self, key: Hashable) -> None:
+        """Run the queued job ``key`` next; the running job (if another) yields at its next step."""
+        with self._cv:
+            idx = next((i for i, (st, _) in enumerate(self._pending) if st.key == key), None)
+            if idx is None:
+                return
+            self._pending.insert(0, self._pending.pop(idx))
+            if self._running is not None and self._running.key != key:
+                self._yield_to = key
 
     def shutdown(self, timeout: float = 120.0) -> None:
         """Stop after the current step of the running job (queued jobs are dropped) and join the worker."""
         self._stopping.set()
-        self._q.put(None)
+        with self._cv:
+            self._cv.notify_all()
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(timeout)
 
+    def _next(self):
+        with self._cv:
+            while not self._pending and not self._stopping.is_set():
+                self._cv.wait(0.5)
+            if self._stopping.is_set():
+                return None
+            item = self._pending.pop(0)
+            self._running, self._yield_to = item[0], None
+            return item
+
     def _work(self) -> None:
-        while not self._stopping.is_set():
-            item = self._q.get()
-            if item is None or self._stopping.is_set():
+        while True:
+            item = self._next()
+            if item is None:
                 return
             st, fn = item
-            st.status, st.started, st.stage = "running", time.perf_counter(), "starting"
-            last = [st.stage, st.started]
+            st.status, st.stage = "running", "starting"
+            if st.started is None:
+                st.started = time.perf_counter()
+            last = [st.stage, time.perf_counter()]
 
             def report(stage: str, done: int | None = None, total: int | None = None) -> None:
                 if self._stopping.is_set():
                     raise JobCancelled("the process is shutting down")
+                if self._yield_to is not None:
+                    raise JobYielded(self._yield_to)
                 now = time.perf_counter()
                 if stage != last[0]:
                     st.stages.append((last[0], round(now - last[1], 3)))
@@ -185,12 +224,20 @@ class Jobs:
 
             try:
                 fn(report)
+            except JobYielded:
+                with self._cv:  # back in the queue, right behind the job it yields to
+                    st.status, st.stage, st.done, st.total = "queued", "paused for another configuration", None, None
+                    self._pending.insert(min(1, len(self._pending)), (st, fn))
+                    self._running = None
+                continue
             except BaseException as e:  # noqa: BLE001 -- reported to the page, never lost in a thread
                 st.error, st.status = e, "error"
             else:
                 st.status = "done"
             st.stages.append((last[0], round(time.perf_counter() - last[1], 3)))
             st.finished = time.perf_counter()
+            with self._cv:
+                self._running = None
 
 
 MEMO = Memo()

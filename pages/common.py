@@ -439,7 +439,10 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
 
 
 def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.") -> None:
-    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure."""
+    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure.
+
+    The job is promoted: a warm-up of a configuration the visitor left yields to it."""
+    JOBS.promote(job.key)
     if not job.over:
         slot = st.empty()
         while not job.over:
