@@ -10,8 +10,10 @@ question is encoding those passages. They belong to one corpus, so
   passage text and for "title. text" (what the re-ranker reads);
 - MMR's passage embeddings (``diversify.embeddings.passage_embeddings``).
 
-After that a new question only encodes its own few perspectives. A judge
-with a ``load()`` (``hf:``) loads its model here too. Corpora larger than
+``texts`` adds other texts the judge will read: the dataset's perspectives
+(and generated perspectives), so a dataset question asked for the first time
+encodes nothing at all; a typed question encodes only its own few
+perspectives. A judge with a ``load()`` (``hf:``) loads its model here too. Corpora larger than
 ``max_passages`` are not pre-encoded (that is what the dense index is for;
 questions then encode their own candidates as before).
 """
@@ -23,9 +25,9 @@ WARM_MAX_PASSAGES = 20_000
 BATCH = 128
 
 
-def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = None, *,
+def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = None, *, texts=(),
                   max_passages: int = WARM_MAX_PASSAGES) -> dict:
-    """Encode every passage of ``corpus`` for ``judge`` and for MMR's ``embedder``.
+    """Encode every passage of ``corpus`` (and ``texts``) for ``judge``, every passage for MMR's ``embedder``.
 
     ``report(stage, done, total)`` is called as batches finish. Returns counts
     (``judge_texts``, ``mmr_passages``; 0 when skipped).
@@ -44,13 +46,14 @@ def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = N
 
     feat = getattr(judge, "featurizer", None)
     if feat is not None and hasattr(feat, "sentence_embeddings"):
-        texts = list(dict.fromkeys(list(corpus.texts) + [passage_text(corpus, r) for r in range(n)]))
+        todo = list(dict.fromkeys(list(corpus.texts) + [passage_text(corpus, r) for r in range(n)]
+                                  + list(texts)[:max_passages]))
         report("loading the judge's encoder")
         feat.model  # noqa: B018 -- load the encoder before the bar starts
-        for a in range(0, len(texts), BATCH):
-            report("encoding passages for the judge", a, len(texts))
-            feat.sentence_embeddings(texts[a:a + BATCH])
-        out["judge_texts"] = len(texts)
+        for a in range(0, len(todo), BATCH):
+            report("encoding passages for the judge", a, len(todo))
+            feat.sentence_embeddings(todo[a:a + BATCH])
+        out["judge_texts"] = len(todo)
     if embedder is not None:
         from .diversify.embeddings import passage_embeddings
 

@@ -421,7 +421,8 @@ def engine_job(cfg: Config) -> JobState:
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
         report("loading the embedder")
         embedder = cached_embedder(model)
-        warm_passages(data.corpus, judge, embedder, report)
+        perspectives = [p for q in data.questions for p in list(q.perspectives) + list(q.generated_perspectives or ())]
+        warm_passages(data.corpus, judge, embedder, report, texts=perspectives)
 
     return JOBS.submit(key, "Warm-up", run)
 
@@ -461,6 +462,7 @@ def warmup_status(cfg: Config) -> None:
     """The sidebar's line about the warm-up of the current configuration (polls while it runs)."""
     job = JOBS.get(("engine",) + _config_key(cfg))
     if job is None:
+        st.caption("Models load in the background once the page is drawn.")
         return
     if not job.over:
         st.progress(job.fraction, text=esc(job.text))
@@ -595,11 +597,17 @@ def sidebar() -> Config:
     cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
                  embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
     ss["config"] = cfg
-    job = engine_job(cfg)  # models load in the background; nothing here waits for them
-    with st.sidebar:
-        status = _status_block if job.over else st.fragment(run_every=1.0)(_status_block)
+    job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
+    with st.sidebar:  # the state of the background warm-up; nothing here waits for it
+        status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
+
+
+def start_warmup() -> JobState:
+    """Start the warm-up of the current configuration (app.py calls it after the page is drawn,
+    so the first page view never competes with model loading)."""
+    return engine_job(current_config())
 
 
 def _status_block(cfg: Config) -> None:

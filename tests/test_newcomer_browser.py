@@ -52,8 +52,10 @@ def test_first_view_then_a_warm_up_progress_bar_then_whole_titles(server, page):
     sidebar = page.inner_text('[data-testid="stSidebar"]')
     assert "loading in the background" in sidebar or "Warm-up" in sidebar, sidebar
     page.get_by_role("link", name="Playground").first.click()
-    bar = page.wait_for_selector('[data-testid="stProgress"]:has-text("Warm-up")', timeout=120_000)
-    assert bar is not None
+    # the page itself (not only the sidebar) shows the warm-up as a progress bar, not a spinner
+    bar = page.wait_for_selector('[data-testid="stMain"] [data-testid="stProgress"]:has-text("Warm-up")',
+                                 timeout=120_000)
+    assert bar is not None and page.locator('[data-testid="stMain"] [data-testid="stSpinner"]').count() == 0
     page.wait_for_function("() => document.querySelectorAll('.bc-card').length >= 20", timeout=1_800_000)
     wait_idle(page, 600_000)
     assert page.locator('[data-testid="stException"]').count() == 0
