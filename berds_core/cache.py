@@ -6,8 +6,6 @@ import os
 import re
 from pathlib import Path
 
-import platformdirs
-
 
 _WRITABLE: set[str] = set()  # cache folders this process has found writable
 
@@ -24,7 +22,12 @@ def cache_dir(sub: str | None = None) -> Path:
     from .outputs import probe_writable
 
     env = os.environ.get("BERDS_CACHE")
-    root = Path(env or platformdirs.user_cache_dir("berds"))
+    if env:
+        root = Path(env)
+    else:
+        import platformdirs  # only here: with BERDS_CACHE set the engine runs without it (bench machines)
+
+        root = Path(platformdirs.user_cache_dir("berds"))
     path = root / sub if sub else root
     if str(path) in _WRITABLE:
         return path
