@@ -222,7 +222,12 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     assert m >= 2  # the perspective legend
     # one chip per perspective on every card
     assert len(re.findall(r'class="bc-chip( yes| topical)?"', md)) == 4 * k * m
-    # the default embedded judge cannot tell sides apart: its positives are "on topic" (blue), never green
+    # the demo question has gold labels, so they score by default (as on Evaluate): green = gold supports
+    assert at.radio(key="pg_labels").value == "gold" and 'class="bc-chip topical"' not in md
+    # scored by the default embedded judge, which cannot tell sides apart: its positives are "on topic"
+    # (blue), never green
+    at.radio(key="pg_labels").set_value("judge").run()
+    md = _md(at)
     assert 'class="bc-chip topical"' in md and 'class="bc-chip yes"' not in md
     assert any("topicality, not stance" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them

@@ -268,9 +268,10 @@ def test_gold_scoring_colours_the_chips_by_gold(warm):
     assert pairs and chips
     for cls, gmark in pairs:  # green exactly where gold says "supports"
         assert (cls == "bc-chip yes") == bool(gmark)
-    judge_pairs = re.findall(r'<span class="(bc-chip(?: yes)?)" title="[^"]*">P\d+ [\d.]+(<span class="g">G✓</span>)?'
-                             r'</span>', judge_md)
-    assert any((cls == "bc-chip yes") != bool(g) for cls, g in judge_pairs)  # the judge disagrees somewhere
+    judge_pairs = re.findall(r'<span class="(bc-chip(?: yes| topical)?)" title="[^"]*">P\d+ [\d.]+'
+                             r'(<span class="g">G✓</span>)?</span>', judge_md)
+    assert judge_pairs and 'class="bc-chip topical"' in judge_md  # the embedded judge's positives: "on topic"
+    assert any((cls != "bc-chip") != bool(g) for cls, g in judge_pairs)  # the judge disagrees somewhere
 
 
 def test_typed_question_the_corpus_does_not_cover_gets_a_hint(warm):
