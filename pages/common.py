@@ -349,10 +349,12 @@ def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, see
 # --------------------------------------------------------------------------- cached engine objects
 
 
-def show_error(err) -> None:
+def show_error(err, prefix: str = "") -> None:
     """One clear line for bad input, never a traceback; shown literally (paths and values a
-    visitor typed or a file holds are not Markdown: ``root:x:0`` must not become an emoji)."""
-    st.error(esc(str(err).splitlines()[0] if str(err) else type(err).__name__), icon=":material/error:")
+    visitor typed or a file holds are not Markdown: ``root:x:0`` must not become an emoji).
+    ``prefix`` (e.g. ``"Generator: "``) goes before it, also literally."""
+    line = " ".join(str(err).split("\n", 1)[0].split()) if str(err).strip() else type(err).__name__
+    st.error(esc(prefix + line), icon=":material/error:")
 
 
 # Engine objects live in one process-wide store (``berds_core.background.MEMO``, like
