@@ -249,9 +249,9 @@ def test_import_demo_writes_the_bundle(demo):
     assert berds("import", "jsonl", "--out", demo / "x").returncode == 2
 
 
-def readme_cli_commands() -> list[str]:
+def readme_cli_commands(heading: str = "## The command line") -> list[str]:
     text = (ROOT / "README.md").read_text()
-    section = text.split("## The command line", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     block = section.split("```bash", 1)[1].split("```", 1)[0]
     cmds, cur = [], ""
     for line in block.splitlines():
@@ -272,9 +272,22 @@ def test_readme_command_line_examples_run_on_the_demo(tmp_path):
 
     cmds = readme_cli_commands()
     assert len(cmds) >= 5 and all(c.startswith(".venv/bin/berds ") for c in cmds), cmds
+    more = readme_cli_commands("## Beyond MRecall")  # the diversity examples read the runs made above
+    assert len(more) == 3 and all(c.startswith(".venv/bin/berds ") for c in more), more
+    cmds += more
     for cmd in cmds:
         argv = shlex.split(cmd)[1:]
         if argv[0] != "--help":
             argv.append("--quiet")
         res = berds(*argv, cwd=tmp_path, env={"BERDS_CACHE": str(tmp_path / ".cache")}, timeout=600)
         assert res.returncode == 0, (cmd, res.stderr[-2000:])
+
+
+def test_readme_code_never_uses_a_bare_berds_command():
+    """The README's install puts ``berds`` in .venv/bin, not on PATH: no code line may start with bare
+    ``berds`` or ``python -m berds_core`` (``python`` need not exist either)."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```bash")[1:]]
+    lines = [ln.strip() for b in blocks for ln in b.splitlines()]
+    assert any(ln.startswith(".venv/bin/berds ") for ln in lines)
+    assert not [ln for ln in lines if ln.startswith(("berds ", "python -m berds_core"))]
