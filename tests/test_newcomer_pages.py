@@ -388,31 +388,31 @@ def test_leaning_delta_is_arrow_safe_and_dropped_questions_are_counted(_app, lea
 SPEC = "openai:**m**:x:<b>@http://127.0.0.1:9/v1"  # a typed spec with Markdown and HTML; the server is down
 
 
+def one_literal_error(at: AppTest, marker: str, original: str) -> None:
+    """Exactly one error box holds ``marker``, and it shows ``original`` literally (no emoji code left either)."""
+    assert not at.exception, [e.value for e in at.exception]
+    errs = [e.value for e in at.error if marker in html.unescape(e.value)]
+    assert len(errs) == 1, [e.value for e in at.error]
+    assert_literal(errs[0], original)
+    assert ":x:" not in errs[0]
+
+
 @pytest.mark.slow
 def test_answers_page_generator_error_is_literal(_app):
     at = _open(_app(), "pages/answers.py")
     at.text_input(key="ans_gen").set_value(SPEC).run()
-    assert not at.exception
-    errs = [e.value for e in at.error if "Generator: " in html.unescape(e.value)]
-    assert len(errs) == 1, [e.value for e in at.error]
-    assert "**" not in errs[0] and ":x:" not in errs[0] and "<b>" not in errs[0]
-    assert SPEC in html.unescape(errs[0])
+    one_literal_error(at, "Generator: ", SPEC)
 
 
 @pytest.mark.slow
 def test_convincing_page_model_and_file_errors_are_literal(_app):
     at = _open(_app(), "pages/convincing.py")
     at.text_input(key="cv_model").set_value(SPEC).run()
-    assert not at.exception
-    errs = [e.value for e in at.error if "Model: " in html.unescape(e.value)]
-    assert len(errs) == 1 and "**" not in errs[0] and "<b>" not in errs[0] and SPEC in html.unescape(errs[0])
-    outside = Path("/etc/**evil**_:x:.jsonl")  # outside the allowed roots: refused, named literally
+    one_literal_error(at, "Model: ", SPEC)
+    outside = "/etc/**evil**_:x:.jsonl"  # outside the allowed roots: refused, named literally
     at.radio(key="cv_source").set_value("ConflictingQA file").run()
-    at.text_input(key="cv_cqa_path").set_value(str(outside)).run()
-    assert not at.exception
-    errs = [e.value for e in at.error if "outside the folders" in e.value]
-    assert len(errs) == 1 and "**" not in errs[0] and ":x:" not in errs[0]
-    assert str(outside) in html.unescape(errs[0])
+    at.text_input(key="cv_cqa_path").set_value(outside).run()
+    one_literal_error(at, "outside the folders", outside)
 
 
 def test_web_search_spec_error_is_literal(_app, monkeypatch):
@@ -421,8 +421,4 @@ def test_web_search_spec_error_is_literal(_app, monkeypatch):
     at.radio(key="pg_mode").set_value("Type my own").run()
     at.text_input(key="pg_text").set_value("Should cities ban cars?").run()
     at.radio(key="pg_corpus_src").set_value("Web (live)").run()
-    assert not at.exception, [e.value for e in at.exception]
-    errs = [e.value for e in at.error if "BERDS_SEARCH: " in html.unescape(e.value)]
-    assert len(errs) == 1, [e.value for e in at.error]
-    assert "**" not in errs[0] and ":x:" not in errs[0] and "<b>" not in errs[0]
-    assert "**nope**:x:<b>" in html.unescape(errs[0])
+    one_literal_error(at, "BERDS_SEARCH: ", "**nope**:x:<b>")
