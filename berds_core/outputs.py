@@ -84,8 +84,11 @@ def check_cli_outputs(args) -> None:
     """Check ``args.out`` of a parsed command line before the verb runs.
 
     A verb whose ``--out`` is a folder says so with ``set_defaults(out_kind="dir")``;
-    otherwise ``--out`` is a file.
+    otherwise ``--out`` is a file. ``--out-dir`` (``args.out_dir``) is always a folder.
     """
+    out_dir = getattr(args, "out_dir", None)  # verbs that write several files into --out-dir
+    if out_dir is not None:
+        check_output_dir(out_dir, "--out-dir")
     out = getattr(args, "out", None)
     if out is None or out == "-":
         return

@@ -291,3 +291,29 @@ def test_readme_code_never_uses_a_bare_berds_command():
     lines = [ln.strip() for b in blocks for ln in b.splitlines()]
     assert any(ln.startswith(".venv/bin/berds ") for ln in lines)
     assert not [ln for ln in lines if ln.startswith(("berds ", "python -m berds_core"))]
+
+
+def test_folder_outputs_of_the_newer_verbs_are_checked_first(demo, tmp_path):
+    """``corpus web --out DIR`` and ``export-trec --out-dir DIR``: a read-only folder is one line, exit 2,
+    before any search or scoring; ``corpus web`` takes an existing folder as its output."""
+    run = write_jsonl(tmp_path / "run.jsonl", [{"id": "q", "question": "Q?", "perspectives": ["A"],
+                                                "ctxs": [ctx("a")]}])
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"question_id": "q", "passage_id": "a", "perspective": 0}])
+    env = {"BERDS_CACHE": str(tmp_path / "cache")}
+    with read_only(tmp_path / "ro") as ro:
+        one_error_line(berds("export-trec", "--run", run, "--gold", gold, "--out-dir", ro / "trec", env=env),
+                       "field '--out-dir'", "not writable")
+        one_error_line(berds("corpus", "web", "--questions", demo / "questions.jsonl", "--search",
+                             "searxng:http://127.0.0.1:9", "--out", ro / "web", "--quiet", env=env),
+                       "field '--out'", "not writable")
+        assert list(ro.iterdir()) == []
+    assert not (tmp_path / "cache" / "web").exists()  # nothing searched
+    trec = tmp_path / "trec"
+    res = berds("export-trec", "--run", run, "--gold", gold, "--out-dir", trec, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (trec / "qrels.txt").exists()
+    existing = tmp_path / "webout"  # an existing folder is a valid folder output (not "is a directory")
+    existing.mkdir()
+    res = berds("corpus", "web", "--questions", demo / "questions.jsonl", "--search", "searxng:http://127.0.0.1:9",
+                "--out", existing, "--quiet", "--limit", "1", env=env)
+    assert "field '--out'" not in res.stderr and "Traceback" not in res.stderr, res.stderr
