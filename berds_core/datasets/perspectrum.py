@@ -46,6 +46,16 @@ def _load_pool(path) -> dict[str, str]:
     return pool
 
 
+def cluster_pids(cl, path, where, field: str) -> list[str]:
+    """The perspective ids of one cluster ``{pids: [...]}`` (strings), checked."""
+    if not isinstance(cl, dict):
+        raise InputError(path, where, field, "expected an object")
+    pids = cl.get("pids")
+    if not isinstance(pids, list) or not pids:
+        raise InputError(path, where, f"{field}.pids", "expected a non-empty list of perspective ids")
+    return [as_id(p, path, where, f"{field}.pids") for p in pids]
+
+
 def _load_splits(path) -> dict[str, str]:
     doc = load_json_document(path)
     if not isinstance(doc, dict):
@@ -86,12 +96,7 @@ def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
         persp, stances = [], []
         for j, cl in enumerate(clusters):
             field = f"perspectives[{j}]"
-            if not isinstance(cl, dict):
-                raise InputError(path, where, field, "expected an object")
-            pids = cl.get("pids")
-            if not isinstance(pids, list) or not pids:
-                raise InputError(path, where, f"{field}.pids", "expected a non-empty list of perspective ids")
-            first = as_id(pids[0], path, where, f"{field}.pids")
+            first = cluster_pids(cl, path, where, field)[0]
             if first not in sentences:
                 raise InputError(path, where, f"{field}.pids", f"perspective id {first} is not in {pool.name}")
             persp.append(sentences[first])

@@ -56,7 +56,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
               qe_source: str = "dataset", judge=None, embedder=None, candidates: int = 100,
               alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
               coverage_probs: str = "auto", temperature: float | None = None,
-              aspect_probs: str = "retriever") -> list[tuple[int, float]]:
+              aspect_probs: str = "retriever", pool=None) -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
 
     ``lam``: MMR's relevance weight (default 0.75), or xQuAD's / PM-2's λ
@@ -76,6 +76,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     (softmax of embedding similarity over all perspectives); ``auto`` (default):
     judge when given, else stance for the offline source or exactly two
     perspectives, else similarity. ``temperature``: of stance / similarity.
+    ``pool``: the perspective pool (file path or ``discovery.PoolIndex``) of ``qe_source="pool"``.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -87,13 +88,13 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
                          candidates=cfg.get("candidates", candidates), alpha=cfg.get("alpha", alpha),
                          llm=llm, perspectives=perspectives,
                          coverage_probs=cfg.get("coverage_probs", coverage_probs),
-                         temperature=cfg.get("temperature", temperature))
+                         temperature=cfg.get("temperature", temperature), pool=pool)
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
     if method == "qe":
         persp = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
         return expand_and_merge(text, persp, retriever, k)
     if method not in ("mmr", "coverage", "xquad", "pm2"):
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -112,7 +113,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
         order = mmr(scores, passage_embeddings(corpus, rows, embedder), k, lam)
     elif method in ("xquad", "pm2"):
         aspects = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
         aspects = [a for a in aspects if a and a.strip()]
         if not aspects:
             order = list(range(min(k, len(rows))))
@@ -131,7 +132,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
             persp = [p for p in yes_no_sides(text) if p]  # the stance pair; facets are not needed
         else:
             persp = perspectives if perspectives is not None else perspectives_for(
-                question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+                question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
         mode = coverage_probs
         if mode == "auto":
             mode = "judge" if judge is not None else (

@@ -25,6 +25,9 @@ def add_diversify_args(p) -> None:
     g.add_argument("--qe", choices=sorted(QE_SOURCES), metavar="SOURCE",
                    help="query expansion; perspectives from: " + "; ".join(f"{k} = {v}" for k, v in QE_SOURCES.items()))
     g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
+    g.add_argument("--pool", metavar="FILE", default=None,
+                   help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
+                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt)")
     g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
                    help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
                         "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
@@ -47,6 +50,7 @@ def diversify_config(args) -> dict | None:
     chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
     if not chosen:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
+                         ("--pool", getattr(args, "pool", None)),
                          ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha),
                          ("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
             if val is not None:
@@ -57,6 +61,12 @@ def diversify_config(args) -> dict | None:
     if args.candidates < 1:
         raise InputError("--candidates", None, None, "must be at least 1")
     how = chosen[0]
+    pool = getattr(args, "pool", None)
+    wants_pool = (how == "qe" and args.qe == "pool") or (how == "rerank" and args.perspectives_from == "pool")
+    if wants_pool and not pool:
+        raise InputError("--pool", None, None, "perspectives from 'pool' need --pool FILE (a file of perspective sentences)")
+    if pool and not wants_pool:
+        raise InputError("--pool", None, None, "has no effect without --qe pool or --perspectives-from pool")
     if how == "mmr":
         if not 0.0 <= args.mmr <= 1.0:
             raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
@@ -64,9 +74,9 @@ def diversify_config(args) -> dict | None:
     if how == "qe":
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
-        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm}
+        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm, "pool": pool}
     if how == "rerank" and args.rerank in ("xquad", "pm2"):
-        return _explicit_config(args)
+        return {**_explicit_config(args), "pool": pool}
     for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
         if val is not None:
             raise InputError(opt, None, None, "is for --rerank xquad or pm2")
@@ -75,7 +85,7 @@ def diversify_config(args) -> dict | None:
         if not 0.0 <= alpha <= 1.0:
             raise InputError("--alpha", None, None, f"must be in [0, 1], got {alpha}")
         return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
-                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates}
+                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool}
     cfg = get_preset(args.preset)
     return {"method": "preset", "preset": args.preset, **cfg}
 
@@ -116,6 +126,10 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
 
     opts = {key: cfg[key] for key in ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "aspect_probs")
             if key in cfg and cfg[key] is not None}
+    if cfg.get("pool"):
+        from ..discovery import open_pool
+
+        opts["pool"] = open_pool(cfg["pool"], progress=progress)
     judge = cfg.get("judge")
     if isinstance(judge, str):
         from ..judges import get_judge
