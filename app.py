@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import shell, sidebar
+from pages.common import shell, sidebar, start_warmup
 
 ROOT = Path(__file__).parent
 
@@ -24,5 +24,8 @@ TOOLS = [
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TOOLS if (ROOT / f).exists()]
 nav = st.navigation(pages)
 sidebar()
-with shell():
-    nav.run()
+try:
+    with shell():
+        nav.run()
+finally:  # also after a page's st.stop(): submitting a job draws nothing
+    start_warmup()  # models and passage embeddings load in the background after the page is drawn

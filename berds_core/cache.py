@@ -7,16 +7,40 @@ import re
 from pathlib import Path
 
 
+_WRITABLE: set[str] = set()  # cache folders this process has found writable
+
+
 def cache_dir(sub: str | None = None) -> Path:
-    """The cache root (``$BERDS_CACHE`` or the user's cache dir), or a sub-folder of it."""
-    root = os.environ.get("BERDS_CACHE")
-    if not root:
+    """The cache root (``$BERDS_CACHE`` or the user's cache dir), or a sub-folder of it.
+
+    A cache folder that cannot be created or written to is an ``InputError``
+    naming the cache (checked once per folder and process), so a read-only
+    cache is reported as such before any work, not as a failure of whatever
+    happened to write there first.
+    """
+    from .errors import InputError
+    from .outputs import probe_writable
+
+    env = os.environ.get("BERDS_CACHE")
+    if env:
+        root = Path(env)
+    else:
         import platformdirs  # only here: with BERDS_CACHE set the engine runs without it (bench machines)
 
-        root = platformdirs.user_cache_dir("berds")
-    root = Path(root)
+        root = Path(platformdirs.user_cache_dir("berds"))
     path = root / sub if sub else root
-    path.mkdir(parents=True, exist_ok=True)
+    if str(path) in _WRITABLE:
+        return path
+    what = f"cache folder {path}" + (" (BERDS_CACHE)" if env else "")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(what, None, None, f"is not writable (cannot create it: {e.strerror or type(e).__name__}); "
+                                           "set BERDS_CACHE to a writable folder") from None
+    why = probe_writable(path)
+    if why:
+        raise InputError(what, None, None, f"is not writable ({why}); set BERDS_CACHE to a writable folder")
+    _WRITABLE.add(str(path))
     return path
 
 

@@ -17,6 +17,7 @@ and :func:`prob_matrix`, never by key.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,19 @@ AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name m
 
 
 def read_run(path) -> list[dict]:
-    entries = []
+    return read_run_lines(path)[0]
+
+
+def read_run_lines(path) -> tuple[list[dict], list[int]]:
+    """The run's entries and the line number of each (for errors that name a question's line).
+
+    Question ids must be unique (a repeated id would be scored twice). A
+    passage's ``score`` is a finite number, null, or a string holding one (the
+    original BERDS / Contriever scripts write scores as strings); it is read
+    as a float. Anything else (``"high"``, ``NaN``, ``Infinity``) is an error.
+    """
+    entries, lines = [], []
+    seen: dict[str, int] = {}
     for no, obj in iter_jsonl(path):
         require(obj, "question", str, path, no)
         persp = require(obj, "perspectives", list, path, no, nonempty=True)
@@ -43,9 +56,14 @@ def read_run(path) -> list[dict]:
                 raise InputError(path, no, "ctxs", "each passage needs at least 'text'")
         obj.setdefault("id", str(len(entries)))
         obj["id"] = str(obj["id"])
+        if obj["id"] in seen:
+            raise InputError(path, no, "id", f"duplicate question id {obj['id']!r} (first on line "
+                                             f"{seen[obj['id']]}); each question must appear once")
+        seen[obj["id"]] = no
         for i, c in enumerate(ctxs):
             c["id"] = str(c.get("id", f"{obj['id']}-{i}"))
-            c.setdefault("score", None)  # no title is added: a missing title changes what the evaluator reads
+            # no title is added: a missing title changes what the evaluator reads
+            c["score"] = _score(c.get("score"), path, no, i)
             for key, val in c.items():
                 if key.endswith((PREDS_SUFFIX, PROBS_SUFFIX)):
                     _check_row(val, len(persp), path, no, f"ctxs[{i}].{key}", key.endswith(PREDS_SUFFIX))
@@ -53,9 +71,29 @@ def read_run(path) -> list[dict]:
             if key.endswith((PREDS_SUFFIX, PROBS_SUFFIX)):
                 _check_preds(val, len(ctxs), len(persp), path, no, key, key.endswith(PREDS_SUFFIX))
         entries.append(obj)
+        lines.append(no)
     if not entries:
         raise InputError(path, None, None, "run file is empty")
-    return entries
+    return entries, lines
+
+
+def _score(val, path, line, i):
+    """A passage score as float (or None); strings holding a number are accepted (BERDS writes them)."""
+    if val is None:
+        return None
+    field = f"ctxs[{i}].score"
+    if isinstance(val, bool) or not isinstance(val, (int, float, str)):
+        raise InputError(path, line, field, f"expected a number, got {type(val).__name__}")
+    if isinstance(val, str):
+        try:
+            num = float(val.strip())
+        except ValueError:
+            raise InputError(path, line, field, "expected a number, got a string that is not one") from None
+    else:
+        num = float(val)
+    if not math.isfinite(num):
+        raise InputError(path, line, field, f"expected a finite number, got {num}")
+    return num
 
 
 def _ok_row(row, m: int, boolean: bool) -> bool:

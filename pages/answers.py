@@ -12,7 +12,7 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine
+from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
 
 ensure_shell()
 
@@ -135,12 +135,12 @@ def main() -> None:
     pd_gen, pd_why = try_generator(pd_spec or gen_spec, "P.D. model path")
     da_gen, da_why = try_generator(da_spec or gen_spec, "D.A. model path")
     if why:
-        st.error(f"Generator: {why}")
+        show_error(why, "Generator: ")
     elif gen is None:
         st.info(NO_GENERATOR)
     for label, reason, spec in (("P.D. model", pd_why, pd_spec), ("D.A. model", da_why, da_spec)):
         if reason and spec:
-            st.error(f"{label}: {reason}")
+            show_error(reason, f"{label}: ")
 
     a_col, b_col = st.columns(2)
     conf_a = config_picker(a_col, "A", AnswerConfig(cfg.retriever, "none", "basic"))
@@ -161,7 +161,7 @@ def main() -> None:
             try:
                 sides[side] = passages_for(data, data.key, (qid,), conf, int(k), judge_spec, cfg.embedder)[0]
             except Exception as e:  # one failing configuration must not take the page down
-                st.error(f"Configuration {side}: {type(e).__name__}: {e}".splitlines()[0])
+                show_error(f"{type(e).__name__}: {e}", f"Configuration {side}: ")
         go_clicked = st.button("Write both answers", key="ans_go", type="primary", disabled=gen is None)
         sig = (data.key, qid, conf_a, conf_b, int(k), int(max_tokens), gen_spec, pd_spec, da_spec, judge_spec)
         if go_clicked and gen is not None and len(sides) == 2:
@@ -227,7 +227,7 @@ def draw_batch(data, cfg, conf_a, conf_b, k, max_tokens, gen, pd_gen, da_gen, ju
                     res = answer_config(entries, gen, conf.prompt, k, judge=judge, gold=gold, pd_generator=pd_gen,
                                         da_generator=da_gen, max_new_tokens=max_tokens, n_boot=200)
                 except (GenerationError, InputError, ValueError) as e:
-                    st.error(f"{conf.label()}: {' '.join(str(e).split())}")
+                    show_error(' '.join(str(e).split()), f"{conf.label()}: ")
                     return
                 rows.append(table_row(conf.label(), res["summary"]))
         st.session_state["ans_batch"] = rows

@@ -20,6 +20,7 @@ import html
 import re
 import runpy
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from berds_core.background import JOBS, MEMO, JobState
 from berds_core.errors import InputError
 from berds_core.metrics import mrecall_at_k, precision_at_k
 
@@ -35,6 +37,7 @@ FROM_PATH = "File path"
 UPLOAD = "Upload a file"
 FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
 FROM_DATASET = "From the dataset"
+LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first one available is the default
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
 JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
 DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
@@ -175,9 +178,15 @@ def embedder_model(label: str) -> str | None:
 
 
 def load_data(cfg: Config) -> Data:
-    """Load the dataset, corpus and gold labels a config names (InputError on bad input)."""
+    """Load the dataset, corpus and gold labels a config names (InputError on bad input).
+
+    Every path comes from a visitor of the page (typed, or an upload's stored
+    copy): it goes through ``resolve_user_path`` first, so nothing outside the
+    allowed roots is opened (``berds_core.safepaths``).
+    """
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages, load_corpus
+    from berds_core.safepaths import resolve_user_path
 
     passages, gold = [], None
     if cfg.dataset == DEMO:
@@ -186,8 +195,8 @@ def load_data(cfg: Config) -> Data:
     else:
         if not cfg.dataset_path.strip():
             raise InputError("dataset", None, "path", "give the path of a questions file")
-        path = cfg.dataset_path.strip()
-        name = Path(path).stem
+        path = str(resolve_user_path(cfg.dataset_path, what="questions file"))
+        name = Path(cfg.dataset_path.strip()).stem
         if cfg.dataset_format == "debate-sites":
             questions, passages, gold = datasets.load_debate_sites(path)
         else:
@@ -195,13 +204,13 @@ def load_data(cfg: Config) -> Data:
     if not questions:
         raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
     if cfg.gold_path.strip():
-        gold = datasets.load_gold(cfg.gold_path.strip())
+        gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
     if cfg.corpus == FROM_DATASET:
         corpus = corpus_from_passages(passages, name) if passages else None
     else:
         if not cfg.corpus_path.strip():
             raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
-        corpus = load_corpus(cfg.corpus_path.strip())
+        corpus = load_corpus(resolve_user_path(cfg.corpus_path, what="corpus path"))
     subsets = sorted({q.subset for q in questions if q.subset})
     key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
                              cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
@@ -340,49 +349,141 @@ def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, see
 # --------------------------------------------------------------------------- cached engine objects
 
 
-def show_error(err: Exception) -> None:
-    """One clear line for bad input, never a traceback."""
-    st.error(str(err), icon=":material/error:")
+def show_error(err, prefix: str = "") -> None:
+    """One clear line for bad input, never a traceback; shown literally (paths and values a
+    visitor typed or a file holds are not Markdown: ``root:x:0`` must not become an emoji).
+    ``prefix`` (e.g. ``"Generator: "``) goes before it, also literally."""
+    line = " ".join(str(err).split("\n", 1)[0].split()) if str(err).strip() else type(err).__name__
+    st.error(esc(prefix + line), icon=":material/error:")
 
 
-@st.cache_resource(show_spinner="Loading the dataset and corpus…", max_entries=8)
+# Engine objects live in one process-wide store (``berds_core.background.MEMO``, like
+# ``st.cache_resource``) so that the background warm-up thread, which has no Streamlit
+# context, and the pages share them: a model is loaded once, whoever asks first.
+
+
 def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
-    return load_data(_cfg)
+    return MEMO.get(("data", cfg_key), lambda: load_data(_cfg))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus):
+def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
+    """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
     from berds_core.retrieval import get_retriever
 
-    with st.spinner(f"Building the {kind} index over {len(_corpus):,} passages (cached afterwards)…"):
-        return SharedSearch(get_retriever(kind, _corpus, model, progress=False))
+    return MEMO.get(("retriever", kind, corpus_hash, model),
+                    lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
 
 
-@st.cache_resource(show_spinner="Loading the judge…", max_entries=4)
 def cached_judge(spec: str):
     from berds_core.judges import get_judge
 
-    return get_judge(spec)
+    return MEMO.get(("judge", spec), lambda: get_judge(spec))
 
 
-@st.cache_resource(show_spinner="Loading the embedder…", max_entries=4)
 def cached_embedder(model: str | None):
     from berds_core.embed import load_embedder
 
-    return load_embedder(model)
+    return MEMO.get(("embedder", model), lambda: load_embedder(model))
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def judge_status(spec: str) -> tuple[bool, str]:
-    """(usable, one line) for a judge spec: loaded, reachable, or why not (re-checked every 30 s)."""
+def judge_status(spec: str) -> tuple[bool | None, str]:
+    """(usable, one line) for a judge spec: loaded, reachable, or why not; ``None`` while a
+    local judge is still loading in the background (nothing is loaded here)."""
+    from berds_core.judges import parse_spec
+
     try:
-        judge = cached_judge(spec)
-        res = judge.status()
+        backend, _ = parse_spec(spec)
+        if backend != "openai" and not MEMO.has(("judge", spec)):
+            return None, "loading in the background…"
+        res = _remote_status(spec) if backend == "openai" else cached_judge(spec).status()
     except (InputError, ValueError) as e:
         return False, str(e).splitlines()[0]
     except Exception as e:  # a judge that cannot load (missing package, unreachable server)
         return False, f"{type(e).__name__}: {e}".splitlines()[0]
     return bool(res.get("ok")), str(res.get("detail", ""))
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _remote_status(spec: str) -> dict:
+    """A server judge's reachability, re-checked every 30 s (a cheap request, not a model load)."""
+    return cached_judge(spec).status()
+
+
+# --------------------------------------------------------------------------- background warm-up
+
+
+def engine_job(cfg: Config) -> JobState:
+    """The background warm-up of a configuration: data, judge, index, embedder, passage embeddings.
+
+    Submitted once per configuration (``JOBS`` runs one job at a time); pages wait for
+    it with a progress bar (:func:`wait_for`), the sidebar shows its state.
+    """
+    key = ("engine",) + _config_key(cfg)
+
+    def run(report) -> None:
+        from berds_core.warmup import warm_passages
+
+        report("loading the dataset and corpus")
+        data = cached_data(_config_key(cfg), cfg)
+        if data.corpus is None:
+            return
+        report("loading the judge")
+        judge = cached_judge(cfg.judge)
+        model = embedder_model(cfg.embedder)
+        report(f"building the {cfg.retriever} index over {len(data.corpus):,} passages")
+        cached_retriever(cfg.retriever, data.corpus.hash, model if cfg.retriever == "dense" else None, data.corpus,
+                         progress=lambda d, t: report("encoding passages for the dense index", d, t))
+        report("loading the embedder")
+        embedder = cached_embedder(model)
+        perspectives = [p for q in data.questions for p in list(q.perspectives) + list(q.generated_perspectives or ())]
+        warm_passages(data.corpus, judge, embedder, report, texts=perspectives)
+
+    return JOBS.submit(key, "Warm-up", run)
+
+
+def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
+    """Build one more retriever in the background (Leaning's coverage needs both kinds)."""
+    model = embedder_model(embedder) if kind == "dense" else None
+
+    def run(report) -> None:
+        report(f"building the {kind} index over {len(data.corpus):,} passages")
+        cached_retriever(kind, data.corpus.hash, model, data.corpus,
+                         progress=lambda d, t: report("encoding passages for the dense index", d, t))
+
+    return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
+
+
+def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.") -> None:
+    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure.
+
+    The job is promoted: a warm-up of a configuration the visitor left yields to it."""
+    JOBS.promote(job.key)
+    if not job.over:
+        slot = st.empty()
+        while not job.over:
+            with slot.container():
+                st.progress(job.fraction, text=esc(job.text))
+                st.caption(note)
+            time.sleep(0.25)
+        slot.empty()
+    if job.status == "error":
+        err = job.error
+        show_error(err if isinstance(err, InputError) else f"{job.label} failed: {type(err).__name__}: {err}")
+        st.stop()
+
+
+def warmup_status(cfg: Config) -> None:
+    """The sidebar's line about the warm-up of the current configuration (polls while it runs)."""
+    job = JOBS.get(("engine",) + _config_key(cfg))
+    if job is None:
+        st.caption("Models load in the background once the page is drawn.")
+        return
+    if not job.over:
+        st.progress(job.fraction, text=esc(job.text))
+    elif job.status == "error":
+        st.caption("Warm-up stopped: see the message on the page.")
+    else:
+        st.caption(f"Models and passages ready (warm-up {job.finished - job.started:.1f} s).")
 
 
 def _config_key(cfg: Config) -> tuple:
@@ -411,17 +512,17 @@ def get_engine(cfg: Config, data: Data):
         show_error(e)
         return None, None, None
     except Exception as e:
-        st.error(f"Could not build the {cfg.retriever} retriever: {type(e).__name__}: {e}".splitlines()[0])
+        show_error(f"Could not build the {cfg.retriever} retriever: {type(e).__name__}: {e}")
         return None, None, None
     try:
         judge = cached_judge(cfg.judge)
     except Exception as e:
-        st.error(f"Judge '{cfg.judge}' is not usable: {e}".splitlines()[0])
+        show_error(f"Judge '{cfg.judge}' is not usable: {e}")
         judge = None
     try:
         embedder = cached_embedder(embedder_model(cfg.embedder))
     except Exception as e:
-        st.error(f"Embedder '{cfg.embedder}' could not be loaded: {e}".splitlines()[0])
+        show_error(f"Embedder '{cfg.embedder}' could not be loaded: {e}")
         embedder = None
     return retriever, judge, embedder
 
@@ -433,6 +534,8 @@ def page_engine(*, need_judge: bool = True):
     data = get_data(cfg)
     if data is None:
         st.stop()
+    if data.corpus is not None:
+        wait_for(engine_job(cfg))
     retriever, judge, embedder = get_engine(cfg, data)
     if retriever is None or (need_judge and judge is None):
         st.stop()
@@ -455,6 +558,7 @@ def _save_upload(upload, kind: str) -> str:
         with atomic_write(path, "wb") as fh:
             fh.write(data)
     st.session_state[f"_upload_name_{path}"] = upload.name
+    st.session_state[f"_upload_name_{path.resolve()}"] = upload.name  # errors name the resolved path
     return str(path)
 
 
@@ -507,12 +611,30 @@ def sidebar() -> Config:
             spec = st.text_input("Judge spec", key="sb_judge_spec",
                                  placeholder="berds-evaluator:<url>, hf:<model>[+<adapter>] or openai:<model>@<url>"
                                  ).strip() or "embedded"
-        ok, msg = judge_status(spec)
-        (st.success if ok else st.error)(f"{spec}: {msg}", icon=":material/check_circle:" if ok else ":material/error:")
     cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
                  embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
     ss["config"] = cfg
+    job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
+    with st.sidebar:  # the state of the background warm-up; nothing here waits for it
+        status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
+        status(cfg)
     return cfg
+
+
+def start_warmup() -> JobState:
+    """Start the warm-up of the current configuration (app.py calls it after the page is drawn,
+    so the first page view never competes with model loading)."""
+    return engine_job(current_config())
+
+
+def _status_block(cfg: Config) -> None:
+    ok, msg = judge_status(cfg.judge)
+    line = esc(f"{cfg.judge}: {msg}")  # the spec is typed: shown literally
+    if ok is None:
+        st.info(line, icon=":material/hourglass_top:")
+    else:
+        (st.success if ok else st.error)(line, icon=":material/check_circle:" if ok else ":material/error:")
+    warmup_status(cfg)
 
 
 def current_config() -> Config:

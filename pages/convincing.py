@@ -9,7 +9,7 @@ import streamlit as st
 from berds_core.convincing import DETERMINISTIC, EDITS, FEATURES
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine
+from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
 
 ensure_shell()
 
@@ -106,7 +106,7 @@ def main() -> None:
         edit_sample = d3.number_input("Paragraphs edited", 1, 200, 10, key="cv_edit_sample")
     model, why = try_generator(model_spec, "model path")
     if why:
-        st.error(f"Model: {why}")
+        show_error(why, "Model: ")
     elif model is None:
         st.info(NO_MODEL)
 
@@ -126,12 +126,12 @@ def main() -> None:
             if not use_gold and judge is None:
                 st.error("Stances need labels: this dataset has no gold labels and the judge is not usable.")
                 return
-            st.caption(f"Stances from the {'gold labels' if use_gold else 'judge ' + cfg.judge} and the supporting / "
-                       "opposing perspective of each question, decided as on the Leaning page.")
+            st.caption(esc(f"Stances from the {'gold labels' if use_gold else 'judge ' + cfg.judge} and the supporting / "
+                           "opposing perspective of each question, decided as on the Leaning page."))
             sets, counts = retrieved_sets(data, data.key, cfg.retriever, cfg.embedder, int(n),
                                           None if use_gold else cfg.judge, use_gold)
     except InputError as e:
-        st.error(str(e))
+        show_error(e)
         return
     usable = [s for s in sets if s.by_side("yes") and s.by_side("no")]
     if not usable:

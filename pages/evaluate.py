@@ -12,7 +12,8 @@ import streamlit as st
 
 from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
-from pages.common import (ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize, summarize_scores)
+from pages.common import (LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize,
+                          summarize_scores)
 
 ensure_shell()
 
@@ -47,13 +48,19 @@ def config_label(cfg, method, lam, qe_source, labels) -> str:
     return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
 
 
+def interval_text(m: dict, n: int) -> str:
+    """``mean [lo, hi]``; with fewer than two questions there is no interval to show."""
+    if n < 2:
+        return f"{m['mean']:.3f} (n = {n}: too few questions for an interval)"
+    return f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
+
+
 def table_rows(summary: dict) -> list[dict]:
     rows = []
     for name, s in summary.items():
         row = {"subset": name, "n": s["n"]}
         for key, label in METRICS:
-            m = s[key]
-            row[label] = f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
+            row[label] = interval_text(s[key], s["n"])
         rows.append(row)
     return rows
 
@@ -63,7 +70,8 @@ def table_csv(summary: dict, label: str) -> str:
     w = csv.writer(buf)
     w.writerow(["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")])
     for name, s in summary.items():
-        w.writerow([label, name, s["n"]] + [f"{s[key][part]:.6f}" for key, _ in METRICS for part in ("mean", "lo", "hi")])
+        w.writerow([label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
+                                            for key, _ in METRICS for part in ("mean", "lo", "hi")])
     return buf.getvalue()
 
 
@@ -112,7 +120,7 @@ def main() -> None:
     lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=method != "mmr")
     qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
                              disabled=method not in PERSPECTIVE_METHODS)
-    label_opts = (["gold", "judge"] if data.gold else ["judge"])
+    label_opts = LABEL_SOURCES if data.gold else ["judge"]
     labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
                       help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
     if labels == "judge":
@@ -142,8 +150,8 @@ def main() -> None:
             for i, q in enumerate(todo):
                 store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH,
                                         lam=lam if method == "mmr" else None, qe_source=qe_source, embedder=embedder)
-                bar.progress((done_n + i + 1) / len(questions),
-                             text=f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}")
+                bar.progress((done_n + i + 1) / len(questions),  # question text shown literally
+                             text=esc(f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}"))
             ss.eval_active = None
             bar.empty()
             cancel_slot.empty()
@@ -165,13 +173,18 @@ def main() -> None:
     div = diversity_per_question(entries, subtopic_qrels([entries], **label_args))
     summary = summarize(mats, [e.get("subset") or "all" for e in entries], extra=div)
     if not todo:
+        if label not in ss.eval_done and "ev_compare" in ss:  # a newly finished configuration joins the comparison
+            ss.ev_compare = [c for c in ss.ev_compare if c in ss.eval_done] + [label]
         ss.eval_done[label] = {"summary": summary, "key": key, "labels": label_args,
                                "ids": [e["id"] for e in entries],
                                "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
                                          **{k: v.tolist() for k, v in div.items()}},
                                "subsets": [e.get("subset") or "all" for e in entries]}
-
-    st.subheader(f"Results · {label}")
+        st.subheader(f"Results · {label}")
+    else:  # cancelled part-way: not the configuration's result
+        st.subheader(f"Partial results · {label} · {len(entries)} of {len(questions)} questions")
+        st.caption("Evaluation was stopped before every question was done; these figures cover only the questions "
+                   "done so far. Press **Run evaluation** to finish.")
     st.dataframe(table_rows(summary), hide_index=True, width="stretch")
     d1, d2, _ = st.columns([1, 1, 3])
     run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
@@ -188,7 +201,11 @@ def _show_compare(done: dict) -> None:
     if not done:
         return
     st.subheader("Compare configurations")
-    chosen = st.multiselect("Configurations", list(done), default=list(done)[-4:], key="ev_compare")
+    ss = st.session_state
+    if "ev_compare" in ss:  # the widget's own state (a finished configuration is added when it finishes)
+        ss.ev_compare = [c for c in ss.ev_compare if c in done]
+    chosen = st.multiselect("Configurations", list(done), default=None if "ev_compare" in ss else list(done)[-4:],
+                            key="ev_compare")
     metric_keys = st.multiselect("Metrics", [k for k, _ in METRICS], default=CHART_DEFAULT, key="ev_compare_metrics",
                                  format_func=dict(METRICS).get)
     if not chosen or not metric_keys:
@@ -287,7 +304,7 @@ def _failure_browser(entries, mats, scores, data) -> None:
     for e, L in fails[:50]:
         covered = L[:k].any(axis=0)
         missing = [p for p, c in zip(e["perspectives"], covered) if not c]
-        with st.expander(f"{e['question']}  —  {len(missing)} missing"):
+        with st.expander(esc(f"{e['question']}  —  {len(missing)} missing")):  # question text, literally
             parts = []
             for j, p in enumerate(e["perspectives"]):
                 mark = ('<span style="color:#1d7a3a;font-weight:600">covered</span>' if covered[j] else

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import current_config, ensure_shell, get_data
+from pages.common import current_config, ensure_shell, esc, get_data
 
 ensure_shell()
 
@@ -26,8 +26,9 @@ if data is not None:
     c2.metric("Perspectives", f"{n_persp:,}", help=f"{n_persp / len(data.questions):.1f} per question on average")
     c3.metric("Passages", f"{len(data.corpus):,}" if data.corpus is not None else "no corpus")
     c4.metric("Gold-labelled pairs", f"{n_gold:,}" if data.gold else "none")
-    where = "the built-in demo (offline, gold-labelled)" if data.name == "demo" else f"`{data.name}`"
-    st.caption(f"Dataset: {where} · retriever {cfg.retriever} · judge {cfg.judge}. Change them in the sidebar.")
+    where = "the built-in demo (offline, gold-labelled)" if data.name == "demo" else esc(data.name)
+    st.caption(f"Dataset: {where} · retriever {esc(cfg.retriever)} · judge {esc(cfg.judge)}. "
+               "Change them in the sidebar.")  # names a visitor typed are shown literally
 
     st.subheader("Start here")
     st.markdown(

@@ -13,7 +13,7 @@ from berds_core.evaluation import passages_needed, union_coverage
 from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
 from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
-                          judge_matrix, page_engine, rank)
+                          judge_matrix, page_engine, rank, retriever_job, wait_for)
 
 ensure_shell()
 
@@ -131,6 +131,16 @@ two = [q for q in data.questions if len(q.perspectives) == 2]
 if not two:
     st.info("The leaning analyses need questions with exactly two perspectives; this dataset has none.")
     st.stop()
+left_out = len(data.questions) - len(two)
+if left_out:
+    counts = {}
+    for q in data.questions:
+        if len(q.perspectives) != 2:
+            counts[len(q.perspectives)] = counts.get(len(q.perspectives), 0) + 1
+    detail = ", ".join(f"{c} with {m} perspective{'s' if m != 1 else ''}" for m, c in sorted(counts.items()))
+    st.caption(f"{len(two)} of {len(data.questions)} questions are analysed here; {left_out} are left out "
+               f"({detail}): leaning and sycophancy compare a supporting and an opposing side, so they need "
+               "exactly two perspectives. The coverage section below uses every question.")
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([1, 1.3, 2, 1.3])
@@ -139,7 +149,7 @@ with st.container(border=True):
     if not label_choices:
         st.error("No labels: this dataset has no gold labels and the judge is not usable.")
         st.stop()
-    label_src = c2.radio("Labels", label_choices, key="ln_labels")
+    label_src = c2.radio("Labels", label_choices, key="ln_labels", format_func=esc)  # the judge spec, literally
     use_gold = label_src == "gold labels"
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
@@ -177,8 +187,16 @@ for q in two:
                       "opposing": q.perspectives[s.oppose], "decided by": s.source,
                       "swap": bool(swaps.get(q.id))})
 with st.expander(f"Sides of {len(two)} questions (tick *swap* to correct one)", expanded=False):
-    edited = st.data_editor(side_rows, key="ln_side_editor", hide_index=True, width="stretch",
-                            disabled=["id", "question", "supporting", "opposing", "decided by"])
+    edited = st.data_editor(
+        side_rows, key="ln_side_editor", hide_index=True, width="stretch",
+        disabled=["id", "question", "supporting", "opposing", "decided by"],
+        column_order=["swap", "question", "supporting", "opposing", "decided by", "id"],  # swap first: always visible
+        column_config={"swap": st.column_config.CheckboxColumn("swap", width="small"),
+                       "question": st.column_config.TextColumn("question", width="medium"),
+                       "supporting": st.column_config.TextColumn("supporting", width="medium"),
+                       "opposing": st.column_config.TextColumn("opposing", width="medium"),
+                       "decided by": st.column_config.TextColumn("decided by", width="small"),
+                       "id": st.column_config.TextColumn("id", width="small")})
     new_swaps = {r["id"]: bool(r["swap"]) for r in edited}
     if new_swaps != {q.id: bool(swaps.get(q.id)) for q in two}:
         st.session_state["ln_swaps"] = new_swaps
@@ -190,6 +208,10 @@ sides_key = tuple(sorted((qid, (s.support, s.oppose, s.source, s.confidence)) fo
 def parse_config(label: str) -> tuple[str, str]:
     kind, rest = label.split(" ", 1)
     return kind, {v: key for key, v in DIVERSIFIERS.items()}[rest]
+
+
+for kind in dict.fromkeys(parse_config(label)[0] for label in configs):  # other indexes: a progress bar
+    wait_for(retriever_job(kind, data, cfg.embedder), note="Building an index this configuration needs (once).")
 
 
 def results_for(label: str, form: str) -> list[dict]:
@@ -266,8 +288,14 @@ for form in QUERY_FORMS:
 fig2.update_layout(barmode="group", yaxis_title="Δ", height=380, margin=dict(l=10, r=10, t=10, b=10),
                    legend=dict(orientation="h", y=-0.2))
 st.plotly_chart(fig2, width="stretch", key="ln_syc_chart", config=chart_config("sycophancy", fmt))
-st.dataframe([{**r, "delta": "undefined (p = 0)" if r["delta"] is None else round(r["delta"], 3)} for r in srows],
-             hide_index=True, width="stretch")
+st.dataframe([{**r, "delta": None if r["delta"] is None else round(r["delta"], 3),  # numbers only (Arrow)
+               "note": "Δ undefined (p = 0)" if r["delta"] is None else ""} for r in srows],
+             hide_index=True, width="stretch",
+             column_config={"configuration": st.column_config.TextColumn(width="medium"),
+                            "query": st.column_config.TextColumn(width="medium"),
+                            "p": st.column_config.NumberColumn(format="%.3f"),
+                            "n": st.column_config.NumberColumn(format="%.3f"),
+                            "delta": st.column_config.NumberColumn("Δ", format="%.3f")})
 st.download_button("Sycophancy data (CSV)", to_csv(srows), "sycophancy.csv", "text/csv", key="ln_csv_syc")
 
 # ---- coverage ----
@@ -294,18 +322,24 @@ def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: st
     return union, needed
 
 
+for kind in ("bm25", "dense"):
+    wait_for(retriever_job(kind, data, cfg.embedder), note="Building the indexes the coverage needs (once).")
 union, needed = coverage_tables(data, data.key, int(cov_n), use_gold, cfg.judge, cfg.embedder,
                                 tuple(q.id for q in all_qs))
 crow = [{"runs": "bm25", "MRecall": union["mrecall_single"][0]},
         {"runs": "dense", "MRecall": union["mrecall_single"][1]},
         {"runs": "bm25 ∪ dense", "MRecall": union["mrecall_union"]}]
-cc1, cc2 = st.columns(2)
+cc1, cc2 = st.columns([2, 3])
 fig3 = go.Figure(go.Bar(x=[r["runs"] for r in crow], y=[r["MRecall"] for r in crow], marker_color="#1f5f8b",
                         hovertemplate="%{x}: MRecall %{y:.1%}<extra></extra>"))
 fig3.update_layout(yaxis_tickformat=".0%", yaxis_range=[0, 1], height=300, margin=dict(l=10, r=10, t=30, b=10),
                    title=f"MRecall over the top {cov_n} (union: budget {2 * cov_n})")
 cc1.plotly_chart(fig3, width="stretch", key="ln_cov_chart", config=chart_config("coverage", fmt))
-nrows = [{"retriever": kd, "covered within top 100": v["covered_share"], "mean passages": v["mean"],
-          "median passages": v["median"], "max": v["max"]} for kd, v in needed.items()]
-cc2.dataframe(nrows, hide_index=True, width="stretch")
+nrows = [{"retriever": kd, "covered in top 100": v["covered_share"], "mean": v["mean"],
+          "median": v["median"], "max": v["max"]} for kd, v in needed.items()]
+cc2.caption(f"Passages plain retrieval needs to cover every perspective (within its top {COVERAGE_DEPTH})")
+cc2.dataframe(nrows, hide_index=True, width="stretch",
+              column_config={"covered in top 100": st.column_config.NumberColumn(format="percent"),
+                             "mean": st.column_config.NumberColumn(format="%.1f"),
+                             "median": st.column_config.NumberColumn(format="%.1f")})
 cc2.download_button("Coverage data (CSV)", to_csv(crow + nrows), "coverage.csv", "text/csv", key="ln_csv_cov")

@@ -10,8 +10,9 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
-from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
-                          cached_retriever, column_result, embedder_model, esc, judge_caveat, page_engine)
+from pages.common import (ensure_shell, Config, DEPTH, LABEL_SOURCES, best_ranks, cached_data, cached_embedder,
+                          cached_judge, cached_retriever, column_result, embedder_model, esc, judge_caveat,
+                          page_engine, show_error)
 from pages import web_live
 
 ensure_shell()
@@ -33,7 +34,7 @@ CSS = """
 .bc-card{border:1px solid #dfe3e8;border-radius:10px;padding:10px 12px;margin:0 0 10px 0;background:#fff}
 .bc-head{display:flex;gap:6px;align-items:baseline;font-size:0.82rem;color:#5b6470;margin-bottom:4px}
 .bc-rank{font-weight:700;color:#1f5f8b;font-size:0.95rem;flex:none}
-.bc-title{font-weight:600;color:#1b1f24;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;flex:1 1 auto;min-width:0}
+.bc-title{font-weight:600;color:#1b1f24;flex:1 1 auto;min-width:0;overflow-wrap:anywhere;line-height:1.25}
 .bc-score{flex:none;white-space:nowrap;font-variant-numeric:tabular-nums}
 .bc-text{font-size:0.88rem;line-height:1.35;color:#1b1f24}
 .bc-text details summary{cursor:pointer;color:#1f5f8b;font-size:0.8rem}
@@ -161,28 +162,38 @@ def derived_perspectives(text: str) -> list[str]:
     return [p for p in yes_no_sides(text) if p]
 
 
-def chip_html(j: int, prob: float, label: bool, gold: bool | None, stance: bool = True) -> str:
-    """One perspective chip; ``stance=False`` (the embedded judge): a positive is "on topic", drawn
-    blue, never green as "supports"."""
+def chip_html(j: int, prob: float, label: bool, gold: bool | None, stance: bool = True, use_gold: bool = False) -> str:
+    """One perspective chip, coloured by the labels that score (``use_gold``: the gold label, else the
+    judge's). ``stance=False`` (the embedded judge): a judge positive is "on topic", drawn blue, never
+    green as "supports"."""
     g = '<span class="g">G✓</span>' if gold else ""
-    cls = ("bc-chip yes" if stance else "bc-chip topical") if label else "bc-chip"
+    if use_gold and gold is not None:
+        cls = "bc-chip yes" if gold else "bc-chip"
+    else:
+        cls = ("bc-chip yes" if stance else "bc-chip topical") if label else "bc-chip"
     what = "judge probability" if stance else "topicality score (this judge cannot tell sides apart)"
     tip = f"P{j + 1}: {what} {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
 
 
-def card_html(p: dict, words: int = 32, stance: bool = True) -> str:
+def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = False) -> str:
     tokens = p["text"].split()
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
-    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j], stance)
+    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j], stance, use_gold)
                     for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
     return (f'<div class="bc-card" data-testid="passage-card"><div class="bc-head"><span class="bc-rank">#{p["rank"]}'
             f'</span><span class="bc-title" title="{title}">{title}</span>{score}</div>'
             f'<div class="bc-text">{text}</div><div class="bc-chips">{chips}</div></div>')
+
+
+def _scoring_labels(res: dict, use_gold: bool) -> list[list[bool]]:
+    """Per passage of a column, the labels its metrics were computed with."""
+    gold = use_gold and res["labels_from"] == "gold"
+    return [p["gold"] if gold else p["labels"] for p in res["passages"]]
 
 
 def metrics_html(res: dict, k: int, desc: str) -> str:
@@ -198,8 +209,10 @@ def main() -> None:
     cfg, data, retriever, judge, embedder = page_engine()
     stance = describe_judge(judge)["stance"]
     st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
-               + ("supports each perspective (green = judged to support; " if stance else
-                  "is on the topic of each perspective (blue = on topic; ")
+               + ("supports each perspective (green = supports according to the labels chosen under "
+                  "*Labels from*; " if stance else
+                  "is on the topic of each perspective (blue = on topic by the judge, green = supports by the "
+                  "gold labels when *Labels from* is gold; ")
                + "G✓ = the dataset's gold label says it supports).")
     judge_caveat(cfg.judge)
     cfg_key = tuple(cfg.as_dict().items())
@@ -258,8 +271,9 @@ def main() -> None:
     qe_source = c3.selectbox("Expansion / re-ranker perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
                              format_func=QE_LABELS.get)
     has_gold = bool(data.gold) and question.id in data.gold and web is None
-    use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
-                        key="pg_labels") == "gold"
+    use_gold = c4.radio("Labels from", LABEL_SOURCES if has_gold else ["judge"], horizontal=True, key="pg_labels",
+                        help="gold: the dataset's labels (the default where it has them, as on Evaluate); "
+                             "judge: the judge chosen in the sidebar.") == "gold"
 
     t1, t2, t3, t4, t5 = st.columns(5)
     shown = ["none"]
@@ -299,12 +313,23 @@ def main() -> None:
             st.markdown(f"#### {name}")
             desc = desc if method != "mmr" else f"{desc}, λ = {lam:.2f}"
             if "error" in res:
-                st.error(res["error"])
+                show_error(res["error"])
                 continue
-            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=stance) for p in res["passages"]),
+            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=stance,
+                                                                       use_gold=res["labels_from"] == "gold")
+                                                             for p in res["passages"]),
                         unsafe_allow_html=True)
 
     ok = [r for r in results.values() if "error" not in r]
+    plain = results.get("none", {})
+    if "passages" in plain and (not plain["passages"] or cfg.retriever == "bm25" and
+                                not any((p["score"] or 0) > 0 for p in plain["passages"])):
+        st.info("Nothing found: no passage of this corpus shares a word with the question. "
+                "Try other words, or choose another corpus in the sidebar.", icon=":material/search_off:")
+    elif ok and not any(any(any(row) for row in _scoring_labels(r, use_gold)) for r in ok):
+        st.info(f"Nothing relevant found: none of the passages retrieved supports any perspective "
+                f"(according to the {'gold' if use_gold else 'judge'} labels). This corpus may not cover the "
+                "question; try other words, or choose another corpus in the sidebar.", icon=":material/search_off:")
     if ok:
         covered = [any(r["covered"][j] for r in ok) for j in range(len(question.perspectives))]
         missing = [j for j, c in enumerate(covered) if not c]

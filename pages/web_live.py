@@ -178,7 +178,7 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
         show_error(e)
         return None
     except (SpecError, SearchError) as e:
-        st.error(f"{ENV_SEARCH}: {e}".splitlines()[0], icon=":material/error:")
+        show_error(e, f"{ENV_SEARCH}: ")
         return None
     allow_private = os.environ.get(ENV_ALLOW_PRIVATE, "").strip().lower() in ("1", "true", "yes")
     opts = WebOptions(top=settings["top"], extractor=settings["extractor"],
@@ -199,11 +199,11 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
         res = build_question_corpus(q, backend, root, opts, on_event=on_event)
     except (SearchError, OSError) as e:
         bar.empty()
-        st.error(f"Web search failed: {e}".splitlines()[0], icon=":material/error:")
+        show_error(e, "Web search failed: ")
         return None
     bar.empty()
     if res.search_error:
-        st.error(f"Web search failed: {res.search_error}".splitlines()[0], icon=":material/error:")
+        show_error(res.search_error, "Web search failed: ")
         return None
     _show_summary(res, f"{today()}/{res.folder.name}")
     if not res.passages:

@@ -62,12 +62,13 @@ class ServerURL(str):
 
 @contextlib.contextmanager
 def streamlit_server(script: str | os.PathLike = "app.py", *, timeout: float = 90.0,
-                     env: dict | None = None, cwd: str | os.PathLike = ROOT):
+                     env: dict | None = None, cwd: str | os.PathLike = ROOT, file_watcher: str | None = "none"):
     """Run ``streamlit run script`` on a free port; yield ``http://127.0.0.1:<port>``.
 
     The server gets its own empty BERDS_CACHE (unless ``env`` sets one), no
     hub access and no usage statistics. Its output goes to a log file that is
     printed into the failure message when the server does not come up.
+    ``file_watcher=None`` leaves the watcher to the project's ``.streamlit/config.toml``.
     """
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -83,8 +84,9 @@ def streamlit_server(script: str | os.PathLike = "app.py", *, timeout: float = 9
     full_env.update(env or {})
     cmd = [sys.executable, "-m", "streamlit", "run", str(script),
            "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    if file_watcher is not None:
+        cmd += ["--server.fileWatcherType", file_watcher]
     log_path = tmp / "streamlit.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen(cmd, cwd=str(cwd), env=full_env, stdout=log, stderr=subprocess.STDOUT,

@@ -375,3 +375,39 @@ def test_pages_run_inside_the_app_navigation(db):
         assert s.get_label("alice", "p0").label == 0
     at.switch_page("pages/agreement.py").run()
     assert not at.exception and [t.value for t in at.title] == ["Agreement"]
+
+
+def test_build_task_set_from_a_run_file(db, tmp_path, monkeypatch):
+    """issue 18, item 5: a task set from a run given as a file (the upload's code path minus the widget:
+    a file under the allowed roots), judge labels carried along; a bad run is one literal line."""
+    import json
+
+    monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path))
+    rows = [{"id": f"r{q}", "question": f"Run question {q}?", "perspectives": ["pro", "con"],
+             "ctxs": [{"id": f"rd{q}{i}", "title": f"RT{i}", "text": f"run text {q} {i}", "score": 1.0,
+                       "jj-preds": [i == 0, False]} for i in range(3)]} for q in range(3)]
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
+    at.query_params["annotator"] = "alice"
+    at.query_params["ui"] = "simple"
+    at.run()
+    at.radio(key="ann_build_src").set_value("Upload a run (JSONL)").run()
+    at.radio(key="ann_run_how").set_value("Path on the server").run()
+    bad = tmp_path / "bad **x**.jsonl"
+    bad.write_text('{"question": "Q?", "perspectives": ["a"], "ctxs": [{"text": "t", "score": "high"}]}\n')
+    at.text_input(key="ann_run_path").input(str(bad)).run()
+    assert not at.exception
+    (err,) = [e.value for e in at.error]
+    assert "ctxs[0].score" in html.unescape(err) and "**" not in err
+    at.text_input(key="ann_run_path").input(str(run)).run()
+    at.number_input(key="ann_build_n").set_value(6)
+    at.text_input(key="ann_build_annotators").input("alice, bob")
+    at.radio(key="ann_build_overlap_mode").set_value("all").run()
+    at.text_input(key="ann_build_name").input("from-file").run()
+    at.button(key="ann_build_btn").click().run()
+    assert not at.exception, at.exception
+    with Store(db) as s:
+        assert len(s.queue("alice", "from-file")) == 6 and len(s.queue("bob", "from-file")) == 6
+        assert all(p.title and p.title.startswith("RT") for p in s.pairs(s.queue("bob", "from-file")))
+        assert len(s.judge_preds("jj")) >= 6

@@ -1,8 +1,10 @@
 """AppTest tests of the app shell, Home, Playground and Evaluate pages (no browser)."""
 from __future__ import annotations
 
+import html
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 180
+TIMEOUT = 600  # a page run may wait for the one-off warm-up (minutes on a loaded 2-core machine)
 
 
 @pytest.fixture(scope="session")
@@ -28,6 +30,34 @@ def entry(tmp_path_factory) -> str:
     path.write_text(f"import runpy, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
                     f"runpy.run_path({str(ROOT / 'app.py')!r}, run_name='__main__')\n")
     return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _data_roots(tmp_path_factory, monkeypatch):
+    """Files the tests type into the sidebar live under pytest's temp folder: an allowed root."""
+    monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path_factory.getbasetemp()))
+
+
+def shown(elements) -> list[str]:
+    """What the page shows in error/info boxes: literal text (the app escapes it for Markdown)."""
+    return [html.unescape(e.value) for e in elements]
+
+
+def wait_warm(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
+    """Rerun until the background warm-up of the current configuration is over (models load off the page run)."""
+    from berds_core.background import JOBS
+    from pages.common import _config_key, current_config
+
+    end = time.monotonic() + timeout
+    while True:
+        job = JOBS.get(("engine",) + _config_key(at.session_state["config"]))
+        if job is not None and job.over:
+            break
+        assert time.monotonic() < end, "warm-up did not finish"
+        time.sleep(0.5)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 @pytest.fixture()
@@ -109,7 +139,7 @@ def test_shared_search_searches_once_and_matches_direct_search(tricky_data):
 # ------------------------------------------------------------------ home and shell
 
 def test_home_shows_demo_counts_and_sidebar(_app):
-    at = _app()
+    at = wait_warm(_app())
     assert at.title[0].value == "BERDS Studio"
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["Questions"].replace(",", "")) >= 12
@@ -118,7 +148,7 @@ def test_home_shows_demo_counts_and_sidebar(_app):
     assert at.selectbox(key="sb_dataset").value == "Built-in demo"
     assert at.radio(key="sb_retriever").value == "bm25"
     # the judge's status is shown, and the embedded judge works offline
-    assert any("embedded" in s.value for s in at.sidebar.success), [e.value for e in at.sidebar.error]
+    assert any("embedded" in s for s in shown(at.sidebar.success)), shown(at.sidebar.error)
 
 
 def test_bad_path_is_one_error_line_not_a_traceback(_app, tmp_path):
@@ -127,8 +157,8 @@ def test_bad_path_is_one_error_line_not_a_traceback(_app, tmp_path):
     at.selectbox(key="sb_dataset").set_value("File path").run()
     at.text_input(key="sb_dataset_path").set_value(str(missing)).run()
     assert not at.exception
-    errors = [e.value for e in at.error]
-    assert len(errors) == 1 and str(missing) in errors[0] and "not found" in errors[0]
+    errors = shown(at.error)
+    assert len(errors) == 1 and str(missing) in errors[0] and "does not exist" in errors[0]
     assert "\n" not in errors[0]
 
 
@@ -139,7 +169,7 @@ def test_malformed_questions_file_names_line_and_field(_app, tmp_path):
     at.selectbox(key="sb_dataset").set_value("File path").run()
     at.text_input(key="sb_dataset_path").set_value(str(bad)).run()
     assert not at.exception
-    (err,) = [e.value for e in at.error]
+    (err,) = shown(at.error)
     assert f"{bad}:2" in err and "perspectives" in err
 
 
@@ -156,7 +186,7 @@ def test_uploaded_files_load_and_bad_upload_names_its_line(_app, tricky_data):
     at.file_uploader(key="sb_dataset_upload").upload(
         "broken.jsonl", b'{"question": "Q?", "perspectives": ["a", "b"]}\n{"question": 3}\n').run()
     assert not at.exception
-    (err,) = [e.value for e in at.error]
+    (err,) = shown(at.error)
     assert err.startswith("uploaded broken.jsonl:2:") and "question" in err
 
 
@@ -165,10 +195,10 @@ def test_judge_status_says_why_not(_app):
     at.selectbox(key="sb_judge").set_value("custom spec").run()
     at.text_input(key="sb_judge_spec").set_value("openai:some-model@http://127.0.0.1:9/v1").run()
     assert not at.exception
-    errs = [e.value for e in at.sidebar.error]
+    errs = shown(at.sidebar.error)
     assert errs and "unreachable" in errs[0] and "127.0.0.1:9" in errs[0]
     at.text_input(key="sb_judge_spec").set_value("nonsense").run()
-    errs = [e.value for e in at.sidebar.error]
+    errs = shown(at.sidebar.error)
     assert errs and "unknown judge" in errs[0]
     assert not at.exception
 
@@ -192,7 +222,12 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     assert m >= 2  # the perspective legend
     # one chip per perspective on every card
     assert len(re.findall(r'class="bc-chip( yes| topical)?"', md)) == 4 * k * m
-    # the default embedded judge cannot tell sides apart: its positives are "on topic" (blue), never green
+    # the demo question has gold labels, so they score by default (as on Evaluate): green = gold supports
+    assert at.radio(key="pg_labels").value == "gold" and 'class="bc-chip topical"' not in md
+    # scored by the default embedded judge, which cannot tell sides apart: its positives are "on topic"
+    # (blue), never green
+    at.radio(key="pg_labels").set_value("judge").run()
+    md = _md(at)
     assert 'class="bc-chip topical"' in md and 'class="bc-chip yes"' not in md
     assert any("topicality, not stance" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them

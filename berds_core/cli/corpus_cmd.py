@@ -49,7 +49,7 @@ def register(sub) -> None:
     w.add_argument("--retry-failed", action="store_true",
                    help="re-open finished questions to retry pages that timed out or met a server error")
     w.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    w.set_defaults(func=run_web)
+    w.set_defaults(func=run_web, out_kind="dir")
 
 
 def _options(args):

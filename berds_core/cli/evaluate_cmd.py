@@ -12,11 +12,16 @@ metric, Holm-corrected, effect sizes with intervals; ``berds_core.significance``
 scores the diversity measures of every run on the shared pool (the union of the
 runs' judged passages), and, with a single RUN2, the earlier ``compare`` block
 (RUN2 - RUN per metric).
+
+With ``--gold``, every label must name a perspective its question has, and a
+question of the run with no gold label at all is an error unless
+``--missing-gold skip`` (left out) or ``zero`` (scored as covering nothing);
+``missing_gold`` reports the policy and the count.
 """
 from __future__ import annotations
 
 from ..errors import InputError
-from ..runs import authors_judge, label_matrix, read_run
+from ..runs import authors_judge, label_matrix, read_run, read_run_lines
 
 
 def register(sub) -> None:
@@ -26,6 +31,9 @@ def register(sub) -> None:
     src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
     src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run (default for "
                                       "the BERDS authors' *.mistralpred* / *.gpt4pred* files: mistral / gpt4)")
+    p.add_argument("--missing-gold", choices=("error", "skip", "zero"), default="error",
+                   help="with --gold, questions with no gold label at all: error (default), skip them, "
+                        "or score them zero")
     p.add_argument("--k", type=int, default=5, help="k of the top-level keys (default 5)")
     p.add_argument("--ks", default="5,10", help="comma-separated ks reported under 'at' (default 5,10)")
     p.add_argument("--compare", metavar="RUN2", nargs="+",
@@ -88,7 +96,7 @@ def aligned(path, entries, other_path, other) -> list[dict]:
 
 
 def run(args) -> dict:
-    from ..datasets import load_gold
+    from ..datasets.gold import check_run_gold, read_gold
     from ..diversity_metrics import pooled_diversity, supported_ks
     from ..evaluation import scores, summarize
 
@@ -103,10 +111,18 @@ def run(args) -> dict:
         raise InputError("--ndcg-alpha", None, None, f"must be in [0, 1], got {args.ndcg_alpha}")
     if args.permutations < 1:
         raise InputError("--permutations", None, None, "must be at least 1")
-    entries = read_run(args.run)
-    gold = load_gold(args.gold) if args.gold else None
-    mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
+    entries, lines = read_run_lines(args.run)
     others = [(path, aligned(args.run, entries, path, read_run(path))) for path in (args.compare or [])]
+    gold, missing_gold = None, None
+    if args.gold:
+        gold, gold_lines = read_gold(args.gold)
+        keep, without = check_run_gold(entries, gold, gold_lines, args.gold, args.run, lines, args.missing_gold)
+        entries = [entries[i] for i in keep]
+        others = [(path, [ents[i] for i in keep]) for path, ents in others]
+        for path, ents in others:  # the same questions as RUN (after --missing-gold); labels checked against each
+            check_run_gold(ents, gold, gold_lines, args.gold, path, missing="zero")
+        missing_gold = {"policy": args.missing_gold, "count": len(without), "ids": without}
+    mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
     other_mats = [matrices_of(path, ents, gold, args.labels, args.gold) for path, ents in others]
     div_ks = supported_ks(ks)  # the ndeval measures, on the shared pool of every compared run
     try:
@@ -126,6 +142,8 @@ def run(args) -> dict:
                         "alpha": args.ndcg_alpha, "ks": div_ks, "qrels_lines": len(qrels),
                         "pool": "shared: union of the judged passages of all compared runs" if others
                         else "this run's judged passages" + (" and every gold-labelled passage" if gold else "")}
+    if missing_gold is not None:
+        out["missing_gold"] = missing_gold
     if args.bootstrap:
         out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
     if args.per_question:

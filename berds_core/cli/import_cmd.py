@@ -6,6 +6,9 @@ and, for kinds that carry passages and labels (debate-sites),
 (``{"question_id", "passage_id", "perspective"}``). Everything is read and
 checked before anything is written; each file is written atomically. Existing
 files are not replaced without ``--force``.
+
+``berds import demo --out DIR`` exports the built-in demo bundle (no FILE):
+the three files every other example of the README then reads.
 """
 from __future__ import annotations
 
@@ -15,25 +18,31 @@ from pathlib import Path
 from ..errors import InputError
 from ..jsonio import write_jsonl
 
-KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv")
+KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
 OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="convert a dataset (debate-sites, perspectrum, qe, hub, ...) to questions/corpus/gold JSONL")
     p.add_argument("kind", choices=KINDS, help="source format")
-    p.add_argument("file", help="source file (a hub id or local copy for 'hub')")
+    p.add_argument("file", nargs="?", help="source file (a hub id or local copy for 'hub'; none for 'demo')")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--force", action="store_true", help="replace existing output files")
     p.add_argument("--split", help="hub: the split to load (default: all)")
     p.add_argument("--pool", help="perspectrum: perspective_pool JSON (default: next to FILE)")
     p.add_argument("--splits-file", help="perspectrum: dataset_split JSON (default: next to FILE)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, out_kind="dir")
 
 
 def _load(args):
     from .. import datasets as D
 
+    if args.kind == "demo":
+        if args.file:
+            raise InputError(args.file, None, "file", "'demo' is built in and takes no FILE")
+        return D.load_demo()
+    if not args.file:
+        raise InputError("FILE", None, None, f"'{args.kind}' needs a source file")
     if args.kind == "debate-sites":
         return D.load_debate_sites(args.file)
     if args.kind == "perspectrum":
@@ -69,7 +78,7 @@ def run(args) -> dict:
     for name, rows in writes.items():
         write_jsonl(out / name, rows)
     return {
-        "kind": args.kind, "source": str(args.file), "out": str(out),
+        "kind": args.kind, "source": str(args.file or "built-in demo"), "out": str(out),
         "questions": len(bundle.questions), "passages": len(bundle.passages),
         "gold_pairs": len(writes.get("gold.jsonl", [])),
         "files": [str(out / name) for name in writes],

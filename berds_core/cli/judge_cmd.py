@@ -71,6 +71,8 @@ def make_judge(args, **overrides):
             raise InputError("--inference", None, None, str(e)) from None
     try:
         judge = get_judge(args.judge, **opts)
+    except InputError:  # e.g. a read-only cache: it names itself
+        raise
     except (ValueError, JudgeError) as e:
         raise InputError("--judge", None, None, str(e)) from None
     if opts["inference"] is not None and judge.backend != "hf":

@@ -76,6 +76,8 @@ def open_retriever(args, corpus):
     try:
         return get_retriever(args.retriever, corpus, args.model, progress=not args.quiet, index=args.index,
                              device=args.device, encoding=None if args.encoding == "auto" else args.encoding)
+    except InputError:  # e.g. a read-only cache: it names itself
+        raise
     except OSError as e:  # an unknown hub id, a missing model folder, no network
         raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
                                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None

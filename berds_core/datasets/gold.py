@@ -69,3 +69,47 @@ def gold_rows(gold: Gold, questions: list[Question] | None = None) -> list[dict]
 
 def write_gold(path, gold: Gold, questions: list[Question] | None = None) -> int:
     return write_jsonl(path, gold_rows(gold, questions))
+
+
+MISSING_GOLD = ("error", "skip", "zero")
+
+
+def check_run_gold(entries: list[dict], gold: Gold, gold_lines: dict, gold_path, run_path,
+                   run_lines: list[int] | None = None, missing: str = "error") -> tuple[list[int], list[str]]:
+    """Check gold labels against the questions of a run, before anything is scored.
+
+    Every label of a question in the run must name a perspective the question
+    has (also labels of passages the run did not retrieve: a wrong index is a
+    wrong file, wherever it sits). A question with no gold label at all cannot
+    be scored honestly; ``missing`` says what to do: ``error`` (InputError at
+    the question's line of the run), ``skip`` (leave it out) or ``zero`` (score
+    it as covering nothing, the BERDS scripts' behaviour).
+
+    Returns the indices of the entries to score and the ids of those without gold.
+    """
+    if missing not in MISSING_GOLD:
+        raise ValueError(f"missing must be one of {', '.join(MISSING_GOLD)}, got {missing!r}")
+    keep, without = [], []
+    for i, e in enumerate(entries):
+        qid, m = str(e["id"]), len(e["perspectives"])
+        labels = gold.get(qid)
+        for pid, persp in sorted((labels or {}).items()):
+            for j in sorted(persp):
+                if j >= m:
+                    raise InputError(gold_path, gold_lines.get((qid, pid, j)), "perspective",
+                                     f"index {j} out of range: question {qid!r} has {m} perspectives in {run_path}")
+        if labels:
+            keep.append(i)
+        else:
+            without.append(qid)
+            if missing == "zero":
+                keep.append(i)
+    if without and missing == "error":
+        first = next(i for i, e in enumerate(entries) if str(e["id"]) == without[0])
+        raise InputError(run_path, run_lines[first] if run_lines else None, "id",
+                         f"question {without[0]!r} has no gold labels in {gold_path} ({len(without)} of "
+                         f"{len(entries)} questions have none); pass --missing-gold skip to leave them out "
+                         f"or --missing-gold zero to score them as covering nothing")
+    if not keep:
+        raise InputError(run_path, None, "id", f"no question of the run has gold labels in {gold_path}")
+    return keep, without

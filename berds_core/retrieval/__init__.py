@@ -20,12 +20,15 @@ class Retriever(Protocol):
 
 
 def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
-                  device: str | None = None, encoding: str | None = None, cache: bool = True) -> Retriever:
+                  device: str | None = None, encoding: str | None = None, cache: bool = True,
+                  on_progress: Callable[[int, int], None] | None = None) -> Retriever:
     """Build (or load from the cache) a retriever over ``corpus``.
 
     ``kind``: ``bm25`` or ``dense``. For dense, ``model`` is a
     sentence-transformers hub id or local path (default all-MiniLM-L6-v2),
     ``index`` ``flat`` (exact) or ``hnsw``, ``encoding`` ``auto|fp32|int8``.
+    ``on_progress(done, total)`` (dense) is called as passages are encoded,
+    for a progress bar in the app.
     """
     if kind == "bm25":
         if model is not None:
@@ -37,7 +40,7 @@ def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool
         from .dense import DenseRetriever
 
         return DenseRetriever(corpus, model, progress=progress, index=index, device=device, encoding=encoding,
-                              cache=cache)
+                              cache=cache, on_progress=on_progress)
     raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {kind!r}")
 
 

@@ -50,7 +50,7 @@ class DenseRetriever:
 
     def __init__(self, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
                  device: str | None = None, encoding: str | None = None, batch_size: int = 64,
-                 cache: bool = True):
+                 cache: bool = True, on_progress=None):
         if index not in faiss_index.INDEX_KINDS:
             raise ValueError(f"index must be one of {', '.join(faiss_index.INDEX_KINDS)}, got {index!r}")
         self.corpus = corpus
@@ -59,6 +59,7 @@ class DenseRetriever:
         self.encoding = resolve_encoding(encoding, self.device)
         self.index_kind = index
         self.progress = progress
+        self.on_progress = on_progress  # (done, total) as passages are encoded
         self.batch_size = batch_size
         self.embedder_name = model_key(model)
         self.name = (f"dense:{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
@@ -133,17 +134,30 @@ class DenseRetriever:
                     except (OSError, ValueError):
                         emb = None
                 if emb is None or emb.shape[0] != stop - start:
-                    emb = self.encode(texts[start:stop])
+                    emb = self._encode_reporting(texts, start, stop, n)
                     self.n_encoded += stop - start
                     if part is not None:
                         _save_npy(part, emb)
                 chunks.append(emb)
                 bar.update(stop - start)
+                if self.on_progress is not None:
+                    self.on_progress(stop, n)
         emb = np.concatenate(chunks) if chunks else np.zeros((0, self._dim()), np.float32)
         if self.cache_path is not None:
             _save_npy(self.cache_path / "embeddings.npy", emb)
             shutil.rmtree(parts_dir, ignore_errors=True)
         return emb
+
+    def _encode_reporting(self, texts, start: int, stop: int, n: int) -> np.ndarray:
+        """Encode ``texts[start:stop]``; with ``on_progress``, in steps of a few batches so a bar can move."""
+        if self.on_progress is None:
+            return self.encode(texts[start:stop])
+        step = self.batch_size * 4
+        parts = []
+        for a in range(start, stop, step):
+            parts.append(self.encode(texts[a:min(a + step, stop)]))
+            self.on_progress(min(a + step, stop), n)
+        return np.concatenate(parts)
 
     def _dim(self) -> int:
         return int(self.encoder.get_sentence_embedding_dimension())

@@ -1,0 +1,116 @@
+"""berds_core.background: objects made once across threads; background jobs with progress,
+promotion (the job a page waits for goes first) and a clean stop."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from berds_core.background import JobCancelled, Jobs, Memo
+
+
+def test_memo_makes_each_object_once_across_threads():
+    memo, calls = Memo(), []
+    gate = threading.Event()
+
+    def make():
+        calls.append(1)
+        gate.wait(5)
+        return object()
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(memo.get(("judge", "x"), make))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert len(calls) == 1 and len(got) == 4 and all(g is got[0] for g in got)
+    assert memo.has(("judge", "x")) and memo.peek(("judge", "y")) is None
+
+
+def test_memo_does_not_keep_failures_and_evicts_per_kind():
+    memo = Memo(max_per_kind=2)
+    with pytest.raises(ValueError):
+        memo.get(("data", 1), lambda: (_ for _ in ()).throw(ValueError("bad file")))
+    assert memo.get(("data", 1), lambda: "fixed") == "fixed"  # a corrected input is tried again
+    memo.get(("data", 2), lambda: 2)
+    memo.get(("judge", "j"), lambda: "j")
+    memo.get(("data", 3), lambda: 3)
+    assert not memo.has(("data", 1)) and memo.has(("data", 3)) and memo.has(("judge", "j"))
+
+
+def _wait(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end
+        time.sleep(0.01)
+
+
+def test_jobs_report_progress_and_errors():
+    jobs = Jobs()
+    try:
+        def ok(report):
+            for i in range(3):
+                report("step", i + 1, 3)
+
+        def bad(report):
+            report("reading")
+            raise ValueError("broken")
+
+        a = jobs.submit("a", "A", ok)
+        b = jobs.submit("b", "B", bad)
+        assert jobs.submit("a", "A", ok) is a  # one job per key
+        assert a.wait(10) and b.wait(10)
+        assert a.status == "done" and a.fraction == 1.0 and a.text == "A: ready"
+        assert b.status == "error" and str(b.error) == "broken" and b.text == "B: failed"
+        assert jobs.submit("b", "B", ok) is not b  # a failed job may be tried again
+    finally:
+        jobs.shutdown()
+
+
+def test_promoted_job_runs_first_and_the_running_one_resumes():
+    jobs, order = Jobs(), []
+    step = threading.Event()
+    try:
+        def long(report):
+            order.append("long:start")
+            for i in range(200):
+                report("encoding", i, 200)
+                step.wait(0.02)
+            order.append("long:end")
+
+        def short(report):
+            report("loading")
+            order.append("short")
+
+        first = jobs.submit("long", "Warm-up demo", long)
+        _wait(lambda: first.status == "running" and first.done)
+        second = jobs.submit("short", "Warm-up mine", short)
+        jobs.promote("short")
+        assert second.wait(10) and second.status == "done"
+        assert first.wait(20) and first.status == "done"
+        assert order == ["long:start", "short", "long:start", "long:end"]
+    finally:
+        jobs.shutdown()
+
+
+def test_shutdown_stops_the_running_job_at_its_next_step():
+    jobs = Jobs()
+    seen = []
+
+    def forever(report):
+        try:
+            while True:
+                report("working")
+                time.sleep(0.01)
+        except JobCancelled:
+            seen.append("cancelled")
+            raise
+
+    st = jobs.submit("f", "F", forever)
+    _wait(lambda: st.status == "running")
+    jobs.shutdown(timeout=5)
+    assert seen == ["cancelled"] and st.status == "error"
