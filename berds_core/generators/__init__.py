@@ -3,10 +3,12 @@
 ``get_generator(spec, **opts)``:
 
 - ``hf:<model id or path>[+<adapter id or path>]``: transformers, locally
-  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``);
+  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``, ``inference``:
+  ``auto`` | ``plain`` | ``fast``[,changes], see :mod:`.hf_inference`);
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server -- vLLM
   (``vllm serve``), Ollama, llama.cpp's server, OpenAI (opts: ``api_key``,
-  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``).
+  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``, ``tokenizer``: a local
+  tokenizer whose chat template renders prompts for the completions endpoint).
 
 Query expansion, perspective discovery, RAG answers, dispute awareness and
 the convincingness experiments call ``generate`` / ``choice_probs``; the
@@ -18,12 +20,12 @@ from __future__ import annotations
 import threading
 
 from ..specs import Registry, SpecError
-from .base import GenerationError, Generator, as_messages, generation_cache
+from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
 
 GENERATORS = Registry("generator")
 
-__all__ = ["GENERATORS", "GenerationError", "Generator", "SpecError", "as_messages", "generation_cache",
-           "get_generator", "split_openai_spec"]
+__all__ = ["GENERATORS", "GenerationError", "Generator", "ScoredText", "SpecError", "app_spec", "as_messages",
+           "generation_cache", "get_generator", "split_openai_spec", "truncate_ids", "try_generator"]
 
 
 def split_openai_spec(arg: str) -> tuple[str, str]:
@@ -40,7 +42,7 @@ def _hf(arg, **opts):
     from .hf import HFGenerator
 
     model, _, adapter = arg.partition("+")
-    allowed = {"device", "dtype", "batch_size", "max_length", "system"}
+    allowed = {"device", "dtype", "batch_size", "max_length", "system", "inference"}
     return HFGenerator(model, adapter or None, **{k: v for k, v in opts.items() if k in allowed})
 
 
@@ -50,7 +52,7 @@ def _openai(arg, **opts):
     from .openai import OpenAIGenerator
 
     model, url = split_openai_spec(arg)
-    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs"}
+    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs", "tokenizer"}
     return OpenAIGenerator(model, url, **{k: v for k, v in opts.items() if k in allowed})
 
 
@@ -74,3 +76,35 @@ def get_generator(spec: str, **opts) -> Generator:
         if gen is None:
             gen = _LOADED[key] = GENERATORS.create(spec, **opts)
         return gen
+
+
+def app_spec(spec: str, what: str = "model path") -> str:
+    """A generator spec typed into the app: an ``hf:`` model or adapter given as a local folder
+    (``/...``, ``./...``, ``~/...``) must lie under the allowed roots (``safepaths``); hub ids pass."""
+    from ..safepaths import resolve_user_path
+
+    name, arg = GENERATORS.parse(spec)
+    if name != "hf":
+        return spec
+    parts = [str(resolve_user_path(part, what=what)) if part.startswith(("/", ".", "~")) else part
+             for part in arg.split("+")]
+    return "hf:" + "+".join(parts)
+
+
+def try_generator(spec: str | None, what: str = "model path", **opts):
+    """``(generator, None)`` when ``spec`` names a usable generator, ``(None, one-line reason)`` when it
+    does not, ``(None, None)`` for an empty spec. For the app: paths checked by :func:`app_spec`,
+    nothing loaded before first use, a server's reachability checked."""
+    from ..errors import InputError
+
+    spec = (spec or "").strip()
+    if not spec:
+        return None, None
+    try:
+        gen = get_generator(app_spec(spec, what), **opts)
+        status = gen.status()
+    except (InputError, ValueError, GenerationError) as e:
+        return None, " ".join(str(e).split())
+    if not status.get("ok"):
+        return None, f"{spec}: {status.get('detail')}"
+    return gen, None

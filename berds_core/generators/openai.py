@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..naming import safe_name
-from .base import GenerationError, Generator, Messages
+from .base import GenerationError, Generator, Messages, ScoredText, as_messages
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 KEY_ENV = ("BERDS_OPENAI_API_KEY", "OPENAI_API_KEY")
@@ -133,6 +133,29 @@ class OpenAIClient:
             raise self.error(f"{self.who}: {self.base_url} answered a malformed choice: {str(choice)[:120]}")
         return choice
 
+    def echo_logprobs(self, model: str, prompt: str) -> dict:
+        """The ``logprobs`` of a legacy completion that echoes the prompt (``tokens``,
+        ``token_logprobs``, ``text_offset``; vLLM, llama.cpp and OpenAI's legacy endpoint offer it)."""
+        body = {"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 1}
+        try:
+            data = self.post("/completions", body)
+        except LogprobsRejected:
+            raise self.error(f"{self.who}: {self.base_url} does not return prompt logprobs "
+                             "(/v1/completions with echo=true and logprobs); use an hf: model or a vLLM server") from None
+        try:
+            lp = data["choices"][0]["logprobs"]
+            tokens, values = list(lp["tokens"]), list(lp["token_logprobs"])
+        except (KeyError, IndexError, TypeError):
+            raise self.error(f"{self.who}: {self.base_url} answered without prompt logprobs: "
+                             f"{str(data)[:120]}") from None
+        offsets = lp.get("text_offset")
+        if not isinstance(offsets, list) or len(offsets) != len(tokens):
+            offsets, at = [], 0
+            for t in tokens:
+                offsets.append(at)
+                at += len(str(t))
+        return {"tokens": tokens, "token_logprobs": values, "text_offset": offsets}
+
 
 def choice_text(choice: dict) -> str:
     return str(((choice.get("message") or {}).get("content")) or choice.get("text") or "")
@@ -171,9 +194,12 @@ class OpenAIGenerator(Generator):
     backend = "openai"
 
     def __init__(self, model: str, base_url: str, *, api_key: str | None = None, concurrency: int = 8,
-                 timeout: float = 120.0, retries: int = 4, backoff: float = 0.5, top_logprobs: int = 20):
+                 timeout: float = 120.0, retries: int = 4, backoff: float = 0.5, top_logprobs: int = 20,
+                 tokenizer: str | None = None):
         super().__init__()
         self.model_id = model
+        self.tokenizer_id = tokenizer  # local tokenizer: chat template + left truncation for scoring
+        self._tokenizer = None
         self.client = OpenAIClient(base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
                                    concurrency=concurrency, who="openai generator")
         self.base_url = self.client.base_url
@@ -215,3 +241,65 @@ class OpenAIGenerator(Generator):
 
     def _choice_logprobs(self, chats: list[Messages], options: list[str]) -> np.ndarray:
         return np.vstack(self._map(lambda c: self._one_choice(c, options), chats))
+
+    # -- continuation scoring through /v1/completions with echo ---------------
+    @property
+    def tokenizer(self):
+        """The local tokenizer named by ``tokenizer=`` (None without one)."""
+        if self._tokenizer is None and self.tokenizer_id:
+            import os
+
+            from transformers import AutoTokenizer
+
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(
+                    self.tokenizer_id, local_files_only=os.path.isdir(self.tokenizer_id))
+            except (OSError, ValueError) as e:
+                raise GenerationError(f"cannot load tokenizer '{self.tokenizer_id}': {str(e).splitlines()[0]}") from None
+        return self._tokenizer
+
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> str:
+        """The chat template of ``tokenizer=`` when given; otherwise the turns joined by blank lines.
+
+        A server's completions endpoint reads raw text: the template must be applied here."""
+        tok = self.tokenizer
+        if tok is None or not getattr(tok, "chat_template", None):
+            return super().render(messages, add_generation_prompt)
+        return tok.apply_chat_template(as_messages(messages), tokenize=False,
+                                       add_generation_prompt=add_generation_prompt)
+
+    def _left_cut(self, context: str, continuation: str, max_length: int) -> str:
+        """With a local tokenizer, drop context tokens from the left so that the pair fits."""
+        tok = self.tokenizer
+        if tok is None:
+            return context
+        cids = tok(context, add_special_tokens=False)["input_ids"]
+        n_cont = len(tok(continuation, add_special_tokens=False)["input_ids"])
+        room = max(1, max_length - n_cont)
+        return context if len(cids) <= room else tok.decode(cids[len(cids) - room:])
+
+    def _score_one(self, context: str, continuation: str, max_length: int | None, truncation: str) -> ScoredText:
+        if max_length and truncation == "left":
+            context = self._left_cut(context, continuation, int(max_length))
+        prompt = context + continuation
+        lp = self.client.echo_logprobs(self.model_id, prompt)
+        offsets, values = lp["text_offset"], lp["token_logprobs"]
+        start, end = len(context), len(prompt)
+        ends = [offsets[i + 1] for i in range(len(offsets) - 1)] + [end]
+        # the continuation's tokens: those holding any of its characters (a token that straddles the
+        # boundary, e.g. "\nCities", counts as the continuation's; generated tokens start at or after the end)
+        idx = [i for i, (o, e) in enumerate(zip(offsets, ends)) if o < end and e > start]
+        n_ctx = sum(1 for o, e in zip(offsets, ends) if e <= start)
+        n_cont = len(idx)
+        if max_length and truncation == "right":
+            idx = idx[:max(0, int(max_length) - n_ctx)]
+        idx = [i for i in idx if i > 0]  # the prompt's first token has nothing to condition on
+        if any(values[i] is None for i in idx):
+            raise GenerationError(f"openai generator: {self.base_url} gave no logprob for a prompt token")
+        vals = np.asarray([float(values[i]) for i in idx], dtype=np.float64)
+        return ScoredText(vals, n_cont, n_ctx, n_ctx + len(vals))
+
+    def _score_continuations(self, contexts: list[str], continuations: list[str], max_length: int | None,
+                             truncation: str) -> list[ScoredText]:
+        return self._map(lambda pair: self._score_one(pair[0], pair[1], max_length, truncation),
+                         list(zip(contexts, continuations)))

@@ -1,18 +1,35 @@
 """``openai:<model>@<base_url>``: any OpenAI-compatible chat-completions server.
 
-vLLM (``vllm serve``), Ollama, llama.cpp's server or OpenAI itself. Requests
-run concurrently (``concurrency``) through the project's one OpenAI-style
-HTTP client (:class:`berds_core.generators.openai.OpenAIClient`: a timeout
-per request, retries with backoff on 429, 5xx, timeouts and connection errors). When the
-server returns ``logprobs``/``top_logprobs`` the probability of support is the
-softmax over the log-probabilities of "Yes" and "No"; otherwise the answer
-text is parsed (Yes -> 1, No -> 0). The API key comes from ``api_key=``, or
-the environment (``BERDS_OPENAI_API_KEY``, ``OPENAI_API_KEY``); it is sent in
-the Authorization header only and never logged, named or written.
+vLLM (``vllm serve``, e.g. the BERDS evaluator with its LoRA adapter: spec
+``berds-evaluator:<base_url>``), Ollama, llama.cpp's server or OpenAI itself.
+Requests run concurrently (``concurrency``) through the project's one
+OpenAI-style HTTP client (:class:`berds_core.generators.openai.OpenAIClient`:
+a timeout per request, retries with backoff on 429, 5xx, timeouts and
+connection errors).
+
+The prompt is a named prompt (``berds``, the paper's, by default); chat APIs
+get its system turn (``system="auto"`` keeps it, except for models named
+Mistral/Mixtral, whose chat template has no system role; ``keep``/``drop``
+force it; a vLLM server of the BERDS evaluator needs ``drop``, which the
+``berds-evaluator:<url>`` spec sets).
+
+Decisions (``decode``):
+
+- ``logits`` (default): one request with ``max_tokens=1`` and top logprobs; the
+  probability of support is the softmax over the log-probabilities of "Yes" and
+  "No". When the server offers no logprobs (or neither word is among the top
+  ones) the reply of the ``generate`` mode decides;
+- ``generate``: greedy decoding of 16 tokens parsed by the authors' parser
+  (probability 1 or 0).
+
+The API key comes from ``api_key=`` or the environment
+(``BERDS_OPENAI_API_KEY``, ``OPENAI_API_KEY``); it is sent in the Authorization
+header only and never logged, named or written.
 """
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -20,7 +37,8 @@ import numpy as np
 from ..generators.openai import (LogprobsRejected, OpenAIClient, choice_text, first_token_logprobs,
                                  normalize_base_url, option_logprobs)
 from .base import Judge, JudgeError, safe_name
-from .prompts import PROMPT_VERSION, messages, parse_answer
+from .hf import GENERATE_TOKENS, is_mistral, llm_judge_options, prompt_tag
+from .prompts import parse_answer
 
 __all__ = ["OpenAIJudge", "normalize_base_url"]
 
@@ -36,44 +54,69 @@ def _yes_no_from_logprobs(choice: dict) -> float | None:
 class OpenAIJudge(Judge):
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str, *, shot: int = 0, concurrency: int = 8,
-                 timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, api_key: str | None = None,
-                 threshold: float = 0.5):
+    def __init__(self, model: str, base_url: str, *, prompt: str | None = None, shot: int = 0,
+                 decode: str = "logits", system: str = "auto", concurrency: int = 8, timeout: float = 60.0,
+                 retries: int = 4, backoff: float = 0.5, api_key: str | None = None, threshold: float = 0.5,
+                 top_logprobs: int = 5):
         super().__init__(threshold)
-        self.model_id, self.shot = model, int(shot)
+        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+        self.model_id = model
+        self.keep_system = not is_mistral(model) if system == "auto" else system == "keep"
         self.http = OpenAIClient(base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
                                  concurrency=concurrency, error=JudgeError, who="openai judge")
         self.base_url, self.concurrency, self.timeout = self.http.base_url, self.http.concurrency, self.http.timeout
+        self.top_logprobs = int(top_logprobs)
         self.commit_every = max(4 * self.concurrency, 16)
         self._use_logprobs = True
+        self._lock = threading.Lock()
+        self.decided_by = {"logprobs": 0, "text": 0}  # how each scored pair was decided (reported by the CLI)
+
+    def __getstate__(self):  # picklable (the client drops its key itself); the lock is rebuilt
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _name_stem(self) -> str:
         host = self.base_url.split("://", 1)[-1]
-        return f"openai-{safe_name(self.model_id)}@{safe_name(host)}-{PROMPT_VERSION}-{self.shot}shot"
+        return (f"openai-{safe_name(self.model_id)}@{safe_name(host)}-"
+                f"{prompt_tag(self.prompt, self.shot, self.decode, self.keep_system)}")
 
     def status(self) -> dict:
         return self.http.status()
 
+    def messages(self, document: str, perspective: str) -> list[dict]:
+        """The chat messages for one pair (the system turn already kept or dropped)."""
+        return self.prompt.messages(document, perspective, self.shot, system=self.keep_system)
+
     def score_one(self, document: str, perspective: str) -> float:
-        return self.ask(messages(document, perspective, self.shot))
+        return self.ask(self.messages(document, perspective))
+
+    def reply(self, msgs: list[dict]) -> str:
+        """The authors' reply: greedy, up to 16 tokens."""
+        return choice_text(self.http.chat(self.model_id, msgs, max_tokens=GENERATE_TOKENS, temperature=0.0))
 
     def ask(self, msgs: list[dict]) -> float:
-        """P("Yes") for one chat: from logprobs when the server offers them, else the parsed answer."""
-        choice = None
-        if self._use_logprobs:
+        """P("Yes") for one chat: from logprobs when the server offers them, else the parsed reply."""
+        if self.decode == "logits" and self._use_logprobs:
             try:
-                choice = self.http.chat(self.model_id, msgs, max_tokens=1, top_logprobs=5)
+                choice = self.http.chat(self.model_id, msgs, max_tokens=1, top_logprobs=self.top_logprobs)
             except LogprobsRejected:
                 self._use_logprobs = False
-        if choice is None:
-            choice = self.http.chat(self.model_id, msgs, max_tokens=1)
-        prob = _yes_no_from_logprobs(choice)
-        if prob is None:
-            text = choice_text(choice)
-            prob = parse_answer(text)
-            if prob is None:
-                raise JudgeError(f"openai judge: answer is neither Yes nor No: {text[:80]!r}")
-        return prob
+            else:
+                prob = _yes_no_from_logprobs(choice)
+                if prob is not None:
+                    self._count("logprobs")
+                    return prob
+        self._count("text")
+        return 1.0 if parse_answer(self.reply(msgs)) else 0.0
+
+    def _count(self, how: str) -> None:
+        with self._lock:
+            self.decided_by[how] += 1
 
     def yes_probability(self, prompts: list[str]) -> np.ndarray:
         """P("Yes") for free-form yes/no questions, one user turn each (not cached)."""
