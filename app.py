@@ -17,6 +17,8 @@ TOOLS = [
     ("pages/annotate.py", "Annotate", ":material/edit_note:", False),
     ("pages/agreement.py", "Agreement", ":material/handshake:", False),
     ("pages/leaning.py", "Leaning", ":material/balance:", False),
+    ("pages/answers.py", "Answers", ":material/chat:", False),
+    ("pages/convincing.py", "Which side wins?", ":material/swords:", False),
 ]
 
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TOOLS if (ROOT / f).exists()]

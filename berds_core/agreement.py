@@ -3,16 +3,29 @@
 Pure functions over 0/1 arrays (``human`` = reference, ``pred`` = the judge or
 a second annotator), plus :func:`agreement_report` that reads an annotation
 :class:`~berds_core.store.Store` and builds the ``berds agreement`` report.
+With ``p_o`` the observed share of agreement and ``p_h``, ``p_j`` the two
+raters' shares of positives:
 
-- Cohen's kappa: ``κ = (p_o − p_e) / (1 − p_e)``, ``p_o`` the observed share of
-  agreement, ``p_e = Σ_c p_h(c)·p_j(c)`` the agreement expected from the two
-  marginals. NaN when ``p_e = 1`` (both raters constant and equal).
-- F1 of the positive class: ``2·TP / (2·TP + FP + FN)`` (0 when no positives anywhere).
-- Positive rate: share of ``pred`` that is 1 (the paper's Table 4 column).
+- Cohen's kappa: ``κ = (p_o − p_e) / (1 − p_e)``, ``p_e = p_h·p_j + (1−p_h)(1−p_j)``
+  (agreement expected from the two marginals). NaN when ``p_e = 1``.
+- PABAK (prevalence- and bias-adjusted kappa, Byrt et al. 1993), two
+  categories: ``PABAK = 2·p_o − 1`` (kappa with ``p_e`` fixed at 1/2).
+- Gwet's AC1 (Gwet 2008), two raters and two categories:
+  ``π = (p_h + p_j) / 2``, ``p_e = 2·π·(1 − π)``, ``AC1 = (p_o − p_e) / (1 − p_e)``.
+  Unlike kappa it stays high when both raters agree on a rare class (the
+  BERDS human pairs have 16.8% positives).
+- Precision, recall and F1 of the positive class (``supports``), the judge's
+  or second rater's answer as prediction; F1 = ``2·TP / (2·TP + FP + FN)``
+  (0 when no positives anywhere). Positive rate: share of ``pred`` that is 1.
 - Krippendorff's alpha (nominal) through the ``krippendorff`` package:
-  ``α = 1 − D_o / D_e`` over all pairs labelled by at least two annotators.
-- Bootstrap 95% intervals: percentile intervals over ``n_boot`` resamples of
-  the observations (vectorised: one index matrix, counts by summation).
+  ``α = 1 − D_o / D_e`` over all pairs labelled by at least two annotators; for
+  two categories this is ``α = 1 − (n − 1)·o_01 / (n_0·n_1)`` with ``o_01`` the
+  (0, 1) coincidences (each unit's ``n0·n1 / (m_u − 1)``), used for its bootstrap.
+- Bootstrap 95% intervals resample **questions** (the pairs of one question
+  share a passage list and a topic, so they are not independent): per
+  question confusion counts are summed over ``n_boot`` resamples of the
+  questions with replacement (vectorised), percentile intervals. With fewer
+  than two questions there is no interval (None).
 """
 from __future__ import annotations
 
@@ -22,7 +35,9 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-METRICS = ("kappa", "accuracy", "precision", "recall", "f1", "positive_rate")
+METRICS = ("kappa", "pabak", "ac1", "accuracy", "precision", "recall", "f1", "positive_rate")
+SMALL_N = 30  # fewer comparisons than this: figures are shown with a warning
+SMALL_QUESTIONS = 5  # fewer questions than this: intervals are unreliable
 
 
 def _arr(x) -> np.ndarray:
@@ -45,7 +60,7 @@ def confusion_matrix(human, pred) -> list[list[int]]:
 
 
 def _from_counts(tp, fp, fn, tn) -> dict[str, np.ndarray]:
-    """All metrics from confusion counts (scalars or arrays, vectorised)."""
+    """All metrics from confusion counts (scalars or arrays, vectorised); formulas in the module docstring."""
     tp, fp, fn, tn = (np.asarray(v, dtype=float) for v in (tp, fp, fn, tn))
     n = tp + fp + fn + tn
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -53,19 +68,38 @@ def _from_counts(tp, fp, fn, tn) -> dict[str, np.ndarray]:
         h1, p1 = (tp + fn) / n, (tp + fp) / n
         pe = h1 * p1 + (1 - h1) * (1 - p1)
         kappa = np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+        pi = (h1 + p1) / 2
+        pe_g = 2 * pi * (1 - pi)  # at most 1/2, so AC1 is always defined
+        ac1 = (po - pe_g) / (1 - pe_g)
+        pabak = 2 * po - 1
         precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
         recall = np.where(tp + fn > 0, tp / (tp + fn), 0.0)
         f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
-    return {"kappa": kappa, "accuracy": po, "precision": precision, "recall": recall, "f1": f1,
-            "positive_rate": p1, "human_positive_rate": h1}
+    return {"kappa": kappa, "pabak": pabak, "ac1": ac1, "accuracy": po, "precision": precision, "recall": recall,
+            "f1": f1, "positive_rate": p1, "human_positive_rate": h1}
+
+
+def _one(metric: str, a, b) -> float:
+    (tn, fp), (fn, tp) = confusion_matrix(a, b)
+    if tn + fp + fn + tp == 0:
+        return float("nan")
+    return float(_from_counts(tp, fp, fn, tn)[metric])
 
 
 def cohen_kappa(a, b) -> float:
     """Cohen's kappa between two 0/1 raters (see module docstring); NaN if undefined or empty."""
-    (tn, fp), (fn, tp) = confusion_matrix(a, b)
-    if tn + fp + fn + tp == 0:
-        return float("nan")
-    return float(_from_counts(tp, fp, fn, tn)["kappa"])
+    return _one("kappa", a, b)
+
+
+def pabak(a, b) -> float:
+    """Prevalence- and bias-adjusted kappa of two 0/1 raters: ``2·p_o − 1``; NaN when empty."""
+    return _one("pabak", a, b)
+
+
+def gwet_ac1(a, b) -> float:
+    """Gwet's AC1 of two 0/1 raters: ``(p_o − p_e) / (1 − p_e)``, ``p_e = 2π(1 − π)``,
+    ``π`` the mean of the two positive rates; NaN when empty."""
+    return _one("ac1", a, b)
 
 
 def f1_score(human, pred) -> float:
@@ -74,7 +108,7 @@ def f1_score(human, pred) -> float:
 
 
 def binary_scores(human, pred) -> dict:
-    """``n``, kappa, accuracy, precision, recall, F1 (positive class), positive rates."""
+    """``n``, kappa, PABAK, AC1, accuracy, precision, recall, F1 (positive class), positive rates."""
     (tn, fp), (fn, tp) = confusion_matrix(human, pred)
     n = tn + fp + fn + tp
     if n == 0:
@@ -88,35 +122,65 @@ def _clean(v) -> float | None:
     return None if np.isnan(v) else v
 
 
-def bootstrap_ci(human, pred, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, list]:
-    """Percentile bootstrap intervals ``{metric: [lo, hi]}`` for every metric of :func:`binary_scores`.
-
-    Resamples the observation indices ``n_boot`` times with replacement;
-    replicates where a metric is undefined (kappa with one constant class) are
-    left out of that metric's percentiles.
-    """
+def _group_counts(human, pred, groups=None) -> np.ndarray:
+    """Confusion counts per group, shape (groups, 4) as (TP, FP, FN, TN); no groups: one per observation."""
     h, p = _arr(human), _arr(pred)
-    if h.size == 0 or n_boot < 1:
-        return {k: [None, None] for k in METRICS}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, h.size, size=(n_boot, h.size))
-    hb, pb = h[idx], p[idx]
-    tp = (hb & pb).sum(1)
-    fp = ((1 - hb) & pb).sum(1)
-    fn = (hb & (1 - pb)).sum(1)
-    tn = h.size - tp - fp - fn
-    reps = _from_counts(tp, fp, fn, tn)
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    out = {}
-    for k in METRICS:
-        v = reps[k][~np.isnan(reps[k])]
-        out[k] = [float(x) for x in np.percentile(v, q)] if v.size else [None, None]
+    if h.shape != p.shape:
+        raise ValueError("human and pred must have the same length")
+    cells = np.stack([h & p, (1 - h) & p, h & (1 - p), (1 - h) & (1 - p)], axis=1)
+    if groups is None:
+        return cells
+    g = np.asarray([str(x) for x in groups])
+    if g.shape[0] != h.shape[0]:
+        raise ValueError("groups must have one entry per observation")
+    _, inv = np.unique(g, return_inverse=True)
+    out = np.zeros((inv.max() + 1 if inv.size else 0, 4), dtype=np.int64)
+    np.add.at(out, inv, cells)
     return out
 
 
-def scores_with_ci(human, pred, *, n_boot: int = 1000, seed: int = 0) -> dict:
+def bootstrap_replicates(human, pred, *, groups=None, n_boot: int = 1000, seed: int = 0) -> dict[str, np.ndarray]:
+    """Each metric over ``n_boot`` resamples of the groups (questions) with replacement.
+
+    ``groups`` gives each observation's question; None resamples observations.
+    """
+    counts = _group_counts(human, pred, groups)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(counts), size=(n_boot, len(counts)))
+    tot = counts[idx].sum(axis=1)  # (n_boot, 4)
+    return _from_counts(tot[:, 0], tot[:, 1], tot[:, 2], tot[:, 3])
+
+
+def _percentiles(reps: np.ndarray, level: float) -> list:
+    v = reps[~np.isnan(reps)]
+    if not v.size:
+        return [None, None]
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    return [float(x) for x in np.percentile(v, q)]
+
+
+def bootstrap_ci(human, pred, *, groups=None, n_boot: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> dict[str, list]:
+    """Percentile bootstrap intervals ``{metric: [lo, hi]}`` for every metric of :func:`binary_scores`.
+
+    Resamples questions (``groups``) or, without groups, observations.
+    Replicates where a metric is undefined (kappa with one constant class)
+    are left out of that metric's percentiles. Fewer than two groups: no
+    interval (``[None, None]``), never a degenerate ``[x, x]``.
+    """
+    h = _arr(human)
+    n_groups = len(set(map(str, groups))) if groups is not None else h.size
+    if h.size == 0 or n_boot < 1 or n_groups < 2:
+        return {k: [None, None] for k in METRICS}
+    reps = bootstrap_replicates(human, pred, groups=groups, n_boot=n_boot, seed=seed)
+    return {k: _percentiles(reps[k], level) for k in METRICS}
+
+
+def scores_with_ci(human, pred, *, groups=None, n_boot: int = 1000, seed: int = 0) -> dict:
+    """:func:`binary_scores` plus ``questions`` (groups), ``ci95`` (question bootstrap) and ``confusion``."""
     s = binary_scores(human, pred)
-    s["ci95"] = bootstrap_ci(human, pred, n_boot=n_boot, seed=seed)
+    s["questions"] = len(set(map(str, groups))) if groups is not None else s["n"]
+    s["ci95"] = bootstrap_ci(human, pred, groups=groups, n_boot=n_boot, seed=seed)
     s["confusion"] = confusion_matrix(human, pred)
     return s
 
@@ -142,6 +206,13 @@ def calibration_bins(probs, human, n_bins: int = 10) -> list[dict]:
     return out
 
 
+# --------------------------------------------------------------------------- between humans
+
+
+def _shared_units(ratings: Mapping[str, Mapping[str, int]]) -> list[str]:
+    return sorted(u for u in {u for r in ratings.values() for u in r} if sum(u in r for r in ratings.values()) >= 2)
+
+
 def krippendorff_alpha(ratings: Mapping[str, Mapping[str, int]]) -> float | None:
     """Nominal Krippendorff's alpha over ``{annotator: {unit: label}}`` (missing = not rated).
 
@@ -151,8 +222,7 @@ def krippendorff_alpha(ratings: Mapping[str, Mapping[str, int]]) -> float | None
     import krippendorff
 
     annotators = sorted(ratings)
-    units = sorted({u for r in ratings.values() for u in r})
-    units = [u for u in units if sum(u in ratings[a] for a in annotators) >= 2]
+    units = _shared_units(ratings)
     if len(annotators) < 2 or not units:
         return None
     data = np.full((len(annotators), len(units)), np.nan)
@@ -165,91 +235,244 @@ def krippendorff_alpha(ratings: Mapping[str, Mapping[str, int]]) -> float | None
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
 
 
-def inter_annotator(ratings: Mapping[str, Mapping[str, int]], *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Cohen's kappa on the shared pairs of every annotator pair, and Krippendorff's alpha."""
+def _alpha_from_sums(o01, n0, n1) -> np.ndarray:
+    """Binary nominal alpha ``1 − (n − 1)·o_01 / (n_0·n_1)`` (vectorised; NaN when one value only)."""
+    o01, n0, n1 = (np.asarray(v, dtype=float) for v in (o01, n0, n1))
+    n = n0 + n1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((n0 > 0) & (n1 > 0), 1 - (n - 1) * o01 / (n0 * n1), np.nan)
+
+
+def alpha_ci(ratings: Mapping[str, Mapping[str, int]], groups: Mapping[str, str] | None = None, *,
+             n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list:
+    """Question-bootstrap interval of binary Krippendorff's alpha (``groups``: unit -> question)."""
+    units = _shared_units(ratings)
+    per_group = defaultdict(lambda: np.zeros(3))  # o01, n0, n1
+    for u in units:
+        vals = [r[u] for r in ratings.values() if u in r]
+        if set(vals) - {0, 1}:
+            raise ValueError("labels must be 0 or 1")
+        m, k1 = len(vals), sum(vals)
+        k0 = m - k1
+        per_group[(groups or {}).get(u, u)] += (k0 * k1 / (m - 1), k0, k1)
+    if len(per_group) < 2 or n_boot < 1:
+        return [None, None]
+    sums = np.stack(list(per_group.values()))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(sums), size=(n_boot, len(sums)))
+    tot = sums[idx].sum(axis=1)
+    return _percentiles(_alpha_from_sums(tot[:, 0], tot[:, 1], tot[:, 2]), level)
+
+
+def inter_annotator(ratings: Mapping[str, Mapping[str, int]], *, groups: Mapping[str, str] | None = None,
+                    n_boot: int = 1000, seed: int = 0) -> dict:
+    """Between humans: every annotator pair on its shared pairs, all of them pooled, and Krippendorff's alpha.
+
+    ``groups`` maps a unit (pair id) to its question (bootstrap clusters).
+    Per annotator pair: ``n``, ``questions``, kappa, PABAK, AC1, raw
+    ``agreement``, ``ci95`` (per metric). ``pooled``: every (unit, annotator
+    pair) comparison once, the alphabetically first annotator as reference.
+    """
     pairs = {}
+    pool_a, pool_b, pool_g = [], [], []
     for a, b in combinations(sorted(ratings), 2):
         shared = sorted(set(ratings[a]) & set(ratings[b]))
         if not shared:
             continue
         x = [ratings[a][u] for u in shared]
         y = [ratings[b][u] for u in shared]
-        s = binary_scores(x, y)
-        pairs[f"{a}|{b}"] = {"a": a, "b": b, "n": len(shared), "kappa": s["kappa"], "agreement": s["accuracy"],
-                             "ci95": bootstrap_ci(x, y, n_boot=n_boot, seed=seed)["kappa"]}
-    units = sum(1 for u in {u for r in ratings.values() for u in r} if sum(u in r for r in ratings.values()) >= 2)
-    return {"pairs": pairs, "alpha": krippendorff_alpha(ratings), "alpha_units": units,
+        g = [(groups or {}).get(u, u) for u in shared]
+        s = scores_with_ci(x, y, groups=g, n_boot=n_boot, seed=seed)
+        pairs[f"{a}|{b}"] = {"a": a, "b": b, "n": len(shared), "questions": s["questions"], "kappa": s["kappa"],
+                             "pabak": s["pabak"], "ac1": s["ac1"], "agreement": s["accuracy"],
+                             "ci95": {k: s["ci95"][k] for k in ("kappa", "pabak", "ac1", "accuracy")}}
+        pool_a += x
+        pool_b += y
+        pool_g += g
+    units = _shared_units(ratings)
+    return {"pairs": pairs, "alpha": krippendorff_alpha(ratings), "alpha_units": len(units),
+            "alpha_ci95": alpha_ci(ratings, groups, n_boot=n_boot, seed=seed),
+            "pooled": scores_with_ci(pool_a, pool_b, groups=pool_g, n_boot=n_boot, seed=seed) if pool_a else None,
             "annotators": sorted(ratings)}
 
 
+# --------------------------------------------------------------------------- humans against a judge
+
+
 def human_vs_judge(observations: Iterable[tuple[str, str, int]], judge: Mapping[str, tuple],
-                   subsets: Mapping[str, str | None] | None = None, *, n_boot: int = 1000, seed: int = 0,
-                   n_bins: int = 10) -> dict:
-    """Scores of the judge against human labels, pooled and per annotator and per subset.
+                   subsets: Mapping[str, str | None] | None = None, *, questions: Mapping[str, str] | None = None,
+                   sides: Mapping[str, str | None] | None = None, question_text: Mapping[str, str] | None = None,
+                   n_boot: int = 1000, seed: int = 0, n_bins: int = 10) -> dict:
+    """Scores of the judge against human labels, pooled and broken down.
 
     ``observations``: ``(annotator, pair_id, label)``; each is one comparison
     (pooled = every human decision counts once). ``judge``: ``{pair_id: (prob
     or None, label)}``; observations of pairs the judge has no answer for are
-    counted in ``missing_judge`` and left out.
+    counted in ``missing_judge`` and left out. ``questions`` maps a pair to its
+    question (bootstrap clusters; default: each pair its own), ``subsets`` and
+    ``sides`` to its dataset subset and perspective side. Breakdowns:
+    ``annotators``, ``subsets``, ``sides``, ``per_question`` (with
+    ``text`` from ``question_text``), each with question-level intervals.
     """
     obs = [(a, p, int(l)) for a, p, l in observations]
     have = [(a, p, l) for a, p, l in obs if p in judge]
-    h = [l for _, _, l in have]
-    j = [int(judge[p][1]) for _, p, _ in have]
-    report = scores_with_ci(h, j, n_boot=n_boot, seed=seed)
+    qmap = questions or {}
+    h = np.asarray([l for _, _, l in have], dtype=int)
+    j = np.asarray([int(judge[p][1]) for _, p, _ in have], dtype=int)
+    g = np.asarray([str(qmap.get(p, p)) for _, p, _ in have])
+    report = scores_with_ci(h, j, groups=g, n_boot=n_boot, seed=seed)
     report["missing_judge"] = len(obs) - len(have)
-    per_ann = defaultdict(list)
-    per_sub = defaultdict(list)
-    for i, (a, p, _) in enumerate(have):
-        per_ann[a].append(i)
-        per_sub[(subsets or {}).get(p) or "(none)"].append(i)
-    h_arr, j_arr = np.asarray(h, dtype=int), np.asarray(j, dtype=int)
-    report["annotators"] = {a: scores_with_ci(h_arr[ix], j_arr[ix], n_boot=n_boot, seed=seed)
-                            for a, ix in sorted(per_ann.items())}
-    report["subsets"] = {s: scores_with_ci(h_arr[ix], j_arr[ix], n_boot=n_boot, seed=seed)
-                         for s, ix in sorted(per_sub.items())}
+
+    def split(key_of) -> dict:
+        idx = defaultdict(list)
+        for i, (a, p, _) in enumerate(have):
+            idx[key_of(a, p) or "(none)"].append(i)
+        return {k: scores_with_ci(h[ix], j[ix], groups=g[ix], n_boot=n_boot, seed=seed)
+                for k, ix in sorted(idx.items())}
+
+    report["annotators"] = split(lambda a, p: a)
+    report["subsets"] = split(lambda a, p: (subsets or {}).get(p))
+    report["sides"] = split(lambda a, p: (sides or {}).get(p))
+    per_q = split(lambda a, p: str(qmap.get(p, p)))
+    for key, block in per_q.items():
+        block["text"] = (question_text or {}).get(key, key)
+    report["per_question"] = per_q
     with_prob = [(judge[p][0], l) for _, p, l in have if judge[p][0] is not None]
     report["calibration"] = calibration_bins([x for x, _ in with_prob], [y for _, y in with_prob], n_bins) if with_prob else []
     return report
 
 
+# --------------------------------------------------------------------------- reports from a store
+
+
+def small_n_warnings(report: dict) -> list[str]:
+    """One line per figure resting on few comparisons (fewer than SMALL_N pairs or SMALL_QUESTIONS questions)."""
+    out = []
+
+    def check(what: str, block: dict | None):
+        if not block or not block.get("n"):
+            return
+        n, q = block["n"], block.get("questions", block["n"])
+        if n < SMALL_N or q < SMALL_QUESTIONS:
+            out.append(f"{what}: only {n} pair(s) from {q} question(s); kappa and the other figures move a lot "
+                       f"with one more label, read them as indicative (intervals need {SMALL_QUESTIONS}+ questions).")
+
+    if report.get("judge"):
+        check("humans vs the judge", report)
+    for v in (report.get("iaa") or {}).get("pairs", {}).values():
+        check(f"{v['a']} and {v['b']} (shared pairs)", v)
+    check("adjudicated gold vs the judge", report.get("gold"))
+    return out
+
+
+def calibration_scores(store) -> dict:
+    """Each annotator against the reference labels: ``n``, accuracy, kappa, AC1, and how many of
+    those pairs were calibration items mixed into their queue."""
+    ref = store.reference_labels()
+    calib = defaultdict(set)
+    for a in store.assignments():
+        if a["kind"] == "calibration":
+            calib[a["annotator"]].add(a["pair_id"])
+    by_ann = defaultdict(list)
+    for lab in store.labels(include_skips=False):
+        if lab.pair_id in ref:
+            by_ann[lab.annotator].append((ref[lab.pair_id], int(lab.label), lab.pair_id))
+    out = {}
+    for a, rows in sorted(by_ann.items()):
+        s = binary_scores([r for r, _, _ in rows], [x for _, x, _ in rows])
+        out[a] = {"n": s["n"], "calibration_items": sum(p in calib[a] for _, _, p in rows),
+                  "accuracy": s["accuracy"], "kappa": s["kappa"], "ac1": s["ac1"]}
+    return out
+
+
+def paper_table(report: dict) -> list[dict]:
+    """The paper's agreement table: human labels vs each judge, adjudicated gold and reference labels vs
+    the judge, and human vs human; one row each with n, questions, every metric and its interval."""
+    rows = []
+
+    def row(comparison, block):
+        if block and block.get("n"):
+            rows.append({"comparison": comparison, **{k: block.get(k) for k in ("n", "questions", *METRICS,
+                                                                                "human_positive_rate")},
+                         "ci95": block.get("ci95", {})})
+
+    for name, block in (report.get("judges") or {}).items():
+        row(f"human vs {name}", block)
+        row(f"adjudicated gold vs {name}", block.get("gold"))
+        row(f"reference labels vs {name}", block.get("reference"))
+    row("human vs human", (report.get("iaa") or {}).get("pooled"))
+    return rows
+
+
+def _vs_judge_block(store, name: str, labels, info, n_boot: int, seed: int) -> dict:
+    preds = store.judge_preds(name)
+    qmap = {pid: p.question_key for pid, p in info.items()}
+    block = human_vs_judge([(l.annotator, l.pair_id, l.label) for l in labels], preds,
+                           {pid: p.subset for pid, p in info.items()}, questions=qmap,
+                           sides={pid: p.side for pid, p in info.items()},
+                           question_text={p.question_key: p.question for p in info.values()},
+                           n_boot=n_boot, seed=seed)
+    for key, got in (("gold", store.gold()), ("reference", store.reference_labels())):
+        gp = [(v, int(preds[p][1]), qmap.get(p, p)) for p, v in got.items() if p in preds]
+        block[key] = (scores_with_ci([a for a, _, _ in gp], [b for _, b, _ in gp], groups=[q for _, _, q in gp],
+                                     n_boot=n_boot, seed=seed) if gp else None)
+    return block
+
+
 def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed: int = 0) -> dict:
     """The ``berds agreement`` report from an annotation store.
 
-    Keys: ``n``, ``kappa``, ``accuracy``, ``f1``, ``positive_rate`` (pooled human
-    vs judge), ``ci95``, ``confusion``, ``annotators`` (per annotator),
-    ``subsets``, ``calibration``, ``gold`` (judge vs adjudicated labels), ``iaa``.
-    Skips are not labels and are left out everywhere.
+    Keys: ``judge``; for the chosen judge, pooled human-vs-judge ``n``,
+    ``questions``, every metric of :data:`METRICS`, ``ci95`` (question
+    bootstrap), ``confusion``, breakdowns ``annotators`` / ``subsets`` /
+    ``sides`` / ``per_question``, ``calibration`` (probability bins), ``gold`` and
+    ``reference`` (the judge vs adjudicated / reference labels); ``judges``
+    (the same pooled block for every stored judge), ``iaa`` (between humans),
+    ``calibration_scores`` (annotators vs reference labels), ``table`` (the
+    paper-style table) and ``warnings`` (small samples). Skips are not labels
+    and are left out everywhere.
     """
     labels = store.labels(include_skips=False)
+    info = {p.pair_id: p for p in store.pairs()}
     ratings: dict[str, dict[str, int]] = defaultdict(dict)
     for lab in labels:
         ratings[lab.annotator][lab.pair_id] = int(lab.label)
-    subsets = {p.pair_id: p.subset for p in store.pairs()}
     out: dict = {"judge": judge_name}
+    judges = {}
+    for name in store.judges():
+        judges[name] = _vs_judge_block(store, name, labels, info, n_boot, seed)
+    if judge_name and judge_name not in judges:
+        judges[judge_name] = _vs_judge_block(store, judge_name, labels, info, n_boot, seed)
     if judge_name:
-        preds = store.judge_preds(judge_name)
-        hj = human_vs_judge([(l.annotator, l.pair_id, l.label) for l in labels], preds, subsets,
-                            n_boot=n_boot, seed=seed)
-        out.update(hj)
-        gold = store.gold()
-        gp = [(g, int(preds[p][1])) for p, g in gold.items() if p in preds]
-        out["gold"] = scores_with_ci([g for g, _ in gp], [x for _, x in gp], n_boot=n_boot, seed=seed) if gp else None
+        out.update(judges[judge_name])
     else:
-        out.update({"n": 0, "kappa": None, "accuracy": None, "f1": None, "positive_rate": None, "annotators": {}})
-    out["iaa"] = inter_annotator(ratings, n_boot=n_boot, seed=seed)
+        out.update({"n": 0, **{k: None for k in METRICS}, "questions": 0, "annotators": {}, "subsets": {},
+                    "sides": {}, "per_question": {}, "calibration": [], "confusion": [[0, 0], [0, 0]],
+                    "ci95": {k: [None, None] for k in METRICS}, "gold": None, "reference": None,
+                    "missing_judge": 0})
+    out["judges"] = {k: {kk: vv for kk, vv in v.items() if kk not in ("per_question", "calibration")}
+                     for k, v in judges.items()}
+    out["iaa"] = inter_annotator(ratings, groups={pid: p.question_key for pid, p in info.items()},
+                                 n_boot=n_boot, seed=seed)
+    out["calibration_scores"] = calibration_scores(store)
+    out["table"] = paper_table(out)
+    out["warnings"] = small_n_warnings(out)
     return out
 
 
 def disagreements(store, judge_name: str | None = None) -> list[dict]:
     """Pairs where two humans differ, or a human and the judge differ.
 
-    Each: ``pair_id``, ``labels`` ({annotator: 0/1}), ``judge`` (0/1 or None),
-    ``gold`` (adjudicated or None), ``kind`` (``humans``, ``judge`` or both).
+    Each: ``pair_id``, ``labels`` ({annotator: 0/1}), ``unsure`` (annotators
+    who marked it), ``judge`` (0/1 or None), ``gold`` (adjudicated or None),
+    ``kind`` (``humans``, ``judge`` or both).
     """
     by_pair: dict[str, dict[str, int]] = defaultdict(dict)
+    unsure: dict[str, list[str]] = defaultdict(list)
     for lab in store.labels(include_skips=False):
         by_pair[lab.pair_id][lab.annotator] = int(lab.label)
+        if lab.unsure:
+            unsure[lab.pair_id].append(lab.annotator)
     preds = store.judge_preds(judge_name) if judge_name else {}
     gold = store.gold()
     out = []
@@ -262,5 +485,6 @@ def disagreements(store, judge_name: str | None = None) -> list[dict]:
         if j is not None and any(v != j for v in vals):
             kinds.append("judge")
         if kinds:
-            out.append({"pair_id": pid, "labels": labs, "judge": j, "gold": gold.get(pid), "kind": "+".join(kinds)})
+            out.append({"pair_id": pid, "labels": labs, "unsure": unsure.get(pid, []), "judge": j,
+                        "gold": gold.get(pid), "kind": "+".join(kinds)})
     return out

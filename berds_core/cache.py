@@ -6,12 +6,15 @@ import os
 import re
 from pathlib import Path
 
-import platformdirs
-
 
 def cache_dir(sub: str | None = None) -> Path:
     """The cache root (``$BERDS_CACHE`` or the user's cache dir), or a sub-folder of it."""
-    root = Path(os.environ.get("BERDS_CACHE") or platformdirs.user_cache_dir("berds"))
+    root = os.environ.get("BERDS_CACHE")
+    if not root:
+        import platformdirs  # only here: with BERDS_CACHE set the engine runs without it (bench machines)
+
+        root = platformdirs.user_cache_dir("berds")
+    root = Path(root)
     path = root / sub if sub else root
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -240,7 +240,8 @@ def _add_folder(builder: _Builder, root: Path) -> None:
 
 
 def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | None = None) -> Corpus:
-    """Load a corpus from a JSONL/JSON/TSV/CSV file or a folder of .txt/.html files.
+    """Load a corpus from a JSONL/JSON/TSV/CSV file, a folder of .txt/.html files, or a web
+    snapshot (``berds corpus web``: one question's folder, or the folder of all questions).
 
     ``passage_words`` (default 100) splits longer texts into passages of that
     many words; ``None`` keeps texts whole (whitespace normalised).
@@ -248,7 +249,11 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
     p = Path(path)
     builder = _Builder(passage_words)
     if p.is_dir():
-        _add_folder(builder, p)
+        snapshots = _snapshot_files(p)
+        for f in snapshots:
+            _add_records(builder, f, _records_jsonl(f))
+        if not snapshots:
+            _add_folder(builder, p)
     elif not p.exists():
         raise InputError(p, None, None, "file not found")
     else:
@@ -269,6 +274,16 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
                                             "(expected .jsonl, .json, .tsv, .csv, .txt, .html or a folder)")
         _add_records(builder, p, records)
     return builder.corpus(p, name or p.stem)
+
+
+def _snapshot_files(folder: Path) -> list[Path]:
+    """The passages.jsonl of a web snapshot folder (one question, or a folder of questions:
+    :mod:`berds_core.web.snapshot`); empty for any other folder."""
+    from .web.snapshot import PASSAGES, is_snapshot
+
+    if is_snapshot(folder):
+        return [folder / PASSAGES]
+    return [sub / PASSAGES for sub in sorted(folder.iterdir()) if sub.is_dir() and is_snapshot(sub)]
 
 
 def _add_file(builder: _Builder, f: Path, base_id: str) -> None:

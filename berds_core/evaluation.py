@@ -42,13 +42,23 @@ def scores(matrices: Sequence[np.ndarray], ks: Sequence[int] = DEFAULT_KS) -> di
     return out
 
 
+def _columns(per_q: dict[str, np.ndarray], k: int) -> dict[str, str]:
+    """Reported name -> per-question key at ``k``: the three BERDS metrics, then any
+    other ``<name>@<k>`` arrays in ``per_q`` (e.g. the ndeval measures)."""
+    cols = {"mrecall": f"mrecall@{k}", "precision": f"precision@{k}", "precision_at_1": "precision@1"}
+    for key in per_q:
+        name, _, at = key.rpartition("@")
+        if at == str(k) and name not in ("mrecall", "precision"):
+            cols[name] = key
+    return cols
+
+
 def _at(per_q: dict[str, np.ndarray], k: int, idx=None) -> dict:
     def mean(name):
         v = per_q[name] if idx is None else per_q[name][idx]
         return float(v.mean()) if v.size else None
 
-    return {"mrecall": mean(f"mrecall@{k}"), "precision": mean(f"precision@{k}"),
-            "precision_at_1": mean("precision@1")}
+    return {name: mean(key) for name, key in _columns(per_q, k).items()}
 
 
 # --- bootstrap -----------------------------------------------------------
@@ -95,12 +105,15 @@ def bootstrap_ci(values, *, groups: Sequence | None = None, n_boot: int = 1000, 
 
 def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *,
               ks: Sequence[int] = DEFAULT_KS, n_boot: int = 1000, seed: int = 0,
-              level: float = 0.95) -> dict:
+              level: float = 0.95, extra: dict[str, np.ndarray] | None = None) -> dict:
     """Means for every k over all questions, per subset, macro over subsets, with intervals.
 
     Returns ``{"n", "at": {k: {mrecall, precision, precision_at_1}}, "subsets":
     {name: {"n", "at"}}, "macro": {k: {...}}, "ci": {k: {metric: [lo, hi]}},
     "macro_ci": {...}}`` (``ci`` over all questions; ``macro_ci`` stratified).
+    ``extra``: more per-question arrays named ``<metric>@<k>`` (one value per
+    matrix, e.g. ``diversity_metrics.diversity_scores``); each is summarised
+    the same way under its metric name at its k.
     """
     n = len(matrices)
     ks = list(dict.fromkeys(int(k) for k in ks))
@@ -108,6 +121,10 @@ def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *
     if len(subsets) != n:
         raise ValueError("one subset name per question")
     per_q = scores(matrices, ks)
+    for key, val in (extra or {}).items():
+        per_q[key] = np.asarray(val, dtype=float)
+        if per_q[key].shape != (n,):
+            raise ValueError(f"extra metric {key}: expected one value per question ({n})")
     out: dict = {"n": n, "at": {}, "subsets": {}, "macro": {}, "ci": {}, "macro_ci": {},
                  "level": level, "n_boot": n_boot, "seed": seed}
     if n == 0:
@@ -119,17 +136,29 @@ def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *
     for k in ks:
         key = str(k)
         out["at"][key] = _at(per_q, k)
+        columns = _columns(per_q, k)
         out["macro"][key] = {m: float(np.mean([out["subsets"][s]["at"][key][m] for s in names]))
-                             for m in METRIC_NAMES}
-        cols = np.stack([per_q[f"mrecall@{k}"], per_q[f"precision@{k}"], per_q["precision@1"]], axis=1)
+                             for m in columns}
+        cols = np.stack([per_q[c] for c in columns.values()], axis=1)
         for target, groups in (("ci", None), ("macro_ci", subsets)):
             reps = bootstrap_means(cols, groups=groups, n_boot=n_boot, seed=seed)
             q = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2], axis=0)
-            out[target][key] = {m: [float(q[0, j]), float(q[1, j])] for j, m in enumerate(METRIC_NAMES)}
+            out[target][key] = {m: [float(q[0, j]), float(q[1, j])] for j, m in enumerate(columns)}
     return out
 
 
 # --- paired comparison ---------------------------------------------------
+
+def paired_arrays(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Two per-question score arrays of one run pair as floats; ValueError unless 1-D, same length, non-empty."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("paired comparison needs two 1-D arrays of the same length")
+    if a.size == 0:
+        raise ValueError("no questions to compare")
+    return a, b
+
 
 def paired_comparison(a, b, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
                       groups: Sequence | None = None) -> dict:
@@ -139,12 +168,7 @@ def paired_comparison(a, b, *, n_boot: int = 1000, seed: int = 0, level: float =
     interval (questions resampled jointly, so the pairing is kept), and a
     two-sided sign-flip randomisation p-value (``n_boot`` seeded flips).
     """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("paired comparison needs two 1-D arrays of the same length")
-    if a.size == 0:
-        raise ValueError("no questions to compare")
+    a, b = paired_arrays(a, b)
     d = b - a
     reps = bootstrap_means(d, groups=groups, n_boot=n_boot, seed=seed)
     lo, hi = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])

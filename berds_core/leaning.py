@@ -6,6 +6,16 @@ covers: the supporting side only, the opposing side only, both, or neither.
 Sycophancy compares query forms (the question, the supporting perspective,
 the opposing perspective) by Δ = (p − n) / p, p and n the shares of top-k
 passages supporting the supporting and the opposing perspective.
+
+Rank-aware leaning (beyond the paper, whose buckets and Δ count the top k
+alike): each side's *discounted exposure* in the top k, E = Σ_{r≤k} [passage r
+supports the side] / log2(r + 1) (the DCG discount, the attention a reader
+pays to rank r), and the normalised difference RL = (E_s − E_o) / (E_s + E_o)
+in [−1, 1]: +1 when only the supporting side is shown, −1 only the opposing
+side, 0 equal exposure; undefined when neither side is shown. A passage
+supporting both sides counts for both. Unlike Δ, RL says whether the side a
+reader meets first dominates: one supporting passage at rank 1 and one
+opposing at rank 5 give Δ = 0 but RL = 0.44.
 """
 from __future__ import annotations
 
@@ -156,6 +166,59 @@ def sycophancy(matrices: list[np.ndarray], sides: list[Sides | None], k: int) ->
     p = float(np.mean([x[0] for x in pn]))
     n = float(np.mean([x[1] for x in pn]))
     return {"n": len(pn), "p": p, "n_share": n, "delta": delta(p, n)}
+
+
+def exposure(labels: np.ndarray, col: int, k: int) -> float:
+    """Discounted exposure of perspective ``col`` in the top k: Σ_{r≤k} labels[r, col] / log2(r + 1)."""
+    top = np.asarray(labels, dtype=bool)[:k, col]
+    return float(np.sum(top / np.log2(np.arange(2, top.size + 2)))) if top.size else 0.0
+
+
+def ideal_exposure(k: int) -> float:
+    """The exposure of k passages all supporting one side: Σ_{r≤k} 1 / log2(r + 1)."""
+    return float(np.sum(1.0 / np.log2(np.arange(2, int(k) + 2))))
+
+
+def rank_leaning(labels: np.ndarray, sides: Sides, k: int) -> float | None:
+    """RL = (E_s − E_o) / (E_s + E_o) in [−1, 1]; None when neither side is in the top k."""
+    es, eo = exposure(labels, sides.support, k), exposure(labels, sides.oppose, k)
+    return None if es + eo == 0 else (es - eo) / (es + eo)
+
+
+def exposure_leaning(matrices: list[np.ndarray], sides: list[Sides | None], k: int, *,
+                     n_boot: int = 1000, seed: int = 0) -> dict:
+    """Rank-aware leaning over two-perspective questions (questions whose ``sides`` is None are skipped).
+
+    See :func:`summarize_exposure` for the keys; ``per_question`` holds RL (None when undefined or skipped).
+    """
+    rl, es, eo = [], [], []
+    for L, s in zip(matrices, sides):
+        if s is None:
+            rl.append(None)
+            continue
+        rl.append(rank_leaning(L, s, k))
+        es.append(exposure(L, s.support, k))
+        eo.append(exposure(L, s.oppose, k))
+    out = summarize_exposure([v for v, s in zip(rl, sides) if s is not None], es, eo, k, n_boot=n_boot, seed=seed)
+    out["per_question"] = rl
+    return out
+
+
+def summarize_exposure(rl: list[float | None], es: list[float], eo: list[float], k: int, *,
+                       n_boot: int = 1000, seed: int = 0) -> dict:
+    """Means over questions: ``mean`` RL over the ``defined`` of ``n`` questions with a seeded
+    percentile-bootstrap ``ci``; ``exposure_support`` / ``exposure_oppose``: each side's mean exposure
+    as a share of the ideal exposure of k passages (the share of the top k's attention it gets)."""
+    vals = np.array([v for v in rl if v is not None], dtype=float)
+    z = ideal_exposure(k)
+    out = {"n": len(es), "defined": int(vals.size), "mean": float(vals.mean()) if vals.size else None, "ci": None,
+           "exposure_support": float(np.mean(es)) / z if es else None,
+           "exposure_oppose": float(np.mean(eo)) / z if eo else None}
+    if vals.size:
+        from .evaluation import bootstrap_ci
+
+        out["ci"] = list(bootstrap_ci(vals, n_boot=n_boot, seed=seed))
+    return out
 
 
 QUERY_FORMS = ("question", "support", "oppose")

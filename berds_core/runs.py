@@ -1,11 +1,23 @@
 """Run files: BERDS-compatible JSON Lines, one question per line.
 
 Each line: ``id``, ``question``, ``perspectives``, ``ctxs`` (``{id, title,
-text, score}`` in rank order), optionally ``subset``, and per judge
-``<name>-preds``: for each passage a list of booleans, one per perspective.
-Runs written by the original BERDS scripts (no ``id``) load as they are.
+text, score}`` in rank order), optionally ``subset``. A judge's verdicts live
+**inside each passage**, as the BERDS authors' ``eval.py`` writes them:
+``ctx["<name>-preds"]`` is a list of booleans, one per perspective, and
+``ctx["<name>-probs"]`` the probabilities (``mistral-preds`` in their files).
+
+Runs written by the original BERDS scripts (no ``id``) load as they are; their
+judged files (``*.mistralpred*`` / ``*.gpt4pred*``) carry ``mistral-preds`` /
+``gpt4-preds``, i.e. the judges ``mistral`` / ``gpt4``. The first layout of
+this project (``entry["<name>-preds"]``: one list per passage, at the question
+level) is still read; :func:`set_judgments` always writes the passage layout.
+
+Every consumer reads verdicts through :func:`judges_in`, :func:`label_matrix`
+and :func:`prob_matrix`, never by key.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +26,8 @@ from .jsonio import iter_jsonl, require, write_jsonl
 from .records import Gold
 
 PREDS_SUFFIX = "-preds"
+PROBS_SUFFIX = "-probs"
+AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name marker -> judge name
 
 
 def read_run(path) -> list[dict]:
@@ -31,22 +45,42 @@ def read_run(path) -> list[dict]:
         obj["id"] = str(obj["id"])
         for i, c in enumerate(ctxs):
             c["id"] = str(c.get("id", f"{obj['id']}-{i}"))
-            c.setdefault("title", "")
-            c.setdefault("score", None)
+            c.setdefault("score", None)  # no title is added: a missing title changes what the evaluator reads
+            for key, val in c.items():
+                if key.endswith((PREDS_SUFFIX, PROBS_SUFFIX)):
+                    _check_row(val, len(persp), path, no, f"ctxs[{i}].{key}", key.endswith(PREDS_SUFFIX))
         for key, val in obj.items():
-            if key.endswith(PREDS_SUFFIX):
-                _check_preds(val, len(ctxs), len(persp), path, no, key)
+            if key.endswith((PREDS_SUFFIX, PROBS_SUFFIX)):
+                _check_preds(val, len(ctxs), len(persp), path, no, key, key.endswith(PREDS_SUFFIX))
         entries.append(obj)
     if not entries:
         raise InputError(path, None, None, "run file is empty")
     return entries
 
 
-def _check_preds(val, n_ctx, m, path, line, key):
-    ok = isinstance(val, list) and len(val) <= n_ctx and all(
-        isinstance(row, list) and len(row) == m and all(isinstance(x, (bool, int)) for x in row) for row in val)
+def _ok_row(row, m: int, boolean: bool) -> bool:
+    kinds = (bool, int) if boolean else (bool, int, float)
+    return isinstance(row, list) and len(row) == m and all(isinstance(x, kinds) for x in row)
+
+
+def _check_row(val, m, path, line, field, boolean):
+    if not _ok_row(val, m, boolean):
+        raise InputError(path, line, field, f"expected a list of {m} {'booleans' if boolean else 'numbers'} "
+                                            "(one per perspective)")
+
+
+def _check_preds(val, n_ctx, m, path, line, key, boolean=True):
+    ok = isinstance(val, list) and len(val) <= n_ctx and all(_ok_row(row, m, boolean) for row in val)
     if not ok:
-        raise InputError(path, line, key, f"expected at most {n_ctx} lists (one per passage) of {m} booleans")
+        raise InputError(path, line, key, f"expected at most {n_ctx} lists (one per passage) of {m} "
+                                          f"{'booleans' if boolean else 'numbers'}")
+
+
+def authors_judge(path) -> str | None:
+    """The judge an authors' judged-run file is named for: ``*.mistralpred*`` -> ``mistral``,
+    ``*.gpt4pred*`` -> ``gpt4``; None for other names."""
+    name = Path(str(path)).name
+    return next((j for marker, j in AUTHORS_JUDGES.items() if marker in name), None)
 
 
 def write_run(path, entries: list[dict]) -> int:
@@ -54,31 +88,90 @@ def write_run(path, entries: list[dict]) -> int:
 
 
 def judges_in(entry: dict) -> list[str]:
-    return [k[: -len(PREDS_SUFFIX)] for k in entry if k.endswith(PREDS_SUFFIX)]
+    """Names of the judges whose verdicts the entry carries (passage layout first, then question level)."""
+    names: dict[str, None] = {}
+    for c in entry.get("ctxs") or ():
+        for k in c:
+            if k.endswith(PREDS_SUFFIX):
+                names.setdefault(k[: -len(PREDS_SUFFIX)])
+    for k in entry:
+        if k.endswith(PREDS_SUFFIX):
+            names.setdefault(k[: -len(PREDS_SUFFIX)])
+    return list(names)
+
+
+def _judge_rows(entry: dict, judge: str, suffix: str) -> list | None:
+    """Per-passage rows of ``<judge><suffix>`` (None for a passage without them), or None if absent."""
+    key = judge + suffix
+    ctxs = entry["ctxs"]
+    if any(key in c for c in ctxs):
+        return [c.get(key) for c in ctxs]
+    if key in entry:  # the question-level layout
+        rows = list(entry[key] or [])[: len(ctxs)]
+        return rows + [None] * (len(ctxs) - len(rows))
+    return None
+
+
+def _matrix(rows: list, m: int, dtype, fill) -> np.ndarray:
+    out = np.full((len(rows), m), fill, dtype=dtype)
+    for i, row in enumerate(rows):
+        if row is not None:
+            out[i] = np.asarray(row, dtype=dtype).reshape(m)
+    return out
 
 
 def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = None) -> np.ndarray:
     """Boolean matrix (passages x perspectives): passage i supports perspective j.
 
     Exactly one of ``gold`` (labels by question and passage id) or ``judge``
-    (a name whose ``<judge>-preds`` are stored in the entry) must be given.
+    (a name whose ``<judge>-preds`` the entry carries, in either layout) must
+    be given. A passage the judge did not label counts as supporting nothing.
     """
     m = len(entry["perspectives"])
     ctxs = entry["ctxs"]
     if (gold is None) == (judge is None):
         raise ValueError("give exactly one of gold= or judge=")
     if judge is not None:
-        key = judge + PREDS_SUFFIX
-        if key not in entry:
+        rows = _judge_rows(entry, judge, PREDS_SUFFIX)
+        if rows is None:
             have = ", ".join(judges_in(entry)) or "none"
             raise KeyError(f"question {entry['id']}: no predictions of judge '{judge}' (has: {have})")
-        preds = entry[key]
-        out = np.zeros((len(ctxs), m), dtype=bool)
-        if preds:
-            arr = np.asarray(preds, dtype=bool).reshape(len(preds), m)[: len(ctxs)]
-            out[: len(arr)] = arr
-        return out
+        return _matrix(rows, m, bool, False)
     return gold_matrix(gold, entry["id"], m, [c["id"] for c in ctxs])
+
+
+def judged_mask(entry: dict, judge: str) -> np.ndarray:
+    """Bool per passage: whether it carries the judge's verdicts (all False when the judge is absent)."""
+    rows = _judge_rows(entry, judge, PREDS_SUFFIX)
+    return np.array([r is not None for r in rows] if rows is not None else [False] * len(entry["ctxs"]), bool)
+
+
+def prob_matrix(entry: dict, judge: str) -> np.ndarray | None:
+    """Float matrix (passages x perspectives) of the judge's probabilities (NaN where a passage has
+    none), or None when the entry stores no ``<judge>-probs`` (e.g. the authors' files)."""
+    rows = _judge_rows(entry, judge, PROBS_SUFFIX)
+    return None if rows is None else _matrix(rows, len(entry["perspectives"]), np.float64, np.nan)
+
+
+def set_judgments(entry: dict, judge: str, labels, probs=None) -> dict:
+    """Store a judge's verdicts in the passage layout (``ctx["<judge>-preds"]``, ``ctx["<judge>-probs"]``).
+
+    ``labels`` / ``probs``: (passages x perspectives). Question-level keys of the
+    same judge (the old layout) are removed so one judge has one set of verdicts.
+    """
+    ctxs = entry["ctxs"]
+    m = len(entry["perspectives"])
+    labels = np.asarray(labels, dtype=bool).reshape(len(ctxs), m)
+    probs = None if probs is None else np.asarray(probs, dtype=np.float64).reshape(len(ctxs), m)
+    entry.pop(judge + PREDS_SUFFIX, None)
+    entry.pop(judge + PROBS_SUFFIX, None)
+    for i, c in enumerate(ctxs):
+        c[judge + PREDS_SUFFIX] = [bool(x) for x in labels[i]]
+        if probs is not None:
+            c[judge + PROBS_SUFFIX] = [round(float(x), 5) for x in probs[i]]
+        else:
+            c.pop(judge + PROBS_SUFFIX, None)
+    return entry
 
 
 def gold_matrix(gold: Gold, question_id, m: int, passage_ids) -> np.ndarray:

@@ -1,6 +1,16 @@
-"""Agreement: the judge against human labels (Table 4 layout), between humans, and adjudication."""
+"""Agreement: the judge against human labels, humans against each other, calibration, adjudication.
+
+Every figure with a 95% interval from a bootstrap over *questions* (pairs of
+one question are not independent): Cohen's kappa, PABAK, Gwet's AC1 (kappa
+alone misleads at BERDS' 17% positives), precision / recall / F1 of
+"supports", positive rates; breakdowns per annotator, subset, perspective
+side and question; the paper-style table (human vs each judge, human vs
+human); Krippendorff's alpha; each annotator against reference labels.
+Lab mode: reviewers and admins only (refused and logged for annotators).
+"""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,39 +21,64 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/agreement.py
 import plotly.graph_objects as go  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from berds_core.agreement import agreement_report, disagreements  # noqa: E402
-from berds_core.store import Store, default_db_path  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from berds_core.access import AccessDenied, Lab  # noqa: E402
+from berds_core.store import Store, StoreError  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
+from pages.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse  # noqa: E402
 
-@st.cache_resource(show_spinner=False)
-def get_store(path: str) -> Store:
-    return Store(path)
+BY = {"annotators": "annotator", "subsets": "dataset subset", "sides": "perspective side",
+      "per_question": "question"}
 
 
-def fmt(x, digits=3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+def fmt(x, digits: int = 3) -> str:
+    """A figure, rounded; never ``-0.000``; ``–`` when undefined."""
+    if x is None:
+        return "–"
+    v = round(float(x), digits)
+    if v == 0:
+        v = 0.0  # -0.0 prints as -0.000
+    return f"{v:.{digits}f}"
 
 
 def ci(block: dict, key: str) -> str:
+    """``[lo, hi]``, or ``–`` when there is no interval (fewer than two questions), never ``[x, x]``."""
     lo, hi = (block.get("ci95") or {}).get(key, [None, None])
-    return "–" if lo is None else f"[{lo:.2f}, {hi:.2f}]"
+    return "–" if lo is None or hi is None else f"[{fmt(lo, 2)}, {fmt(hi, 2)}]"
+
+
+def metric_row(name: str, b: dict, *, first: str = "labels") -> dict:
+    return {first: name, "n": b["n"], "questions": b.get("questions"), "kappa": fmt(b["kappa"]),
+            "kappa 95% CI": ci(b, "kappa"), "PABAK": fmt(b["pabak"]), "AC1": fmt(b["ac1"]),
+            "AC1 95% CI": ci(b, "ac1"), "accuracy": fmt(b["accuracy"]), "precision": fmt(b["precision"]),
+            "recall": fmt(b["recall"]), "F1": fmt(b["f1"]), "F1 95% CI": ci(b, "f1"),
+            "positive rate (judge)": fmt(b["positive_rate"]),
+            "positive rate (human)": fmt(b.get("human_positive_rate"))}
 
 
 def table4_rows(report: dict) -> list[dict]:
-    """One row per annotator, then pooled and gold: n, kappa (95% CI), accuracy, F1, positive rate."""
-    def row(name, b):
-        return {"labels": name, "n": b["n"], "kappa": fmt(b["kappa"]), "kappa 95% CI": ci(b, "kappa"),
-                "accuracy": fmt(b["accuracy"]), "F1": fmt(b["f1"]), "F1 95% CI": ci(b, "f1"),
-                "positive rate (judge)": fmt(b["positive_rate"]),
-                "positive rate (human)": fmt(b.get("human_positive_rate"))}
-    rows = [row(a, b) for a, b in report.get("annotators", {}).items()]
+    """One row per annotator, then pooled, adjudicated gold and reference labels."""
+    rows = [metric_row(a, b) for a, b in report.get("annotators", {}).items()]
     if report.get("n"):
-        rows.append(row("pooled", report))
+        rows.append(metric_row("pooled", report))
     if report.get("gold"):
-        rows.append(row("adjudicated gold", report["gold"]))
+        rows.append(metric_row("adjudicated gold", report["gold"]))
+    if report.get("reference"):
+        rows.append(metric_row("reference labels", report["reference"]))
+    return rows
+
+
+def paper_rows(report: dict) -> list[dict]:
+    return [metric_row(r["comparison"], r, first="comparison") for r in report["table"]]
+
+
+def breakdown_rows(blocks: dict, by: str) -> list[dict]:
+    rows = []
+    for key, b in blocks.items():
+        row = metric_row(b.get("text", key) if by == "per_question" else key, b, first=BY[by])
+        rows.append(row)
     return rows
 
 
@@ -52,7 +87,8 @@ def run_judge_on_labels(store: Store, spec: str) -> int:
     from pages.common import cached_judge
 
     judge = cached_judge(spec)
-    ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
+    ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold())
+                 | set(store.reference_labels()))
     preds = judge_probabilities(store.pairs(ids), judge.predict) if ids else {}
     store.set_judge_preds(spec, preds)
     if judge.name != spec:
@@ -60,26 +96,40 @@ def run_judge_on_labels(store: Store, spec: str) -> int:
     return len(preds)
 
 
-def adjudicate(store: Store, pair_id: str, label: int) -> None:
-    who = (st.session_state.get("agr_adjudicator") or "").strip()
-    if not who:
-        st.session_state["agr_flash"] = "Type your name as adjudicator first."
+def adjudicate(lab: Lab, pair_id: str, label: int) -> None:
+    ss = st.session_state
+    if lab.actor.open_mode:
+        who = (ss.get("agr_adjudicator") or "").strip()
+        if not who:
+            ss["agr_flash"] = "Type your name as adjudicator first."
+            return
+        from berds_core.access import Actor
+
+        lab = Lab(lab.store, Actor(who, "admin", open_mode=True))
+    try:
+        lab.adjudicate(pair_id, label)  # saved before the page acknowledges it
+    except AccessDenied as e:
+        ss["agr_flash"] = f"Refused: {e}"
         return
-    store.adjudicate(pair_id, label, who)  # saved before the page acknowledges it
-    st.session_state["agr_flash"] = f"Gold label of pair {pair_id}: {label}"
+    ss["agr_flash"] = f"Gold label saved: {'supports' if label else 'does not support'}"
 
 
 def main() -> None:
     st.title("Agreement")
-    path = st.text_input("Annotation database", value=str(default_db_path()), key="agr_db")
+    store = page_store("agr", must_exist=True, allow_upload=True)
+    if store is None:
+        return
+    lab = lab_for_page(store, ask_name=False)
+    if not lab.actor.open_mode:
+        account_bar(lab)
     try:
-        store = get_store(path)
-    except Exception as e:
-        st.error(f"{path}: cannot open annotation database ({e})", icon="⚠️")
+        lab.require("agreement", "agreement page", what="open the Agreement page (reviewers and admins only)")
+    except AccessDenied as e:
+        refuse(e)
         return
     flash = st.session_state.pop("agr_flash", None)
     if flash:
-        st.toast(flash)
+        st.toast(esc(flash))
     judges = store.judges()
     c = st.columns([2, 2, 1])
     judge = c[0].selectbox("Judge", judges or ["(none stored)"], key="agr_judge")
@@ -88,82 +138,118 @@ def main() -> None:
                            help="Judge spec; its answers are stored under the spec and the judge's name.")
     if c[2].button("Run judge", key="agr_run"):
         try:
-            with st.spinner(f"Judging the labelled pairs with {spec}…"):
+            with st.spinner("Judging the labelled pairs…"):
                 n = run_judge_on_labels(store, spec.strip())
             st.session_state["agr_flash"] = f"Judged {n} pairs"
             st.rerun()
         except Exception as e:
-            st.error(f"Judge {spec!r} is not usable: {e}".splitlines()[0], icon="⚠️")
-    n_boot = st.select_slider("Bootstrap resamples", [200, 500, 1000, 2000], value=1000, key="agr_boot")
-    report = agreement_report(store, judge, n_boot=n_boot)
+            error_line(f"This judge is not usable: {type(e).__name__}: {e}")
+    n_boot = st.select_slider("Bootstrap resamples (over questions)", [200, 500, 1000, 2000], value=1000,
+                              key="agr_boot")
+    report = lab.agreement_report(judge, n_boot=n_boot)
+    if report["warnings"]:  # one box, one line per figure resting on few comparisons
+        st.warning("\n".join(f"- {esc(w)}" for w in report["warnings"]), icon=":material/warning:")
 
-    tabs = st.tabs(["Human vs judge", "Per subset", "Between humans", "Disagreements"])
+    tabs = st.tabs(["Paper table", "Human vs judge", "Breakdowns", "Between humans", "Calibration",
+                    "Disagreements", "Export"])
     with tabs[0]:
-        if not judge:
-            st.info("No judge answers stored yet: run a judge above, or build task sets from a run with "
-                    "`<judge>-preds` (`berds annotations tasks`).")
-        elif not report["n"]:
-            st.info("No human labels to compare yet.")
+        if report["table"]:
+            st.caption("Human labels as reference; the judge (or the second human) as prediction. 95% intervals: "
+                       f"percentile bootstrap over questions, {n_boot} resamples; – where fewer than two questions.")
+            st.dataframe(paper_rows(report), hide_index=True, key="agr_paper")
         else:
-            m = st.columns(4)
-            m[0].metric("Cohen's kappa (pooled)", fmt(report["kappa"]), help=f"95% CI {ci(report, 'kappa')}")
-            m[1].metric("Accuracy", fmt(report["accuracy"]))
-            m[2].metric("F1 (supports)", fmt(report["f1"]), help=f"95% CI {ci(report, 'f1')}")
-            m[3].metric("Positive rate (judge)", fmt(report["positive_rate"]))
-            st.caption("Table 4 layout: human labels as reference, the judge as prediction; percentile bootstrap "
-                       f"95% intervals over {n_boot} resamples. Skips are not labels.")
-            st.dataframe(table4_rows(report), hide_index=True, key="agr_table4")
-            left, right = st.columns(2)
-            (tn, fp), (fn, tp) = report["confusion"]
-            with left:
-                st.markdown("**Confusion matrix (pooled)**")
-                st.dataframe([{"human \\ judge": "supports", "supports": tp, "does not": fn},
-                              {"human \\ judge": "does not", "supports": fp, "does not": tn}], hide_index=True)
-            with right:
-                st.markdown("**Calibration**")
-                cal = report["calibration"]
-                if cal:
-                    fig = go.Figure()
-                    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect",
-                                             line=dict(dash="dot", color="#999")))
-                    fig.add_trace(go.Scatter(x=[b["mean_prob"] for b in cal], y=[b["human_rate"] for b in cal],
-                                             mode="lines+markers", name="judge",
-                                             text=[f"n = {b['n']}" for b in cal],
-                                             marker=dict(size=[6 + min(b["n"], 60) / 3 for b in cal])))
-                    fig.update_layout(xaxis_title="judge probability (bin mean)", yaxis_title="human positive rate",
-                                      height=320, margin=dict(l=10, r=10, t=10, b=10))
-                    st.plotly_chart(fig, key="agr_calibration")
-                else:
-                    st.caption("This judge stored labels only (no probabilities).")
+            st.info("Nothing to compare yet: label pairs, and run a judge above or build task sets from a judged run.")
     with tabs[1]:
-        subs = report.get("subsets") or {}
-        if subs:
-            st.dataframe(table4_rows({"annotators": subs}), hide_index=True, key="agr_subsets")
-        else:
-            st.caption("No comparisons yet.")
+        judge_tab(report, judge, n_boot)
     with tabs[2]:
-        iaa = report["iaa"]
-        alpha = iaa["alpha"]
-        st.metric("Krippendorff's alpha (nominal)", fmt(alpha),
-                  help=f"over {iaa['alpha_units']} pairs labelled by two or more annotators")
-        if iaa["pairs"]:
-            st.dataframe([{"annotators": f"{v['a']} / {v['b']}", "shared pairs": v["n"], "kappa": fmt(v["kappa"]),
-                           "95% CI": "–" if v["ci95"][0] is None else f"[{v['ci95'][0]:.2f}, {v['ci95'][1]:.2f}]",
-                           "raw agreement": fmt(v["agreement"])} for v in iaa["pairs"].values()],
-                         hide_index=True, key="agr_iaa")
+        by = st.radio("Break down by", list(BY), format_func=BY.get, horizontal=True, key="agr_by")
+        blocks = report.get(by) or {}
+        if blocks:
+            st.dataframe(breakdown_rows(blocks, by), hide_index=True, key="agr_breakdown")
         else:
-            st.caption("No pair was labelled by two annotators yet (use --overlap when building task sets).")
+            st.caption("No comparisons with a judge yet.")
     with tabs[3]:
-        browse(store, judge)
+        humans_tab(report)
+    with tabs[4]:
+        calibration_tab(report)
+    with tabs[5]:
+        browse(lab, judge)
+    with tabs[6]:
+        export_tab(lab, report)
 
 
-def browse(store: Store, judge: str | None) -> None:
-    rows = disagreements(store, judge)
+def judge_tab(report: dict, judge: str | None, n_boot: int) -> None:
+    if not judge:
+        st.info("No judge answers stored yet: run a judge above, or build task sets from a run with "
+                "`<judge>-preds` (`berds annotations tasks`).")
+        return
+    if not report["n"]:
+        st.info("No human labels to compare yet.")
+        return
+    m = st.columns(5)
+    m[0].metric("Cohen's kappa (pooled)", fmt(report["kappa"]), help=f"95% CI {ci(report, 'kappa')}")
+    m[1].metric("PABAK", fmt(report["pabak"]), help=f"95% CI {ci(report, 'pabak')}")
+    m[2].metric("Gwet's AC1", fmt(report["ac1"]), help=f"95% CI {ci(report, 'ac1')}")
+    m[3].metric("Accuracy", fmt(report["accuracy"]))
+    m[4].metric("F1 (supports)", fmt(report["f1"]), help=f"95% CI {ci(report, 'f1')}")
+    judge_caveat(judge)
+    st.dataframe(table4_rows(report), hide_index=True, key="agr_table4")
+    left, right = st.columns(2)
+    (tn, fp), (fn, tp) = report["confusion"]
+    with left:
+        st.markdown("**Confusion matrix (pooled)**")
+        st.dataframe([{"human \\ judge": "supports", "supports": tp, "does not": fn},
+                      {"human \\ judge": "does not", "supports": fp, "does not": tn}], hide_index=True)
+    with right:
+        st.markdown("**Judge probability vs human positive rate**")
+        cal = report["calibration"]
+        if cal:
+            fig = go.Figure()
+            fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect", line=dict(dash="dot", color="#999")))
+            fig.add_trace(go.Scatter(x=[b["mean_prob"] for b in cal], y=[b["human_rate"] for b in cal],
+                                     mode="lines+markers", name="judge", text=[f"n = {b['n']}" for b in cal],
+                                     marker=dict(size=[6 + min(b["n"], 60) / 3 for b in cal])))
+            fig.update_layout(xaxis_title="judge probability (bin mean)", yaxis_title="human positive rate",
+                              height=320, margin=dict(l=10, r=10, t=10, b=10))
+            st.plotly_chart(fig, key="agr_calibration")
+        else:
+            st.caption("This judge stored labels only (no probabilities).")
+
+
+def humans_tab(report: dict) -> None:
+    iaa = report["iaa"]
+    lo, hi = iaa["alpha_ci95"]
+    st.metric("Krippendorff's alpha (nominal)", fmt(iaa["alpha"]),
+              help=f"over {iaa['alpha_units']} pairs labelled by two or more annotators; 95% CI "
+                   + ("–" if lo is None else f"[{fmt(lo, 2)}, {fmt(hi, 2)}]"))
+    if iaa["pairs"]:
+        st.dataframe([{"annotators": f"{v['a']} / {v['b']}", "shared pairs": v["n"], "questions": v["questions"],
+                       "kappa": fmt(v["kappa"]), "kappa 95% CI": ci(v, "kappa"), "PABAK": fmt(v["pabak"]),
+                       "AC1": fmt(v["ac1"]), "AC1 95% CI": ci(v, "ac1"), "raw agreement": fmt(v["agreement"])}
+                      for v in iaa["pairs"].values()], hide_index=True, key="agr_iaa")
+    else:
+        st.caption("No pair was labelled by two annotators yet (use overlap when building task sets).")
+
+
+def calibration_tab(report: dict) -> None:
+    scores = report["calibration_scores"]
+    if not scores:
+        st.caption("No reference labels, or no annotator labelled a pair that has one. Import reference labels "
+                   "(a TSV's labels as reference) and mix calibration pairs into a task set.")
+        return
+    st.caption("Each annotator against the reference labels (pairs whose label was known in advance).")
+    st.dataframe([{"annotator": a, "pairs": s["n"], "calibration items": s["calibration_items"],
+                   "accuracy": fmt(s["accuracy"]), "kappa": fmt(s["kappa"]), "AC1": fmt(s["ac1"])}
+                  for a, s in scores.items()], hide_index=True, key="agr_calib")
+
+
+def browse(lab: Lab, judge: str | None) -> None:
+    store = lab.store
+    rows = lab.disagreements(judge)
     kinds = st.multiselect("Show", ["humans", "judge"], default=["humans", "judge"], key="agr_kinds",
                            help="humans: two annotators differ; judge: a human and the judge differ")
     rows = [r for r in rows if any(k in r["kind"].split("+") for k in kinds)]
-    only_open = st.checkbox("Only pairs without a gold label", value=False, key="agr_open")
-    if only_open:
+    if st.checkbox("Only pairs without a gold label", value=False, key="agr_open"):
         rows = [r for r in rows if r["gold"] is None]
     st.caption(f"{len(rows)} pairs")
     if not rows:
@@ -171,22 +257,54 @@ def browse(store: Store, judge: str | None) -> None:
     ids = [r["pair_id"] for r in rows]
     pid = st.selectbox("Pair", ids, key="agr_pair")
     r = rows[ids.index(pid)]
-    pair = store.pair(pid)
+    try:
+        pair = store.pair(pid)
+    except StoreError as e:
+        error_line(e)
+        return
     st.markdown("**Question**")
     st.markdown(esc(pair.question))
     st.markdown("**Perspective**")
     st.info(esc(pair.perspective))
     with st.container(border=True, height=260):
+        if pair.title:
+            st.markdown(f"**{esc(pair.title)}**")
         st.markdown(esc(pair.document))
-    st.dataframe([{"who": a, "label": "supports" if v else "does not"} for a, v in r["labels"].items()]
-                 + ([{"who": f"judge {judge}", "label": "supports" if r["judge"] else "does not"}]
+    st.dataframe([{"who": a, "label": "supports" if v else "does not", "unsure": a in r["unsure"]}
+                  for a, v in r["labels"].items()]
+                 + ([{"who": f"judge {judge}", "label": "supports" if r["judge"] else "does not", "unsure": False}]
                     if r["judge"] is not None else [])
-                 + ([{"who": "gold", "label": "supports" if r["gold"] else "does not"}]
+                 + ([{"who": "gold", "label": "supports" if r["gold"] else "does not", "unsure": False}]
                     if r["gold"] is not None else []), hide_index=True)
-    st.text_input("Adjudicator", key="agr_adjudicator", value=st.query_params.get("annotator", ""))
+    if lab.actor.open_mode:
+        st.text_input("Adjudicator", key="agr_adjudicator", value=st.query_params.get("annotator", ""))
     b = st.columns(2)
-    b[0].button("Gold: supports", key="agr_gold_yes", on_click=adjudicate, args=(store, pid, 1))
-    b[1].button("Gold: does not support", key="agr_gold_no", on_click=adjudicate, args=(store, pid, 0))
+    b[0].button("Gold: supports", key="agr_gold_yes", on_click=adjudicate, args=(lab, pid, 1))
+    b[1].button("Gold: does not support", key="agr_gold_no", on_click=adjudicate, args=(lab, pid, 0))
+
+
+def export_tab(lab: Lab, report: dict) -> None:
+    from berds_core.exports import EXPORT_COLUMNS, to_csv, to_jsonl
+
+    st.caption("Tables as CSV, the whole report as JSON; labels (admins) as CSV or JSON Lines. No account data.")
+    c = st.columns(3)
+    c[0].download_button("Paper table (CSV)", to_csv(paper_rows(report)), file_name="agreement-table.csv",
+                         mime="text/csv", key="agr_dl_table", disabled=not report["table"])
+    per_q = breakdown_rows(report.get("per_question") or {}, "per_question")
+    c[1].download_button("Per question (CSV)", to_csv(per_q), file_name="agreement-per-question.csv",
+                         mime="text/csv", key="agr_dl_questions", disabled=not per_q)
+    c[2].download_button("Report (JSON)", json.dumps(report, ensure_ascii=False, indent=1),
+                         file_name="agreement-report.json", mime="application/json", key="agr_dl_report")
+    if lab.allowed("export_labels"):
+        rows = lab.export_rows("labels", include_skips=True)
+        c = st.columns(3)
+        c[0].download_button("Labels (CSV)", to_csv(rows, EXPORT_COLUMNS), file_name="labels.csv", mime="text/csv",
+                             key="agr_dl_labels_csv", disabled=not rows)
+        c[1].download_button("Labels (JSONL)", to_jsonl(rows), file_name="labels.jsonl", mime="application/jsonl",
+                             key="agr_dl_labels_jsonl", disabled=not rows)
+        gold = lab.export_rows("gold")
+        c[2].download_button("Adjudicated gold (CSV)", to_csv(gold, EXPORT_COLUMNS), file_name="gold.csv",
+                             mime="text/csv", key="agr_dl_gold", disabled=not gold)
 
 
 main()

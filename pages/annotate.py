@@ -1,13 +1,21 @@
 """Annotate: one (passage, perspective) pair per screen, keyboard first, every label saved at once.
 
-Keys: y = supports, n = does not support, s = skip, u = undo (Streamlit's
-native button shortcuts). The annotator name and task set live in the URL
-(``?annotator=...&task=...``) so a closed tab resumes at the next unlabelled
-pair. The judge's answer stays hidden until the pair is labelled.
+Keys: y = supports, n = does not support, s = skip, u = undo. The keyboard
+widget holds the next pairs already, so a keypress shows the next pair
+without waiting for the server; the status line says when every decision is
+saved. ``?ui=simple`` (or the Interface switch) uses plain Streamlit buttons,
+one server round trip per decision.
+
+Open mode (default): no login, the annotator name lives in the URL
+(``?annotator=...&task=...``). Lab mode (``BERDS_AUTH=lab``): sign in; an
+annotator sees only their own queue and labels, never the judge's answer
+before deciding a pair, never pair ids or judge names; admins get the
+import, task-set, guidelines and export panel.
 """
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,185 +24,195 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/annotate.py
 
 import streamlit as st  # noqa: E402
 
-from berds_core.errors import InputError  # noqa: E402
-from berds_core.store import SKIP, Store, StoreError, default_db_path  # noqa: E402
-from pages.common import ensure_shell, esc  # noqa: E402
+from berds_core.access import AccessDenied, Lab  # noqa: E402
+from berds_core.store import SKIP, StoreError  # noqa: E402
+from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
+from pages.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse, safe_markdown  # noqa: E402
+
 ALL = "All my tasks"
-
-
-@st.cache_resource(show_spinner=False)
-def get_store(path: str) -> Store:
-    """One store per database file, shared by every session of this server (thread-safe)."""
-    return Store(path)
-
-
-def db_path() -> str:
-    return st.session_state.get("ann_db") or str(default_db_path())
+UIS = {"keyboard": "Keyboard (next pair ready at once)", "simple": "Simple buttons"}
 
 
 # --------------------------------------------------------------------------- actions (store first, then the UI)
 
-def do_label(store: Store, annotator: str, pair_id: str, value) -> None:
-    note = st.session_state.get(f"note_{pair_id}", "")
-    unsure = bool(st.session_state.get(f"unsure_{pair_id}", False))
-    store.label(annotator, pair_id, value, unsure=unsure, note=note.strip() or None)  # on disk before the rerun
-    st.session_state["ann_last"] = {"pair": pair_id, "value": value}
-    st.session_state["ann_flash"] = f"Saved: {'skipped' if value == SKIP else ('supports' if value == 1 else 'does not support')}"
-
-
-def do_undo(store: Store, annotator: str) -> None:
-    pid = store.undo(annotator)
-    st.session_state["ann_last"] = None
-    st.session_state["ann_flash"] = f"Undone: pair {pid}" if pid else "Nothing to undo"
-
-
-# --------------------------------------------------------------------------- page
-
-def choose_annotator() -> str | None:
-    qp = st.query_params
-    name = (qp.get("annotator") or st.session_state.get("ann_annotator") or "").strip()
-    if name:
-        st.session_state["ann_annotator"] = name
-        if qp.get("annotator") != name:
-            qp["annotator"] = name
-        return name
-    st.info("Give your name once; it stays in this page's address so you can come back where you stopped.")
-    with st.form("ann_name_form"):
-        typed = st.text_input("Annotator name", key="ann_name_input", max_chars=100)
-        if st.form_submit_button("Start labelling", type="primary") and typed.strip():
-            st.session_state["ann_annotator"] = typed.strip()
-            st.query_params["annotator"] = typed.strip()
-            st.rerun()
-    return None
-
-
-def setup_panel(store: Store, annotator: str) -> None:
-    """Import a human-pairs TSV for this annotator (the CLI builds task sets from runs)."""
-    with st.expander("Add pairs (import a human-pairs TSV)", expanded=not store.task_sets(annotator)):
-        st.caption("Columns: question, id, document, perspective, label (optional). The file's labels become "
-                   "yours. To sample pairs from a run for several annotators: "
-                   "`berds annotations tasks --run RUN --n 100 --strategy stratified --annotators a,b --overlap 0.2`.")
-        path = st.text_input("TSV path", key="ann_import_path")
-        if st.button("Import", key="ann_import_btn") and path.strip():
-            from berds_core.tasks import import_pairs_tsv
-            try:
-                res = import_pairs_tsv(store, path.strip(), annotator)
-                st.success(f"Imported {res['pairs']} pairs into task set {res['task_set']!r} "
-                           f"({res['labels']} labels from the file).")
-            except InputError as e:
-                st.error(str(e), icon="⚠️")
-
-
-def judge_answer(store: Store, pair_id: str) -> list[str]:
-    out = []
-    for name in store.judges():
-        pred = store.judge_preds(name).get(pair_id)
-        if pred is not None:
-            prob = "" if pred[0] is None else f" (p = {pred[0]:.2f})"
-            out.append(f"{name}: {'supports' if pred[1] else 'does not support'}{prob}")
-    if not out:
-        p = store.pair(pair_id)
-        if p.judge_prob is not None:
-            out.append(f"judge probability {p.judge_prob:.2f}")
-    return out
-
-
-def main() -> None:
-    st.title("Annotate")
-    with st.expander("Database", expanded=False):
-        st.text_input("Annotation database", value=str(default_db_path()), key="ann_db",
-                      help="SQLite file; default from $BERDS_ANNOTATIONS_DB or annotations/berds.db.")
+def do_label(lab: Lab, pair_id: str, value) -> None:
+    ss = st.session_state
+    note = ss.get(f"note_{pair_id}", "")
+    unsure = bool(ss.get(f"unsure_{pair_id}", False))
+    shown = ss.get("ann_shown", {}).get(pair_id)
+    spent = int((time.monotonic() - shown) * 1000) if shown else None
     try:
-        store = get_store(db_path())
-    except Exception as e:  # not a database / newer schema
-        st.error(f"{db_path()}: cannot open annotation database ({e})", icon="⚠️")
+        lab.label(pair_id, value, unsure=unsure, note=note.strip() or None, time_ms=spent,
+                  judge_visible=bool(ss.get("ann_show_judge")))  # on disk before the rerun
+    except AccessDenied as e:
+        ss["ann_flash"] = f"Refused: {e}"
         return
-    annotator = choose_annotator()
-    if not annotator:
-        return
+    ss["ann_last"] = {"pair": pair_id, "value": value}
+    ss["ann_flash"] = f"Saved: {'skipped' if value == SKIP else ('supports' if value == 1 else 'does not support')}"
 
-    sets = store.task_sets(annotator)
-    head = st.columns([3, 3, 1])
-    head[0].markdown(f"Annotator: **{esc(annotator)}**")
-    if head[2].button("Switch", key="ann_switch", help="Label under another name"):
-        st.session_state.pop("ann_annotator", None)
-        st.query_params.clear()
-        st.rerun()
-    if not sets:
-        st.warning("No pairs are assigned to you yet. Import a TSV below or ask for a task set.")
-        setup_panel(store, annotator)
-        return
-    options = [ALL] + sets
-    wanted = st.query_params.get("task")
-    index = options.index(wanted) if wanted in options else 0
-    choice = head[1].selectbox("Task set", options, index=index, key="ann_task")
-    task = None if choice == ALL else choice
-    if st.query_params.get("task") != (task or ALL):
-        st.query_params["task"] = task or ALL
 
-    prog = store.progress(annotator, task)
+def do_undo(lab: Lab) -> None:
+    pid = lab.undo()
+    st.session_state["ann_last"] = None
+    st.session_state["ann_flash"] = "Undone: the last decision" if pid else "Nothing to undo"
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def guidelines_panel(lab: Lab) -> None:
+    g = lab.guidelines()
+    with st.expander("Guidelines", expanded=not st.session_state.get("ann_seen_guidelines")):
+        st.session_state["ann_seen_guidelines"] = True
+        if g["text"].strip():
+            st.markdown(safe_markdown(g["text"]))
+        else:
+            st.caption("Decide whether the passage supports the perspective, as a reader of the passage alone would.")
+        for key in ("1", "0", "skip"):
+            st.text(g["definitions"][key])
+
+
+def other_annotator(lab: Lab, name: str) -> None:
+    """A request for another annotator's work: refused (and logged) unless the role sees all labels."""
+    try:
+        labels = lab.labels(name)
+    except AccessDenied as e:
+        refuse(e)
+        return
+    st.subheader(f"Labels of {name}")
+    st.caption("Read only. You label as yourself.")
+    st.dataframe([{"pair": l.pair_id, "label": l.value, "unsure": l.unsure, "at": l.updated_at} for l in labels],
+                 hide_index=True)
+
+
+def reveal_last(lab: Lab) -> None:
+    """The previous pair's decision, with the judge's answer behind an expander (no anchoring)."""
+    from pages.annotator_widget import judge_line
+
+    last = st.session_state.get("ann_last")
+    if not last:
+        return
+    value = last["value"]
+    said = "skipped" if value == SKIP else ("supports" if value == 1 else "does not support")
+    with st.expander(f"Previous pair: you said {said}. Reveal the automatic judge's answer"):
+        if st.button("Show the judge's answer", key="ann_reveal"):
+            try:
+                line = judge_line(lab, last["pair"], log=True)
+            except (AccessDenied, StoreError) as e:
+                error_line(e)
+                return
+            st.text(line or "No judge answer is stored for this pair.")
+            judge_caveat(lab.store.judges())
+
+
+def my_downloads(lab: Lab) -> None:
+    from berds_core.exports import to_csv, to_jsonl
+
+    rows = [r for r in lab.export_rows("labels", include_skips=True) if r["annotator"] == lab.actor.name]
+    with st.expander(f"My labels ({len(rows)})"):
+        c = st.columns(2)
+        c[0].download_button("Download my labels (CSV)", to_csv(rows), file_name="my-labels.csv", mime="text/csv",
+                             key="ann_dl_mine_csv", disabled=not rows)
+        c[1].download_button("Download my labels (JSONL)", to_jsonl(rows), file_name="my-labels.jsonl",
+                             mime="application/jsonl", key="ann_dl_mine_jsonl", disabled=not rows)
+
+
+def simple_annotator(lab: Lab, task: str | None) -> None:
+    """One server round trip per decision: Streamlit buttons with keyboard shortcuts."""
+    ss = st.session_state
+    prog = lab.progress(task)
     frac = prog["done"] / prog["total"] if prog["total"] else 1.0
     st.progress(frac, text=f"{prog['done']} of {prog['total']} done · {prog['labelled']} labelled · "
                            f"{prog['skipped']} skipped · {prog['remaining']} left")
-    flash = st.session_state.pop("ann_flash", None)
+    flash = ss.pop("ann_flash", None)
     if flash:
-        st.toast(flash)
-
-    pid = store.next_pair(annotator, task)
-    if pid is None:
+        st.toast(esc(flash))
+    nxt = lab.next_pairs(1, task)
+    if not nxt:
         st.success("All pairs of this task set are done. Thank you! (u undoes the last label.)")
-        st.button("Undo last", key="btn_undo", shortcut="u", on_click=do_undo, args=(store, annotator))
-        reveal_last(store)
-        setup_panel(store, annotator)
+        st.button("Undo last", key="btn_undo", shortcut="u", on_click=do_undo, args=(lab,))
         return
-    pair = store.pair(pid)
-    st.caption(f"Pair {esc(pid)}" + (f" · {esc(pair.subset)}" if pair.subset else ""))
+    pid = nxt[0]
+    view = lab.pair_view(pid)
+    ss.setdefault("ann_shown", {}).setdefault(pid, time.monotonic())
     st.markdown("**Question**")
-    st.markdown(esc(pair.question))
+    st.markdown(esc(view["question"]))
     st.markdown("**Perspective**")
-    st.info(esc(pair.perspective))
+    st.info(esc(view["perspective"]))
     st.markdown("**Passage** — does it support the perspective?")
     with st.container(border=True):
-        st.markdown(esc(pair.document))
+        if view["title"]:
+            st.markdown(f"**{esc(view['title'])}**")
+        st.markdown(esc(view["document"]))
+    if ss.get("ann_show_judge"):
+        from pages.annotator_widget import judge_line
 
+        st.caption(esc(judge_line(lab, pid, log=False)))
     cols = st.columns(4)
     cols[0].button("Supports", key="btn_yes", shortcut="y", type="primary", width="stretch",
-                   on_click=do_label, args=(store, annotator, pid, 1))
+                   on_click=do_label, args=(lab, pid, 1))
     cols[1].button("Does not support", key="btn_no", shortcut="n", width="stretch",
-                   on_click=do_label, args=(store, annotator, pid, 0))
+                   on_click=do_label, args=(lab, pid, 0))
     cols[2].button("Skip", key="btn_skip", shortcut="s", width="stretch",
-                   on_click=do_label, args=(store, annotator, pid, SKIP))
-    cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch",
-                   on_click=do_undo, args=(store, annotator))
+                   on_click=do_label, args=(lab, pid, SKIP))
+    cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch", on_click=do_undo, args=(lab,))
     extra = st.columns([1, 3])
     extra[0].checkbox("Unsure", key=f"unsure_{pid}")
     extra[1].text_input("Note (optional)", key=f"note_{pid}", label_visibility="collapsed",
                         placeholder="Note (optional)")
-    reveal_last(store)
-    setup_panel(store, annotator)
 
 
-def reveal_last(store: Store) -> None:
-    """The previous pair's label, with the judge's answer behind a button (no anchoring)."""
-    last = st.session_state.get("ann_last")
-    if not last:
+def main() -> None:
+    from pages.annotate_admin import admin_panel, quick_start
+
+    st.title("Annotate")
+    store = page_store("ann", must_exist=False)
+    if store is None:
         return
-    try:
-        answers = judge_answer(store, last["pair"])
-    except StoreError:
+    lab = lab_for_page(store)
+    account_bar(lab)
+    other = (st.query_params.get("annotator") or "").strip()
+    if not lab.actor.open_mode and other and other != lab.actor.name:
+        other_annotator(lab, other)
         return
-    value = last["value"]
-    said = "skipped" if value == SKIP else ("supports" if value == 1 else "does not support")
-    with st.expander(f"Previous pair: you said {said}. Reveal the judge's answer"):
-        st.text(f"Pair {last['pair']}")
-        if answers:
-            for a in answers:
-                st.text(a)
-        else:
-            st.text("No judge answer stored for this pair.")
+    guidelines_panel(lab)
+    sets = lab.task_sets()
+    if not sets:
+        st.warning("No pairs are assigned to you yet." + (" Start the demo task set, or import pairs or build a "
+                                                          "task set below." if lab.allowed("build_task_set") else
+                                                          " Ask an admin for a task set."))
+        if lab.allowed("build_task_set"):
+            quick_start(lab)
+            admin_panel(lab)
+        return
+    head = st.columns([3, 2])
+    options = [ALL] + sets
+    wanted = st.query_params.get("task")
+    choice = head[0].selectbox("Task set", options, index=options.index(wanted) if wanted in options else 0,
+                               key="ann_task")
+    task = None if choice == ALL else choice
+    if st.query_params.get("task") != (task or ALL):
+        st.query_params["task"] = task or ALL
+    ui_default = "simple" if st.query_params.get("ui") == "simple" else "keyboard"
+    ui = head[1].radio("Interface", list(UIS), format_func=UIS.get, index=list(UIS).index(ui_default),
+                       key="ann_ui", horizontal=True)
+    if lab.allowed("see_judge_before_labelling"):
+        st.toggle("Show the judge's answer while I label (recorded with each label)", key="ann_show_judge")
+    if ui == "keyboard":
+        from pages.annotator_widget import keyboard_annotator
+
+        applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
+        for why in applied.rejected.values():
+            error_line(f"A decision was not saved: {why}")
+    else:
+        simple_annotator(lab, task)
+    reveal_last(lab)
+    my_downloads(lab)
+    if lab.allowed("import"):
+        admin_panel(lab)
 
 
 main()

@@ -36,7 +36,7 @@ UPLOAD = "Upload a file"
 FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
 FROM_DATASET = "From the dataset"
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
-JUDGE_CHOICES = ["embedded", "custom spec"]
+JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
 DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
 
 
@@ -208,7 +208,7 @@ def load_data(cfg: Config) -> Data:
     return Data(name, list(questions), corpus, gold, key, subsets)
 
 
-def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75, qe_source: str = "dataset",
+def rank(question, corpus, retriever, method: str, k: int, *, lam: float | None = None, qe_source: str = "dataset",
          judge=None, embedder=None) -> list[tuple[int, float]]:
     """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
     if method == "none":
@@ -220,14 +220,15 @@ def rank(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75,
                                                      candidates=DEPTH)]
 
 
-def judge_matrix(judge, texts: list[str], perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Judge probabilities and labels, shaped (passages x perspectives)."""
-    n, m = len(texts), len(perspectives)
-    if n == 0:
-        return np.zeros((0, m)), np.zeros((0, m), dtype=bool)
-    pairs = [(t, p) for t in texts for p in perspectives]
-    probs, labels = judge.predict(pairs)
-    return np.asarray(probs, dtype=float).reshape(n, m), np.asarray(labels, dtype=bool).reshape(n, m)
+def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Judge probabilities and labels, shaped (passages x perspectives).
+
+    ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
+    text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
+    """
+    from berds_core.judges import judge_passages
+
+    return judge_passages(judge, list(passages), list(perspectives))
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
@@ -239,7 +240,7 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     return matrix(gold, question.id, len(question.perspectives), ids)
 
 
-def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float = 0.75,
+def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float | None = None,
                   qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
     """Everything one Playground column shows, as plain data (picklable)."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
@@ -247,7 +248,7 @@ def column_result(question, corpus, retriever, judge, method: str, k: int, *, go
     rows = [r for r, _ in ranked]
     texts = [corpus.texts[r] for r in rows]
     ids = [corpus.ids[r] for r in rows]
-    probs, labels = judge_matrix(judge, texts, question.perspectives)
+    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
     g = gold_matrix(gold, question, ids)
     L = g if (use_gold and g is not None) else labels
     return {
@@ -273,7 +274,7 @@ def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=Non
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
     else:
-        _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], [question.perspectives[j] for j in which])
+        _, L = judge_matrix(judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
     out = {}
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]
@@ -281,7 +282,7 @@ def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=Non
     return out
 
 
-def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float = 0.75,
+def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float | None = None,
               qe_source: str = "dataset", embedder=None) -> dict:
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
     ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
@@ -297,29 +298,40 @@ def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: f
 METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
 
 
-def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
+def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0,
+              extra: dict | None = None) -> dict:
     """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
     95% percentile-bootstrap intervals (``berds_core.evaluation``, same seed as ``berds evaluate``).
 
-    Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ..., "macro": {...}}``; the
-    macro average is the mean of the subset means, its interval a stratified bootstrap.
+    ``extra``: more per-question arrays (e.g. ``alpha_ndcg@5`` from ``diversity_metrics``),
+    summarised the same way. Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ...,
+    "macro": {...}}``; the macro average is the mean of the subset means, its interval a
+    stratified bootstrap.
     """
-    from berds_core.evaluation import bootstrap_ci, scores
+    from berds_core.evaluation import scores
 
-    per_q = scores(matrices, (5, 10))
+    per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
+    return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
+
+
+def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
+    from berds_core.evaluation import bootstrap_ci
+
     groups = np.asarray([str(g) for g in subsets])
     names = list(dict.fromkeys(groups.tolist()))
     out = {}
     for g in names:
         idx = np.flatnonzero(groups == g)
         row = {"n": int(idx.size)}
-        for key in METRIC_KEYS:
-            lo, hi = bootstrap_ci(per_q[key][idx], n_boot=n_boot, seed=seed)
-            row[key] = {"mean": float(per_q[key][idx].mean()), "lo": lo, "hi": hi}
+        for key, vals in per_q.items():
+            v = np.asarray(vals, dtype=float)[idx]
+            lo, hi = bootstrap_ci(v, n_boot=n_boot, seed=seed)
+            row[key] = {"mean": float(v.mean()), "lo": lo, "hi": hi}
         out[g] = row
     macro = {"n": len(groups)}
-    for key in METRIC_KEYS:
-        lo, hi = bootstrap_ci(per_q[key], groups=groups.tolist(), n_boot=n_boot, seed=seed)
+    for key, vals in per_q.items():
+        lo, hi = bootstrap_ci(np.asarray(vals, dtype=float), groups=groups.tolist(), n_boot=n_boot, seed=seed)
         macro[key] = {"mean": float(np.mean([out[g][key]["mean"] for g in names])), "lo": lo, "hi": hi}
     out["macro"] = macro
     return out
@@ -487,11 +499,14 @@ def sidebar() -> Config:
 
         st.markdown("### Judge")
         choice = st.selectbox("Judge", JUDGE_CHOICES, key="sb_judge",
-                              help="Decides whether a passage supports a perspective.")
-        spec = "embedded"
+                              help="Decides whether a passage supports a perspective. embedded: offline, measures "
+                                   "topicality, not stance. berds-evaluator: the BERDS paper's fine-tuned Mistral "
+                                   "(needs its weights, a GPU advised); berds-evaluator:<url> for a vLLM server.")
+        spec = choice if choice != "custom spec" else "embedded"
         if choice == "custom spec":
             spec = st.text_input("Judge spec", key="sb_judge_spec",
-                                 placeholder="hf:<model>[+<adapter>] or openai:<model>@<url>").strip() or "embedded"
+                                 placeholder="berds-evaluator:<url>, hf:<model>[+<adapter>] or openai:<model>@<url>"
+                                 ).strip() or "embedded"
         ok, msg = judge_status(spec)
         (st.success if ok else st.error)(f"{spec}: {msg}", icon=":material/check_circle:" if ok else ":material/error:")
     cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
@@ -505,6 +520,19 @@ def current_config() -> Config:
 
 
 # --------------------------------------------------------------------------- small renderers
+
+
+def judge_caveat(spec_or_names) -> bool:
+    """Say what a judge measures where its verdicts are shown: for the offline ``embedded`` judge
+    (topicality, not stance) one caption pointing to the LLM judges. Takes a spec, a stored judge
+    name, or several names (one caption at most). True when a caveat was shown."""
+    from berds_core.judges import describe_judge
+
+    names = [spec_or_names] if isinstance(spec_or_names, str) or spec_or_names is None else list(spec_or_names)
+    caveat = next((c for c in (describe_judge(n)["caveat"] for n in names if n) if c), None)
+    if caveat:
+        st.caption(f":material/info: {caveat}")
+    return bool(caveat)
 
 
 def pct(x) -> str:

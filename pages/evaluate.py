@@ -6,21 +6,29 @@ import hashlib
 import io
 import json
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from berds_core.metrics import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
-from pages.common import (ensure_shell, esc, page_engine, run_entry, summarize)
+from pages.common import (ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize, summarize_scores)
 
 ensure_shell()
 
 METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
-           "coverage": "+ perspective re-ranker", "preset": "preset: diverse (best found)"}
+           "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2",
+           "preset": "preset: diverse (best found)"}
+PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 METRICS = [("mrecall@5", "MRecall@5"), ("mrecall@10", "MRecall@10"), ("precision@5", "Precision@5"),
-           ("precision@10", "Precision@10"), ("precision@1", "Precision@1")]
+           ("precision@10", "Precision@10"), ("precision@1", "Precision@1"),
+           # TREC diversity measures (ndeval via ir_measures; perspectives as subtopics, the labels as qrels)
+           ("alpha_ndcg@5", "α-nDCG@5"), ("alpha_ndcg@10", "α-nDCG@10"), ("err_ia@5", "ERR-IA@5"),
+           ("err_ia@10", "ERR-IA@10"), ("p_ia@5", "P-IA@5"), ("p_ia@10", "P-IA@10"), ("strecall@5", "StRecall@5"),
+           ("strecall@10", "StRecall@10")]
+CHART_DEFAULT = ["mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5"]
 DEPTH = 10  # passages kept per question (k = 5 and 10 are scored)
 
 
@@ -35,7 +43,7 @@ def run_key(cfg, method, lam, qe_source) -> str:
 
 
 def config_label(cfg, method, lam, qe_source, labels) -> str:
-    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method in ("qe", "coverage") else "")
+    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
     return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
 
 
@@ -59,17 +67,28 @@ def table_csv(summary: dict, label: str) -> str:
     return buf.getvalue()
 
 
-def comparison_chart(done: dict, chosen: list[str], metric_keys: list[str]) -> go.Figure:
+def diversity_per_question(entries: list[dict], qrels) -> dict:
+    """The ndeval measures of each question at k = 5 and 10 (``berds_core.diversity_metrics``)."""
+    from berds_core.diversity_metrics import diversity_scores
+
+    return diversity_scores(entries, qrels, (5, 10))
+
+
+def comparison_chart(summaries: dict, chosen: list[str], metric_keys: list[str],
+                     marks: dict | None = None) -> go.Figure:
+    """Grouped bars of the macro means with their intervals; ``marks[label][metric]``: the significance
+    stars of that configuration against the baseline, drawn above its bar."""
     fig = go.Figure()
     for label in chosen:
-        macro = done[label]["summary"]["macro"]
+        macro = summaries[label]["macro"]
         names = [dict(METRICS)[k] for k in metric_keys]
         means = [macro[k]["mean"] for k in metric_keys]
-        fig.add_bar(name=label, x=names, y=means,
+        text = [(marks or {}).get(label, {}).get(k, "") for k in metric_keys]
+        fig.add_bar(name=label, x=names, y=means, text=text, textposition="outside", cliponaxis=False,
                     error_y=dict(type="data", symmetric=False,
                                  array=[macro[k]["hi"] - macro[k]["mean"] for k in metric_keys],
                                  arrayminus=[macro[k]["mean"] - macro[k]["lo"] for k in metric_keys]))
-    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1], title="macro average (95% interval)"),
+    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.1], title="macro average (95% interval)"),
                       legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=10, b=10), height=380)
     return fig
 
@@ -92,16 +111,18 @@ def main() -> None:
     method = c2.selectbox("Diversifier", list(METHODS), format_func=METHODS.get, key="ev_method")
     lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=method != "mmr")
     qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
-                             disabled=method not in ("qe", "coverage"))
+                             disabled=method not in PERSPECTIVE_METHODS)
     label_opts = (["gold", "judge"] if data.gold else ["judge"])
     labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
                       help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
+    if labels == "judge":
+        judge_caveat(cfg.judge)
 
     questions = [q for q in data.questions if not subsets or q.subset in chosen_subsets]
     if not questions:
         st.info("Pick at least one subset.")
         return
-    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method in ("qe", "coverage") else None)
+    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method in PERSPECTIVE_METHODS else None)
     store = ss.eval_runs.setdefault(key, {})
     todo = [q for q in questions if q.id not in store]
     label = config_label(cfg, method, lam, qe_source, labels)
@@ -119,8 +140,8 @@ def main() -> None:
             bar = st.progress(0.0, text="Retrieving and judging…")
             done_n = len(questions) - len(todo)
             for i, q in enumerate(todo):
-                store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH, lam=lam,
-                                        qe_source=qe_source, embedder=embedder)
+                store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH,
+                                        lam=lam if method == "mmr" else None, qe_source=qe_source, embedder=embedder)
                 bar.progress((done_n + i + 1) / len(questions),
                              text=f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}")
             ss.eval_active = None
@@ -138,9 +159,17 @@ def main() -> None:
     mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
             for e in entries]
     scores = [per_question(e, L) for e, L in zip(entries, mats)]
-    summary = summarize(mats, [e.get("subset") or "all" for e in entries])
+    from berds_core.diversity_metrics import subtopic_qrels
+
+    label_args = {"gold": data.gold} if labels == "gold" else {"judge": judge.name}
+    div = diversity_per_question(entries, subtopic_qrels([entries], **label_args))
+    summary = summarize(mats, [e.get("subset") or "all" for e in entries], extra=div)
     if not todo:
-        ss.eval_done[label] = {"summary": summary, "key": key}
+        ss.eval_done[label] = {"summary": summary, "key": key, "labels": label_args,
+                               "ids": [e["id"] for e in entries],
+                               "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
+                                         **{k: v.tolist() for k, v in div.items()}},
+                               "subsets": [e.get("subset") or "all" for e in entries]}
 
     st.subheader(f"Results · {label}")
     st.dataframe(table_rows(summary), hide_index=True, width="stretch")
@@ -160,9 +189,86 @@ def _show_compare(done: dict) -> None:
         return
     st.subheader("Compare configurations")
     chosen = st.multiselect("Configurations", list(done), default=list(done)[-4:], key="ev_compare")
-    metric_keys = [k for k, _ in METRICS]
-    if chosen:
-        st.plotly_chart(comparison_chart(done, chosen, metric_keys), width="stretch", key="ev_chart")
+    metric_keys = st.multiselect("Metrics", [k for k, _ in METRICS], default=CHART_DEFAULT, key="ev_compare_metrics",
+                                 format_func=dict(METRICS).get)
+    if not chosen or not metric_keys:
+        return
+    summaries = {label: done[label]["summary"] for label in chosen}
+    marks, sig = {}, None
+    if len(chosen) > 1:
+        baseline = st.selectbox("Baseline (each other configuration is tested against it)", chosen,
+                                key="ev_baseline")
+        sig, summaries = _significance(done, chosen, baseline, metric_keys)
+        if sig is not None:
+            marks = {c["b"]: {m: r["stars"] for m, r in c["metrics"].items()} for c in sig["comparisons"]}
+    st.plotly_chart(comparison_chart(summaries, chosen, metric_keys, marks), width="stretch", key="ev_chart")
+    if sig is not None:
+        st.caption(f"Stars above a bar: its difference from “{sig['baseline']}” over the same questions, paired "
+                   f"randomisation test ({sig['n_resamples']} sign patterns, exact for small sets), "
+                   f"{sig['correction'].capitalize()}-corrected per metric across {len(sig['comparisons'])} "
+                   "comparison(s): * p < 0.05, ** p < 0.01, *** p < 0.001. Macro averages (every subset weighs "
+                   "the same). d_z: mean difference / its standard deviation. " + sig["pool"])
+        st.dataframe(significance_rows(sig), hide_index=True, width="stretch", key="ev_sig_table")
+
+
+def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: list[str]):
+    """Paired tests of every chosen configuration against ``baseline`` on their common questions.
+
+    With judge labels the ndeval measures are scored again on the shared pool (the union of the
+    configurations' judged passages), so every configuration has the same ideal ranking; the bars
+    then show those figures. Returns (result or None, summaries for the chart).
+    """
+    from berds_core.diversity_metrics import subtopic_qrels
+    from berds_core.significance import compare
+
+    summaries = {label: done[label]["summary"] for label in chosen}
+    if any(done[c]["labels"].keys() != done[baseline]["labels"].keys() or
+           done[c]["labels"].get("judge") != done[baseline]["labels"].get("judge") for c in chosen):
+        st.warning("These configurations were scored with different labels (gold / judge); significance needs "
+                   "the same labels.")
+        return None, summaries
+    common = [q for q in done[baseline]["ids"] if all(q in set(done[c]["ids"]) for c in chosen)]
+    if len(common) < 2:
+        st.info("Significance needs at least two questions evaluated by every chosen configuration.")
+        return None, summaries
+    cache_key = json.dumps([chosen, baseline, metric_keys, [done[c]["key"] for c in chosen]])
+    cache = st.session_state.setdefault("eval_sig", {})
+    if cache_key not in cache:
+        per_run, subsets = {}, None
+        labels = done[baseline]["labels"]
+        pool = "Gold labels: every gold-labelled passage is in the pool."
+        if "judge" in labels:  # a shared pool: the union of the configurations' judged passages
+            runs = {c: [st.session_state.eval_runs[done[c]["key"]][q] for q in common] for c in chosen}
+            qrels = subtopic_qrels(list(runs.values()), judge=labels["judge"])
+            pool = ("Judge labels: the diversity measures are scored on the shared pool of these configurations "
+                    "(their judged passages together).")
+        for c in chosen:
+            pos = {q: i for i, q in enumerate(done[c]["ids"])}
+            idx = [pos[q] for q in common]
+            per_q = {m: np.asarray(done[c]["per_q"][m], dtype=float)[idx] for m in done[c]["per_q"]}
+            if "judge" in labels:
+                per_q.update(diversity_per_question(runs[c], qrels))
+            per_run[c] = per_q
+            subsets = [done[c]["subsets"][i] for i in idx]
+        sig = compare({c: {m: per_run[c][m] for m in metric_keys} for c in chosen}, baseline=baseline,
+                      groups=subsets)
+        sig["pool"] = pool
+        cache[cache_key] = (sig, {c: summarize_scores(per_run[c], subsets) for c in chosen})
+    return cache[cache_key]
+
+
+def significance_rows(sig: dict) -> list[dict]:
+    rows = []
+    for c in sig["comparisons"]:
+        for m, r in c["metrics"].items():
+            dz = "undefined" if r["d_z"] is None else (
+                f"{r['d_z']:+.2f}" + (f" [{r['d_z_ci'][0]:+.2f}, {r['d_z_ci'][1]:+.2f}]" if r["d_z_ci"] else ""))
+            rows.append({"configuration": c["b"], "metric": dict(METRICS).get(m, m), "questions": r["n"],
+                         "difference [95% CI]": f"{r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]",
+                         "d_z [95% CI]": dz, "p (randomisation)": round(r["p_permutation"], 4),
+                         "p (paired t)": round(r["p_t"], 4), f"p ({sig['correction']})": round(r["p"], 4),
+                         "": r["stars"], "wins / losses / ties": f"{r['wins']} / {r['losses']} / {r['ties']}"})
+    return rows
 
 
 def _excerpt(text: str, words: int = 70) -> str:

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from berds_core.evaluation import passages_needed, union_coverage
-from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, infer_sides, infer_sides_llm, query_for,
-                                side_shares)
+from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
+                                query_for, rank_leaning, side_shares, summarize_exposure)
 from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
                           judge_matrix, page_engine, rank)
 
@@ -37,7 +37,7 @@ def labelled_top(question, query: str, corpus, retriever, judge, method: str, de
     ids = [corpus.ids[r] for r in rows]
     if use_gold:
         return ids, gold_matrix(gold, question, ids)
-    _, L = judge_matrix(judge, [corpus.texts[r] for r in rows], question.perspectives)
+    _, L = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
     return ids, L
 
 
@@ -56,7 +56,8 @@ def config_results(_data, data_key: str, retriever_kind: str, method: str, form:
                             method, k, _data.gold, use_gold)
         p, n = side_shares(L, s, k)
         out.append({"id": q.id, "question": q.question, "subset": q.subset or "all",
-                    "bucket": bucket(L, s, k), "p": p, "n": n})
+                    "bucket": bucket(L, s, k), "p": p, "n": n, "rl": rank_leaning(L, s, k),
+                    "es": exposure(L, s.support, k), "eo": exposure(L, s.oppose, k)})
     return out
 
 
@@ -78,6 +79,18 @@ def leaning_rows(results: dict[str, list[dict]]) -> list[dict]:
             row[b] = c / n if n else 0.0
             row[f"{b}_count"] = c
         rows.append(row)
+    return rows
+
+
+def rank_rows(results: dict[str, list[dict]], k: int) -> list[dict]:
+    """One row per configuration: mean rank-aware leaning RL with its interval, and each side's exposure."""
+    rows = []
+    for label, res in results.items():
+        summ = summarize_exposure([r["rl"] for r in res], [r["es"] for r in res], [r["eo"] for r in res], k)
+        rows.append({"configuration": label, "rank_leaning": summ["mean"],
+                     "lo": summ["ci"][0] if summ["ci"] else None, "hi": summ["ci"][1] if summ["ci"] else None,
+                     "defined": summ["defined"], "questions": summ["n"],
+                     "exposure_support": summ["exposure_support"], "exposure_oppose": summ["exposure_oppose"]})
     return rows
 
 
@@ -213,6 +226,27 @@ if points:
             st.text(f"[{r['subset']}] {r['question']}")
 else:
     st.caption("Click a bar segment to list the questions behind it.")
+
+# ---- rank-aware leaning ----
+st.subheader(f"Rank-aware leaning: which side the top {k} shows first")
+st.caption("RL = (E_s − E_o) / (E_s + E_o), E = Σ over the top k of [the passage supports the side] / log2(rank + 1): "
+           "+1 only the supporting side is shown, −1 only the opposing side, 0 equal discounted exposure. "
+           "Mean over the questions where some passage supports a side, with a 95% bootstrap interval.")
+rrows = rank_rows(lean, int(k))
+fig_rl = go.Figure(go.Bar(
+    y=[r["configuration"] for r in rrows], x=[r["rank_leaning"] or 0.0 for r in rrows], orientation="h",
+    marker_color=["#2e7d4f" if (r["rank_leaning"] or 0) >= 0 else "#b23b3b" for r in rrows],
+    error_x=dict(type="data", symmetric=False,
+                 array=[(r["hi"] - r["rank_leaning"]) if r["hi"] is not None else 0 for r in rrows],
+                 arrayminus=[(r["rank_leaning"] - r["lo"]) if r["lo"] is not None else 0 for r in rrows]),
+    customdata=[[r["defined"], r["questions"], r["exposure_support"] or 0, r["exposure_oppose"] or 0] for r in rrows],
+    hovertemplate="RL %{x:.2f} over %{customdata[0]} of %{customdata[1]} questions<br>exposure: supporting "
+                  "%{customdata[2]:.0%}, opposing %{customdata[3]:.0%} of the top k<extra></extra>"))
+fig_rl.update_layout(xaxis=dict(range=[-1, 1], title="← opposing side first · supporting side first →"),
+                     height=120 + 50 * len(rrows), margin=dict(l=10, r=10, t=10, b=10))
+st.plotly_chart(fig_rl, width="stretch", key="ln_rank_chart", config=chart_config("rank_leaning", fmt))
+st.dataframe(rrows, hide_index=True, width="stretch", key="ln_rank_table")
+st.download_button("Rank-aware leaning data (CSV)", to_csv(rrows), "rank_leaning.csv", "text/csv", key="ln_csv_rank")
 
 # ---- sycophancy ----
 st.subheader("Sycophancy: does the query's phrasing pull the results to its side?")

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from berds_core.judges import describe_judge
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
-                          cached_retriever, column_result, embedder_model, esc, page_engine)
+                          cached_retriever, column_result, embedder_model, esc, judge_caveat, page_engine)
+from pages import web_live
 
 ensure_shell()
 
@@ -14,7 +16,10 @@ COLUMNS = {
     "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
     "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
     "rerank": ("+ Re-ranker", "perspective-aware: the top 100 re-ranked for judged coverage"),
+    "xquad": ("+ xQuAD", "the top 100 re-ranked for the perspectives, one expanded query per perspective"),
+    "pm2": ("+ PM-2", "the top 100 re-ranked so the perspectives get proportional seats"),
 }
+PERSPECTIVE_COLUMNS = ("qe", "rerank", "xquad", "pm2")  # columns that use the perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 
@@ -30,6 +35,7 @@ CSS = """
 .bc-chips{margin-top:6px;display:flex;flex-wrap:wrap;gap:4px}
 .bc-chip{font-size:0.75rem;border-radius:999px;padding:1px 8px;border:1px solid #cfd6de;background:#f3f5f8;color:#3b434c}
 .bc-chip.yes{background:#dff3e4;border-color:#58b26d;color:#1d5b2c;font-weight:600}
+.bc-chip.topical{background:#e3eefb;border-color:#6f9bd1;color:#1f4b7a;font-weight:600}
 .bc-chip .g{margin-left:4px;font-weight:700}
 .bc-desc{font-size:0.8rem;color:#5b6470;min-height:2.5em;line-height:1.25;margin-top:-6px}
 .bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
@@ -61,7 +67,7 @@ def _engine(cfg_key: tuple):
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
+def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
                   use_gold: bool) -> dict:
     cfg, data, retriever, judge, embedder = _engine(cfg_key)
     q = _question_from_key(qkey)
@@ -85,19 +91,22 @@ def derived_perspectives(text: str) -> list[str]:
     return [p for p in yes_no_sides(text) if p]
 
 
-def chip_html(j: int, prob: float, label: bool, gold: bool | None) -> str:
+def chip_html(j: int, prob: float, label: bool, gold: bool | None, stance: bool = True) -> str:
+    """One perspective chip; ``stance=False`` (the embedded judge): a positive is "on topic", drawn
+    blue, never green as "supports"."""
     g = '<span class="g">G✓</span>' if gold else ""
-    cls = "bc-chip yes" if label else "bc-chip"
-    tip = f"P{j + 1}: judge probability {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
+    cls = ("bc-chip yes" if stance else "bc-chip topical") if label else "bc-chip"
+    what = "judge probability" if stance else "topicality score (this judge cannot tell sides apart)"
+    tip = f"P{j + 1}: {what} {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
 
 
-def card_html(p: dict, words: int = 32) -> str:
+def card_html(p: dict, words: int = 32, stance: bool = True) -> str:
     tokens = p["text"].split()
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
-    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j])
+    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j], stance)
                     for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
@@ -114,15 +123,20 @@ def metrics_html(res: dict, k: int, desc: str) -> str:
 
 def main() -> None:
     st.title("Playground")
-    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
-               "supports each perspective (green = judged to support; G✓ = the dataset's gold label says it supports).")
     st.markdown(CSS, unsafe_allow_html=True)  # static styles only, no user text
 
     cfg, data, retriever, judge, embedder = page_engine()
+    stance = describe_judge(judge)["stance"]
+    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
+               + ("supports each perspective (green = judged to support; " if stance else
+                  "is on the topic of each perspective (blue = on topic; ")
+               + "G✓ = the dataset's gold label says it supports).")
+    judge_caveat(cfg.judge)
     cfg_key = tuple(cfg.as_dict().items())
 
     mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
                     label_visibility="collapsed")
+    web_settings, web = None, None  # "Web (live)": the typed question's own corpus from a web search
     if mode == "From the dataset":
         by_id = {q.id: q for q in data.questions}
         qid = st.selectbox("Question", list(by_id), key="pg_qid",
@@ -132,6 +146,7 @@ def main() -> None:
         text = st.text_input("Your question", key="pg_text", placeholder="Should cities ban cars from their centres?")
         persp_text = st.text_area("Perspectives, one per line (optional)", key="pg_persp", height=90,
                                   help="Leave empty to derive a yes side and a no side from the question (offline).")
+        web_settings = web_live.corpus_choice()
         if not text.strip():
             st.info("Type a question to retrieve passages for it.")
             return
@@ -147,6 +162,10 @@ def main() -> None:
                     return
                 st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
             question = Question("typed", text.strip(), persp)
+        if web_settings is not None:
+            web = web_live.open_engine(question, web_settings)
+            if web is None:
+                return
 
     c1, c2, c3, c4 = st.columns([1, 1, 1.3, 1])
     k = c1.slider("k (passages per column)", 1, 10, 5, key="pg_k")
@@ -154,11 +173,11 @@ def main() -> None:
     qe_options = [s for s in QE_LABELS if s != "dataset" or question.generated_perspectives]
     qe_source = c3.selectbox("Expansion / re-ranker perspectives", qe_options, key=f"pg_qe_{bool(question.generated_perspectives)}",
                              format_func=QE_LABELS.get)
-    has_gold = bool(data.gold) and question.id in data.gold
+    has_gold = bool(data.gold) and question.id in data.gold and web is None
     use_gold = c4.radio("Score with", ["judge", "gold"] if has_gold else ["judge"], horizontal=True,
                         key="pg_labels") == "gold"
 
-    t1, t2, t3 = st.columns(3)
+    t1, t2, t3, t4, t5 = st.columns(5)
     shown = ["none"]
     if t1.toggle("MMR", value=True, key="pg_mmr"):
         shown.append("mmr")
@@ -166,6 +185,10 @@ def main() -> None:
         shown.append("qe")
     if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
         shown.append("rerank")
+    if t4.toggle("xQuAD", value=False, key="pg_xquad"):
+        shown.append("xquad")
+    if t5.toggle("PM-2", value=False, key="pg_pm2"):
+        shown.append("pm2")
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
     st.markdown("".join(f'<div class="bc-persp"><span class="bc-tag">P{j + 1}</span>{esc(p)}</div>'
@@ -176,8 +199,9 @@ def main() -> None:
     with st.spinner("Retrieving and judging…"):
         for method in shown:
             try:
-                results[method] = cached_column(cfg_key, qkey, method, k, lam if method == "mmr" else 0.5,
-                                                qe_source if method in ("qe", "rerank") else "dataset", use_gold)
+                args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
+                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
+                results[method] = web.column(*args, question) if web else cached_column(*args)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
 
@@ -191,7 +215,7 @@ def main() -> None:
             if "error" in res:
                 st.error(res["error"])
                 continue
-            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p) for p in res["passages"]),
+            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=stance) for p in res["passages"]),
                         unsafe_allow_html=True)
 
     ok = [r for r in results.values() if "error" not in r]
@@ -201,12 +225,14 @@ def main() -> None:
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}.")
         else:
-            ranks = cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold)
+            ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
+                     cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
             lines = []
             for j in missing:
                 r = ranks.get(j)
                 where = (f"first supported at rank {r} of plain retrieval" if r else
-                         f"not supported by any of the top {min(DEPTH, len(data.corpus))} passages of plain retrieval")
+                         f"not supported by any of the top {min(DEPTH, len(web.corpus if web else data.corpus))} "
+                         "passages of plain retrieval")
                 lines.append(f'<div class="bc-miss"><span class="bc-tag">P{j + 1}</span>{esc(question.perspectives[j])}'
                              f' — <b>{where}</b></div>')
             st.warning(f"No column covers {len(missing)} perspective(s) in its top {k}:")

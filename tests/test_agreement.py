@@ -163,3 +163,114 @@ def test_agreement_report_and_disagreements_from_store(tmp_path):
     assert dis["p0"]["kind"] == "humans+judge" and dis["p0"]["gold"] == 1
     assert dis["p2"]["kind"] == "judge" and dis["p2"]["judge"] == 0
     store.close()
+
+
+# ---- PABAK, Gwet's AC1, question bootstrap, breakdowns, paper table ----
+
+from berds_core.agreement import (_alpha_from_sums, alpha_ci, bootstrap_replicates, gwet_ac1,  # noqa: E402
+                                  pabak, paper_table, scores_with_ci, small_n_warnings)
+
+
+def test_pabak_and_ac1_by_hand():
+    # HUMAN / JUDGE: p_o = 0.8 -> PABAK = 2*0.8 - 1 = 0.6
+    assert pabak(HUMAN, JUDGE) == pytest.approx(0.6)
+    # AC1: pi = (0.3 + 0.3) / 2 = 0.3; p_e = 2*0.3*0.7 = 0.42; AC1 = (0.8 - 0.42) / (1 - 0.42) = 0.38 / 0.58
+    assert gwet_ac1(HUMAN, JUDGE) == pytest.approx(0.38 / 0.58)
+    s = binary_scores(HUMAN, JUDGE)
+    assert s["pabak"] == pytest.approx(0.6) and s["ac1"] == pytest.approx(0.655172, abs=1e-6)
+
+
+def test_skewed_labels_kappa_paradox_by_hand():
+    # 20 pairs, both raters say 0 on 18; one disagreement each way: TP 0, FP 1, FN 1, TN 18
+    h = [1, 0] + [0] * 18
+    j = [0, 1] + [0] * 18
+    # p_o = 18/20 = 0.9; p_h = p_j = 0.05; p_e = 0.05^2 + 0.95^2 = 0.905
+    # kappa = (0.9 - 0.905) / (1 - 0.905) = -0.005 / 0.095 = -0.0526 (fooled by prevalence)
+    assert cohen_kappa(h, j) == pytest.approx(-0.005 / 0.095)
+    # PABAK = 2*0.9 - 1 = 0.8
+    assert pabak(h, j) == pytest.approx(0.8)
+    # AC1: pi = 0.05; p_e = 2*0.05*0.95 = 0.095; AC1 = (0.9 - 0.095) / (1 - 0.095) = 0.805 / 0.905 = 0.8895
+    assert gwet_ac1(h, j) == pytest.approx(0.805 / 0.905)
+    assert math.isnan(pabak([], [])) and math.isnan(gwet_ac1([], []))
+    # AC1 stays defined where kappa is not: both raters constant and equal -> p_o = 1, pi = 0, p_e = 0 -> 1
+    assert gwet_ac1([0, 0, 0], [0, 0, 0]) == pytest.approx(1.0) and math.isnan(cohen_kappa([0, 0, 0], [0, 0, 0]))
+
+
+def test_question_bootstrap_by_hand():
+    # question A: human 1 1 0 0, judge 1 1 0 0 (TP 2, TN 2); question B: human 1 0, judge 0 1 (FN 1, FP 1)
+    human = [1, 1, 0, 0, 1, 0]
+    judge = [1, 1, 0, 0, 0, 1]
+    groups = ["A"] * 4 + ["B"] * 2
+    # resampling 2 questions with replacement gives {A,A} (prob 1/4), {A,B} (1/2), {B,B} (1/4):
+    #   {A,A}: 8 agreements of 8 -> accuracy 1;    p_o 1, p_h = p_j = 1/2, p_e 1/2 -> kappa 1
+    #   {A,B}: 4 of 6 -> accuracy 2/3;             p_o 2/3, p_e 1/2 -> kappa (2/3 - 1/2)/(1/2) = 1/3
+    #   {B,B}: 0 of 4 -> accuracy 0;               p_o 0, p_e 1/2 -> kappa -1
+    reps = bootstrap_replicates(human, judge, groups=groups, n_boot=4000, seed=5)
+    vals, counts = np.unique(np.round(reps["accuracy"], 6), return_counts=True)
+    assert vals.tolist() == [0.0, round(2 / 3, 6), 1.0]
+    assert counts / 4000 == pytest.approx([0.25, 0.5, 0.25], abs=0.03)
+    assert set(np.round(reps["kappa"], 6)) == {-1.0, round(1 / 3, 6), 1.0}
+    ci = bootstrap_ci(human, judge, groups=groups, n_boot=4000, seed=5)
+    assert ci["accuracy"] == [0.0, 1.0] and ci["kappa"] == [-1.0, 1.0]
+    # resampling the 6 pairs instead treats them as independent: accuracy takes 7 values (0/6 .. 6/6)
+    pair_reps = bootstrap_replicates(human, judge, n_boot=4000, seed=5)
+    assert len(np.unique(np.round(pair_reps["accuracy"], 6))) > 3
+    s = scores_with_ci(human, judge, groups=groups, n_boot=200)
+    assert s["questions"] == 2 and s["n"] == 6
+
+
+def test_intervals_need_two_questions_never_x_x():
+    assert bootstrap_ci([1], [1], n_boot=100)["kappa"] == [None, None]  # n = 1
+    assert bootstrap_ci([1, 0, 1], [1, 0, 0], groups=["q", "q", "q"], n_boot=100)["accuracy"] == [None, None]
+    s = scores_with_ci([1, 0], [1, 1], groups=["q1", "q1"], n_boot=100)
+    assert s["ci95"]["f1"] == [None, None] and s["questions"] == 1
+
+
+def test_alpha_closed_form_and_question_interval():
+    rng = np.random.default_rng(3)
+    a = {f"u{i}": int(v) for i, v in enumerate(rng.integers(0, 2, 40))}
+    b = {u: (v if rng.random() < 0.8 else 1 - v) for u, v in a.items()}
+    c = {u: v for u, v in list(a.items())[:15]}
+    ratings = {"a": a, "b": b, "c": c}
+    # the closed form over coincidence sums equals the krippendorff package
+    o01 = n0 = n1 = 0.0
+    for u in a:
+        vals = [r[u] for r in ratings.values() if u in r]
+        k1 = sum(vals)
+        k0 = len(vals) - k1
+        o01 += k0 * k1 / (len(vals) - 1)
+        n0 += k0
+        n1 += k1
+    assert float(_alpha_from_sums(o01, n0, n1)) == pytest.approx(krippendorff_alpha(ratings))
+    groups = {u: f"q{int(u[1:]) // 4}" for u in a}  # 10 questions of 4 pairs
+    lo, hi = alpha_ci(ratings, groups, n_boot=500)
+    assert lo < krippendorff_alpha(ratings) < hi
+    assert alpha_ci(ratings, {u: "q" for u in a}) == [None, None]  # one question: no interval
+
+
+def test_report_breakdowns_table_and_small_n_warning(tmp_path):
+    store = Store(tmp_path / "r.db")
+    # 4 questions x 3 pairs; sides alternate
+    store.add_pairs([Pair(f"p{i}", f"question {i // 3}?", f"doc {i}", "persp", question_id=f"q{i // 3}",
+                          subset="s1" if i < 6 else "s2", side="support" if i % 2 else "oppose") for i in range(12)])
+    for i in range(12):
+        store.label("alice", f"p{i}", i % 2)
+    for i in range(4):  # bob shares 4 pairs with alice: a small sample
+        store.label("bob", f"p{i}", 1)
+    store.set_judge_preds("j", {f"p{i}": (0.5, (i % 2) if i != 4 else 1) for i in range(12)})
+    store.set_reference_labels({"p0": 0, "p1": 1})
+    rep = agreement_report(store, "j", n_boot=100)
+    assert rep["questions"] == 4 and set(rep["subsets"]) == {"s1", "s2"} and set(rep["sides"]) == {"support", "oppose"}
+    assert rep["per_question"]["q0"]["text"] == "question 0?" and rep["per_question"]["q0"]["n"] == 6  # alice 3 + bob 3
+    assert rep["per_question"]["q0"]["ci95"]["kappa"] == [None, None]  # one question: no interval
+    # 'oppose' side (even i): alice 0 everywhere, judge 0 except p4 -> 1 error of 8 comparisons (alice 6, bob 2)
+    assert rep["sides"]["oppose"]["n"] == 8
+    comparisons = [r["comparison"] for r in rep["table"]]
+    assert comparisons == ["human vs j", "reference labels vs j", "human vs human"]
+    iaa = rep["iaa"]["pairs"]["alice|bob"]
+    assert iaa["n"] == 4 and iaa["questions"] == 2 and set(iaa["ci95"]) == {"kappa", "pabak", "ac1", "accuracy"}
+    assert any("alice and bob" in w and "only 4 pair(s)" in w for w in rep["warnings"])
+    assert rep["calibration_scores"]["alice"]["n"] == 2 and rep["calibration_scores"]["alice"]["accuracy"] == 1.0
+    assert small_n_warnings({"judge": "j", "n": 400, "questions": 40}) == []
+    assert paper_table({"judges": {}, "iaa": {"pooled": None}}) == []
+    store.close()

@@ -147,7 +147,7 @@ def test_bad_tsv_exits_2_with_file_line_field(tmp_path, capsys, body, where):
 
 def test_bad_input_errors(tmp_path, tsv, capsys):
     db = str(tmp_path / "a.db")
-    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv))
+    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--labels-are", "ignore")
     code, _, err = run_cli(capsys, "annotations", "label", "--db", db, "--annotator", "a", "--pair", "999", "--label", "1")
     assert code == 2 and "field 'pair'" in err and "999" in err
     # the same id with a different document is refused, and nothing is overwritten
@@ -200,3 +200,101 @@ def test_cli_subprocess_json_stdout_only(tmp_path, tsv):
                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["labels"] == 4
+
+
+def _sub(*argv, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "berds_core", *argv], capture_output=True, text=True, env=env,
+                          cwd=str(cwd), timeout=120)
+
+
+def test_bad_tsv_import_leaves_no_database_behind(tmp_path):
+    """issue 18: a bad TSV must not create an (empty) database or its folder."""
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("question\tid\tdocument\tperspective\tlabel\nq\t1\td\tp\tmaybe\n", encoding="utf-8")
+    db = tmp_path / "new" / "dir" / "ann.db"
+    out = _sub("annotations", "import", "--db", str(db), "--pairs", str(bad), "--annotator", "x", cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert f"{bad}:2: field 'label':" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "maybe" not in out.stderr  # the file's contents are not quoted
+    assert not db.exists() and not (tmp_path / "new").exists()
+    # a file with labels but no say on what they are: refused before anything is created
+    lab = tmp_path / "lab.tsv"
+    lab.write_text("question\tid\tdocument\tperspective\tlabel\nq\t1\td\tp\t1\n", encoding="utf-8")
+    out = _sub("annotations", "import", "--db", str(db), "--pairs", str(lab), cwd=tmp_path)
+    assert out.returncode == 2 and "--labels-are" in out.stderr and not db.exists()
+
+
+def test_bad_import_never_changes_an_existing_database(tmp_path, tsv, capsys):
+    db = str(tmp_path / "a.db")
+    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--annotator", "paper")
+    before = (Path(db).read_bytes(), json.dumps([e for e in Store(db).history()]))
+    # 2 good new rows, then a row whose id clashes with a stored pair: nothing of the file is stored
+    clash = tmp_path / "clash.tsv"
+    clash.write_text("question\tid\tdocument\tperspective\tlabel\nQ\tn1\td\tp\t1\nQ\tn2\td\tp\t0\n"
+                     "Is X good?\t101\tchanged\tX is good.\t1\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "annotations", "import", "--db", db, "--pairs", str(clash), "--annotator", "paper")
+    assert code == 2 and f"{clash}:4: field 'document'" in err
+    with Store(db) as s:
+        assert not s.has_pair("n1") and s.count_pairs() == 4
+        assert json.dumps(s.history()) == before[1]
+
+
+def test_import_reference_labels_and_export_formats(tmp_path, tsv, capsys):
+    db = str(tmp_path / "a.db")
+    res = jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--labels-are", "reference")
+    assert res["labels"] == 4 and res["labels_as"] == "reference" and res["task_set"] is None
+    with Store(db) as s:
+        assert s.reference_labels() == {"101": 1, "102": 0, "103": 1, "104": 0} and s.labels() == []
+        from berds_core.accounts import Accounts
+        from argon2 import PasswordHasher
+        Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)).add(
+            "paper", "annotator", "a long password")
+    out = tmp_path / "ref.csv"
+    assert jcall(capsys, "annotations", "export", "--db", db, "--what", "reference", "--format", "csv",
+                 "--out", str(out))["rows"] == 4
+    text = out.read_text()
+    assert text.startswith("question,id,document,perspective,label,annotator") and ",reference," in text
+    for fmt in ("tsv", "csv", "jsonl"):
+        for what in ("labels", "gold", "reference"):
+            code, dumped, _ = run_cli(capsys, "annotations", "export", "--db", db, "--what", what, "--format", fmt)
+            assert code == 0 and "$argon2" not in dumped and "a long password" not in dumped
+
+
+def test_tasks_redundancy_routing_flags_and_demo(tmp_path, capsys):
+    db = str(tmp_path / "a.db")
+    run = _run_file(tmp_path)
+    res = jcall(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "8", "--annotators", "a,b,c",
+                "--redundancy", "2", "--route-unsure", "--k", "2")
+    assert res["shared"] == 8 and sum(res["assignments"].values()) == 16
+    with Store(db) as s:
+        info = s.task_set_info(res["task_set"])
+        assert info["params"]["route_unsure"] is True and info["params"]["per_shared"] == 2
+    code, _, err = run_cli(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "8",
+                           "--annotators", "a,b", "--redundancy", "3")
+    assert code == 2 and "--redundancy" in err
+    res = jcall(capsys, "annotations", "demo", "--db", db, "--annotators", "me,you", "--n", "12", "--overlap", "0.5",
+                "--calibration", "2")
+    assert res["task_set"] == "demo" and res["pairs"] == 12 and res["calibration"] == 2
+    res = jcall(capsys, "annotations", "guidelines", "--db", db, "--define", "1=backs the view")
+    assert res["definitions"]["1"] == "backs the view" and res["text"] == ""
+    md = tmp_path / "g.md"
+    md.write_text("# Read the whole passage\n", encoding="utf-8")
+    assert jcall(capsys, "annotations", "guidelines", "--db", db, "--set", str(md))["text"].startswith("# Read")
+    code, _, err = run_cli(capsys, "annotations", "guidelines", "--db", db, "--define", "maybe=x")
+    assert code == 2
+    code, _, err = run_cli(capsys, "annotations", "progress", "--db", str(tmp_path / "none.db"), "--annotator", "a")
+    assert code == 2 and not (tmp_path / "none.db").exists()
+
+
+def test_agreement_cli_reports_every_figure(tmp_path, tsv, capsys):
+    db = str(tmp_path / "a.db")
+    jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--annotator", "paper")
+    for pid, lab in [("101", "1"), ("102", "1"), ("103", "0"), ("104", "0")]:
+        jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", pid, "--label", lab)
+    with Store(db) as s:
+        s.set_judge_preds("jj", {"101": (0.8, 1), "102": (0.3, 0), "103": (0.2, 0), "104": (0.1, 0)})
+    rep = jcall(capsys, "agreement", "--db", db, "--judge", "jj", "--n-boot", "100")
+    assert {"pabak", "ac1", "precision", "recall", "f1"} <= set(rep)
+    assert {r["comparison"] for r in rep["table"]} == {"human vs jj", "human vs human"}
+    assert rep["warnings"] and set(rep["per_question"]) == {"Is X good?", "Is Y fair?"}

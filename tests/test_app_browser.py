@@ -19,7 +19,7 @@ def test_home_then_playground_typed_question_mmr_toggle(streamlit_app_url, brows
     page.goto(streamlit_app_url)
     wait_for_app(page)
     page.wait_for_selector("text=BERDS Studio", timeout=60_000)
-    assert "Questions" in page.inner_text("body")
+    page.wait_for_selector("text=Questions", timeout=120_000)  # the Home page's data loads after the first paint
     screenshot(page, "home")
 
     page.get_by_role("link", name="Playground").first.click()

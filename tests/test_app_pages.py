@@ -191,7 +191,10 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     m = len(re.findall(r'<span class="bc-tag">P\d+</span>', md.split("####")[0]))
     assert m >= 2  # the perspective legend
     # one chip per perspective on every card
-    assert len(re.findall(r'class="bc-chip( yes)?"', md)) == 4 * k * m
+    assert len(re.findall(r'class="bc-chip( yes| topical)?"', md)) == 4 * k * m
+    # the default embedded judge cannot tell sides apart: its positives are "on topic" (blue), never green
+    assert 'class="bc-chip topical"' in md and 'class="bc-chip yes"' not in md
+    assert any("topicality, not stance" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them
     assert "gold yes" in md and "gold no" in md and "G✓" in md
     values = re.findall(r"MRecall@\d+<b>(\d)</b>", md)
@@ -209,6 +212,18 @@ def test_playground_k_and_mmr_toggle_rerun(playground):
     assert md.count('data-testid="passage-card"') == 3 * 3
     at.toggle(key="pg_mmr").set_value(True).run()
     assert len([m for m in at.markdown if m.value.startswith("#### ")]) == 4
+
+
+def test_playground_xquad_and_pm2_columns(playground):
+    at = playground
+    at.slider(key="pg_k").set_value(3).run()
+    at.toggle(key="pg_xquad").set_value(True).run()
+    at.toggle(key="pg_pm2").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
+    assert heads[-2:] == ["#### + xQuAD", "#### + PM-2"] and len(heads) == 6
+    assert not at.error, [e.value for e in at.error]
+    assert _md(at).count('data-testid="passage-card"') == 6 * 3
 
 
 def test_playground_reports_uncovered_perspectives(playground):
@@ -262,7 +277,8 @@ def test_evaluate_runs_tables_failures_and_downloads(_app):
     (table,) = at.dataframe
     df = table.value
     assert "macro" in set(df["subset"])
-    for col in ("MRecall@5", "MRecall@10", "Precision@5", "Precision@10", "Precision@1"):
+    for col in ("MRecall@5", "MRecall@10", "Precision@5", "Precision@10", "Precision@1", "α-nDCG@5", "α-nDCG@10",
+                "ERR-IA@5", "ERR-IA@10", "P-IA@5", "P-IA@10", "StRecall@5", "StRecall@10"):
         assert col in df.columns
         mean, lo, hi = map(float, re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", df[col].iloc[-1]).groups())
         assert 0 <= lo <= mean <= hi <= 1
@@ -288,5 +304,62 @@ def test_evaluate_results_cached_by_configuration(_app):
     # back to the first configuration: nothing to run, the table is there at once
     at.selectbox(key="ev_method").set_value("none").run()
     assert at.button(key="ev_run").disabled is True
-    assert len(at.dataframe) == 1
+    assert sum("subset" in df.value.columns for df in at.dataframe) == 1  # the results table (+ the comparison's)
     assert len(at.session_state["eval_done"]) == 2
+
+
+@pytest.mark.slow
+def test_evaluate_compares_configurations_with_corrected_significance(_app):
+    """Two configurations (plain, xQuAD) on the demo's gold labels: the comparison's p-values are
+    berds_core.significance on the per-question scores, and the chart's stars are its corrected p's."""
+    from berds_core.significance import compare, stars
+
+    at = _open(_app(), "pages/evaluate.py")
+    at.button(key="ev_run").click().run()
+    at.selectbox(key="ev_method").set_value("xquad").run()
+    at.button(key="ev_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    done = at.session_state["eval_done"]
+    base, other = list(done)
+    at.multiselect(key="ev_compare").set_value([base, other]).run()
+    at.selectbox(key="ev_baseline").set_value(base).run()
+    assert not at.exception, [e.value for e in at.exception]
+    sig_table = next(df.value for df in at.dataframe if "p (randomisation)" in df.value.columns)
+    assert set(sig_table["configuration"]) == {other}
+    assert list(sig_table["metric"]) == ["MRecall@5", "Precision@5", "α-nDCG@5", "StRecall@5"]
+    expected = compare({c: {m: done[c]["per_q"][m] for m in ("mrecall@5", "precision@5", "alpha_ndcg@5",
+                                                            "strecall@5")} for c in (base, other)},
+                       baseline=base, groups=done[base]["subsets"])
+    rows = expected["comparisons"][0]["metrics"]
+    for (_, row), m in zip(sig_table.iterrows(), rows):
+        assert row["p (randomisation)"] == pytest.approx(rows[m]["p_permutation"], abs=1e-4)
+        assert row["p (holm)"] == pytest.approx(rows[m]["p"], abs=1e-4) and row[""] == stars(rows[m]["p"])
+    chart = at.get("plotly_chart")[-1].proto.spec
+    bars = json.loads(chart)["data"]
+    assert [b["name"] for b in bars] == [base, other]
+    assert bars[1]["text"] == [stars(rows[m]["p"]) for m in rows] and set(bars[0]["text"]) == {""}
+
+    # judge labels: the ndeval measures are scored again on the shared pool of the two configurations
+    from berds_core.diversity_metrics import diversity_scores, subtopic_qrels
+
+    at.radio(key="ev_labels").set_value("judge").run()          # xQuAD, judged: no new retrieval
+    at.selectbox(key="ev_method").set_value("none").run()       # plain, judged
+    judged = [c for c in at.session_state["eval_done"] if c.endswith("judge")]
+    assert len(judged) == 2
+    at.multiselect(key="ev_compare").set_value(judged).run()
+    at.selectbox(key="ev_baseline").set_value(judged[0]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("shared pool" in c.value for c in at.caption)
+    done = at.session_state["eval_done"]
+    runs = {c: [at.session_state["eval_runs"][done[c]["key"]][q] for q in done[c]["ids"]] for c in judged}
+    judge_name = done[judged[0]]["labels"]["judge"]
+    qrels = subtopic_qrels(list(runs.values()), judge=judge_name)
+    per_run = {c: {**{m: done[c]["per_q"][m] for m in ("mrecall@5", "precision@5")},
+                   **{m: v for m, v in diversity_scores(runs[c], qrels, (5,)).items() if m in ("alpha_ndcg@5",
+                                                                                             "strecall@5")}}
+               for c in judged}
+    expected = compare(per_run, baseline=judged[0], groups=done[judged[0]]["subsets"])["comparisons"][0]["metrics"]
+    sig_table = next(df.value for df in at.dataframe if "p (randomisation)" in df.value.columns)
+    for (_, row), m in zip(sig_table.iterrows(), ("mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5")):
+        assert row["p (randomisation)"] == pytest.approx(expected[m]["p_permutation"], abs=1e-4)
+        assert row["difference [95% CI]"].startswith(f"{expected[m]['diff']:+.3f}")

@@ -249,7 +249,9 @@ def test_cli_rerank_guided_by_an_hf_judge_end_to_end(cli_files, capsys, tmp_path
 
     c = load_corpus(corpus)
     hits = get_retriever("bm25", c, progress=False).search([QUESTIONS[0]["question"]], 5)[0]
-    probs, _ = judge.predict([(c[r].text, s) for r, _ in hits for s in sides])
+    from berds_core.judges import passage_text
+
+    probs, _ = judge.predict([(passage_text(c[r], judge), s) for r, _ in hits for s in sides])
     assert judge.forward_calls == 0  # every pair was cached by the run
     order = coverage_rerank(np.array([s for _, s in hits]), np.asarray(probs).reshape(len(hits), 2), 2, 0.2)
     assert got == [c[hits[i][0]].id for i in order]

@@ -41,14 +41,37 @@ def test_parse_spec():
     assert parse_spec("openai:gpt-4o@https://api.openai.com/v1") == (
         "openai", {"model": "gpt-4o", "base_url": "https://api.openai.com/v1"})
     assert parse_spec("openai:m@x@localhost:8000")[1]["model"] == "m@x"
-    for bad in ("nli", "hf:", "openai:gpt4", "openai:@http://x"):
+    assert parse_spec("berds-evaluator") == ("hf", {"model": "mistralai/Mistral-7B-Instruct-v0.2",
+                                                    "adapter": "timchen0618/Mistral_BERDS_evaluator"})
+    assert parse_spec("berds-evaluator:http://127.0.0.1:8000") == (
+        "openai", {"model": "berds-evaluator", "base_url": "http://127.0.0.1:8000"})
+    for bad in ("nli", "hf:", "openai:gpt4", "openai:@http://x", "embedded:x"):
         with pytest.raises(ValueError):
             parse_spec(bad)
+    with pytest.raises(ValueError) as e:
+        get_judge("nli")
+    assert "berds-evaluator" in str(e.value) and "embedded" in str(e.value)  # one error listing the choices
+
+
+def test_berds_evaluator_preset_expands_to_the_papers_evaluator():
+    j = get_judge("berds-evaluator")
+    assert (j.backend, j.model_id, j.adapter_id) == ("hf", "mistralai/Mistral-7B-Instruct-v0.2",
+                                                     "timchen0618/Mistral_BERDS_evaluator")
+    assert j.prompt.name == "berds" and j.keep_system is False and j.decode == "logits" and j.shot == 0
+    assert j.name == "hf-mistralai__Mistral-7B-Instruct-v0.2+timchen0618__Mistral_BERDS_evaluator-berds-nosys-0shot-t0.5"
+    v = get_judge("berds-evaluator:http://127.0.0.1:8000", decode="generate")
+    assert (v.backend, v.model_id, v.keep_system, v.decode) == ("openai", "berds-evaluator", False, "generate")
+    assert v.name == "openai-berds-evaluator_127.0.0.1_8000_v1-berds-nosys-0shot-gen-t0.5"
 
 
 def test_names_are_safe_and_carry_threshold():
     j = get_judge("openai:llama3.1:8b@http://localhost:11434/v1", threshold=0.3)
-    assert j.name == "openai-llama3.1_8b_localhost_11434_v1-p1-0shot-t0.3"
+    assert j.name == "openai-llama3.1_8b_localhost_11434_v1-berds-0shot-t0.3"  # chat APIs keep the system turn
+    assert get_judge("openai:mistral-7b@http://h:1").name == "openai-mistral-7b_h_1_v1-berds-nosys-0shot-t0.5"
+    assert get_judge("openai:m@http://h:1", prompt="studio", shot=1).name == "openai-m_h_1_v1-studio-1shot-t0.5"
+    names = {get_judge("openai:m@http://h:1", **o).cache_key for o in
+             ({}, {"prompt": "studio"}, {"shot": 1}, {"decode": "generate"}, {"system": "drop"})}
+    assert len(names) == 5  # prompt, shots, decoding and system turn never share cached predictions
     assert get_judge("openai:m@http://h:1", threshold=0.3).cache_key == get_judge("openai:m@http://h:1").cache_key
 
 
@@ -91,10 +114,27 @@ def _run(tmp_path):
 def test_judge_run_adds_preds_and_probs(tmp_path):
     entries, _ = _run(tmp_path)
     j = WordOverlapJudge(tag="run", threshold=0.7)
+    entries[0][j.name + "-preds"] = [[False, False], [False, False]]  # an old question-level verdict is replaced
     judge_run(entries, j, progress=False)
-    assert entries[0][j.name + "-preds"] == [[True, False], [False, False]]
-    assert entries[1][j.name + "-preds"] == [[True, False, True]]
-    assert entries[0][j.name + "-probs"][0] == pytest.approx([1.0, 2 / 3], abs=1e-4)
+    # the BERDS layout: inside each passage, one value per perspective
+    assert [c[j.name + "-preds"] for c in entries[0]["ctxs"]] == [[True, False], [False, False]]
+    assert entries[1]["ctxs"][0][j.name + "-preds"] == [True, False, True]
+    assert entries[0]["ctxs"][0][j.name + "-probs"] == pytest.approx([1.0, 2 / 3], abs=1e-4)
+    assert j.name + "-preds" not in entries[0] and j.name + "-probs" not in entries[0]
+    # the judge read the authors' document text: text + " " + title (the title key is present, empty)
+    assert ("cats are good pets ", "cats are good") in j.scored
+
+
+def test_passage_text_follows_the_authors_rule_except_for_the_embedded_judge():
+    from berds_core.judges import passage_text
+    from berds_core.records import Passage
+
+    assert passage_text({"text": "T", "title": "Ti"}) == "T Ti"
+    assert passage_text({"text": "T", "title": ""}) == "T "  # an empty title still adds the space
+    assert passage_text({"text": "T"}) == "T"
+    assert passage_text(Passage("p", "Ti", "T")) == "T Ti"
+    assert passage_text({"text": "T", "title": "Ti"}, get_judge("embedded")) == "T"  # what its head was trained on
+    assert passage_text({"text": "T", "title": "Ti"}, WordOverlapJudge()) == "T Ti"
 
 
 def test_cli_judge_writes_a_run_that_evaluates(tmp_path, capsys):

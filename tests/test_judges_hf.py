@@ -119,10 +119,13 @@ def test_cache_hit_on_second_call(tiny_llama, monkeypatch):
 
 def test_name_is_stable_and_safe(tiny_llama):
     j = get_judge("hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator", threshold=0.5)
-    assert j.name == "hf-mistralai__Mistral-7B-Instruct-v0.2+timchen0618__Mistral_BERDS_evaluator-p1-0shot-t0.5"
+    assert j.name == ("hf-mistralai__Mistral-7B-Instruct-v0.2+timchen0618__Mistral_BERDS_evaluator"
+                      "-berds-nosys-0shot-t0.5")  # the paper's prompt, system turn dropped for Mistral
     assert "/" not in j.name and " " not in j.name
     # a local path is named by its folder, not by where it happens to live
-    assert get_judge(f"hf:{tiny_llama}").name.startswith("hf-tiny-llama-0-p1-0shot")
+    assert get_judge(f"hf:{tiny_llama}").name.startswith("hf-tiny-llama-0-berds-0shot")
+    assert get_judge(f"hf:{tiny_llama}", prompt="studio").name.startswith("hf-tiny-llama-0-studio-0shot")
+    assert get_judge(f"hf:{tiny_llama}", decode="generate").name.endswith("-berds-0shot-gen-t0.5")
 
 
 def test_missing_model_is_a_clear_error(tmp_path):
@@ -150,7 +153,8 @@ def test_judge_run_with_hf_judge(tiny_mistral):
                 "ctxs": [{"id": "a", "text": "Music and art for children."}, {"id": "b", "text": "Tax law."}]}]
     j = get_judge(f"hf:{tiny_mistral}", device="cpu", batch_size=3)
     judge_run(entries, j, progress=False)
-    preds, probs = entries[0][j.name + "-preds"], entries[0][j.name + "-probs"]
+    preds = [c[j.name + "-preds"] for c in entries[0]["ctxs"]]  # inside each passage, one per perspective
+    probs = [c[j.name + "-probs"] for c in entries[0]["ctxs"]]
     assert len(preds) == 2 and all(len(r) == 2 for r in preds)
     assert [[p >= j.threshold for p in row] for row in probs] == preds
 
@@ -166,3 +170,96 @@ def test_free_form_yes_probability(tiny_llama):
         assert p == pytest.approx(1.0 / (1.0 + np.exp(ln[1] - ln[0])), abs=1e-5)
     sides = infer_sides_llm("Is it good?", ["It is good.", "It is not good."], j.yes_probability)
     assert sides.source == "llm" and {sides.support, sides.oppose} == {0, 1}
+
+
+def test_generate_mode_is_greedy_16_tokens_parsed_by_the_authors_parser(tiny_mistral):
+    from berds_core.judges.prompts import parse_answer
+
+    j = get_judge(f"hf:{tiny_mistral}", device="cpu", decode="generate", batch_size=2)
+    assert j.name.endswith("-berds-nosys-0shot-gen-t0.5")
+    probs, labels = j.predict(PAIRS)
+    replies = j.generate_answers(PAIRS)  # served from the generation cache now
+    assert j.lm.calls > 0 and set(probs.tolist()) <= {0.0, 1.0}
+    assert labels.tolist() == [parse_answer(r) for r in replies]
+    assert all(len(j._tok(r, add_special_tokens=False)["input_ids"]) <= 16 for r in replies)
+    # the same model in logits mode is a different judge (its own cache entries), loaded once
+    k = get_judge(f"hf:{tiny_mistral}", device="cpu", batch_size=2)
+    assert k.lm is j.lm and k.cache_key != j.cache_key
+
+
+def test_cli_compare_decode_with_the_hf_judge(tiny_mistral, tmp_path, capsys):
+    import json
+
+    from berds_core.cli import main
+
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"id": "q", "question": "Q?", "perspectives": ["Art is good.", "Tax is bad."],
+                               "ctxs": [{"id": "a", "title": "Art", "text": "Music and art for children."},
+                                        {"id": "b", "title": "", "text": "The tax law is new."}]}) + "\n")
+    assert main(["judge", "--run", str(run), "--out", str(tmp_path / "o.jsonl"), "--judge", f"hf:{tiny_mistral}",
+                 "--device", "cpu", "--compare-decode", "--json", "--quiet"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    c = res["decode_comparison"]
+    assert c["pairs"] == 4 and 0 <= c["disagree"] <= 4 and c["logits_judge"] == res["judge"]
+    assert c["disagree"] == c["logits_yes_generate_no"] + c["logits_no_generate_yes"]
+    assert main(["judge", "--run", str(run), "--out", str(tmp_path / "e.jsonl"), "--decode", "generate",
+                 "--quiet"]) == 2  # the embedded judge takes no LLM options
+    assert "--decode" in capsys.readouterr().err
+
+
+# --- a missing model fails fast, with one line and no hub retries (issue 18) ---
+
+
+@pytest.fixture
+def no_hub_calls(monkeypatch):
+    """Any attempt to load through transformers / the hub fails the test."""
+    import transformers
+
+    def boom(*a, **k):
+        raise AssertionError("tried to load from the hub")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", boom)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", boom)
+
+
+@pytest.mark.parametrize("spec", ["hf:/no/such/model/dir", "hf:./models/missing", "hf:~/missing-model"])
+def test_missing_local_path_fails_at_once(spec, no_hub_calls, monkeypatch):
+    from berds_core.judges import JudgeError
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    with pytest.raises(JudgeError) as err:
+        get_judge(spec).predict([("a", "b")])
+    assert "no such folder" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
+    from berds_core.generators import hf
+    from berds_core.judges import JudgeError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hf, "hub_reachable", lambda timeout=3.0: pytest.fail("probed the network while offline"))
+    j = get_judge("hf:nonexistent-org/nonexistent-model")
+    assert j.status()["ok"] is False and "HF_HUB_OFFLINE" in j.status()["detail"]
+    with pytest.raises(JudgeError, match="not in the Hugging Face cache, and HF_HUB_OFFLINE is set"):
+        j.predict([("a", "b")])
+    # online but the hub cannot be reached: the same one line, no retries
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(hf, "hub_reachable", lambda timeout=3.0: False)
+    with pytest.raises(JudgeError, match="hub is unreachable"):
+        get_judge("hf:other-org/missing-model").predict([("a", "b")])
+    # a missing adapter of a present model fails the same way
+    with pytest.raises(JudgeError, match="cannot load adapter 'org/missing-lora'"):
+        get_judge("hf:./tests+org/missing-lora").load()
+
+
+def test_cli_missing_model_is_one_line(tmp_path, capsys, monkeypatch):
+    from berds_core.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("question\tid\tdocument\tperspective\tlabel\nQ\t1\tdoc\tP\t1\n")
+    assert main(["judge-eval", "--pairs", str(tsv), "--judge", "hf:nonexistent-org/nonexistent-model"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "nonexistent-org/nonexistent-model" in err

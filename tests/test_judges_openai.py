@@ -2,8 +2,10 @@
 
 The server implements ``/v1/chat/completions`` and answers deterministically
 from the prompt: "Yes" when the document contains the word "indeed", "No"
-otherwise; with or without logprobs, rejecting logprobs, answering garbage
-for documents with "GARBAGE", or 429 once per document before succeeding.
+otherwise; with or without logprobs, rejecting logprobs, answering "Banana"
+for documents with "BANANA", HTTP 422 for documents with "GARBAGE", wordy
+replies to 16-token requests ("verbose"), or 429 once per document before
+succeeding. (A real vLLM server is tested in test_vllm_server.py.)
 """
 import json
 import math
@@ -49,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/v1/chat/completions":
             return self._send(404, {"error": "not found"})
         prompt = body["messages"][-1]["content"]
-        m = re.search(r"Document: (.*)\nDoes the document", prompt, re.S)
+        m = re.search(r"Document: (.*?)\n(?:Statement:|Does the document)", prompt, re.S)
         doc = m.group(1) if m else prompt  # a free-form yes/no question (Judge.yes_probability)
         mode = srv.mode
         if mode == "reject_logprobs" and body.get("logprobs"):
@@ -63,11 +65,20 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "500":
             return self._send(500, raw=b"internal error")
         if "GARBAGE" in doc:
+            return self._send(422, {"error": {"message": "unprocessable"}})
+        if "BANANA" in doc:
             return self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant",
                                                                          "content": "Banana"}}]})
         yes = "indeed" in doc
         answer = "Yes" if yes else "No"
+        if mode == "verbose" and body["max_tokens"] > 1:  # wordy replies the authors' parser reads
+            answer = "The answer is Yes." if yes else '{"Answer": "No"}'
+        if mode == "verbose" and body["max_tokens"] == 1:
+            answer = "The" if yes else "{"  # logprobs without Yes/No among them
         choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "length"}
+        if body.get("logprobs") and mode == "verbose":
+            choice["logprobs"] = {"content": [{"token": answer, "logprob": -0.1, "top_logprobs": [
+                {"token": answer, "logprob": -0.1}, {"token": "Maybe", "logprob": -3.0}]}]}
         if body.get("logprobs") and mode in ("logprobs", "429_once"):
             p_yes = 0.8 if yes else 0.3
             choice["logprobs"] = {"content": [{"token": "Yes" if yes else " No", "logprob": math.log(max(p_yes, 1 - p_yes)),
@@ -169,11 +180,21 @@ def test_persistent_5xx_gives_up(server):
     assert len(server.requests) == 3
 
 
-def test_garbage_answer_keeps_predictions_already_made(server):
+def test_unclear_answer_is_no_as_the_authors_parse_it(server):
+    server.mode = "text"
+    j = _judge(server.url, concurrency=1)
+    probs, labels = j.predict([("A indeed fine doc.", "P1"), ("BANANA doc.", "P1")])
+    assert probs.tolist() == [1.0, 0.0] and labels.tolist() == [True, False]
+    assert j.decided_by == {"logprobs": 0, "text": 2}
+    last = server.requests[-1]["body"]
+    assert last["max_tokens"] == 16 and last["temperature"] == 0.0 and not last.get("logprobs")
+
+
+def test_failing_request_keeps_predictions_already_made(server):
     server.mode = "text"
     pairs = [("A indeed fine doc.", "P1"), ("A plain doc.", "P1"), ("GARBAGE doc.", "P1")]
     j = _judge(server.url, concurrency=1)
-    with pytest.raises(JudgeError, match="neither Yes nor No.*Banana"):
+    with pytest.raises(JudgeError, match="HTTP 422"):
         j.predict(pairs)
     # the two good answers were committed; re-judging them sends no request
     n = len(server.requests)
@@ -241,3 +262,56 @@ def test_leaning_cli_sides_from_an_llm(server, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["oppose_only"] == 1.0
     assert main(args + ["--sides-llm", "embedded"]) == 2
     assert "cannot answer free prompts" in capsys.readouterr().err
+
+
+def test_berds_prompt_goes_out_with_its_system_turn(server):
+    from berds_core.judges.prompts import SYSTEM_ZERO
+
+    _judge(server.url).predict([("It is indeed good. Title", "Good.")])
+    msgs = server.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user"]  # a chat API keeps the system turn
+    assert msgs[0]["content"] == SYSTEM_ZERO.strip()
+    assert msgs[1]["content"].startswith("Document: It is indeed good. Title\nStatement: Good.\nInstruction: ")
+    assert msgs[1]["content"].endswith("\nAnswer:")
+    _judge(server.url, shot=1).predict([("It is indeed good.", "Good.")])
+    assert [m["role"] for m in server.requests[-1]["body"]["messages"]] == ["system", "user", "assistant", "user"]
+
+
+def test_berds_evaluator_preset_drops_the_system_turn(server):
+    j = get_judge(f"berds-evaluator:{server.url}", retries=1, backoff=0.01)
+    probs, _ = j.predict(PAIRS[:2])
+    np.testing.assert_allclose(probs, [0.8, 0.3], atol=1e-6)
+    body = server.requests[-1]["body"]
+    assert body["model"] == "berds-evaluator" and [m["role"] for m in body["messages"]] == ["user"]
+
+
+def test_generate_mode_parses_wordy_replies(server):
+    server.mode = "verbose"
+    j = _judge(server.url, decode="generate")
+    probs, labels = j.predict(PAIRS)
+    assert labels.tolist() == [True, False, True, False] and probs.tolist() == [1.0, 0.0, 1.0, 0.0]
+    bodies = [r["body"] for r in server.requests]
+    assert all(b["max_tokens"] == 16 and not b.get("logprobs") and b["temperature"] == 0.0 for b in bodies)
+    # logits mode on a server whose top logprobs hold neither Yes nor No: the parsed reply decides
+    k = _judge(server.url)
+    assert k.predict(PAIRS)[1].tolist() == [True, False, True, False]
+    assert k.decided_by == {"logprobs": 0, "text": 4}
+
+
+def test_cli_compare_decode_reports_disagreement(server, tmp_path, capsys):
+    from berds_core.cli import main
+
+    server.mode = "logprobs"
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("question\tid\tdocument\tperspective\tlabel\n"
+                   "Q?\t1\tIt is indeed so.\tP\t1\n"
+                   "Q?\t2\tNo way.\tP\t0\n", encoding="utf-8")
+    rc = main(["judge-eval", "--pairs", str(tsv), "--judge", f"openai:tiny@{server.url}", "--compare-decode",
+               "--threshold", "0.85", "--json", "--quiet"])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    c = res["decode_comparison"]
+    # logits: P(yes) 0.8 and 0.3, both below 0.85 -> No, No; generate: Yes, No -> one disagreement
+    assert (c["pairs"], c["disagree"], c["logits_no_generate_yes"], c["logits_yes_generate_no"]) == (2, 1, 1, 0)
+    assert c["rate"] == 0.5 and c["generate_judge"].endswith("-gen-t0.85") and res["judge"] == c["logits_judge"]
+    assert c["other_vs_humans"]["accuracy"] == 1.0 and res["accuracy"] == 0.5

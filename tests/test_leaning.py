@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from berds_core.cli import main
-from berds_core.leaning import (Sides, bucket, delta, infer_sides, infer_sides_llm, leaning,
-                                query_for, side_shares, sycophancy)
+from berds_core.leaning import (Sides, bucket, delta, exposure, exposure_leaning, ideal_exposure, infer_sides,
+                                infer_sides_llm, leaning, query_for, rank_leaning, side_shares, sycophancy)
 
 S = Sides(0, 1, "order")
 R = Sides(1, 0, "user")
@@ -52,6 +52,23 @@ def test_side_shares_divide_by_k_and_sycophancy_means():
     # p = 0 over all questions: Δ undefined, reported as None
     assert sycophancy([B], [S], 2)["delta"] is None
     assert sycophancy([A], [None], 2)["n"] == 0
+
+
+def test_rank_aware_leaning_weighs_what_comes_first():
+    # one supporting passage at rank 1 and one opposing at rank 5: Δ = 0, but the supporting side is seen first
+    L = M([[1, 0], [0, 0], [0, 0], [0, 0], [0, 1]])
+    assert sycophancy([L], [S], 5)["delta"] == 0.0
+    es, eo = 1.0, 1 / np.log2(6)  # 0.386853
+    assert exposure(L, 0, 5) == pytest.approx(es) and exposure(L, 1, 5) == pytest.approx(eo)
+    assert rank_leaning(L, S, 5) == pytest.approx((es - eo) / (es + eo))  # 0.442114
+    assert rank_leaning(L, R, 5) == pytest.approx(-(es - eo) / (es + eo))  # sides swapped: the sign flips
+    assert rank_leaning(L, S, 4) == 1.0  # k = 4 hides the opposing passage
+    assert rank_leaning(M([[1, 1], [0, 0]]), S, 2) == 0.0  # one passage for both sides: balanced
+    assert rank_leaning(M([[0, 0]]), S, 1) is None
+    assert ideal_exposure(2) == pytest.approx(1 + 1 / np.log2(3))
+    out = exposure_leaning([L, M([[0, 0]]), np.ones((1, 3), bool)], [S, S, None], 5, n_boot=50)
+    assert out["n"] == 2 and out["defined"] == 1 and out["per_question"][1:] == [None, None]
+    assert out["mean"] == pytest.approx(0.442114, abs=1e-6)
 
 
 def test_infer_sides_stances_order_and_rule():
@@ -114,8 +131,18 @@ def test_leaning_cli_with_gold(tmp_path, capsys):
     ])
     assert main(["leaning", "--run", run, "--gold", gold, "--k", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    rank = out.pop("rank_leaning")
     assert out == {"n": 4, "support_only": 0.25, "oppose_only": 0.25, "both": 0.25,
                    "neither": 0.25, "skipped": 0}
+    # RL per question: q1 support at rank 1, oppose at rank 2: (1 - 1/log2 3) / (1 + 1/log2 3) = 0.226294;
+    # q2 oppose only: -1; q3 support only: +1; q4 neither: undefined -> mean of 3 = 0.075431
+    assert rank["n"] == 4 and rank["defined"] == 3
+    assert rank["mean"] == pytest.approx(0.075431, abs=1e-6)
+    assert rank["ci"][0] <= rank["mean"] <= rank["ci"][1]
+    # exposure shares of the ideal Z_5 = 1 + 0.630930 + 0.5 + 0.430677 + 0.386853 = 2.948459:
+    # support (1 + 0 + 1 + 0) / 4 / Z_5 = 0.169580; oppose (0.630930 * 2) / 4 / Z_5 = 0.106993
+    assert rank["exposure_support"] == pytest.approx(0.169580, abs=1e-6)
+    assert rank["exposure_oppose"] == pytest.approx(0.106993, abs=1e-6)
     # k = 1 hides q1's opposing passage at rank 2
     assert main(["leaning", "--run", run, "--gold", gold, "--k", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

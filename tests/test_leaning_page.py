@@ -59,3 +59,33 @@ def test_subset_filter_limits_the_questions(page):
     syc = sycophancy_table(page)
     expected = sum(q.subset == one_subset for q in two)
     assert set(syc["questions"]) == {expected}
+
+
+@pytest.mark.slow
+def test_rank_aware_leaning_table_matches_the_engine(page):
+    """The page's RL for plain BM25 equals exposure_leaning on the same top 5 with gold labels."""
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.datasets import load_demo
+    from berds_core.leaning import exposure_leaning, infer_sides
+    from berds_core.retrieval import get_retriever
+    from berds_core.runs import gold_matrix
+
+    page.session_state["ln_swaps"] = {}  # undo the swap of the test above
+    page.multiselect(key="ln_subsets").set_value(page.multiselect(key="ln_subsets").options).run()
+    assert not page.exception, [e.value for e in page.exception]
+    assert any(h.startswith("Rank-aware leaning") for h in (s.value for s in page.subheader))
+    table = next(df.value for df in page.dataframe if "rank_leaning" in df.value.columns)
+    assert len(table) == 2  # the two default configurations
+    for _, row in table.iterrows():
+        assert -1 <= row["lo"] <= row["rank_leaning"] <= row["hi"] <= 1
+    demo = load_demo()
+    corpus = corpus_from_passages(demo.passages, "demo")
+    two = [q for q in demo.questions if len(q.perspectives) == 2]
+    hits = get_retriever("bm25", corpus, progress=False).search([q.question for q in two], 5)
+    mats = [gold_matrix(demo.gold, q.id, 2, [corpus.ids[r] for r, _ in h]) for q, h in zip(two, hits)]
+    sides = [infer_sides(q.question, q.perspectives, q.stances) for q in two]
+    expected = exposure_leaning(mats, sides, 5)
+    row = table[table["configuration"] == "bm25 plain"].iloc[0]
+    assert row["rank_leaning"] == pytest.approx(expected["mean"])
+    assert row["defined"] == expected["defined"] and row["questions"] == len(two)
+    assert row["exposure_support"] == pytest.approx(expected["exposure_support"])

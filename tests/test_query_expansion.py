@@ -194,3 +194,36 @@ def test_hf_backend_with_tiny_local_model(tmp_path):
     assert isinstance(out, list) and all(isinstance(s, str) and s for s in out)
     with pytest.raises(ValueError):
         generate_perspectives("Are cats good pets?", "gpt:whatever")
+
+
+# --- the paper's perspective-generation prompt ---------------------------------
+
+PAPER_QE = """Generate diverse perspectives that answer the given question. Please answer with a JSON object, where each field is a perspective. Do not generate similar perspectives; they should be distinct. The keys in the JSON object should be meaningful, and each word in the keys should be separated by whitespace.␠
+
+Question: [Question]""".replace("␠", " ")
+
+
+def test_default_prompt_is_the_papers_byte_for_byte(openai_server):
+    from berds_core.diversify.query_expansion import expansion_queries
+
+    q = "Should zoos exist?"
+    assert build_prompt(q) == PAPER_QE.replace("[Question]", q)
+    assert build_prompt(q, prompt="studio") != build_prompt(q) and "3 distinct" in build_prompt(q, prompt="studio")
+    with pytest.raises(ValueError, match="berds, studio"):
+        build_prompt(q, prompt="other")
+    _Handler.requests.clear()
+    got = generate_perspectives(q, f"openai:test-model@{openai_server}")
+    body = _Handler.requests[0][1]
+    assert body["messages"] == [{"role": "user", "content": PAPER_QE.replace("[Question]", q)}]
+    # each generated perspective (a field's value) becomes "question + ' ' + text", in generation order
+    assert expansion_queries(q, got) == [q + " Cats are affectionate companions.", q + " Cats trigger allergies."]
+    generate_perspectives(q, f"openai:test-model@{openai_server}", prompt_name="studio")
+    assert len(_Handler.requests) == 2  # another prompt, another cache entry
+
+
+def test_parse_the_papers_json_answer_shape():
+    raw = ('{\n  "Animal Welfare Concerns": "Zoos confine animals in small spaces.",\n'
+           '  "Conservation Benefits": "Zoos breed endangered species.",\n'
+           '  "Education": "Zoos teach children about wildlife."\n}')
+    assert parse_perspectives(raw) == ["Zoos confine animals in small spaces.", "Zoos breed endangered species.",
+                                       "Zoos teach children about wildlife."]

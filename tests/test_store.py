@@ -145,7 +145,11 @@ def test_pairs_from_runs_and_stored_judge_labels():
              "j-preds": [[True, False], [False, False], [False, True]]}
     pairs, stored = pairs_from_runs([("bm25", [entry])], k=2)
     assert [p.pair_id for p in pairs] == ["bm25:q1:d1:0", "bm25:q1:d1:1", "bm25:q1:d2:0", "bm25:q1:d2:1"]
-    assert pairs[2].document == "T\nt2" and pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
+    # the title stays apart from the passage text (shown apart); the judge reads what judge_run reads
+    from berds_core.judges import passage_text
+    assert pairs[2].document == "t2" and pairs[2].title == "T"
+    assert pairs[2].judge_text() == passage_text({"text": "t2", "title": "T"}) == "t2 T"
+    assert pairs[0].retriever == "bm25" and pairs[0].subset == "kialo"
     assert stored == {"j": {"bm25:q1:d1:0": 1, "bm25:q1:d1:1": 0, "bm25:q1:d2:0": 0, "bm25:q1:d2:1": 0}}
 
 
@@ -268,3 +272,152 @@ def test_eight_concurrent_annotators_lose_nothing(tmp_path):
                 lab = mine[f"p{i}"]
                 assert lab.label == (len(name) + i) % 2 and lab.note == f"{name}/p{i}"
         assert len(s.history()) == 8 * n
+
+
+# ---- schema v2: migration, provenance, idempotent browser events, rounds ----
+
+def test_version_1_database_is_upgraded_in_place(tmp_path):
+    from berds_core.store import _SCHEMA_V1
+
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
+                      + _SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
+    con.execute("INSERT INTO pairs (pair_id, question, document, perspective, seq) VALUES ('p0', 'q', 'd', 'p', 1)")
+    con.execute("INSERT INTO labels VALUES ('p0', 'ann', 1, 0, 0, 'old note', 'then')")
+    con.commit()
+    con.close()
+    with Store(path) as s:
+        assert s.schema_version == SCHEMA_VERSION == 2
+        lab = s.get_label("ann", "p0")
+        assert lab.label == 1 and lab.note == "old note" and lab.time_ms is None and lab.app_version is None
+        assert s.pair("p0").title is None
+        s.label("ann", "p0", 0, time_ms=1500, judge_visible=False)  # and the upgraded tables take new rows
+        assert s.undo("ann") == "p0" and s.get_label("ann", "p0").note == "old note"
+
+
+def test_label_provenance_and_idempotent_client_events(store):
+    from berds_core.store import app_version
+
+    e1 = store.label("ann", "p0", 1, time_ms=2345, judge_visible=False, client_id="tab1-0001")
+    lab = store.get_label("ann", "p0")
+    assert (lab.time_ms, lab.judge_visible, lab.app_version) == (2345, False, app_version())
+    assert app_version().startswith("berds ")
+    # the browser resends an event it has not seen acknowledged: nothing changes
+    assert store.label("ann", "p0", 0, client_id="tab1-0001") == e1
+    assert store.get_label("ann", "p0").label == 1 and len(store.history("ann")) == 1
+    assert store.applied_client_ids(["tab1-0001", "tab1-0002"]) == {"tab1-0001"}
+    assert store.undo("ann", client_id="tab1-0002") == "p0"
+    assert store.undo("ann", client_id="tab1-0002") is None  # the same undo twice undoes once
+    assert store.get_label("ann", "p0") is None
+
+
+def test_batch_is_all_or_nothing(store):
+    with pytest.raises(StoreError):
+        with store.batch():
+            store.add_pairs([Pair("new1", "q", "d", "p")])
+            store.create_task_set("t", {"ann": ["new1"]})
+            store.set_reference_labels({"missing-pair": 1})
+    assert not store.has_pair("new1") and store.task_sets() == []
+
+
+def test_unsure_pairs_are_routed_to_a_second_annotator(store):
+    store.create_task_set("r", {"a": ["p0", "p1"], "b": ["p2", "p3"], "c": ["p4"]}, params={"route_unsure": True})
+    store.label("a", "p0", 1, unsure=True)
+    # c has the fewest pairs, so c gets p0, at the end of their queue, as a routed assignment
+    assert store.queue("c") == ["p4", "p0"]
+    assert [a["kind"] for a in store.assignments("r") if a["pair_id"] == "p0"] == ["task", "routed"]
+    store.label("c", "p0", 0, unsure=True)  # route_max (2) reached: no third annotator
+    assert sum(a["pair_id"] == "p0" for a in store.assignments("r")) == 2
+    store.label("a", "p1", 1)  # sure: stays with a
+    assert sum(a["pair_id"] == "p1" for a in store.assignments("r")) == 1
+    store.create_task_set("plain", {"a": ["p5"], "b": []})
+    store.label("a", "p5", 1, unsure=True)  # this set does not route
+    assert store.queue("b", "plain") == []
+
+
+def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
+    from types import SimpleNamespace
+
+    from berds_core.tasks import build_task_set
+
+    s = Store(tmp_path / "r.db")
+    cands = _pairs(30, subset=lambda i: "s")
+    probs = {p.pair_id: (0.5 if i % 5 == 0 else 0.95) for i, p in enumerate(cands)}  # p0, p5, ... uncertain
+
+    def predict(pairs):
+        import numpy as np
+        pr = np.asarray([probs[next(c.pair_id for c in cands if c.document == d)] for d, _ in pairs])
+        return pr, pr >= 0.5
+
+    judge = SimpleNamespace(name="fake", predict=predict)
+    ref = {f"p{i}": i % 2 for i in range(20, 30)}  # reference labels for p20..p29 (outside the sample)
+    with pytest.raises(ValueError, match="reference"):  # no pair with a reference label known yet
+        build_task_set(s, cands[:20], n=20, strategy="random", annotators=["a", "b", "c"], name="round",
+                       source="test", judge=judge, calibration=3, seed=1)
+    assert s.task_sets() == [] and s.count_pairs() == 0  # nothing written
+    s.close()
+    s = Store(tmp_path / "r2.db")
+    s.add_pairs(cands[20:])
+    s.set_reference_labels(ref, source="paper")
+    res = build_task_set(s, cands[:20], n=20, strategy="random", annotators=["a", "b", "c"], name="round",
+                         source="test", judge=judge, route_uncertain=0.1, calibration=3, seed=1)
+    assert res["routed_uncertain"] == 4 and res["calibration"] == 3
+    rows = s.assignments("round")
+    calib = {r["pair_id"] for r in rows if r["kind"] == "calibration"}
+    assert len(calib) == 3 and calib <= set(ref)
+    for ann in "abc":  # every annotator gets every calibration pair, somewhere in the queue
+        assert calib <= set(s.queue(ann, "round"))
+    per_pair = {}
+    for r in rows:
+        per_pair.setdefault(r["pair_id"], set()).add(r["annotator"])
+    for pid in ("p0", "p5", "p10", "p15"):  # judge-uncertain: two annotators each
+        assert len(per_pair[pid]) == 2
+    assert all(len(per_pair[f"p{i}"]) == 1 for i in range(20) if i % 5)
+    # every pair by n annotators (redundancy): overlap 1, per_shared n
+    res = build_task_set(s, cands[:6], n=6, strategy="random", annotators=["a", "b", "c"], name="double",
+                         source="test", overlap=1.0, per_shared=2)
+    per_pair = {}
+    for r in s.assignments("double"):
+        per_pair.setdefault(r["pair_id"], set()).add(r["annotator"])
+    assert res["shared"] == 6 and all(len(v) == 2 for v in per_pair.values())
+    with pytest.raises(ValueError, match="reference"):
+        build_task_set(s, cands[:5], n=5, strategy="random", annotators=["a", "b"], name="x", source="t",
+                       calibration=50)
+    s.close()
+
+
+def test_demo_task_set_from_the_bundle(tmp_path):
+    from berds_core.tasks import build_demo_task_set, demo_candidates
+
+    pairs, labels = demo_candidates()
+    assert len(pairs) > 500 and 0.1 < sum(labels.values()) / len(labels) < 0.4
+    assert all(p.title and not p.document.startswith(p.title) for p in pairs[:20])  # title kept apart
+    assert {p.side for p in pairs} >= {"support", "oppose"}
+    with Store(tmp_path / "demo.db") as s:
+        res = build_demo_task_set(s, ["me", "you"], n=24, overlap=0.5, calibration=2)
+        assert res["pairs"] == 24 and res["calibration"] == 2
+        assert len(s.reference_labels()) == 26  # the sampled and calibration pairs carry the demo's gold
+        assert len({p.subset for p in s.pairs()}) >= 6  # stratified by subset
+        assert s.next_pair("me") is not None
+
+
+def test_pair_judge_text_follows_the_judge():
+    """A pair is judged on the same text as the run passage it came from: the embedded judge reads the
+    text (what it was trained on), an LLM judge the evaluator's text + " " + title."""
+    from berds_core.judges import get_judge, passage_text
+    from berds_core.tasks import judge_probabilities
+
+    entry = {"id": "q1", "question": "Q?", "perspectives": ["A"], "ctxs": [{"id": "d", "title": "T", "text": "t"}]}
+    (pair,), _ = pairs_from_runs([("r", [entry])], k=1)
+    embedded = get_judge("embedded")
+    assert pair.judge_text(embedded) == passage_text(entry["ctxs"][0], embedded) == "t"
+    seen = []
+
+    class LLMLike:  # any judge without its own document(): reads what the evaluator reads
+        def predict(self, pairs):
+            seen.extend(pairs)
+            return [0.9] * len(pairs), [True] * len(pairs)
+
+    assert judge_probabilities([pair], LLMLike().predict) == {pair.pair_id: (0.9, 1)}
+    assert seen == [("t T", "A")]

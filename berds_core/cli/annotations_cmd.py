@@ -1,10 +1,7 @@
-"""``berds annotations import|label|undo|adjudicate|progress|export|tasks`` and ``berds agreement``."""
+"""``berds annotations import|label|undo|adjudicate|progress|export|tasks|demo|guidelines`` and ``berds agreement``."""
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import sys
 from pathlib import Path
 
@@ -26,7 +23,11 @@ def register(sub) -> None:
     p = acts.add_parser("import", help="import a human-pairs TSV (question, id, document, perspective, label)")
     _flags(p)
     p.add_argument("--pairs", required=True, help="human-pairs TSV")
-    p.add_argument("--annotator", help="store the file's labels as this annotator's and queue the pairs for them")
+    p.add_argument("--annotator", help="queue the pairs for this annotator (and, by default, store the file's labels "
+                                       "as theirs)")
+    p.add_argument("--labels-are", choices=["annotator", "reference", "ignore"], default=None,
+                   help="what the file's labels are: the annotator's, reference labels (gold known in advance, "
+                        "used for calibration), or ignored; required when the file has labels and no --annotator")
     p.add_argument("--task-set", help="task set name (default: the file name without extension)")
     p.set_defaults(func=cmd_import)
 
@@ -58,9 +59,11 @@ def register(sub) -> None:
     p.add_argument("--task-set")
     p.set_defaults(func=cmd_progress)
 
-    p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first) or JSONL")
+    p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first), CSV or JSONL")
     _flags(p)
-    p.add_argument("--format", choices=["tsv", "jsonl"], default="tsv")
+    p.add_argument("--format", choices=["tsv", "csv", "jsonl"], default="tsv")
+    p.add_argument("--what", choices=["labels", "gold", "reference"], default="labels",
+                   help="annotators' labels, adjudicated gold, or reference labels")
     p.add_argument("--out", help="output file (default: stdout)")
     p.add_argument("--annotator", help="only this annotator's labels")
     p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
@@ -76,13 +79,31 @@ def register(sub) -> None:
     p.add_argument("--strategy", choices=["random", "stratified", "uncertain"], default="random")
     p.add_argument("--by", choices=["subset", "retriever"], default="subset", help="strata for --strategy stratified")
     p.add_argument("--annotators", required=True, help="comma-separated names")
-    p.add_argument("--overlap", type=float, default=0.0, help="share of pairs given to several annotators")
-    p.add_argument("--per-shared", type=int, default=2, help="annotators per shared pair")
+    _round_flags(p)
     p.add_argument("--k", type=int, default=10, help="top-k passages per question to draw from (0 = all)")
-    p.add_argument("--judge", default=None, help="judge spec for probabilities (needed by 'uncertain'; default embedded there)")
+    p.add_argument("--judge", default=None, help="judge spec for probabilities (needed by 'uncertain' and "
+                                                 "--route-uncertain; default embedded there)")
+    p.add_argument("--route-uncertain", type=float, default=None, metavar="BAND",
+                   help="give pairs with |judge probability - 0.5| <= BAND to --per-shared annotators")
     p.add_argument("--name", help="task set name (default: derived from the source and strategy)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_tasks)
+
+    p = acts.add_parser("demo", help="a ready task set from the built-in demo bundle (its gold labels as reference)")
+    _flags(p)
+    p.add_argument("--n", type=int, default=40, help="number of pairs (stratified by subset)")
+    p.add_argument("--annotators", required=True, help="comma-separated names")
+    _round_flags(p)
+    p.add_argument("--name", default="demo", help="task set name")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_demo)
+
+    p = acts.add_parser("guidelines", help="show or set the project's guidelines (Markdown) and label definitions")
+    _flags(p)
+    p.add_argument("--set", dest="set_file", metavar="FILE", help="Markdown file with the guidelines")
+    p.add_argument("--define", action="append", default=[], metavar="LABEL=TEXT",
+                   help="definition of a label: 1=..., 0=... or skip=... (repeat)")
+    p.set_defaults(func=cmd_guidelines)
 
     p = sub.add_parser("agreement", help="human vs judge (kappa, accuracy, F1, positive rate) and between humans")
     p.add_argument("--db", default=None)
@@ -92,11 +113,52 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_agreement)
 
 
-def open_store(args) -> Store:
+def _round_flags(p) -> None:
+    """Overlap, routing and calibration options of a labelling round."""
+    p.add_argument("--overlap", type=float, default=0.0, help="share of pairs given to several annotators")
+    p.add_argument("--per-shared", type=int, default=2, help="annotators per shared pair")
+    p.add_argument("--redundancy", type=int, default=None, metavar="N",
+                   help="every pair labelled by N annotators (same as --overlap 1 --per-shared N)")
+    p.add_argument("--route-unsure", action="store_true",
+                   help="a pair an annotator marks unsure goes to one more annotator")
+    p.add_argument("--calibration", type=int, default=0, metavar="C",
+                   help="mix C pairs with reference labels into every queue, unmarked")
+
+
+def _round_args(args, annotators) -> dict:
+    overlap, per_shared = args.overlap, args.per_shared
+    if args.redundancy is not None:
+        if args.redundancy < 1 or args.redundancy > len(annotators):
+            raise InputError("--redundancy", None, None, f"must be between 1 and the number of annotators "
+                                                         f"({len(annotators)})")
+        overlap, per_shared = (1.0, args.redundancy) if args.redundancy > 1 else (0.0, 2)
+    if not 0.0 <= overlap <= 1.0:
+        raise InputError("--overlap", None, None, "overlap must be between 0 and 1")
+    if overlap > 0 and len(annotators) < 2:
+        raise InputError("--overlap", None, None, "overlap needs at least two annotators")
+    if args.route_unsure and len(annotators) < 2:
+        raise InputError("--route-unsure", None, None, "routing needs at least two annotators")
+    if args.calibration < 0:
+        raise InputError("--calibration", None, None, "must be 0 or more")
+    return {"overlap": overlap, "per_shared": per_shared, "route_unsure": args.route_unsure,
+            "calibration": args.calibration}
+
+
+def _annotator_list(text: str) -> list[str]:
+    annotators = [a.strip() for a in text.split(",") if a.strip()]
+    if not annotators:
+        raise InputError("--annotators", None, None, "give at least one annotator name")
+    if len(set(annotators)) != len(annotators):
+        raise InputError("--annotators", None, None, "annotator names must be distinct")
+    return annotators
+
+
+def open_store(args, *, create: bool = False) -> Store:
+    """The ``--db`` store; commands that only read or label need it to exist (nothing is created)."""
     path = Path(args.db) if args.db else default_db_path()
     try:
-        return Store(path)
-    except Exception as e:  # not a database, unreadable, newer schema...
+        return Store(path, create=create)
+    except Exception as e:  # missing, not a database, unreadable, newer schema...
         raise InputError(path, None, None, f"cannot open annotation database ({e})") from None
 
 
@@ -105,10 +167,17 @@ def _quiet(args) -> bool:
 
 
 def cmd_import(args) -> dict:
-    from ..tasks import import_pairs_tsv
+    from ..tasks import import_pairs_tsv, read_pairs_tsv
 
-    with open_store(args) as store:
-        return import_pairs_tsv(store, args.pairs, args.annotator, args.task_set)
+    rows = read_pairs_tsv(args.pairs)  # the whole file is checked before a database is opened or created
+    if any(lab is not None for _, _, lab in rows) and not args.annotator and not args.labels_are:
+        raise InputError(args.pairs, None, "label", "the file carries labels: give --labels-are reference (gold known "
+                                                    "in advance) or --annotator NAME (their labels), or --labels-are ignore")
+    with open_store(args, create=True) as store:
+        try:
+            return import_pairs_tsv(store, args.pairs, args.annotator, args.task_set, labels_as=args.labels_are)
+        except StoreError as e:
+            raise InputError(args.pairs, None, None, str(e)) from None
 
 
 def cmd_label(args) -> dict:
@@ -143,59 +212,21 @@ def cmd_progress(args) -> dict:
                 "next": store.next_pair(args.annotator, args.task_set)}
 
 
-EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
-                  "updated_at", "question_id", "passage_id", "subset", "retriever", "source"]
-
-
-def export_rows(store: Store, *, annotator=None, gold=False, include_skips=False) -> list[dict]:
-    pairs = {p.pair_id: p for p in store.pairs()}
-    rows = []
-    if gold:
-        g = store.gold()
-        for pid, p in pairs.items():
-            if pid in g:
-                rows.append(_row(p, g[pid], "gold", False, None, None))
-        return rows
-    for lab in store.labels(annotator, include_skips=include_skips):
-        rows.append(_row(pairs[lab.pair_id], lab.value, lab.annotator, lab.unsure, lab.note, lab.updated_at))
-    return rows
-
-
-def _row(p, label, annotator, unsure, note, at) -> dict:
-    return {"question": p.question, "id": p.pair_id, "document": p.document, "perspective": p.perspective,
-            "label": label, "annotator": annotator, "unsure": int(bool(unsure)), "note": note or "",
-            "updated_at": at or "", "question_id": p.question_id or "", "passage_id": p.passage_id or "",
-            "subset": p.subset or "", "retriever": p.retriever or "", "source": p.source or ""}
-
-
-def to_tsv(rows: list[dict]) -> str:
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS, delimiter="\t", quotechar='"', doublequote=True,
-                       quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def cmd_export(args) -> dict | None:
-    from ..jsonio import atomic_write, write_jsonl
+    from ..exports import EXPORT_COLUMNS, export_rows, to_csv, to_jsonl, to_tsv
+    from ..jsonio import atomic_write
 
-    with open_store(args) as store:
-        rows = export_rows(store, annotator=args.annotator, gold=args.gold, include_skips=args.include_skips)
-    if args.out:
-        if args.format == "jsonl":
-            write_jsonl(args.out, rows)
-        else:
-            with atomic_write(args.out) as fh:
-                fh.write(to_tsv(rows))
-        return {"out": args.out, "rows": len(rows), "format": args.format}
-    if getattr(args, "json", False):
+    if getattr(args, "json", False) and not args.out:
         raise InputError("--out", None, None, "--json prints a summary; give --out FILE for the exported rows")
-    if args.format == "jsonl":
-        for r in rows:
-            sys.stdout.write(json.dumps(r, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(to_tsv(rows))
+    with open_store(args) as store:
+        rows = export_rows(store, what="gold" if args.gold else args.what, annotator=args.annotator,
+                           include_skips=args.include_skips)
+    text = {"jsonl": to_jsonl, "tsv": to_tsv, "csv": lambda r: to_csv(r, EXPORT_COLUMNS)}[args.format](rows)
+    if args.out:
+        with atomic_write(args.out) as fh:
+            fh.write(text)
+        return {"out": args.out, "rows": len(rows), "format": args.format}
+    sys.stdout.write(text)
     return None
 
 
@@ -214,17 +245,12 @@ def cmd_tasks(args) -> dict:
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
-    if not 0.0 <= args.overlap <= 1.0:
-        raise InputError("--overlap", None, None, "overlap must be between 0 and 1")
     if args.k < 0:
         raise InputError("--k", None, None, "k must be 0 (all) or more")
-    annotators = [a.strip() for a in args.annotators.split(",") if a.strip()]
-    if not annotators:
-        raise InputError("--annotators", None, None, "give at least one annotator name")
-    if len(set(annotators)) != len(annotators):
-        raise InputError("--annotators", None, None, "annotator names must be distinct")
-    if args.overlap > 0 and len(annotators) < 2:
-        raise InputError("--overlap", None, None, "overlap needs at least two annotators")
+    annotators = _annotator_list(args.annotators)
+    rnd = _round_args(args, annotators)
+    if args.route_uncertain is not None and not 0.0 <= args.route_uncertain <= 0.5:
+        raise InputError("--route-uncertain", None, None, "the band is between 0 and 0.5")
     stored_preds = {}
     if args.run:
         runs = [(Path(r).stem, read_run(r)) for r in args.run]
@@ -237,21 +263,55 @@ def cmd_tasks(args) -> dict:
         source = args.pairs
     if not candidates:
         raise InputError(source, None, "ctxs", "no passages to draw pairs from")
-    spec = args.judge or ("embedded" if args.strategy == "uncertain" else None)
+    needs_judge = args.strategy == "uncertain" or args.route_uncertain is not None
+    spec = args.judge or ("embedded" if needs_judge else None)
     judge = _load_judge(spec) if spec else None
     if judge is not None:
         print(f"judging {len(candidates)} candidate pairs with {judge.name}", file=sys.stderr)
     name = args.name or f"{Path(source.split(',')[0]).stem}-{args.strategy}-{args.n}"
-    with open_store(args) as store:
+    with open_store(args, create=True) as store:
         try:
             return build_task_set(store, candidates, n=args.n, strategy=args.strategy, annotators=annotators,
-                                  overlap=args.overlap, per_shared=args.per_shared, by=args.by, seed=args.seed,
-                                  name=name, source=source, judge=judge, stored_preds=stored_preds,
-                                  params={"k": args.k})
+                                  by=args.by, seed=args.seed, name=name, source=source, judge=judge,
+                                  stored_preds=stored_preds, params={"k": args.k},
+                                  route_uncertain=args.route_uncertain, **rnd)
         except InputError:
             raise
         except ValueError as e:
             raise InputError(source, None, None, str(e)) from None
+
+
+def cmd_demo(args) -> dict:
+    from ..tasks import build_demo_task_set
+
+    if args.n < 1:
+        raise InputError("--n", None, None, "n must be at least 1")
+    annotators = _annotator_list(args.annotators)
+    rnd = _round_args(args, annotators)
+    with open_store(args, create=True) as store:
+        try:
+            return build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name, **rnd)
+        except ValueError as e:
+            raise InputError("demo", None, None, str(e)) from None
+
+
+def cmd_guidelines(args) -> dict:
+    from ..access import Actor, Lab
+    from ..jsonio import read_text
+
+    definitions = {}
+    for item in args.define:
+        key, sep, text = item.partition("=")
+        if not sep or key.strip() not in ("1", "0", SKIP) or not text.strip():
+            raise InputError("--define", None, None, "write LABEL=TEXT with LABEL one of 1, 0, skip")
+        definitions[key.strip()] = text.strip()
+    text = read_text(args.set_file) if args.set_file else None
+    with open_store(args, create=bool(text is not None or definitions)) as store:
+        lab = Lab(store, Actor("cli", "admin"))
+        if text is not None or definitions:
+            current = store.setting("label_definitions", {}) or {}
+            lab.set_guidelines(text, {**current, **definitions} if definitions else None)
+        return {"db": str(store.path), **lab.guidelines()}
 
 
 def cmd_agreement(args) -> dict:

@@ -3,28 +3,54 @@
 Top-level keys ``n, mrecall, precision, precision_at_1`` are for ``--k``
 (issue 2); ``at`` has every k of ``--ks`` (default 5 and 10) plus ``--k``,
 ``subsets`` per subset, ``macro`` the mean over subsets, ``ci`` / ``macro_ci``
-seeded bootstrap intervals. ``--compare RUN2`` adds ``compare``: RUN2 - RUN per
-metric with its bootstrap interval and a randomisation p-value.
+seeded bootstrap intervals. Beside MRecall / Precision, every k <= 20 reports
+the TREC diversity measures ``alpha_ndcg``, ``err_ia``, ``p_ia``, ``strecall``
+(ndeval through ir_measures, perspectives as subtopics; see
+``berds_core.diversity_metrics``). ``--compare RUN2 [RUN3 ...]`` adds
+``significance`` (each run against RUN: randomisation and paired t-tests per
+metric, Holm-corrected, effect sizes with intervals; ``berds_core.significance``),
+scores the diversity measures of every run on the shared pool (the union of the
+runs' judged passages), and, with a single RUN2, the earlier ``compare`` block
+(RUN2 - RUN per metric).
 """
 from __future__ import annotations
 
 from ..errors import InputError
-from ..runs import label_matrix, read_run
+from ..runs import authors_judge, label_matrix, read_run
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="score a run with gold labels or a judge's stored predictions")
     p.add_argument("--run", required=True, help="run file (BERDS JSON Lines)")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
-    src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run")
+    src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run (default for "
+                                      "the BERDS authors' *.mistralpred* / *.gpt4pred* files: mistral / gpt4)")
     p.add_argument("--k", type=int, default=5, help="k of the top-level keys (default 5)")
     p.add_argument("--ks", default="5,10", help="comma-separated ks reported under 'at' (default 5,10)")
-    p.add_argument("--compare", metavar="RUN2", help="a second run of the same questions: paired comparison RUN2 - RUN")
+    p.add_argument("--compare", metavar="RUN2", nargs="+",
+                   help="runs of the same questions compared with RUN: paired tests per metric, corrected")
+    add_significance_args(p)
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--per-question", action="store_true", help="include per-question scores")
     p.set_defaults(func=run)
+
+
+def add_significance_args(p) -> None:
+    from ..diversity_metrics import DEFAULT_ALPHA
+    from ..significance import CORRECTIONS, DEFAULT_RESAMPLES, TESTS
+
+    g = p.add_argument_group("diversity measures and significance")
+    g.add_argument("--ndcg-alpha", type=float, default=DEFAULT_ALPHA, help="alpha of alpha-nDCG (default 0.5)")
+    g.add_argument("--test", choices=TESTS, default="permutation",
+                   help="test behind the corrected p and the stars (both are reported; default permutation)")
+    g.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                   help="multiple-comparison correction per metric across the comparisons (default holm)")
+    g.add_argument("--pairs", choices=("baseline", "all"), default="baseline",
+                   help="compare every run with RUN (baseline) or every pair of runs (all)")
+    g.add_argument("--permutations", type=int, default=DEFAULT_RESAMPLES,
+                   help=f"random sign patterns of the randomisation test (exact below 2^n; default {DEFAULT_RESAMPLES})")
 
 
 def parse_ks(text: str, k: int) -> list[int]:
@@ -49,40 +75,78 @@ def matrices_of(path, entries, gold, judge, gold_path=None):
     return mats
 
 
+def aligned(path, entries, other_path, other) -> list[dict]:
+    """``other``'s entries in the order of ``entries``; InputError unless both hold the same questions."""
+    by_id = {e["id"]: e for e in other}
+    missing = [e["id"] for e in entries if e["id"] not in by_id]
+    if missing or len(other) != len(entries):
+        extra = sorted(set(by_id) - {e["id"] for e in entries})
+        what = f"question {missing[0]!r} of {path} is missing" if missing else \
+            f"question {extra[0]!r} is not in {path}"
+        raise InputError(other_path, None, "id", f"runs must have the same questions: {what}")
+    return [by_id[e["id"]] for e in entries]
+
+
 def run(args) -> dict:
     from ..datasets import load_gold
-    from ..evaluation import compare_runs, scores, summarize
+    from ..diversity_metrics import pooled_diversity, supported_ks
+    from ..evaluation import scores, summarize
 
+    if not args.gold and not args.labels:
+        args.labels = authors_judge(args.run)  # their --compute_only: the judge the file is named for
+        if not args.labels:
+            raise InputError("--labels", None, None, "give --gold FILE or --labels JUDGE")
     ks = parse_ks(args.ks, args.k)
     if args.bootstrap < 0:
         raise InputError("--bootstrap", None, None, "must be 0 or more")
+    if not 0.0 <= args.ndcg_alpha <= 1.0:
+        raise InputError("--ndcg-alpha", None, None, f"must be in [0, 1], got {args.ndcg_alpha}")
+    if args.permutations < 1:
+        raise InputError("--permutations", None, None, "must be at least 1")
     entries = read_run(args.run)
     gold = load_gold(args.gold) if args.gold else None
     mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
+    others = [(path, aligned(args.run, entries, path, read_run(path))) for path in (args.compare or [])]
+    other_mats = [matrices_of(path, ents, gold, args.labels, args.gold) for path, ents in others]
+    div_ks = supported_ks(ks)  # the ndeval measures, on the shared pool of every compared run
+    try:
+        qrels, divs = pooled_diversity([entries] + [ents for _, ents in others], gold=gold, judge=args.labels,
+                                       ks=div_ks, alpha=args.ndcg_alpha)
+    except ValueError as err:
+        raise InputError(args.gold or args.run, None, "perspective", str(err)) from None
+    div = divs[0]
     subsets = [e.get("subset") or "all" for e in entries]
-    summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed)
+    summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed, extra=div)
     top = summ["at"][str(args.k)]
     out = {"n": summ["n"], "mrecall": top["mrecall"], "precision": top["precision"],
            "precision_at_1": top["precision_at_1"], "k": args.k, "at": summ["at"],
            "subsets": summ["subsets"], "macro": summ["macro"]}
+    out.update({name: top[name] for name in top if name not in out})  # the ndeval measures at --k (k <= 20)
+    out["diversity"] = {"measures": "ndeval via ir_measures (pyndeval); perspectives are subtopics",
+                        "alpha": args.ndcg_alpha, "ks": div_ks, "qrels_lines": len(qrels),
+                        "pool": "shared: union of the judged passages of all compared runs" if others
+                        else "this run's judged passages" + (" and every gold-labelled passage" if gold else "")}
     if args.bootstrap:
         out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
     if args.per_question:
-        per_q = scores(mats, ks)
+        per_q = {**scores(mats, ks), **div}
         out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()}}
                                for i, e in enumerate(entries)]
-    if args.compare:
-        other = read_run(args.compare)
-        by_id = {e["id"]: e for e in other}
-        missing = [e["id"] for e in entries if e["id"] not in by_id]
-        if missing or len(other) != len(entries):
-            extra = sorted(set(by_id) - {e["id"] for e in entries})
-            what = f"question {missing[0]!r} of {args.run} is missing" if missing else \
-                f"question {extra[0]!r} is not in {args.run}"
-            raise InputError(args.compare, None, "id", f"runs must have the same questions: {what}")
-        other = [by_id[e["id"]] for e in entries]
-        mats2 = matrices_of(args.compare, other, gold, args.labels)
-        cmp = compare_runs(mats, mats2, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed)
-        out["compare"] = {"run": str(args.run), "run2": str(args.compare), "direction": "run2 - run",
-                          "metrics": cmp}
+    if others:
+        from ..significance import compare
+
+        per_run = {str(args.run): {**scores(mats, ks), **div}}
+        for (path, _), m2, div2 in zip(others, other_mats, divs[1:]):
+            if str(path) in per_run:
+                raise InputError(path, None, None, "the same run file is given twice")
+            per_run[str(path)] = {**scores(m2, ks), **div2}
+        sig = compare(per_run, baseline=str(args.run), pairs=args.pairs, correction=args.correction,
+                      test=args.test, n_resamples=args.permutations, n_boot=max(args.bootstrap, 1),
+                      seed=args.seed)
+        sig["scope"] = "pooled over questions"
+        out["significance"] = sig
+        if len(others) == 1 and args.pairs == "baseline":  # the single-run block of earlier versions
+            out["compare"] = {"run": str(args.run), "run2": str(others[0][0]), "direction": "run2 - run",
+                              "metrics": {m: {**row, "p_value": row["p_permutation"]}
+                                          for m, row in sig["comparisons"][0]["metrics"].items()}}
     return out

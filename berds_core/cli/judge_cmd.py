@@ -15,12 +15,24 @@ PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
-                   help="embedded | hf:<model>[+<adapter>] | openai:<model>@<base_url>")
+                   help="embedded (offline; topicality, not stance) | berds-evaluator[:<vllm base_url>] (the "
+                        "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url>")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
+    p.add_argument("--prompt", help="LLM judges: named prompt, berds (the paper's, default) or studio")
     p.add_argument("--shot", type=int, choices=[0, 1], help="LLM judges: zero- or one-shot prompt")
+    p.add_argument("--decode", choices=["logits", "generate"],
+                   help="LLM judges: logits (one forward pass, Yes/No probability; default) or generate "
+                        "(the authors' greedy 16 tokens + their parser)")
+    p.add_argument("--system", choices=["auto", "keep", "drop"],
+                   help="LLM judges: the prompt's system turn (auto: dropped for Mistral models, as the authors do)")
+    p.add_argument("--compare-decode", action="store_true", dest="compare_decode",
+                   help="LLM judges: also decide with the other decoding and report how often the two disagree")
     p.add_argument("--device", help="hf/embedded: cpu, cuda, cuda:1, mps (default: automatic)")
     p.add_argument("--dtype", help="hf: torch dtype (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--inference",
+                   help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
+                        "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
     p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded: MiniLM precision")
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
@@ -41,18 +53,61 @@ def register(sub) -> None:
     q.set_defaults(func=run_eval)
 
 
-def make_judge(args):
+def make_judge(args, **overrides):
     from ..judges import JudgeError, get_judge
 
     opts = {k: getattr(args, k, None) for k in
-            ("threshold", "shot", "device", "dtype", "batch_size", "concurrency", "timeout", "retries",
-             "encoding")}
+            ("threshold", "prompt", "shot", "decode", "system", "device", "dtype", "batch_size", "concurrency",
+             "timeout", "retries", "encoding", "inference")}
+    opts.update(overrides)
     if opts["threshold"] is not None and not 0.0 <= opts["threshold"] <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")
+    if opts["inference"] is not None:
+        from ..generators.hf_inference import InferenceOptions
+
+        try:
+            InferenceOptions.parse(opts["inference"])
+        except ValueError as e:
+            raise InputError("--inference", None, None, str(e)) from None
     try:
-        return get_judge(args.judge, **opts)
+        judge = get_judge(args.judge, **opts)
     except (ValueError, JudgeError) as e:
         raise InputError("--judge", None, None, str(e)) from None
+    if opts["inference"] is not None and judge.backend != "hf":
+        raise InputError("--inference", None, None, "only transformers judges (hf:, berds-evaluator) take this option")
+    llm_only = [f"--{k.replace('_', '-')}" for k in ("prompt", "decode", "system") if opts.get(k) is not None]
+    if judge.backend == "embedded" and (llm_only or getattr(args, "compare_decode", False)):
+        raise InputError(llm_only[0] if llm_only else "--compare-decode", None, None,
+                         "only LLM judges (hf:, openai:, berds-evaluator) take this option")
+    return judge
+
+
+def decode_comparison(args, judge, pairs, labels) -> tuple[dict, object, np.ndarray]:
+    """``--compare-decode``: the same pairs decided by the other decoding of the same judge.
+
+    Returns (how often the two disagree, and in which direction; the other judge; its labels).
+    """
+    other_mode = "generate" if judge.decode == "logits" else "logits"
+    other = make_judge(args, decode=other_mode)
+    _, other_labels = _predict(other, pairs, args, "--judge")
+    mine = {judge.decode: np.asarray(labels, bool), other_mode: np.asarray(other_labels, bool)}
+    lg, gen = mine["logits"], mine["generate"]
+    n = int(len(lg))
+    report = {"logits_judge": judge.name if judge.decode == "logits" else other.name,
+              "generate_judge": judge.name if judge.decode == "generate" else other.name,
+              "pairs": n, "disagree": int((lg != gen).sum()), "rate": float((lg != gen).mean()) if n else 0.0,
+              "logits_yes_generate_no": int((lg & ~gen).sum()), "logits_no_generate_yes": int((~lg & gen).sum())}
+    return report, other, mine[other_mode]
+
+
+def _resume_note(judge) -> str:
+    """Only when something was scored before the failure (not for a model that did not load)."""
+    done = judge.forward_calls or getattr(judge, "partial_commits", 0)
+    return " (predictions made so far are cached; rerun to resume)" if done else ""
+
+
+def _decided_by(judge) -> dict:
+    return {"decided_by": dict(judge.decided_by)} if getattr(judge, "decided_by", None) else {}
 
 
 def _predict(judge, pairs, args, where):
@@ -61,24 +116,30 @@ def _predict(judge, pairs, args, where):
     try:
         return judge.predict(pairs, progress=not args.quiet)
     except JudgeError as e:
-        raise InputError(where, None, None, f"{e} (predictions made so far are cached; rerun to resume)") from None
+        raise InputError(where, None, None, f"{e}{_resume_note(judge)}") from None
 
 
 def run_judge(args) -> dict:
-    from ..judges import JudgeError, judge_run
-    from ..runs import read_run, write_run
+    from ..judges import JudgeError, judge_run, passage_text
+    from ..runs import label_matrix, read_run, write_run
 
     entries = read_run(args.run)
     judge = make_judge(args)
     try:
         judge_run(entries, judge, progress=not args.quiet)
     except JudgeError as e:
-        raise InputError("--judge", None, None, f"{e} (predictions made so far are cached; rerun to resume)") from None
+        raise InputError("--judge", None, None, f"{e}{_resume_note(judge)}") from None
     write_run(args.out, entries)
-    n_pairs = sum(len(e["ctxs"]) * len(e["perspectives"]) for e in entries)
-    n_pos = sum(sum(map(sum, e[judge.name + "-preds"])) for e in entries)
-    return {"judge": judge.name, "out": str(args.out), "questions": len(entries), "pairs": n_pairs,
-            "positive_rate": (n_pos / n_pairs) if n_pairs else 0.0}
+    mats = [label_matrix(e, judge=judge.name) for e in entries]
+    n_pairs = sum(L.size for L in mats)
+    n_pos = sum(int(L.sum()) for L in mats)
+    out = {"judge": judge.name, "out": str(args.out), "questions": len(entries), "pairs": n_pairs,
+           "positive_rate": (n_pos / n_pairs) if n_pairs else 0.0, **_decided_by(judge)}
+    if getattr(args, "compare_decode", False):
+        pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
+        out["decode_comparison"] = decode_comparison(args, judge, pairs,
+                                                     np.concatenate([L.ravel() for L in mats]))[0]
+    return out
 
 
 def read_pairs(path) -> list[dict]:
@@ -152,7 +213,11 @@ def run_eval(args):
     pairs = [(r["document"], r["perspective"]) for r in rows]
     probs, preds = _predict(judge, pairs, args, "--judge")
     labels = np.array([r["label"].strip() == "1" for r in rows])
-    result = {**agreement(labels, preds), "judge": judge.name}
+    result = {**agreement(labels, preds), "judge": judge.name, **_decided_by(judge)}
+    if getattr(args, "compare_decode", False):
+        cmp, other, other_preds = decode_comparison(args, judge, pairs, preds)
+        cmp["other_vs_humans"] = {**agreement(labels, other_preds), "judge": other.name}
+        result["decode_comparison"] = cmp
     if args.out:
         with atomic_write(args.out) as fh:
             w = csv.writer(fh, delimiter="\t", quotechar='"', doublequote=True, lineterminator="\n")
@@ -162,7 +227,14 @@ def run_eval(args):
                 w.writerow([r[c] for c in cols] + [f"{float(p):.6f}", int(y)])
     if args.json:
         return result
-    sys.stdout.write(table([(judge.name, result)]) + "\n")
+    rows = [(judge.name, result)]
+    if "decode_comparison" in result:
+        rows.append((result["decode_comparison"]["other_vs_humans"]["judge"],
+                     result["decode_comparison"]["other_vs_humans"]))
+    sys.stdout.write(table(rows) + "\n")
+    if "decode_comparison" in result:
+        c = result["decode_comparison"]
+        sys.stdout.write(f"logits vs generate: {c['disagree']} of {c['pairs']} pairs disagree ({100 * c['rate']:.1f}%)\n")
     if args.out:
         sys.stdout.write(f"wrote {args.out}\n")
     return None

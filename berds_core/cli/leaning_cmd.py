@@ -6,7 +6,8 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..leaning import QUERY_FORMS, infer_sides, infer_sides_llm, leaning, query_for, sycophancy
+from ..leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
+                       sycophancy)
 from ..runs import gold_matrix, label_matrix, read_run
 
 SIDE_METHODS = ("auto", "stances", "order", "rule")
@@ -86,6 +87,9 @@ def run_leaning(args) -> dict:
             raise InputError(args.questions or args.run, None, "stances", f"question {e['id']}: {err}") from None
     out = leaning(mats, sides, args.k)
     out.pop("buckets")
+    rank = exposure_leaning(mats, sides, args.k)  # rank-aware: discounted exposure of each side
+    rank.pop("per_question")
+    out["rank_leaning"] = rank
     return out
 
 
@@ -131,6 +135,6 @@ def _labels(question, passages, gold, judge) -> np.ndarray:
     """Label matrix of retrieved passages: gold labels by passage id, or the judge's predictions."""
     if gold is not None:
         return gold_matrix(gold, question.id, len(question.perspectives), [p.id for p in passages])
-    pairs = [(p.text, persp) for p in passages for persp in question.perspectives]
-    _, labels = judge.predict(pairs)
-    return np.asarray(labels, dtype=bool).reshape(len(passages), len(question.perspectives))
+    from ..judges import judge_passages
+
+    return judge_passages(judge, passages, question.perspectives)[1]  # read as the judge reads run passages

@@ -14,8 +14,9 @@ import time
 from ..errors import InputError
 
 
-def add_retriever_args(p) -> None:
-    p.add_argument("--corpus", required=True, help="passages: .jsonl/.json/.tsv/.csv or a folder of .txt/.html")
+def add_retriever_args(p, *, corpus_required: bool = True) -> None:
+    p.add_argument("--corpus", required=corpus_required,
+                   help="passages: .jsonl/.json/.tsv/.csv or a folder of .txt/.html")
     p.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
     p.add_argument("--model", default=None,
                    help="dense only: sentence-transformers hub id or local path (default all-MiniLM-L6-v2)")
@@ -37,7 +38,10 @@ def register(sub) -> None:
     p = sub.add_parser("retrieve", help="retrieve the top-k passages for every question and write a run")
     p.add_argument("--questions", required=True, help="questions file (jsonl, csv, qe, debate-sites, ...)")
     p.add_argument("--format", default=None, help="questions format (default: guessed from the file)")
-    add_retriever_args(p)
+    add_retriever_args(p, corpus_required=False)
+    p.add_argument("--corpus-per-question", metavar="DIR", default=None,
+                   help="instead of --corpus: one corpus per question, DIR/<question>/passages.jsonl "
+                        "(e.g. made by 'berds corpus web'); each question retrieves within its own")
     p.add_argument("--k", type=int, default=100, help="passages per question")
     p.add_argument("--out", required=True, help="run file to write (BERDS JSON Lines)")
     from ..diversify.options import add_diversify_args  # --mmr, --qe, --rerank, --preset (issue 4)
@@ -119,10 +123,16 @@ def run_retrieve(args) -> dict:
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
+    if (args.corpus is None) == (args.corpus_per_question is None):
+        raise InputError("--corpus", None, None, "give either --corpus or --corpus-per-question")
     t0 = time.perf_counter()
     questions = load_questions(args.questions, args.format)
     if not questions:
         raise InputError(args.questions, None, None, "no questions found")
+    if args.corpus_per_question:
+        from ._per_question import retrieve_per_question
+
+        return retrieve_per_question(args, questions, div, t0)
     corpus = open_corpus(args)
     retriever = open_retriever(args, corpus)
     t1 = time.perf_counter()

@@ -1,7 +1,8 @@
 """``load_questions``: one entry point for every question format.
 
 Formats: ``jsonl``, ``csv`` (also ``tsv``), ``qe`` (BERDS query expansion),
-``debate-sites``, ``perspectrum``, ``hub`` (``datasets``: hub id or local copy).
+``debate-sites``, ``perspectrum``, ``debateqa`` (DebateQA's partial answers; the
+points of view become perspectives), ``hub`` (``datasets``: hub id or local copy).
 With ``fmt=None`` the format is guessed from the extension and content.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..jsonio import read_text
 from ..records import Question
 from .checks import load_json_document
 
-FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "hub")
+FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "debateqa", "hub")
 
 
 def guess_format(path) -> str:
@@ -45,8 +46,11 @@ def guess_format(path) -> str:
         obj = json.loads(first) if first else {}
     except json.JSONDecodeError:
         return "jsonl"  # let the JSONL reader report the line
+    from ..answers.debateqa import is_debateqa_record
     from .qe import is_qe_record
 
+    if isinstance(obj, dict) and is_debateqa_record(obj):
+        return "debateqa"
     return "qe" if isinstance(obj, dict) and is_qe_record(obj) else "jsonl"
 
 
@@ -67,6 +71,9 @@ def load_questions(path, fmt: str | None = None) -> list[Question]:
     if fmt == "perspectrum":
         from .perspectrum import load_perspectrum
         return load_perspectrum(path)
+    if fmt == "debateqa":
+        from ..answers.debateqa import load_debateqa
+        return load_debateqa(path)[0]
     if fmt == "hub":
         from .hub import load_hub
         return load_hub(path)

@@ -1,50 +1,68 @@
-"""Diversifying retrieval: MMR, query expansion, and a perspective-coverage re-ranker.
+"""Diversifying retrieval: MMR, query expansion, a perspective-coverage re-ranker, xQuAD and PM-2.
 
 The one entry point pages and CLI verbs use::
 
-    diversify(question, corpus, retriever, method, k, lam=0.75, qe_source="dataset",
+    diversify(question, corpus, retriever, method, k, lam=None, qe_source="dataset",
               judge=None, embedder=None, candidates=100) -> [(corpus_row, score), ...]
 
 ``method`` is one of ``METHODS``: ``none`` (the retriever's top k), ``mmr``,
 ``qe`` (query expansion with round-robin merge, perspectives from
 ``qe_source`` in ``QE_SOURCES``), ``coverage`` (greedy expected perspective
-coverage over the top ``candidates``) and ``preset`` (the ``diverse`` preset).
-The kernels (``mmr``, ``round_robin_merge``, ``coverage_rerank``) are pure
-functions over arrays.
+coverage over the top ``candidates``), ``xquad`` and ``pm2`` (explicit
+diversification over the top ``candidates`` with the perspectives of
+``qe_source`` as aspects) and ``preset`` (the ``diverse`` preset).
+The kernels (``mmr``, ``round_robin_merge``, ``coverage_rerank``, ``xquad``,
+``pm2``) are pure functions over arrays.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .aspects import ASPECT_PROBS, retrieval_probs
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, mmr_reference, normalize_scores
+from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
 from .presets import PRESETS, get_preset
 from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
                               round_robin_merge)
+from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
 METHODS = {
     "none": "No diversification (retriever order)",
     "mmr": "MMR (maximal marginal relevance)",
     "qe": "Query expansion (round-robin over perspectives)",
     "coverage": "Perspective-coverage re-ranker",
+    "xquad": "xQuAD (explicit aspects: one expanded query per perspective)",
+    "pm2": "PM-2 (proportional seats for the perspectives)",
     "preset": "Preset: diverse (best found)",
 }
+MMR_LAMBDA = 0.75
 
 # Names other callers use for the same methods.
 ALIASES = {"rerank": "coverage", "diverse": "preset"}
 
-__all__ = ["METHODS", "QE_SOURCES", "PRESETS", "diversify", "diversified_search", "mmr",
+__all__ = ["METHODS", "QE_SOURCES", "PRESETS", "ASPECT_PROBS", "diversify", "diversified_search", "mmr",
            "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs", "stance_probs",
            "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset",
-           "normalize_scores"]
+           "normalize_scores", "xquad", "pm2", "retrieval_probs", "default_lambda"]
 
 
-def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 0.75,
+def default_lambda(method: str) -> float | None:
+    """λ when none is given: MMR 0.75 (BERDS); xQuAD / PM-2 their tuned defaults; None otherwise."""
+    return {"mmr": MMR_LAMBDA, "xquad": XQUAD_LAMBDA, "pm2": PM2_LAMBDA}.get(method)
+
+
+def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | None = None,
               qe_source: str = "dataset", judge=None, embedder=None, candidates: int = 100,
               alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
               coverage_probs: str = "auto", temperature: float | None = None, pool: str = "retriever",
-              mix: float = 1.0, stance_model=None) -> list[tuple[int, float]]:
+              mix: float = 1.0, stance_model=None, aspect_probs: str = "retriever") -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
+
+    ``lam``: MMR's relevance weight (default 0.75), or xQuAD's / PM-2's λ
+    (default: :func:`default_lambda`). ``aspect_probs`` (xquad, pm2): where
+    P(passage | aspect) comes from, ``retriever`` (scores on the expanded
+    queries, min-max per aspect; :mod:`.aspects`) or ``judge`` (needs ``judge``).
 
     ``judge``: a Judge (or spec string for ``berds_core.judges.get_judge``) whose
     probabilities the coverage re-ranker uses; None uses embedding similarity.
@@ -77,7 +95,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
                          llm=llm, perspectives=perspectives,
                          coverage_probs=cfg.get("coverage_probs", coverage_probs),
                          temperature=cfg.get("temperature", temperature), pool=cfg.get("pool", pool),
-                         mix=cfg.get("mix", mix), stance_model=stance_model)
+                         mix=cfg.get("mix", mix), stance_model=stance_model, aspect_probs=aspect_probs)
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
@@ -85,17 +103,36 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float = 
         persp = perspectives if perspectives is not None else perspectives_for(
             question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
         return expand_and_merge(text, persp, retriever, k)
-    if method not in ("mmr", "coverage"):
+    if method not in ("mmr", "coverage", "xquad", "pm2"):
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     if coverage_probs not in COVERAGE_PROBS:
         raise ValueError(f"coverage_probs must be one of {', '.join(COVERAGE_PROBS)}, got {coverage_probs!r}")
+    if method in ("xquad", "pm2") and aspect_probs not in ASPECT_PROBS:
+        raise ValueError(f"aspect_probs must be one of {', '.join(ASPECT_PROBS)}, got {aspect_probs!r}")
     from .embeddings import encode, passage_embeddings
 
-    rows, scores = candidate_pool(text, corpus, retriever, max(candidates, k), pool)
+    depth = max(candidates, k)
+    rows, scores = candidate_pool(text, corpus, retriever, depth, pool)
     if len(rows) == 0:
         return []
+    lam = default_lambda(method) if lam is None else lam
     if method == "mmr":
         order = mmr(scores, passage_embeddings(corpus, rows, embedder, retriever), k, lam)
+        return [(int(rows[i]), float(scores[i])) for i in order]
+    if method in ("xquad", "pm2"):
+        aspects = perspectives if perspectives is not None else perspectives_for(
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+        aspects = [a for a in aspects if a and a.strip()]
+        if not aspects:
+            order = list(range(min(k, len(rows))))
+        else:
+            if aspect_probs == "judge":
+                if judge is None:
+                    raise ValueError("aspect_probs='judge' needs a judge")
+                P = _judge_probs(judge, corpus, rows, aspects)
+            else:
+                P = retrieval_probs(text, aspects, retriever, rows, depth)
+            order = (xquad if method == "xquad" else pm2)(scores, P, k, lam)
         return [(int(rows[i]), float(scores[i])) for i in order]
     if coverage_probs == "model":
         P = stance_matrix(text, corpus, rows, stance_model)
@@ -198,11 +235,11 @@ def _judge_probs(judge, corpus, rows, persp) -> np.ndarray:
         from ..judges import get_judge
 
         judge = get_judge(judge)
-    from ..embed_store import embed_text  # the string judges read (judges.passage_text): the text
+    from ..judges import judge_passages
 
-    pairs = [(embed_text(corpus[int(r)]), p) for r in rows for p in persp]
-    probs, _ = judge.predict(pairs)
-    return np.asarray(probs, dtype=np.float64).reshape(len(rows), len(persp))
+    # the passage as the judge reads run passages (one cache entry per pair across runs and pages)
+    probs, _ = judge_passages(judge, [corpus[int(r)] for r in rows], persp)
+    return np.asarray(probs, dtype=np.float64)
 
 
 def diversified_search(question, corpus, retriever, method: str, **opts) -> list[tuple[int, float]]:

@@ -20,22 +20,30 @@ import numpy as np
 from .mmr import normalize_scores
 
 
-def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None) -> list[int]:
-    """Indices (into the candidates) of the ``k`` picks, in order. Vectorised per step."""
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+def greedy_inputs(cand_scores, probs, k: int, weights=None):
+    """Checked inputs of the greedy re-rankers (coverage, xQuAD, PM-2): relevance (score / max,
+    ``mmr.normalize_scores``), the (candidates x m) probabilities clipped to [0, 1], k capped at the
+    number of candidates, and the perspective weights (uniform by default)."""
     rel = normalize_scores(cand_scores)
     P = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
     n = rel.shape[0]
     if P.ndim != 2 or P.shape[0] != n:
         raise ValueError(f"expected a {n} x m probability matrix, got {P.shape}")
     m = P.shape[1]
-    k = min(int(k), n)
+    w = (np.full(m, 1.0 / m) if m else np.zeros(0)) if weights is None else np.asarray(weights, dtype=np.float64)
+    return rel, P, min(int(k), n), w
+
+
+def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None) -> list[int]:
+    """Indices (into the candidates) of the ``k`` picks, in order. Vectorised per step."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    rel, P, k, w = greedy_inputs(cand_scores, probs, k, weights)
     if k <= 0:
         return []
-    if m == 0:
+    if P.shape[1] == 0:
         return list(range(k))
-    w = np.full(m, 1.0 / m) if weights is None else np.asarray(weights, dtype=np.float64)
+    n, m = P.shape
     uncovered = np.ones(m)
     available = np.ones(n, dtype=bool)
     # secondary key: relevance (tiny), so exact ties in the objective go to relevance;

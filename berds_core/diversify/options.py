@@ -4,6 +4,7 @@
     --qe SOURCE [--qe-llm SPEC]          query expansion, round-robin merge
     --rerank coverage [--rerank-judge SPEC | --rerank-probs model] [--alpha A] [--perspectives-from SOURCE]
                       [--pool union] [--mix M]
+    --rerank xquad|pm2 [--lambda L] [--aspect-probs retriever|judge --rerank-judge SPEC] [--perspectives-from SOURCE]
     --preset diverse                     the configuration chosen by cross-validation on development data
 
 At most one of them. ``--preset`` also picks its retriever (dense, default model).
@@ -11,6 +12,7 @@ At most one of them. ``--preset`` also picks its retriever (dense, default model
 from __future__ import annotations
 
 from ..errors import InputError
+from .aspects import ASPECT_PROBS
 from .presets import PRESETS, get_preset
 from .query_expansion import QE_SOURCES
 
@@ -24,7 +26,14 @@ def add_diversify_args(p) -> None:
     g.add_argument("--qe", choices=sorted(QE_SOURCES), metavar="SOURCE",
                    help="query expansion; perspectives from: " + "; ".join(f"{k} = {v}" for k, v in QE_SOURCES.items()))
     g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
-    g.add_argument("--rerank", choices=("coverage",), help="perspective-coverage re-ranker over the top --candidates")
+    g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
+                   help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
+                        "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
+    g.add_argument("--lambda", dest="lam", type=float, default=None, metavar="L",
+                   help="xquad / pm2: lambda in [0, 1] (default: the value tuned on development data)")
+    g.add_argument("--aspect-probs", choices=sorted(ASPECT_PROBS), default=None,
+                   help="xquad / pm2: P(passage | aspect) from the retriever's scores on the expanded queries "
+                        "(default) or from --rerank-judge")
     g.add_argument("--rerank-judge", metavar="SPEC", default=None,
                    help="judge giving the re-ranker its probabilities (e.g. embedded); default: embedding similarity")
     g.add_argument("--perspectives-from", choices=sorted(QE_SOURCES), default="offline",
@@ -50,7 +59,8 @@ def diversify_config(args) -> dict | None:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
                          ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha), ("--mix", args.mix),
                          ("--rerank-probs", None if args.rerank_probs == "auto" else args.rerank_probs),
-                         ("--pool", None if args.pool == "retriever" else args.pool)):
+                         ("--pool", None if args.pool == "retriever" else args.pool),
+                         ("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
             if val is not None:
                 raise InputError(opt, None, None, "has no effect without --mmr, --qe, --rerank or --preset")
         return None
@@ -68,6 +78,11 @@ def diversify_config(args) -> dict | None:
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
         return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm}
+    if how == "rerank" and args.rerank in ("xquad", "pm2"):
+        return _explicit_config(args)
+    for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
+        if val is not None:
+            raise InputError(opt, None, None, "is for --rerank xquad or pm2")
     if how == "rerank":
         alpha = 0.5 if args.alpha is None else args.alpha
         if not 0.0 <= alpha <= 1.0:
@@ -86,6 +101,24 @@ def diversify_config(args) -> dict | None:
     return {"method": "preset", "preset": args.preset, **cfg}
 
 
+def _explicit_config(args) -> dict:
+    """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
+    from . import default_lambda
+
+    if args.alpha is not None:
+        raise InputError("--alpha", None, None, f"is for --rerank coverage; --rerank {args.rerank} takes --lambda")
+    lam = default_lambda(args.rerank) if args.lam is None else args.lam
+    if not 0.0 <= lam <= 1.0:
+        raise InputError("--lambda", None, None, f"must be in [0, 1], got {lam}")
+    probs = args.aspect_probs or "retriever"
+    if probs == "judge" and not args.rerank_judge:
+        raise InputError("--rerank-judge", None, None, "--aspect-probs judge needs a judge (e.g. embedded)")
+    if probs == "retriever" and args.rerank_judge:
+        raise InputError("--rerank-judge", None, None, f"--rerank {args.rerank} uses a judge only with --aspect-probs judge")
+    return {"method": args.rerank, "lam": lam, "qe_source": args.perspectives_from, "aspect_probs": probs,
+            "judge": args.rerank_judge, "llm": args.qe_llm, "candidates": args.candidates}
+
+
 def apply_preset(args) -> None:
     """``--preset`` picks its retriever (and the default model) before the retriever is opened."""
     if getattr(args, "preset", None):
@@ -102,7 +135,8 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     from ..retrieval import question_entry
     from . import diversify
 
-    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "pool", "mix")
+    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "pool", "mix",
+            "aspect_probs")
     opts = {key: cfg[key] for key in keys if key in cfg and cfg[key] is not None and cfg["method"] != "preset"}
     judge = cfg.get("judge")
     if isinstance(judge, str):

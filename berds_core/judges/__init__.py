@@ -1,89 +1,197 @@
 """Perspective-detection judges: does a passage support a perspective?
 
-``get_judge(spec, **opts)``:
+``get_judge(spec, **opts)`` (registry ``JUDGES``, one error listing the choices):
 
 - ``embedded`` (default): offline CPU judge, MiniLM features + a trained head
-  (opts: ``threshold``, ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto);
-- ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM
-  (opts: ``shot``, ``device``, ``dtype``, ``batch_size``, ``threshold``);
-- ``openai:<model>@<base_url>``: an OpenAI-compatible server (opts:
-  ``concurrency``, ``timeout``, ``retries``, ``api_key``, ``shot``, ``threshold``).
+  (opts: ``threshold``, ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto).
+  It measures **topicality, not stance** (held-out F1 about 0.40 on the BERDS
+  human pairs): it cannot tell a passage for a perspective from one against it;
+- ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM;
+- ``openai:<model>@<base_url>``: an OpenAI-compatible server (vLLM, Ollama, OpenAI);
+- ``berds-evaluator``: the BERDS paper's fine-tuned evaluator,
+  ``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``
+  with the ``berds`` prompt, system turn dropped (as the authors do);
+- ``berds-evaluator:<base_url>``: the same evaluator served by ``vllm serve``
+  with its LoRA adapter registered as ``berds-evaluator`` (see the README).
+
+LLM-judge options: ``prompt`` (``berds`` | ``studio``), ``shot`` (0 | 1),
+``decode`` (``logits``: one forward pass, P(Yes) from the Yes/No logits, the
+default; ``generate``: the authors' greedy 16 tokens + their parser),
+``system`` (``auto`` | ``keep`` | ``drop``), ``threshold``; hf: ``device``,
+``dtype``, ``batch_size``, ``max_length``, ``inference`` (``auto`` | ``plain`` | ``fast``,
+see :mod:`berds_core.generators.hf_inference`); openai: ``concurrency``,
+``timeout``, ``retries``, ``backoff``, ``api_key``.
 
 Every judge has ``.name``, ``.predict(pairs) -> (probs, labels)`` (cached),
-and ``.status()``. ``judge_run`` adds ``<name>-preds`` (and ``<name>-probs``)
-to run entries.
+``.document(ctx)`` (the text it reads for a passage) and ``.status()``.
+``judge_run`` stores ``<name>-preds`` (and ``<name>-probs``) inside each
+passage, as the BERDS authors' ``eval.py`` does.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..generators import split_openai_spec
+from ..specs import Registry, SpecError
 from .base import Judge, JudgeError, PredictionCache, prediction_cache
 
-PROBS_SUFFIX = "-probs"
+BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
+BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
+BERDS_EVALUATOR_MODULE = "berds-evaluator"  # the LoRA module name the README's `vllm serve` command registers
 
-__all__ = ["get_judge", "judge_run", "Judge", "JudgeError", "PredictionCache", "prediction_cache",
-           "parse_spec"]
+__all__ = ["JUDGES", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError",
+           "PredictionCache", "prediction_cache", "parse_spec", "describe_judge", "BERDS_EVALUATOR_MODEL",
+           "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]
+
+JUDGES = Registry("judge")
+LLM_OPTS = {"prompt", "shot", "decode", "system", "threshold"}
+HF_OPTS = LLM_OPTS | {"device", "dtype", "batch_size", "max_length", "inference"}
+OPENAI_OPTS = LLM_OPTS | {"concurrency", "timeout", "retries", "backoff", "api_key", "top_logprobs"}
+
+
+def _pick(opts: dict, allowed: set) -> dict:
+    return {k: v for k, v in opts.items() if k in allowed}
+
+
+@JUDGES.register("embedded", help="offline MiniLM judge: measures topicality, not stance (cannot tell sides apart)")
+def _embedded(arg, **opts):
+    from .embedded import EmbeddedJudge
+
+    return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
+
+
+JUDGES.register("default", help="the embedded judge")(_embedded)
+
+
+def _split_hf(arg: str) -> tuple[str, str | None]:
+    model, _, adapter = (arg or "").partition("+")
+    if not model:
+        raise SpecError("hf judge needs a model: hf:<model-id-or-path>[+<adapter>]")
+    return model, adapter or None
+
+
+@JUDGES.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
+                 help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
+def _hf(arg, **opts):
+    from .hf import HFJudge
+
+    model, adapter = _split_hf(arg)
+    return HFJudge(model, adapter, **_pick(opts, HF_OPTS))
+
+
+@JUDGES.register("openai", usage="openai:<model>@<base_url>", needs_arg=True,
+                 help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
+def _openai(arg, **opts):
+    from .openai_compat import OpenAIJudge
+
+    model, url = split_openai_spec(arg)
+    return OpenAIJudge(model, url, **_pick(opts, OPENAI_OPTS))
+
+
+@JUDGES.register("berds-evaluator", usage="berds-evaluator[:<base_url>]", takes_arg=True,
+                 help="the BERDS paper's evaluator (Mistral-7B-Instruct-v0.2 + LoRA, the paper's prompt): "
+                      "local transformers, or a vLLM server at <base_url> serving the LoRA as 'berds-evaluator'")
+def _berds_evaluator(arg, **opts):
+    opts = {**opts, "prompt": opts.get("prompt") or "berds", "system": opts.get("system") or "drop"}
+    if arg:
+        from .openai_compat import OpenAIJudge
+
+        return OpenAIJudge(BERDS_EVALUATOR_MODULE, arg, **_pick(opts, OPENAI_OPTS))
+    from .hf import HFJudge
+
+    return HFJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, HF_OPTS))
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
-    """``spec`` -> (backend, positional parts). Raises ValueError with a readable message."""
-    spec = (spec or "embedded").strip()
-    if spec in ("embedded", "default") or spec.startswith("embedded:"):
-        return "embedded", {"variant": spec.partition(":")[2] or None}
-    if spec.startswith("hf:"):
-        rest = spec[3:]
-        model, _, adapter = rest.partition("+")
-        if not model:
-            raise ValueError("hf judge needs a model: hf:<model-id-or-path>[+<adapter>]")
-        return "hf", {"model": model, "adapter": adapter or None}
-    if spec.startswith("openai:"):
-        rest = spec[7:]
-        model, at, url = rest.rpartition("@")
-        if not at or not model or not url:
-            raise ValueError("openai judge needs a model and a URL: openai:<model>@<base_url>")
+    """``spec`` -> (backend, parts). Raises ValueError (:class:`SpecError`) with the choices."""
+    name, arg = JUDGES.parse(spec or "embedded")
+    if name in ("embedded", "default"):
+        return "embedded", {"variant": None}
+    if name == "hf":
+        model, adapter = _split_hf(arg)
+        return "hf", {"model": model, "adapter": adapter}
+    if name == "openai":
+        model, url = split_openai_spec(arg)
         return "openai", {"model": model, "base_url": url}
-    raise ValueError(f"unknown judge '{spec}' (use embedded, hf:<model>[+<adapter>] or openai:<model>@<url>)")
+    if arg:
+        return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
+    return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}
 
 
 def get_judge(spec: str = "embedded", **opts) -> Judge:
     """A judge from its spec string; ``opts`` with value None are ignored."""
     opts = {k: v for k, v in opts.items() if v is not None}
-    backend, parts = parse_spec(spec)
+    return JUDGES.create((spec or "embedded").strip(), **opts)
+
+
+def describe_judge(spec_or_judge) -> dict:
+    """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``
+    for a judge, a spec (``embedded``) or a stored judge name (``embedded-minilm-v2-...``).
+
+    The ``embedded`` judge measures topicality, not stance (held-out F1 about
+    0.40 on the BERDS human pairs): it cannot tell a passage for a perspective
+    from a passage against it, so its "supports" reads "on topic".
+    """
+    backend = getattr(spec_or_judge, "backend", None)
+    text = str(spec_or_judge or "").strip()
+    if backend is None and (text in ("embedded", "default") or text.startswith(("embedded-", "embedded:"))):
+        backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
-        from .embedded import EmbeddedJudge
-
-        allowed = {"threshold", "device", "batch_size", "encoding"}
-        return EmbeddedJudge(**{k: v for k, v in opts.items() if k in allowed})
-    if backend == "hf":
-        from .hf import HFJudge
-
-        allowed = {"shot", "device", "dtype", "batch_size", "threshold", "max_length"}
-        return HFJudge(parts["model"], parts["adapter"], **{k: v for k, v in opts.items() if k in allowed})
-    from .openai_compat import OpenAIJudge
-
-    allowed = {"shot", "concurrency", "timeout", "retries", "backoff", "api_key", "threshold"}
-    return OpenAIJudge(parts["model"], parts["base_url"], **{k: v for k, v in opts.items() if k in allowed})
+        return {"stance": False, "label": "on topic",
+                "caveat": "The offline embedded judge measures topicality, not stance (held-out F1 about 0.40): "
+                          "it cannot tell a passage for a perspective from one against it, so a topical passage "
+                          "counts for every side. For stance, use an LLM judge: berds-evaluator (the paper's "
+                          "evaluator), hf:<model> or openai:<model>@<url>."}
+    return {"stance": True, "label": "supports", "caveat": None}
 
 
-def passage_text(ctx: dict) -> str:
-    """The text a judge reads for a run passage (BERDS judges the passage text)."""
-    return str(ctx.get("text") or "")
+# --------------------------------------------------------------------------- passages -> judge input
+
+
+def passage_text(ctx, judge: Judge | None = None) -> str:
+    """The text a judge reads for a passage: a run ``ctx`` dict, a corpus ``Passage``, or a string (as is).
+
+    LLM judges read what the BERDS evaluator reads, ``text + " " + title`` when
+    the passage has a title (spec section 3.5); the embedded judge reads
+    ``text`` only, the input it was trained on (:meth:`Judge.document`).
+    A corpus ``Passage`` always has a title (possibly empty), like a run passage.
+    """
+    if isinstance(ctx, str):
+        return ctx
+    if not isinstance(ctx, dict):
+        ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
+    if judge is not None and hasattr(judge, "document"):
+        return judge.document(ctx)
+    from .prompts import document_text  # any other judge-like object reads what the evaluator reads
+
+    return document_text(ctx)
+
+
+def judge_passages(judge: Judge, passages, perspectives, **predict_opts) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities and labels, shaped (passages x perspectives), for run ctxs, corpus passages or texts."""
+    n, m = len(passages), len(perspectives)
+    if n == 0 or m == 0:
+        return np.zeros((n, m)), np.zeros((n, m), dtype=bool)
+    docs = [passage_text(p, judge) for p in passages]
+    probs, labels = judge.predict([(d, s) for d in docs for s in perspectives], **predict_opts)
+    return np.asarray(probs, dtype=float).reshape(n, m), np.asarray(labels, dtype=bool).reshape(n, m)
 
 
 def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[dict]:
-    """Add ``<judge.name>-preds`` (one bool per perspective per passage) and ``-probs`` to entries.
+    """Store the judge's verdicts inside each passage: ``ctx["<judge.name>-preds"]`` (one bool per
+    perspective) and ``ctx["<judge.name>-probs"]``, the BERDS authors' layout.
 
     All pairs of the run go through one cached ``predict`` call, so an
     interrupted run resumes where it stopped.
     """
-    pairs = [(passage_text(c), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
+    from ..runs import set_judgments
+
+    pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
     probs, labels = judge.predict(pairs, progress=progress, desc=f"judge {judge.name}")
     i = 0
     for e in entries:
-        m = len(e["perspectives"])
-        preds, prs = [], []
-        for _ in e["ctxs"]:
-            preds.append([bool(x) for x in labels[i:i + m]])
-            prs.append([round(float(x), 5) for x in probs[i:i + m]])
-            i += m
-        e[judge.name + "-preds"] = preds
-        e[judge.name + PROBS_SUFFIX] = prs
+        n = len(e["ctxs"]) * len(e["perspectives"])
+        set_judgments(e, judge.name, labels[i:i + n].reshape(len(e["ctxs"]), len(e["perspectives"])),
+                      probs[i:i + n].reshape(len(e["ctxs"]), len(e["perspectives"])))
+        i += n
     return entries

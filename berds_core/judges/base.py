@@ -9,7 +9,6 @@ was done.
 """
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -18,25 +17,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..cache import cache_dir, text_hash
+from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
 
 Pair = tuple[str, str]
 
 
 class JudgeError(RuntimeError):
     """A judge could not produce predictions (server down, garbage answer, model missing)."""
-
-
-def safe_name(text: str) -> str:
-    """Filesystem- and JSON-key-safe form of a model id, path or option."""
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or "x"
-
-
-def model_label(model: str) -> str:
-    """A short stable label for a hub id (``org__name``) or a local path (its folder name)."""
-    p = Path(model)
-    if p.exists():
-        return safe_name(p.resolve().name)
-    return safe_name(model.replace("/", "__"))
 
 
 class PredictionCache:
@@ -106,6 +93,7 @@ class Judge:
     def __init__(self, threshold: float = 0.5):
         self.threshold = float(threshold)
         self.forward_calls = 0  # how many times _score ran (tests check cache hits)
+        self.partial_commits = 0  # partial results of failing chunks saved by _commit
 
     # -- naming ---------------------------------------------------------
     @property
@@ -127,13 +115,24 @@ class Judge:
     def _score(self, pairs: list[Pair]) -> np.ndarray:
         raise NotImplementedError
 
+    def _before_scoring(self) -> None:
+        """Called once by :meth:`predict` when some pairs are not cached, before scoring starts."""
+
     def status(self) -> dict:
         """``{"ok": bool, "detail": str}`` for the app's sidebar (loaded / reachable / why not)."""
         return {"ok": True, "detail": "ready"}
 
+    def document(self, ctx: dict) -> str:
+        """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS
+        evaluator reads, ``text + " " + title`` when the passage has a title (spec section 3.5)."""
+        from .prompts import document_text
+
+        return document_text(ctx)
+
     def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:
         keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
         prediction_cache().put_many(self.cache_key, zip(keys, probs))
+        self.partial_commits += bool(len(keys))
 
     def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -148,6 +147,8 @@ class Judge:
                 todo[k] = pair
         if todo:
             from tqdm.auto import tqdm
+
+            self._before_scoring()  # e.g. load the model: a missing one fails before any progress bar
 
             items = list(todo.items())
             bar = tqdm(total=len(items), desc=desc or f"judge {self.name}", unit="pair",

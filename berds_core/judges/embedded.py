@@ -83,6 +83,11 @@ class EmbeddedJudge(Judge):
             detail += f" (grouped-CV F1 {m.get('f1', float('nan')):.2f} on BERDS human pairs)"
         return {"ok": True, "detail": detail}
 
+    def document(self, ctx: dict) -> str:
+        """The passage text alone: the head was trained on the human pairs' documents, not on
+        the BERDS evaluator's ``text + " " + title``."""
+        return str(ctx.get("text") or "")
+
     def probabilities(self, X: np.ndarray) -> np.ndarray:
         """Head output for a full feature matrix (rows x FEATURES)."""
         x = (X[:, self._cols] - self.head["mean"]) / self.head["scale"]

@@ -1,168 +1,208 @@
-"""``hf:<model>[+<adapter>]``: a transformers causal LM as judge, one forward pass per pair.
+"""``hf:<model>[+<adapter>]``: a transformers causal LM as judge.
 
-The paper's prompt goes through the tokenizer's chat template; the decision
-is read from the next-token logits at the last position: the probability of
-support is the softmax over the "Yes" and "No" logits (each the logsumexp
-over the tokenisations of the word, with and without a leading space). No
-generation. Left padding, batches sorted by length, bf16 on GPU, an optional
-PEFT LoRA adapter. The BERDS evaluator is
-``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``.
+The prompt is a named prompt (:mod:`berds_core.judges.prompts`; ``berds``, the
+paper's, by default) built as the BERDS authors build it, through the
+tokenizer's chat template with the generation prompt. The system turn is
+dropped for Mistral-Instruct models (``system="auto"``), as the authors do
+for their evaluator; ``system="keep"|"drop"`` forces it.
+
+Two decisions (``decode``):
+
+- ``logits`` (default): one forward pass; the probability of support is the
+  softmax over the "Yes" and "No" logits at the first answer position (each the
+  logsumexp over the word's spellings: ``Yes``, ``▁Yes``, ``yes``...). It agrees
+  with greedy decoding whenever the first generated token is Yes or No, and
+  gives a probability;
+- ``generate``: the authors' exact procedure, greedy decoding of 16 new tokens
+  parsed by their parser (:func:`prompts.parse_answer`); probability 1 or 0.
+
+Loading, left padding, batching, bf16 on GPU, the optional PEFT LoRA adapter
+and the optimised forward path (``inference``: on CUDA by default, the
+shared prefix ``[INST] Document: ... Statement:`` of a passage's perspectives
+computed once, length buckets, the LoRA merged; the same decisions as the
+plain path) are :class:`berds_core.generators.hf.HFGenerator`'s. The
+BERDS evaluator is ``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``
+(spec ``berds-evaluator``).
 """
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 
+from ..generators.base import GenerationError
+from ..generators.hf import HFGenerator, answer_token_ids  # noqa: F401 (answer_token_ids re-exported)
 from .base import Judge, JudgeError, model_label
-from .prompts import PROMPT_VERSION, messages
+from .prompts import DEFAULT_PROMPT, get_prompt, parse_answer
 
 BERDS_EVALUATOR = "mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator"
+DECODES = ("logits", "generate")
+SYSTEMS = ("auto", "keep", "drop")
+GENERATE_TOKENS = 16  # the authors' max_new_tokens
 
 
-def answer_token_ids(tokenizer, word: str) -> list[int]:
-    """Ids of single tokens that spell ``word`` (bare, with a leading space, SentencePiece '▁')."""
-    ids: set[int] = set()
-    for variant in (word, " " + word, word.lower(), " " + word.lower()):
-        enc = tokenizer.encode(variant, add_special_tokens=False)
-        if len(enc) == 1:
-            ids.add(enc[0])
-        elif enc:  # e.g. SentencePiece puts a lone '▁' first
-            toks = tokenizer.convert_ids_to_tokens(enc)
-            rest = [(i, t) for i, t in zip(enc, toks) if t.strip("▁Ġ ")]
-            if len(rest) == 1 and rest[0][1].strip("▁Ġ ").lower() == word.lower():
-                ids.add(rest[0][0])
-    vocab = tokenizer.get_vocab()
-    for form in (word, "▁" + word, "Ġ" + word, word.lower(), "▁" + word.lower(), "Ġ" + word.lower()):
-        if form in vocab:
-            ids.add(vocab[form])
-    unk = getattr(tokenizer, "unk_token_id", None)
-    ids.discard(unk)
-    return sorted(ids)
+def is_mistral(model: str, model_type: str | None = None) -> bool:
+    """Mistral / Mixtral (Instruct) by name, or by ``model_type`` in a local folder's config.json."""
+    name = str(model).lower()
+    if "mistral" in name or "mixtral" in name:
+        return True
+    if model_type is None and os.path.isfile(os.path.join(str(model), "config.json")):
+        try:
+            with open(os.path.join(str(model), "config.json"), encoding="utf-8") as fh:
+                model_type = json.load(fh).get("model_type")
+        except (OSError, ValueError):
+            model_type = None
+    return str(model_type or "").lower() in ("mistral", "mixtral")
 
 
-def _is_local(path: str) -> bool:
-    return os.path.isdir(path)
+def llm_judge_options(prompt, shot, decode, system) -> tuple:
+    """Validated (prompt, shot, decode, system) of an LLM judge; ValueError (one line) otherwise."""
+    from ..specs import SpecError
+
+    try:
+        p = get_prompt(prompt or DEFAULT_PROMPT)
+    except SpecError as e:
+        raise ValueError(str(e)) from None
+    if int(shot) not in (0, 1):
+        raise ValueError("shot must be 0 or 1")
+    if decode not in DECODES:
+        raise ValueError(f"decode must be one of {', '.join(DECODES)}, not {decode!r}")
+    if system not in SYSTEMS:
+        raise ValueError(f"system must be one of {', '.join(SYSTEMS)}, not {system!r}")
+    return p, int(shot), decode, system
+
+
+def prompt_tag(prompt, shot: int, decode: str, keep_system: bool) -> str:
+    """The part of a judge's name that says how it was asked: prompt, system turn, shots, decoding."""
+    tag = prompt.name + ("-nosys" if prompt.has_system and not keep_system else "")
+    return f"{tag}-{shot}shot" + ("-gen" if decode == "generate" else "")
 
 
 class HFJudge(Judge):
+    """A judge over :class:`berds_core.generators.hf.HFGenerator` (loading, chat template, batching)."""
+
     backend = "hf"
 
-    def __init__(self, model: str, adapter: str | None = None, *, shot: int = 0, device: str | None = None,
-                 dtype: str | None = None, batch_size: int = 8, threshold: float = 0.5,
-                 max_length: int = 2048):
+    def __init__(self, model: str, adapter: str | None = None, *, prompt: str | None = None, shot: int = 0,
+                 decode: str = "logits", system: str = "auto", device: str | None = None,
+                 dtype: str | None = None, batch_size: int = 8, threshold: float = 0.5, max_length: int = 4096,
+                 inference=None):
         super().__init__(threshold)
-        if shot not in (0, 1):
-            raise ValueError("shot must be 0 or 1")
-        self.model_id, self.adapter_id, self.shot = model, adapter, int(shot)
-        self.device, self.dtype_name = device, dtype
-        self.batch_size, self.max_length = int(batch_size), int(max_length)
+        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+        self.model_id, self.adapter_id = model, adapter
+        self.keep_system = self._resolve_system(is_mistral(model))
+        from ..generators import get_generator
+
+        # shared per process with every judge / generator of the same model and options: the logits and
+        # generate decodings of one model (``--compare-decode``) load it once
+        self.lm = get_generator(f"hf:{model}" + (f"+{adapter}" if adapter else ""), device=device, dtype=dtype,
+                                batch_size=int(batch_size), max_length=int(max_length),
+                                system="keep" if self.system == "keep" else "auto", inference=inference)
+        self.batch_size = self.lm.batch_size
         self.commit_every = max(self.batch_size * 8, 64)
-        self._model = self._tok = None
-        self._yes = self._no = None
-        self._error: str | None = None
+        self._label = None
+
+    def _resolve_system(self, mistral: bool) -> bool:
+        """Whether the prompt's system turn is sent. ``auto``: not for Mistral models (the authors drop it
+        for their evaluator; newer Mistral templates would merge it into the user turn), else kept when the
+        chat template accepts a system role and dropped when it does not (a property of the model, so one
+        judge name still means one input)."""
+        if self.system == "auto":
+            return not mistral
+        return self.system == "keep"
 
     def _name_stem(self) -> str:
-        stem = f"hf-{model_label(self.model_id)}"
+        stem = f"hf-{self._label or model_label(self.model_id)}"
         if self.adapter_id:
             stem += f"+{model_label(self.adapter_id)}"
-        return f"{stem}-{PROMPT_VERSION}-{self.shot}shot"
+        return f"{stem}-{prompt_tag(self.prompt, self.shot, self.decode, self.keep_system)}"
 
     @classmethod
     def from_loaded(cls, model, tokenizer, label: str, **opts) -> "HFJudge":
         """A judge around an already built model + tokenizer (benchmarks, notebooks); ``label`` names it."""
         judge = cls(label, **opts)
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else tokenizer.unk_token
-        judge._yes, judge._no = answer_token_ids(tokenizer, "Yes"), answer_token_ids(tokenizer, "No")
-        if not judge._yes or not judge._no:
-            raise JudgeError(f"tokenizer of '{label}' has no single token for 'Yes'/'No'")
-        judge._model, judge._tok = model.eval(), tokenizer
-        judge._device = str(next(model.parameters()).device)
+        judge._label = label
+        judge.keep_system = judge._resolve_system(
+            is_mistral(label, getattr(getattr(model, "config", None), "model_type", None)))
+        judge.lm = HFGenerator.from_loaded(model, tokenizer, label, batch_size=judge.batch_size,
+                                           max_length=judge.lm.max_length, system=judge.lm.system,
+                                           inference=judge.lm.inference)
+        judge._check_answer_tokens()
         return judge
 
     # -- loading --------------------------------------------------------
     def load(self):
-        if self._model is not None:
-            return self
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from ..embed import pick_device
-
-        device = pick_device(self.device)
-        if self.dtype_name:
-            dtype = getattr(torch, str(self.dtype_name).replace("torch.", ""), None)
-            if not isinstance(dtype, torch.dtype):
-                self._error = f"unknown dtype '{self.dtype_name}' (use float32, float16 or bfloat16)"
-                raise JudgeError(self._error)
-        else:
-            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         try:
-            tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=_is_local(self.model_id))
-            model = AutoModelForCausalLM.from_pretrained(
-                self.model_id, dtype=dtype, local_files_only=_is_local(self.model_id),
-                device_map=device if device.startswith("cuda") else None)  # load straight onto the GPU
-        except (OSError, ValueError) as e:
-            self._error = f"cannot load model '{self.model_id}': {str(e).splitlines()[0]}"
-            raise JudgeError(self._error) from None
-        if self.adapter_id:
-            from peft import PeftModel
-
-            try:
-                model = PeftModel.from_pretrained(model, self.adapter_id,
-                                                  local_files_only=_is_local(self.adapter_id))
-            except (OSError, ValueError) as e:
-                self._error = f"cannot load adapter '{self.adapter_id}': {str(e).splitlines()[0]}"
-                raise JudgeError(self._error) from None
-        model.to(device).eval()
-        tok.padding_side = "left"
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
-        yes, no = answer_token_ids(tok, "Yes"), answer_token_ids(tok, "No")
-        if not yes or not no:
-            self._error = f"tokenizer of '{self.model_id}' has no single token for 'Yes'/'No'"
-            raise JudgeError(self._error)
-        self._model, self._tok, self._yes, self._no, self._device = model, tok, yes, no, device
+            self.lm.load()
+        except GenerationError as e:
+            raise JudgeError(str(e)) from None
+        self._check_answer_tokens()
         return self
 
-    def status(self) -> dict:
-        if self._model is not None:
-            return {"ok": True, "detail": f"loaded on {self._device}"}
-        if self._error:
-            return {"ok": False, "detail": self._error}
-        return {"ok": True, "detail": "not loaded yet (loads on first use)"}
+    def _before_scoring(self) -> None:
+        self.load()
 
-    # -- scoring --------------------------------------------------------
+    def _check_answer_tokens(self):
+        if not self.lm.token_ids("Yes") or not self.lm.token_ids("No"):
+            raise JudgeError(f"tokenizer of '{self.model_id}' has no single token for 'Yes'/'No'")
+
+    @property
+    def _tok(self):
+        return self.lm.tokenizer
+
+    @property
+    def _model(self):
+        return self.lm.model
+
+    @property
+    def _yes(self):
+        return self.lm.token_ids("Yes")
+
+    @property
+    def _no(self):
+        return self.lm.token_ids("No")
+
+    def status(self) -> dict:
+        return self.lm.status()
+
+    # -- prompts --------------------------------------------------------
+    def messages(self, document: str, perspective: str) -> list[dict]:
+        """The chat messages for one pair (the system turn already kept or dropped)."""
+        return self.prompt.messages(document, perspective, self.shot, system=self.keep_system)
+
     def render(self, document: str, perspective: str) -> str:
         """The full prompt text for one pair (chat template + generation prompt)."""
-        return self.render_messages(messages(document, perspective, self.shot))
+        return self.render_messages(self.messages(document, perspective))
 
     def render_messages(self, msgs: list[dict]) -> str:
         """Chat messages as the model's prompt text, ending where the answer begins."""
         self.load()
-        if getattr(self._tok, "chat_template", None):
-            return self._tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-        return (self._tok.bos_token or "") + "\n\n".join(m["content"] for m in msgs) + " "
+        try:
+            return self.lm.render(msgs)
+        except GenerationError as e:
+            hint = " (use system='drop' / --system drop)" if any(m["role"] == "system" for m in msgs) else ""
+            raise JudgeError(f"{e}{hint}") from None
 
+    # -- scoring --------------------------------------------------------
     def yes_no_logits(self, prompts: list[str]):
         """(n, 2) float32 array of logsumexp logits of Yes and No at the last position."""
-        import torch
+        return self.lm.logsumexp_of(self.lm.last_logits(prompts), ["Yes", "No"], normalize=False).astype(np.float32)
 
-        enc = self._tok(prompts, return_tensors="pt", padding=True, truncation=True,
-                        max_length=self.max_length, add_special_tokens=False)
-        enc = {k: v.to(self._device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-        # positions count real tokens only, so a left-padded row scores as it would alone
-        pos = (enc["attention_mask"].long().cumsum(-1) - 1).clamp(min=0)
-        with torch.inference_mode():
-            logits = self._model(**enc, position_ids=pos, logits_to_keep=1).logits[:, -1, :].float()
-        yes = torch.logsumexp(logits[:, self._yes], dim=-1)
-        no = torch.logsumexp(logits[:, self._no], dim=-1)
-        return torch.stack([yes, no], dim=-1).cpu().numpy()
+    def generate_answers(self, pairs) -> list[str]:
+        """The authors' greedy 16-token replies for pairs (cached in the generation cache)."""
+        self.load()
+        for p, s in pairs[:1]:
+            self.render(p, s)  # a template that rejects the messages fails here with the hint
+        try:
+            return self.lm.generate([self.messages(p, s) for p, s in pairs], max_new_tokens=GENERATE_TOKENS)
+        except GenerationError as e:
+            raise JudgeError(str(e)) from None
 
     def _score(self, pairs):
         self.load()
+        if self.decode == "generate":
+            return np.array([1.0 if parse_answer(t) else 0.0 for t in self.generate_answers(list(pairs))])
         return self._p_yes([self.render(p, s) for p, s in pairs])
 
     def yes_probability(self, prompts: list[str]) -> np.ndarray:
@@ -171,12 +211,6 @@ class HFJudge(Judge):
         return self._p_yes([self.render_messages([{"role": "user", "content": q}]) for q in prompts])
 
     def _p_yes(self, prompts: list[str]) -> np.ndarray:
-        """Batches sorted by length; softmax over the (Yes, No) logits at the last position."""
-        lengths = [len(self._tok(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-        order = np.argsort(lengths, kind="stable")
-        out = np.zeros(len(prompts), dtype=np.float64)
-        for i in range(0, len(order), self.batch_size):
-            idx = order[i:i + self.batch_size]
-            ln = self.yes_no_logits([prompts[j] for j in idx])
-            out[idx] = 1.0 / (1.0 + np.exp(ln[:, 1] - ln[:, 0]))
-        return out
+        """Softmax over the (Yes, No) log-probabilities at the last position; batches sorted by length."""
+        ln = np.asarray(self.yes_no_logits(prompts), dtype=np.float64).reshape(-1, 2)
+        return 1.0 / (1.0 + np.exp(ln[:, 1] - ln[:, 0]))

@@ -1,176 +1,122 @@
 """``openai:<model>@<base_url>``: any OpenAI-compatible chat-completions server.
 
-vLLM (``vllm serve``), Ollama, llama.cpp's server or OpenAI itself. Requests
-run concurrently (``concurrency``), each with a timeout, retried with
-exponential backoff on 429, 5xx, timeouts and connection errors. When the
-server returns ``logprobs``/``top_logprobs`` the probability of support is the
-softmax over the log-probabilities of "Yes" and "No"; otherwise the answer
-text is parsed (Yes -> 1, No -> 0). The API key comes from ``api_key=``, or
-the environment (``BERDS_OPENAI_API_KEY``, ``OPENAI_API_KEY``); it is sent in
-the Authorization header only and never logged, named or written.
+vLLM (``vllm serve``, e.g. the BERDS evaluator with its LoRA adapter: spec
+``berds-evaluator:<base_url>``), Ollama, llama.cpp's server or OpenAI itself.
+Requests run concurrently (``concurrency``) through the project's one
+OpenAI-style HTTP client (:class:`berds_core.generators.openai.OpenAIClient`:
+a timeout per request, retries with backoff on 429, 5xx, timeouts and
+connection errors).
+
+The prompt is a named prompt (``berds``, the paper's, by default); chat APIs
+get its system turn (``system="auto"`` keeps it, except for models named
+Mistral/Mixtral, whose chat template has no system role; ``keep``/``drop``
+force it; a vLLM server of the BERDS evaluator needs ``drop``, which the
+``berds-evaluator:<url>`` spec sets).
+
+Decisions (``decode``):
+
+- ``logits`` (default): one request with ``max_tokens=1`` and top logprobs; the
+  probability of support is the softmax over the log-probabilities of "Yes" and
+  "No". When the server offers no logprobs (or neither word is among the top
+  ones) the reply of the ``generate`` mode decides;
+- ``generate``: greedy decoding of 16 tokens parsed by the authors' parser
+  (probability 1 or 0).
+
+The API key comes from ``api_key=`` or the environment
+(``BERDS_OPENAI_API_KEY``, ``OPENAI_API_KEY``); it is sent in the Authorization
+header only and never logged, named or written.
 """
 from __future__ import annotations
 
 import math
-import os
-import random
-import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..generators.openai import (LogprobsRejected, OpenAIClient, choice_text, first_token_logprobs,
+                                 normalize_base_url, option_logprobs)
 from .base import Judge, JudgeError, safe_name
-from .prompts import PROMPT_VERSION, messages, parse_answer
+from .hf import GENERATE_TOKENS, is_mistral, llm_judge_options, prompt_tag
+from .prompts import parse_answer
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-
-def normalize_base_url(url: str) -> str:
-    """``http://host:port`` or ``.../v1`` -> ``.../v1`` (no trailing slash)."""
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        url = "http://" + url
-    if not url.endswith("/v1"):
-        url += "/v1"
-    return url
+__all__ = ["OpenAIJudge", "normalize_base_url"]
 
 
 def _yes_no_from_logprobs(choice: dict) -> float | None:
     """Probability of Yes from the first generated token's top logprobs, if Yes/No are among them."""
-    lp = choice.get("logprobs") or {}
-    content = lp.get("content") if isinstance(lp, dict) else None
-    if not content or not isinstance(content, list):
-        return None
-    first = content[0] or {}
-    cands: dict[str, float] = {}  # exact token -> logprob (the chosen token is usually listed too)
-    for c in list(first.get("top_logprobs") or []) + [first]:
-        try:
-            cands.setdefault(str(c["token"]), float(c["logprob"]))
-        except (KeyError, TypeError, ValueError):
-            continue
-    yes = no = -math.inf
-    for raw, val in cands.items():
-        tok = raw.strip().strip("▁Ġ").lower()
-        if tok == "yes":
-            yes = np.logaddexp(yes, val) if yes > -math.inf else val
-        elif tok == "no":
-            no = np.logaddexp(no, val) if no > -math.inf else val
+    yes, no = option_logprobs(first_token_logprobs(choice), ["yes", "no"])
     if yes == -math.inf and no == -math.inf:
         return None
-    if no == -math.inf:
-        return 1.0
-    if yes == -math.inf:
-        return 0.0
-    return float(1.0 / (1.0 + math.exp(no - yes)))
+    return float(1.0 / (1.0 + math.exp(no - yes))) if yes > -math.inf and no > -math.inf else float(no == -math.inf)
 
 
 class OpenAIJudge(Judge):
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str, *, shot: int = 0, concurrency: int = 8,
-                 timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, api_key: str | None = None,
-                 threshold: float = 0.5):
+    def __init__(self, model: str, base_url: str, *, prompt: str | None = None, shot: int = 0,
+                 decode: str = "logits", system: str = "auto", concurrency: int = 8, timeout: float = 60.0,
+                 retries: int = 4, backoff: float = 0.5, api_key: str | None = None, threshold: float = 0.5,
+                 top_logprobs: int = 5):
         super().__init__(threshold)
-        self.model_id, self.base_url, self.shot = model, normalize_base_url(base_url), int(shot)
-        self.concurrency, self.timeout = max(1, int(concurrency)), float(timeout)
-        self.retries, self.backoff = max(0, int(retries)), float(backoff)
+        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+        self.model_id = model
+        self.keep_system = not is_mistral(model) if system == "auto" else system == "keep"
+        self.http = OpenAIClient(base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
+                                 concurrency=concurrency, error=JudgeError, who="openai judge")
+        self.base_url, self.concurrency, self.timeout = self.http.base_url, self.http.concurrency, self.http.timeout
+        self.top_logprobs = int(top_logprobs)
         self.commit_every = max(4 * self.concurrency, 16)
-        self._key = api_key or os.environ.get("BERDS_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
         self._use_logprobs = True
-        self._client = None
+        self._lock = threading.Lock()
+        self.decided_by = {"logprobs": 0, "text": 0}  # how each scored pair was decided (reported by the CLI)
 
-    def __getstate__(self):  # never pickle the key along
+    def __getstate__(self):  # picklable (the client drops its key itself); the lock is rebuilt
         state = dict(self.__dict__)
-        state["_key"] = None
-        state["_client"] = None
+        state.pop("_lock", None)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def _name_stem(self) -> str:
         host = self.base_url.split("://", 1)[-1]
-        return f"openai-{safe_name(self.model_id)}@{safe_name(host)}-{PROMPT_VERSION}-{self.shot}shot"
-
-    @property
-    def client(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"Content-Type": "application/json"}
-            if self._key:
-                headers["Authorization"] = f"Bearer {self._key}"
-            self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
-                                        limits=httpx.Limits(max_connections=self.concurrency))
-        return self._client
+        return (f"openai-{safe_name(self.model_id)}@{safe_name(host)}-"
+                f"{prompt_tag(self.prompt, self.shot, self.decode, self.keep_system)}")
 
     def status(self) -> dict:
-        import httpx
+        return self.http.status()
 
-        try:
-            r = self.client.get("/models", timeout=min(self.timeout, 5.0))
-        except httpx.HTTPError as e:
-            return {"ok": False, "detail": f"{self.base_url} unreachable ({type(e).__name__})"}
-        if r.status_code in (401, 403):
-            return {"ok": False, "detail": f"{self.base_url} refused the API key (HTTP {r.status_code})"}
-        if r.status_code >= 400 and r.status_code != 404:
-            return {"ok": False, "detail": f"{self.base_url} answered HTTP {r.status_code}"}
-        return {"ok": True, "detail": f"{self.base_url} reachable"}
-
-    # -- one request ----------------------------------------------------
-    def _post(self, body: dict) -> dict:
-        import httpx
-
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)) * (1 + 0.25 * random.random()))
-            try:
-                r = self.client.post("/chat/completions", json=body)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.timeout:g}s"
-                continue
-            except httpx.TransportError as e:
-                last = f"cannot connect ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'})"
-                continue
-            if r.status_code in RETRY_STATUS:
-                last = f"HTTP {r.status_code}"
-                ra = r.headers.get("retry-after")
-                if ra and ra.replace(".", "", 1).isdigit():
-                    time.sleep(min(float(ra), 30.0))
-                continue
-            if r.status_code == 400 and body.get("logprobs"):
-                raise _NoLogprobs()
-            if r.status_code >= 400:
-                raise JudgeError(f"openai judge: {self.base_url} answered HTTP {r.status_code}: "
-                                 f"{r.text[:200].strip()}")
-            try:
-                return r.json()
-            except ValueError:
-                raise JudgeError(f"openai judge: {self.base_url} answered non-JSON: {r.text[:120]!r}") from None
-        raise JudgeError(f"openai judge: {self.base_url}: {last} (gave up after {self.retries + 1} tries)")
+    def messages(self, document: str, perspective: str) -> list[dict]:
+        """The chat messages for one pair (the system turn already kept or dropped)."""
+        return self.prompt.messages(document, perspective, self.shot, system=self.keep_system)
 
     def score_one(self, document: str, perspective: str) -> float:
-        return self.ask(messages(document, perspective, self.shot))
+        return self.ask(self.messages(document, perspective))
+
+    def reply(self, msgs: list[dict]) -> str:
+        """The authors' reply: greedy, up to 16 tokens."""
+        return choice_text(self.http.chat(self.model_id, msgs, max_tokens=GENERATE_TOKENS, temperature=0.0))
 
     def ask(self, msgs: list[dict]) -> float:
-        """P("Yes") for one chat: from logprobs when the server offers them, else the parsed answer."""
-        body = {"model": self.model_id, "messages": msgs, "max_tokens": 1, "temperature": 0.0}
-        if self._use_logprobs:
-            body.update(logprobs=True, top_logprobs=5)
-        try:
-            data = self._post(body)
-        except _NoLogprobs:
-            self._use_logprobs = False
-            return self.ask(msgs)
-        try:
-            choice = data["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise JudgeError(f"openai judge: {self.base_url} answered without choices: {str(data)[:120]}") from None
-        prob = _yes_no_from_logprobs(choice) if isinstance(choice, dict) else None
-        if prob is None:
-            text = ((choice.get("message") or {}).get("content") if isinstance(choice, dict) else None) or ""
-            prob = parse_answer(str(text))
-        if prob is None:
-            raise JudgeError(f"openai judge: answer is neither Yes nor No: {str(text)[:80]!r}")
-        return prob
+        """P("Yes") for one chat: from logprobs when the server offers them, else the parsed reply."""
+        if self.decode == "logits" and self._use_logprobs:
+            try:
+                choice = self.http.chat(self.model_id, msgs, max_tokens=1, top_logprobs=self.top_logprobs)
+            except LogprobsRejected:
+                self._use_logprobs = False
+            else:
+                prob = _yes_no_from_logprobs(choice)
+                if prob is not None:
+                    self._count("logprobs")
+                    return prob
+        self._count("text")
+        return 1.0 if parse_answer(self.reply(msgs)) else 0.0
+
+    def _count(self, how: str) -> None:
+        with self._lock:
+            self.decided_by[how] += 1
 
     def yes_probability(self, prompts: list[str]) -> np.ndarray:
         """P("Yes") for free-form yes/no questions, one user turn each (not cached)."""
@@ -192,7 +138,3 @@ class OpenAIJudge(Judge):
             self._commit([pairs[i] for i in np.flatnonzero(done)], out[done])  # keep what was done
             raise error
         return out
-
-
-class _NoLogprobs(Exception):
-    """The server rejected the logprobs parameters: retry the request without them."""

@@ -1,0 +1,237 @@
+"""Who may do what with an annotation store: roles checked on the server, refusals logged.
+
+A :class:`Lab` is the store as one :class:`Actor` may use it. Pages call it
+instead of the store, so hiding a button is never the protection: every
+method checks the actor's role (and, for annotators, that the pair is in
+their own queue) before it reads or writes, and a refusal is written to the
+store's ``audit`` table and the ``berds.access`` logger, then raised as
+:class:`AccessDenied`.
+
+Roles:
+
+- ``annotator``: labels the pairs of their own queue; sees their own labels;
+  sees the judge's answer for a pair only after deciding it.
+- ``reviewer``: also every label, the judge's answers, agreement, adjudication.
+- ``admin``: also imports, task sets, exports, guidelines and users.
+
+In open mode (one person on a laptop, no login) the actor is an ``admin``
+named by the page; the same checks run and pass.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .store import SKIP, Store, StoreError
+
+log = logging.getLogger("berds.access")
+
+ROLES = ("annotator", "reviewer", "admin")
+PERMISSIONS: dict[str, tuple[str, ...]] = {
+    "label": ROLES,
+    "see_all_labels": ("reviewer", "admin"),
+    "see_judge_before_labelling": ("reviewer", "admin"),
+    "agreement": ("reviewer", "admin"),
+    "adjudicate": ("reviewer", "admin"),
+    "export_report": ("reviewer", "admin"),
+    "import": ("admin",),
+    "build_task_set": ("admin",),
+    "export_labels": ("admin",),
+    "edit_guidelines": ("admin",),
+    "manage_users": ("admin",),
+}
+DEFAULT_DEFINITIONS = {
+    "1": "Supports: the passage argues for the perspective or gives evidence for it.",
+    "0": "Does not support: the passage is about something else, is neutral, or argues against it.",
+    "skip": "Skip: you cannot decide (unreadable passage, unclear perspective); say why in a note.",
+}
+
+
+class AccessDenied(PermissionError):
+    """The actor's role does not allow this request (it was logged)."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    name: str
+    role: str
+    open_mode: bool = False
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}")
+
+
+class Lab:
+    """The annotation store as ``actor`` may use it."""
+
+    def __init__(self, store: Store, actor: Actor):
+        self.store = store
+        self.actor = actor
+
+    # ---- checks ----
+
+    def allowed(self, permission: str) -> bool:
+        """Whether the role has ``permission`` (no logging: for deciding what to draw)."""
+        return self.actor.role in PERMISSIONS[permission]
+
+    def _deny(self, action: str, target: str | None, why: str):
+        self.store.audit(self.actor.name, self.actor.role, action, target, allowed=False, detail=why)
+        log.warning("refused %s of %s (%s) on %s: %s", action, self.actor.name, self.actor.role, target, why)
+        raise AccessDenied(f"{self.actor.name} ({self.actor.role}) may not {why}")
+
+    def require(self, permission: str, target: str | None = None, *, what: str | None = None) -> None:
+        if not self.allowed(permission):
+            self._deny(permission, target, what or permission.replace("_", " "))
+
+    def _own_or_reviewer(self, pair_id: str, action: str) -> None:
+        if self.allowed("see_all_labels"):
+            if not self.store.has_pair(pair_id):
+                raise StoreError(f"no pair with id {pair_id!r}")
+            return
+        if not self.store.is_assigned(self.actor.name, pair_id):
+            self._deny(action, pair_id, "open a pair outside their own queue")
+
+    def require_self(self, annotator: str | None) -> None:
+        """Refuse (and log) a request made for another annotator unless the role sees all labels."""
+        if annotator and annotator != self.actor.name and not self.allowed("see_all_labels"):
+            self._deny("labels.other", annotator, "see or make another annotator's labels")
+
+    # ---- annotating ----
+
+    def task_sets(self) -> list[str]:
+        return self.store.task_sets(self.actor.name)
+
+    def queue(self, task_set: str | None = None) -> list[str]:
+        return self.store.queue(self.actor.name, task_set)
+
+    def progress(self, task_set: str | None = None) -> dict:
+        return self.store.progress(self.actor.name, task_set)
+
+    def next_pairs(self, n: int = 1, task_set: str | None = None) -> list[str]:
+        return self.store.next_pairs(self.actor.name, n, task_set)
+
+    def pair_view(self, pair_id: str) -> dict:
+        """What an annotator sees of a pair: question, title, passage, perspective (no ids, no judge)."""
+        self._own_or_reviewer(pair_id, "pair.view")
+        p = self.store.pair(pair_id)
+        return {"question": p.question, "title": p.title or "", "document": p.document, "perspective": p.perspective}
+
+    def judge_seen(self, pair_id: str) -> bool:
+        """Whether this actor was shown a judge answer for the pair (then a relabel records it)."""
+        rows = self.store._read("SELECT 1 FROM audit WHERE actor = ? AND action = 'judge.view' AND target = ? "
+                                "AND allowed = 1 LIMIT 1", (self.actor.name, str(pair_id)))
+        return bool(rows)
+
+    def label(self, pair_id: str, value, *, unsure: bool = False, note: str | None = None,
+              time_ms: int | None = None, judge_visible: bool | None = None, client_id: str | None = None) -> int:
+        """Label a pair of the actor's own queue (reviewers and admins: any pair)."""
+        self._own_or_reviewer(pair_id, "label")
+        seen = bool(judge_visible) or self.judge_seen(pair_id)
+        return self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
+                                judge_visible=seen, client_id=client_id)
+
+    def undo(self, client_id: str | None = None) -> str | None:
+        return self.store.undo(self.actor.name, client_id=client_id)
+
+    def labels(self, annotator: str | None = None, *, include_skips: bool = True):
+        """Labels: annotators get only their own (asking for anyone else's is refused and logged)."""
+        if annotator is None and not self.allowed("see_all_labels"):
+            annotator = self.actor.name
+        self.require_self(annotator)
+        return self.store.labels(annotator, include_skips=include_skips)
+
+    def judge_answers(self, pair_id: str, *, log: bool = True) -> list[tuple[str, float | None, int]]:
+        """``[(judge name, prob, 0/1)]`` for a pair. Annotators: only after they decided it (label or skip).
+
+        An allowed view is written to the audit log (``log``), so a later relabel
+        of the pair records that the judge's answer was known.
+        """
+        self._own_or_reviewer(pair_id, "judge.view")
+        if not self.allowed("see_judge_before_labelling") and self.store.get_label(self.actor.name, pair_id) is None:
+            self._deny("judge.view", pair_id, "see the judge's answer before labelling the pair")
+        out = []
+        for name in self.store.judges():
+            pred = self.store.judge_preds(name).get(str(pair_id))
+            if pred is not None:
+                out.append((name, pred[0], int(pred[1])))
+        if not out:
+            p = self.store.pair(pair_id)
+            if p.judge_prob is not None:
+                out.append(("judge", p.judge_prob, int(p.judge_prob >= 0.5)))
+        if log:
+            self.store.audit(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
+        return out
+
+    # ---- guidelines ----
+
+    def guidelines(self) -> dict:
+        """``{"text": markdown, "definitions": {"1": ..., "0": ..., "skip": ...}}`` of the project."""
+        defs = dict(DEFAULT_DEFINITIONS)
+        defs.update(self.store.setting("label_definitions", {}) or {})
+        return {"text": self.store.setting("guidelines", "") or "", "definitions": defs}
+
+    def set_guidelines(self, text: str | None = None, definitions: dict | None = None) -> dict:
+        self.require("edit_guidelines", "guidelines")
+        if text is not None:
+            self.store.set_setting("guidelines", str(text), by=self.actor.name)
+        if definitions is not None:
+            clean = {k: str(v).strip() for k, v in definitions.items() if k in ("1", "0", SKIP) and str(v).strip()}
+            self.store.set_setting("label_definitions", clean, by=self.actor.name)
+        self.store.audit(self.actor.name, self.actor.role, "edit_guidelines", "guidelines", allowed=True)
+        return self.guidelines()
+
+    # ---- reviewing ----
+
+    def agreement_report(self, judge: str | None, **kw) -> dict:
+        self.require("agreement", judge)
+        from .agreement import agreement_report
+
+        return agreement_report(self.store, judge, **kw)
+
+    def disagreements(self, judge: str | None = None) -> list[dict]:
+        self.require("adjudicate", judge, what="see disagreements")
+        from .agreement import disagreements
+
+        return disagreements(self.store, judge)
+
+    def adjudicate(self, pair_id: str, label: int, note: str | None = None) -> None:
+        self.require("adjudicate", pair_id)
+        self.store.adjudicate(pair_id, label, self.actor.name, note)
+        self.store.audit(self.actor.name, self.actor.role, "adjudicate", str(pair_id), allowed=True)
+
+    # ---- admin ----
+
+    def import_pairs_tsv(self, path, *, labels_as: str | None = None, annotator: str | None = None,
+                         task_set: str | None = None, shown_as: str | None = None) -> dict:
+        self.require("import", shown_as or str(path))
+        from .tasks import import_pairs_tsv
+
+        res = import_pairs_tsv(self.store, path, annotator, task_set, labels_as=labels_as, shown_as=shown_as)
+        self.store.audit(self.actor.name, self.actor.role, "import", shown_as or str(path), allowed=True,
+                         detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
+        return res
+
+    def build_task_set(self, candidates, **kw) -> dict:
+        self.require("build_task_set", kw.get("name"))
+        from .tasks import build_task_set
+
+        res = build_task_set(self.store, candidates, **kw)
+        self.store.audit(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
+                         detail=f"pairs={res['pairs']}")
+        return res
+
+    def export_rows(self, what: str = "labels", *, include_skips: bool = False) -> list[dict]:
+        """Rows for a download: ``labels`` (admins: everyone's; others: their own), ``gold``, ``reference``."""
+        from .exports import export_rows
+
+        if what == "labels" and not self.allowed("export_labels"):
+            return export_rows(self.store, annotator=self.actor.name, include_skips=include_skips)
+        self.require("export_labels", what, what=f"export {what}")
+        return export_rows(self.store, what=what, include_skips=include_skips)
+
+    def accounts(self, **kw):
+        self.require("manage_users", "users")
+        from .accounts import Accounts
+
+        return Accounts(self.store, **kw)

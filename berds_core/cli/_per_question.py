@@ -1,0 +1,54 @@
+"""``berds retrieve --corpus-per-question DIR``: each question retrieves within its own corpus.
+
+The BERDS paper's web setting: a corpus per question (its search results' pages).
+``DIR/<question>/passages.jsonl`` is found by the question id in the folder's
+``manifest.json`` (as ``berds corpus web`` writes it) or by the folder's name. A
+question whose corpus is empty (every page failed) gets an empty ranking and is
+listed in ``empty_questions``; a question with no folder is an error.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..errors import InputError
+
+
+def retrieve_per_question(args, questions, div, t0: float) -> dict:
+    from tqdm import tqdm
+
+    from ..corpus import load_corpus
+    from ..jsonio import read_text
+    from ..retrieval import question_entry
+    from ..runs import write_run
+    from ..web.snapshot import PASSAGES, dir_name, question_folders
+    from .retrieve_cmd import build_run, open_retriever
+
+    root = args.corpus_per_question
+    folders = question_folders(root)
+    missing = [q.id for q in questions if q.id not in folders]
+    if missing:
+        more = f" ({len(missing) - 1} more questions have none)" if len(missing) > 1 else ""
+        raise InputError(root, None, None, f"no corpus for question {missing[0]!r}: expected "
+                                           f"{dir_name(missing[0])}/{PASSAGES}{more}")
+    inner = argparse.Namespace(**{**vars(args), "quiet": True})  # one bar over questions, not one per index
+    entries, empty, passages, search_s = [], [], 0, 0.0
+    for q in tqdm(questions, desc="questions", unit="q", file=sys.stderr, disable=args.quiet):
+        path = folders[q.id] / PASSAGES
+        if not read_text(path).strip():
+            entries.append(question_entry(q, None, []))
+            empty.append(q.id)
+            continue
+        corpus = load_corpus(path, passage_words=args.passage_words or None, name=q.id)
+        retriever = open_retriever(inner, corpus)
+        t1 = time.perf_counter()
+        entries.extend(build_run(inner, [q], corpus, retriever))
+        search_s += time.perf_counter() - t1
+        passages += len(corpus)
+    write_run(args.out, entries)
+    return {"out": str(args.out), "questions": len(entries), "k": args.k, "corpus_per_question": str(root),
+            "passages": passages, "empty_questions": empty, "retriever": args.retriever,
+            "model": args.model if args.retriever == "dense" else None,
+            "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
+            "search_seconds": round(search_s, 3), "seconds": round(time.perf_counter() - t0, 3)}

@@ -1,0 +1,65 @@
+"""``berds export-trec``: judged runs as TREC run files and one subtopic qrels file.
+
+    berds export-trec --run bm25.jsonl dense.jsonl --labels embedded --out-dir trec/ --json
+
+Writes ``<out-dir>/<run name>.run`` per run (``qid Q0 docid rank score tag``)
+and ``<out-dir>/qrels.txt`` (``qid subtopic docid relevance``: the perspective
+index is the subtopic, as TREC diversity qrels and ndeval have it) for the
+shared pool of the runs: the union of their judged passages (and, with
+``--gold``, every gold-labelled passage). ``ir_measures``, ``ndeval`` and other
+TREC tools read them; ``berds evaluate`` reports the same α-nDCG / ERR-IA /
+P-IA / StRecall on the same pool (``berds_core.diversity_metrics``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..runs import read_run
+from .evaluate_cmd import aligned, matrices_of
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export-trec", help="write judged runs as TREC run files plus subtopic qrels (ndeval format)")
+    p.add_argument("--run", nargs="+", required=True, metavar="RUN", help="run files (BERDS JSON Lines), same questions")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
+    src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the runs")
+    p.add_argument("--out-dir", required=True, help="folder for <run>.run files and qrels.txt")
+    p.set_defaults(func=run)
+
+
+def run(args) -> dict:
+    from ..datasets import load_gold
+    from ..diversity_metrics import check_trec_ids, run_tag, subtopic_qrels, write_trec_qrels, write_trec_run
+
+    gold = load_gold(args.gold) if args.gold else None
+    first = read_run(args.run[0])
+    runs = [(args.run[0], first)] + [(path, aligned(args.run[0], first, path, read_run(path))) for path in args.run[1:]]
+    for path, entries in runs:
+        matrices_of(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
+    try:
+        qrels = subtopic_qrels([entries for _, entries in runs], gold=gold, judge=args.labels)
+    except ValueError as err:
+        raise InputError(args.gold or args.run[0], None, "perspective", str(err)) from None
+    for path, entries in runs:  # every id checked before anything is written
+        check_trec_ids(entries, qrels, run_path=path, qrels_source=args.gold or path)
+    out_dir = Path(args.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(out_dir, None, None, "exists and is not a folder")
+    written, tags = [], set()
+    for path, entries in runs:
+        tag = run_tag(path)
+        base, i = tag, 1
+        while tag in tags:  # two runs named alike (a/run.jsonl, b/run.jsonl)
+            i += 1
+            tag = f"{base}-{i}"
+        tags.add(tag)
+        target = out_dir / f"{tag}.run"
+        n = write_trec_run(target, entries, tag)
+        written.append({"run": str(path), "file": str(target), "tag": tag, "lines": n})
+    qrels_path = out_dir / "qrels.txt"
+    n_qrels = write_trec_qrels(qrels_path, qrels)
+    return {"questions": len(first), "runs": written, "qrels": str(qrels_path), "qrels_lines": n_qrels,
+            "labels": f"gold:{args.gold}" if gold else f"judge:{args.labels}",
+            "pool": "union of the runs' judged passages" + (" and every gold-labelled passage" if gold else "")}

@@ -1,0 +1,110 @@
+"""Text generators named by spec strings, shared by every LLM-backed feature.
+
+``get_generator(spec, **opts)``:
+
+- ``hf:<model id or path>[+<adapter id or path>]``: transformers, locally
+  (opts: ``device``, ``dtype``, ``batch_size``, ``max_length``, ``system``, ``inference``:
+  ``auto`` | ``plain`` | ``fast``[,changes], see :mod:`.hf_inference`);
+- ``openai:<model>@<base_url>``: an OpenAI-compatible server -- vLLM
+  (``vllm serve``), Ollama, llama.cpp's server, OpenAI (opts: ``api_key``,
+  ``concurrency``, ``timeout``, ``retries``, ``backoff``, ``top_logprobs``, ``tokenizer``: a local
+  tokenizer whose chat template renders prompts for the completions endpoint).
+
+Query expansion, perspective discovery, RAG answers, dispute awareness and
+the convincingness experiments call ``generate`` / ``choice_probs``; the
+judges build on the same backends (``HFGenerator``, ``OpenAIClient``).
+Loaded generators are kept per (spec, options), so a model loads once per process.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..specs import Registry, SpecError
+from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
+
+GENERATORS = Registry("generator")
+
+__all__ = ["GENERATORS", "GenerationError", "Generator", "ScoredText", "SpecError", "app_spec", "as_messages",
+           "generation_cache", "get_generator", "split_openai_spec", "truncate_ids", "try_generator"]
+
+
+def split_openai_spec(arg: str) -> tuple[str, str]:
+    """``<model>@<base_url>`` -> (model, base_url); the model may itself contain '@'."""
+    model, at, url = (arg or "").rpartition("@")
+    if not at or not model or not url:
+        raise SpecError("openai generator needs a model and a URL: openai:<model>@<base_url>")
+    return model, url
+
+
+@GENERATORS.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
+                     help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
+def _hf(arg, **opts):
+    from .hf import HFGenerator
+
+    model, _, adapter = arg.partition("+")
+    allowed = {"device", "dtype", "batch_size", "max_length", "system", "inference"}
+    return HFGenerator(model, adapter or None, **{k: v for k, v in opts.items() if k in allowed})
+
+
+@GENERATORS.register("openai", usage="openai:<model>@<base_url>", needs_arg=True,
+                     help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
+def _openai(arg, **opts):
+    from .openai import OpenAIGenerator
+
+    model, url = split_openai_spec(arg)
+    allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs", "tokenizer"}
+    return OpenAIGenerator(model, url, **{k: v for k, v in opts.items() if k in allowed})
+
+
+_LOADED: dict[tuple, Generator] = {}
+_LOCK = threading.Lock()
+
+
+def get_generator(spec: str, **opts) -> Generator:
+    """The generator a spec names (one instance per spec and options in this process).
+
+    ``opts`` with value None are ignored. An API key is never part of the
+    instance key in a readable form (it is hashed).
+    """
+    from ..cache import text_hash
+
+    opts = {k: v for k, v in opts.items() if v is not None}
+    key = (str(spec).strip(), tuple(sorted((k, text_hash(str(v)) if k == "api_key" else repr(v))
+                                           for k, v in opts.items())))
+    with _LOCK:
+        gen = _LOADED.get(key)
+        if gen is None:
+            gen = _LOADED[key] = GENERATORS.create(spec, **opts)
+        return gen
+
+
+def app_spec(spec: str, what: str = "model path") -> str:
+    """A generator spec typed into the app: an ``hf:`` model or adapter given as a local folder
+    (``/...``, ``./...``, ``~/...``) must lie under the allowed roots (``safepaths``); hub ids pass."""
+    from ..safepaths import resolve_user_path
+
+    name, arg = GENERATORS.parse(spec)
+    if name != "hf":
+        return spec
+    parts = [str(resolve_user_path(part, what=what)) if part.startswith(("/", ".", "~")) else part
+             for part in arg.split("+")]
+    return "hf:" + "+".join(parts)
+
+
+def try_generator(spec: str | None, what: str = "model path", **opts):
+    """``(generator, None)`` when ``spec`` names a usable generator, ``(None, one-line reason)`` when it
+    does not, ``(None, None)`` for an empty spec. For the app: paths checked by :func:`app_spec`,
+    nothing loaded before first use, a server's reachability checked."""
+    from ..errors import InputError
+
+    spec = (spec or "").strip()
+    if not spec:
+        return None, None
+    try:
+        gen = get_generator(app_spec(spec, what), **opts)
+        status = gen.status()
+    except (InputError, ValueError, GenerationError) as e:
+        return None, " ".join(str(e).split())
+    if not status.get("ok"):
+        return None, f"{spec}: {status.get('detail')}"
+    return gen, None

@@ -1,0 +1,213 @@
+"""Lab mode in the pages: which annotation store a page opens, login, the current actor.
+
+**Open mode** (the default; ``BERDS_AUTH`` unset or ``open``): one person on
+a laptop, no login. The actor is an admin named by the page (``?annotator=``).
+A database typed into a page goes through
+:func:`berds_core.safepaths.resolve_user_path` (allowed roots only, checked
+before anything is read or created); a database can also be uploaded.
+
+**Lab mode** (``BERDS_AUTH=lab``, set by the operator): the database is the
+one the operator configured (``BERDS_ANNOTATIONS_DB`` or
+``annotations/berds.db``), accounts come from ``berds users add``, and every
+page asks for a login. Roles are checked by :class:`berds_core.access.Lab` on
+the server for each request.
+
+How a login works in a Streamlit app: Streamlit has no local accounts and
+cannot set an HTTP cookie from Python. A login checks the argon2 hash
+(:class:`berds_core.accounts.Accounts`, rate-limited), creates a server-side
+session (a random token; the database keeps its SHA-256 and its expiry) and
+keeps the token in this tab's ``st.session_state``, which lives on the server
+and is bound to the tab's WebSocket connection. No cookie carries it: there
+is no session cookie to steal, replay or send cross-site; the price is a new
+login after a reload or in a new tab. Every rerun re-checks the session
+(idle and absolute expiry, account still active). The only cookie is
+Streamlit's own XSRF token (``_streamlit_xsrf``, guarding uploads): it is set
+SameSite=Strict in ``.streamlit/config.toml``, cannot be HttpOnly (Streamlit's
+JavaScript reads it, by design) and is Secure when Streamlit serves TLS
+(``server.sslCertFile``); behind a TLS proxy, the proxy adds it.
+"""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from berds_core.access import AccessDenied, Actor, Lab
+from berds_core.accounts import Accounts, LoginError, lab_mode
+from berds_core.errors import InputError
+from berds_core.store import Store, StoreError, default_db_path
+from pages.common import esc
+
+DEFAULT_DB_TEXT = str(default_db_path())
+
+
+@st.cache_resource(show_spinner=False)
+def get_store(path: str) -> Store:
+    """One store per database file, shared by every session of this server (thread-safe)."""
+    return Store(path)
+
+
+def error_line(message) -> None:
+    """One error line, shown literally (no Markdown, no HTML)."""
+    st.error(esc(str(message).splitlines()[0] if str(message) else ""), icon=":material/error:")
+
+
+def refuse(err: AccessDenied) -> None:
+    """Show a refusal (already logged by the engine) and stop the page."""
+    st.error(esc(f"Refused: {err}. This request was logged."), icon=":material/block:")
+    st.stop()
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown written by an admin, made safe: HTML is shown as text, links only to http(s)/mailto."""
+    text = str(text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"\]\(\s*(?!https?://|mailto:)[^)]*\)", "]", text)
+
+
+def _open(path: str) -> Store | None:
+    try:
+        return get_store(path)
+    except Exception as e:  # not a database, newer schema...
+        error_line(f"cannot open this annotation database ({type(e).__name__})")
+        return None
+
+
+def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> Store | None:
+    """The store this page works on (None after an error line).
+
+    Lab mode: the operator's database, never a field. Open mode: the default
+    database, or a path under the allowed roots, or an uploaded file.
+    """
+    from berds_core.safepaths import resolve_user_path
+
+    if lab_mode():
+        path = default_db_path()
+        if not path.is_file():
+            error_line("Lab mode is on but the lab database does not exist yet: the operator creates it with "
+                       "`berds users add NAME --role admin`.")
+            return None
+        return _open(str(path))
+    with st.expander("Database", expanded=False):
+        text = st.text_input("Annotation database", value=DEFAULT_DB_TEXT, key=f"{prefix}_db",
+                             help="A SQLite file under the folders this app may open (annotations/, or folders "
+                                  "the operator lists in BERDS_DATA_ROOTS).")
+        up = st.file_uploader("… or upload a database", type=["db", "sqlite"], key=f"{prefix}_db_upload") \
+            if allow_upload else None
+    if up is not None:
+        from pages.common import _save_upload
+
+        return _open(_save_upload(up, "annotations"))
+    text = (text or "").strip()
+    if text == DEFAULT_DB_TEXT:
+        path = default_db_path()
+        if must_exist and not path.is_file():
+            st.info("No annotation database yet: label some pairs on the Annotate page first, or upload one.")
+            return None
+        return _open(str(path))
+    try:
+        path = resolve_user_path(text, what="annotation database", must_exist=must_exist)
+    except InputError as e:
+        error_line(e)
+        return None
+    if path.is_dir() or (not path.exists() and not path.parent.is_dir()):
+        error_line(f"annotation database: '{text}' is not a file in an existing folder")
+        return None
+    return _open(str(path))
+
+
+# --------------------------------------------------------------------------- who is using the page
+
+
+def _client() -> str | None:
+    try:
+        ip = st.context.ip_address
+    except Exception:
+        return None
+    return ip if isinstance(ip, str) else None
+
+
+def login_form(store: Store) -> None:
+    """The login form; on success the session token goes into this tab's session state."""
+    ss = st.session_state
+    if ss.pop("lab_ended", False):
+        st.warning("Your session ended (signed out, expired, or the account changed). Sign in again.")
+    st.subheader("Sign in")
+    with st.form("lab_login", clear_on_submit=True):
+        name = st.text_input("User name", key="lab_login_name", max_chars=64)
+        password = st.text_input("Password", type="password", key="lab_login_password", max_chars=200)
+        go = st.form_submit_button("Sign in", type="primary")
+    if go:
+        try:
+            token, _ = Accounts(store).login(name, password, client=_client())
+        except LoginError as e:
+            error_line(e)
+            return
+        finally:
+            password = None
+        ss["lab_token"] = token
+        st.rerun()
+
+
+def current_actor(store: Store, *, ask_name: bool = True) -> Actor | None:
+    """The actor of this page run, or None after drawing the login form / name prompt.
+
+    Lab mode: the signed-in user (session re-checked every run). Open mode: an
+    admin named by ``?annotator=`` (asked once when ``ask_name``), else ``local``.
+    """
+    ss = st.session_state
+    if lab_mode():
+        token = ss.get("lab_token")
+        user = Accounts(store).session_user(token) if token else None
+        if user is None:
+            if token:
+                ss.pop("lab_token", None)
+                ss["lab_ended"] = True
+            login_form(store)
+            return None
+        return Actor(user.name, user.role)
+    name = (st.query_params.get("annotator") or ss.get("ann_annotator") or "").strip()
+    if name:
+        ss["ann_annotator"] = name
+        if st.query_params.get("annotator") != name:
+            st.query_params["annotator"] = name
+        return Actor(name, "admin", open_mode=True)
+    if not ask_name:
+        return Actor("local", "admin", open_mode=True)
+    st.info("Give your name once; it stays in this page's address so you can come back where you stopped.")
+    with st.form("ann_name_form"):
+        typed = st.text_input("Annotator name", key="ann_name_input", max_chars=100)
+        if st.form_submit_button("Start labelling", type="primary") and typed.strip():
+            ss["ann_annotator"] = typed.strip()
+            st.query_params["annotator"] = typed.strip()
+            st.rerun()
+    return None
+
+
+def account_bar(lab: Lab, slot=None) -> None:
+    """Who is signed in, and a way out (lab mode) or to another name (open mode)."""
+    slot = slot or st
+    actor = lab.actor
+    cols = slot.columns([5, 1])
+    if actor.open_mode:
+        cols[0].markdown(f"Annotator: **{esc(actor.name)}** · open mode (no login)")
+        if cols[1].button("Switch", key="lab_switch", help="Label under another name"):
+            st.session_state.pop("ann_annotator", None)
+            st.query_params.clear()
+            st.rerun()
+        return
+    cols[0].markdown(f"Signed in as **{esc(actor.name)}** · {esc(actor.role)}")
+    if cols[1].button("Sign out", key="lab_logout"):
+        Accounts(lab.store).logout(st.session_state.pop("lab_token", None))
+        st.rerun()
+
+
+def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
+    """The :class:`Lab` of this run, or stop the page after the login form."""
+    actor = current_actor(store, ask_name=ask_name)
+    if actor is None:
+        st.stop()
+    return Lab(store, actor)
+
+
+__all__ = ["AccessDenied", "StoreError", "account_bar", "current_actor", "error_line", "get_store", "lab_for_page",
+           "login_form", "page_store", "refuse", "safe_markdown"]

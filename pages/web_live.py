@@ -1,0 +1,231 @@
+"""The Playground's "Web (live)" corpus: a typed question gets its own corpus from a web search, now.
+
+A helper module of ``pages/playground.py`` (not a page of its own). The operator
+configures what the app may use; a visitor only picks among it:
+
+- ``BERDS_SEARCH``: the search backends offered, comma-separated specs
+  (``searxng:http://127.0.0.1:8888, serper``), from the environment or
+  ``.streamlit/secrets.toml``; keys (``SERPER_API_KEY``, ...) likewise, passed to
+  the engine and never shown, logged or used in a cache key;
+- ``BERDS_WEB_SNAPSHOTS``: where snapshots are saved (default: the cache's
+  ``web/snapshots``), one folder per day and question; a folder typed in the page
+  must lie under the app's allowed roots (:mod:`berds_core.safepaths`);
+- ``BERDS_WEB_ALLOW_PRIVATE=1``: allow pages on private or local addresses (off by
+  default, so a search result cannot make the server read its own network).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from berds_core.errors import InputError
+from berds_core.records import Question
+from pages.common import (best_ranks, cached_embedder, cached_judge, cached_retriever, column_result, embedder_model,
+                          esc, show_error)
+
+WEB_LIVE = "Web (live)"
+SIDEBAR_CORPUS = "Sidebar corpus"
+ENV_SEARCH = "BERDS_SEARCH"
+ENV_SNAPSHOTS = "BERDS_WEB_SNAPSHOTS"
+ENV_ALLOW_PRIVATE = "BERDS_WEB_ALLOW_PRIVATE"
+TOPS = [10, 20, 50, 100]
+
+
+def _secret(name: str) -> str | None:
+    """A value from ``st.secrets`` (None when there is no secrets file or no such entry)."""
+    try:
+        val = st.secrets.get(name)
+    except Exception:  # no secrets.toml at all
+        return None
+    return str(val).strip() if val else None
+
+
+def configured_backends() -> list[str]:
+    """The search specs the operator offers (environment first, then secrets)."""
+    raw = os.environ.get(ENV_SEARCH, "").strip() or (_secret(ENV_SEARCH) or "")
+    return list(dict.fromkeys(s.strip() for s in raw.split(",") if s.strip()))
+
+
+def _key_from_secrets(spec: str) -> str | None:
+    """The backend's key from ``st.secrets`` when the environment has none (the engine reads the environment)."""
+    from berds_core.web.search import key_names
+
+    names = key_names(spec)
+    if any(os.environ.get(n, "").strip() for n in names):
+        return None
+    return next((v for v in map(_secret, names) if v), None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def cached_backend(spec: str):
+    """The search backend of a spec; its key comes from the environment or the secrets, not the cache key."""
+    from berds_core.web import get_search
+
+    return get_search(spec, api_key=_key_from_secrets(spec), timeout=15.0)
+
+
+def snapshot_root(typed: str) -> Path:
+    """Where snapshots go: a typed folder (allowed roots only), ``BERDS_WEB_SNAPSHOTS`` or the cache."""
+    if typed.strip():
+        from berds_core.safepaths import resolve_user_path
+
+        return resolve_user_path(typed, what="snapshot folder", must_exist=False)
+    env = os.environ.get(ENV_SNAPSHOTS, "").strip()
+    if env:
+        return Path(env).expanduser()
+    from berds_core.cache import cache_dir
+
+    return cache_dir("web") / "snapshots"
+
+
+def corpus_choice() -> dict | None:
+    """The corpus picker of a typed question; the web settings when "Web (live)" is chosen, else None."""
+    src = st.radio("Corpus for this question", [SIDEBAR_CORPUS, WEB_LIVE], horizontal=True, key="pg_corpus_src",
+                   help="Web (live): search the web for the question, fetch the top pages and split them into "
+                        "100-word passages (the BERDS paper's per-question web corpus); saved as a snapshot.")
+    if src != WEB_LIVE:
+        return None
+    specs = configured_backends()
+    if not specs:
+        st.warning(f"No web search backend is configured. Set {ENV_SEARCH} (for example "
+                   "searxng:http://127.0.0.1:8888, or serper with SERPER_API_KEY) in the environment or in "
+                   ".streamlit/secrets.toml, then reload.", icon=":material/travel_explore:")
+        return {"error": True}
+    c1, c2, c3 = st.columns([1.4, 1, 1])
+    spec = c1.selectbox("Search backend", specs, key="pg_web_backend")
+    top = c2.select_slider("Pages to fetch", TOPS, value=20, key="pg_web_top",
+                           help="Search results fetched for the question (the paper used 100).")
+    extractor = c3.radio("Text extraction", ["trafilatura", "readability"], horizontal=True, key="pg_web_extract",
+                         help="trafilatura: main text without boilerplate; readability: readability-lxml + "
+                              "html2text, as in the paper.")
+    with st.expander("Snapshot folder"):
+        folder = st.text_input("Save snapshots under (optional)", key="pg_web_dir",
+                               help=f"Empty: {ENV_SNAPSHOTS} or the cache. A folder under the app's allowed roots.")
+    return {"spec": spec, "top": int(top), "extractor": extractor, "folder": folder}
+
+
+def typed_id(text: str) -> str:
+    return "typed-" + hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class WebEngine:
+    """The web corpus of one typed question, and the Playground's two calls over it."""
+
+    folder: str
+    stamp: str
+    corpus: object
+    summary: dict
+
+    def column(self, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
+               use_gold: bool, question: Question) -> dict:
+        return _web_column(self.folder, self.stamp, cfg_key, qkey, method, k, lam, qe_source, question)
+
+    def best_ranks(self, cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, question: Question) -> dict:
+        return _web_best_ranks(self.folder, self.stamp, cfg_key, qkey, which, question)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _web_corpus(folder: str, stamp: str):
+    from berds_core.web import load_snapshot_corpus
+
+    return load_snapshot_corpus(folder)
+
+
+def _web_engine(folder: str, stamp: str, cfg_key: tuple):
+    from pages.common import Config
+
+    cfg = Config(**dict(cfg_key))
+    corpus = _web_corpus(folder, stamp)
+    model = embedder_model(cfg.embedder)
+    retriever = cached_retriever(cfg.retriever, corpus.hash, model if cfg.retriever == "dense" else None, corpus)
+    return corpus, retriever, cached_judge(cfg.judge), cached_embedder(model)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float,
+                qe_source: str, _question: Question) -> dict:
+    corpus, retriever, judge, embedder = _web_engine(folder, stamp, cfg_key)
+    return column_result(_question, corpus, retriever, judge, method, k, lam=lam, qe_source=qe_source,
+                         embedder=embedder)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _web_best_ranks(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, which: tuple, _question: Question) -> dict:
+    corpus, retriever, judge, _ = _web_engine(folder, stamp, cfg_key)
+    return best_ranks(_question, corpus, retriever, judge, list(which))
+
+
+def open_engine(question: Question, settings: dict) -> WebEngine | None:
+    """Build (or reopen) the typed question's web corpus, with a progress bar while pages arrive.
+
+    Returns None after showing why when there is no usable corpus.
+    """
+    from berds_core.specs import SpecError
+    from berds_core.web import FetchConfig, SearchError, WebOptions, build_question_corpus
+    from berds_core.web.search import today
+
+    if settings.get("error"):
+        return None
+    try:
+        root = snapshot_root(settings["folder"]) / today()
+        backend = cached_backend(settings["spec"])
+    except InputError as e:
+        show_error(e)
+        return None
+    except (SpecError, SearchError) as e:
+        st.error(f"{ENV_SEARCH}: {e}".splitlines()[0], icon=":material/error:")
+        return None
+    allow_private = os.environ.get(ENV_ALLOW_PRIVATE, "").strip().lower() in ("1", "true", "yes")
+    opts = WebOptions(top=settings["top"], extractor=settings["extractor"],
+                      fetch=FetchConfig(timeout=8.0, page_timeout=20.0, max_bytes=3_000_000,
+                                        allow_private=allow_private))
+    q = Question(typed_id(question.question), question.question, list(question.perspectives))
+    bar = st.empty()
+
+    def on_event(kind: str, info: dict) -> None:
+        if kind == "search":
+            bar.progress(0.0, text=f"{info['results']} search results; fetching pages…")
+        elif kind == "page":
+            bar.progress(info["done"] / max(info["total"], 1),
+                         text=f"Fetching pages: {info['done']} / {info['total']}")
+
+    bar.progress(0.0, text="Searching the web…")
+    try:
+        res = build_question_corpus(q, backend, root, opts, on_event=on_event)
+    except (SearchError, OSError) as e:
+        bar.empty()
+        st.error(f"Web search failed: {e}".splitlines()[0], icon=":material/error:")
+        return None
+    bar.empty()
+    if res.search_error:
+        st.error(f"Web search failed: {res.search_error}".splitlines()[0], icon=":material/error:")
+        return None
+    _show_summary(res, f"{today()}/{res.folder.name}")
+    if not res.passages:
+        st.warning("No page gave any text: nothing to retrieve from. See the fetch log above.")
+        return None
+    from berds_core.web import read_manifest
+
+    stamp = str((read_manifest(res.folder) or {}).get("built_at", ""))
+    return WebEngine(str(res.folder), stamp, _web_corpus(str(res.folder), stamp), res.summary())
+
+
+def _show_summary(res, where: str) -> None:
+    """Counts, the fetch log and the snapshot's folder (relative to the snapshot root: the page never
+    shows the server's own folders)."""
+    how = "saved snapshot" if res.reused else "fetched now"
+    st.markdown(f'<div class="bc-desc">Web corpus ({esc(how)}): {res.fetched} of {res.results} pages gave text, '
+                f'{res.passages} passages; {res.failed} failed, {res.skipped} skipped.</div>',
+                unsafe_allow_html=True)
+    with st.expander(f"Fetch log ({len(res.log)} pages) and snapshot folder"):
+        st.caption("Snapshot saved in the snapshot folder under:")
+        st.code(where, language=None)
+        rows = [{"url": r.get("url"), "outcome": r.get("outcome"), "status": r.get("status"),
+                 "reason": r.get("reason"), "passages": r.get("passages", 0)} for r in res.log]
+        if rows:
+            st.dataframe(rows, hide_index=True, width="stretch")
