@@ -306,6 +306,18 @@ def stance_out_of_fold(qcs: list[QuestionCtx], n_folds: int, opts: dict, cache: 
     return report
 
 
+def prepare_sides(qcs: list[QuestionCtx]) -> None:
+    """Embed every question's offline yes/no sides in one encoder call (``qc.memo["sides"]``): one call per
+    question is slow on a loaded CPU."""
+    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.facets import yes_no_sides
+
+    texts = [s for qc in qcs for s in yes_no_sides(qc.question.question)]
+    emb = encode(None, texts)
+    for i, qc in enumerate(qcs):
+        qc.memo["sides"] = emb[2 * i:2 * i + 2]
+
+
 def side_accuracy(qcs: list[QuestionCtx]) -> dict:
     """On candidates (union top STANCE_DEPTH) labelled with exactly one of the two sides: how often each
     rule puts them on their side. Model: P(yes) > P(no). Cosine rule: ``coverage.stance_probs``
@@ -324,7 +336,7 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
         keep = [i for i, t in enumerate(truth) if t is not None]
         if not keep:
             continue
-        sides = encode(None, list(yes_no_sides(qc.question.question)))
+        sides = qc.memo["sides"] if "sides" in qc.memo else encode(None, list(yes_no_sides(qc.question.question)))
         rule = stance_probs(qc.emb(rows), sides[0], sides[1], 0.01)
         P = qc.stance_probs(rows) if qc.stance else None
         for name in (qc.corpus.name, "pooled"):
@@ -561,6 +573,7 @@ def timing_markdown(t: dict) -> str:
 # ------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
+    global STANCE_DEPTH
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  epilog="See the module docstring for the protocol.")
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the shared development data folder")
@@ -569,6 +582,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-stance", action="store_true", help="skip the rows needing the trained stance model")
     ap.add_argument("--jobs", type=int, default=1, help="fold models trained at once (each a niced process)")
+    ap.add_argument("--stance-depth", type=int, default=30,
+                    help="the stance model scores the union of the dense and BM25 top N (and the preset's "
+                         "candidates grid is cut at N)")
+    ap.add_argument("--stance-opts", default="{}",
+                    help="JSON overriding scripts/train_stance.py's DEFAULTS for the fold models "
+                         "(e.g. '{\"epochs\": 1, \"per_question\": 2}' on a loaded machine)")
+    ap.add_argument("--sample", type=int, default=0,
+                    help="evaluate at most N questions per corpus (seeded sample; 0 = all). Questions left out "
+                         "are never scored; fold models may train on them")
     ap.add_argument("--timing", action="store_true", help="also time berds retrieve (preset vs dense, cold and warm)")
     ap.add_argument("--timing-only", action="store_true")
     ap.add_argument("--timing-questions", type=int, default=400)
@@ -596,16 +618,30 @@ def main(argv=None) -> int:
         if not bundles:
             print("skip: no development corpus found", file=sys.stderr)
             return 0
+        STANCE_DEPTH = args.stance_depth
         qcs = build_contexts(bundles, progress)
+        if args.sample:
+            import random
+
+            keep = set()
+            for name in bundles:
+                ids = sorted(qc.question.id for qc in qcs if qc.corpus.name == name)
+                keep |= set(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
+            qcs = [qc for qc in qcs if qc.question.id in keep]
+            results["sample"] = {"per_corpus": args.sample, "questions": len(qcs)}
         results["folds"] = assign_folds(qcs, args.folds, args.seed)
         log(f"folds: {results['folds']}")
         configs = [c for c in CONFIGS if not (c.needs_stance and args.no_stance)]
+        for c in configs:
+            if c.needs_stance and "candidates" in c.grid:
+                c.grid["candidates"] = [n for n in c.grid["candidates"] if n <= STANCE_DEPTH] or [STANCE_DEPTH]
         if any(c.needs_stance for c in configs):
-            opts = dict(train_stance.DEFAULTS)
+            opts = dict(train_stance.DEFAULTS, **json.loads(args.stance_opts))
             cache = Path(args.fold_models)
             cache.mkdir(parents=True, exist_ok=True)
             results["stance"] = stance_out_of_fold(qcs, args.folds, opts, cache, data, ",".join(bundles),
                                                    args.jobs, progress)
+        prepare_sides(qcs)
         results["side_accuracy"] = side_accuracy(qcs)
         res = evaluate(qcs, configs, args.folds, progress)
         tab = tables(qcs, res)
