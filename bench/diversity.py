@@ -427,16 +427,34 @@ def tables(qcs, results, n_boot: int = 2000) -> dict:
         if view == "pooled":
             rows_macro = {name: dict(zip(METRICS, macro(r["oof"], corpora, idx).tolist()))
                           for name, r in results.items()}
-        cmp = {}
+        cmp, vs = {}, {}
+        groups = None  # pooled: all questions alike (the macro view below is stratified by corpus)
         if PRESET in results and DENSE in results:
-            groups = corpora[idx] if view == "pooled" else None
             for mi, m in enumerate(METRICS):
                 cmp[m] = paired_comparison(results[DENSE]["oof"][idx, mi], results[PRESET]["oof"][idx, mi],
                                            n_boot=n_boot, seed=0, groups=groups)
-        out[view] = {"questions": int(idx.size), "rows": rows, "preset_vs_dense": cmp}
+        if DENSE in results:  # every row against plain dense, MRecall@5 and Precision@5
+            for name, r in results.items():
+                if name not in (DENSE, PRESET):
+                    vs[name] = {m: paired_comparison(results[DENSE]["oof"][idx, mi], r["oof"][idx, mi],
+                                                     n_boot=n_boot, seed=0, groups=groups)
+                                for mi, m in enumerate(METRICS[:2])}
+        out[view] = {"questions": int(idx.size), "rows": rows, "preset_vs_dense": cmp, "vs_dense": vs}
         if view == "pooled":
-            out["macro"] = {"questions": int(idx.size), "rows": rows_macro,
-                            "note": "mean over corpora (the pooled interval is stratified by corpus: this mean)"}
+            mcmp, mvs = {}, {}
+            if PRESET in results and DENSE in results:
+                for mi, m in enumerate(METRICS):
+                    mcmp[m] = paired_comparison(results[DENSE]["oof"][idx, mi], results[PRESET]["oof"][idx, mi],
+                                                n_boot=n_boot, seed=0, groups=corpora[idx])
+            if DENSE in results:
+                for name, r in results.items():
+                    if name not in (DENSE, PRESET):
+                        mvs[name] = {m: paired_comparison(results[DENSE]["oof"][idx, mi], r["oof"][idx, mi],
+                                                          n_boot=n_boot, seed=0, groups=corpora[idx])
+                                     for mi, m in enumerate(METRICS[:2])}
+            out["macro"] = {"questions": int(idx.size), "rows": rows_macro, "preset_vs_dense": mcmp,
+                            "vs_dense": mvs,
+                            "note": "mean over corpora; intervals resample questions within each corpus"}
     return out
 
 
@@ -452,10 +470,16 @@ def markdown(tab: dict, results: dict) -> str:
         cmp = t.get("preset_vs_dense") or {}
         if cmp:
             lines.append("")
-            lines.append(f"preset - dense (paired bootstrap 95% CI{', stratified by corpus' if view == 'pooled' else ''}):")
+            lines.append(f"preset - dense (paired bootstrap 95% CI{', stratified by corpus' if view == 'macro' else ''}):")
             for m, c in cmp.items():
                 lines.append(f"- {m}: {c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}], p = {c['p_value']:.3f}, "
                              f"wins/losses/ties {c['wins']}/{c['losses']}/{c['ties']}")
+        vs = t.get("vs_dense") or {}
+        if vs:
+            lines += ["", "other rows - dense (paired bootstrap 95% CI):"]
+            for name, d in vs.items():
+                lines.append(f"- {name}: " + "; ".join(
+                    f"{m} {c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" for m, c in d.items()))
     notes = [f"* {name}: {r['note']}" for name, r in results.items() if r["note"]]
     if notes:
         lines += [""] + notes
@@ -581,6 +605,7 @@ def main(argv=None) -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-stance", action="store_true", help="skip the rows needing the trained stance model")
+    ap.add_argument("--skip", default="", help="comma-separated words: rows whose name contains one are left out")
     ap.add_argument("--jobs", type=int, default=1, help="fold models trained at once (each a niced process)")
     ap.add_argument("--stance-depth", type=int, default=30,
                     help="the stance model scores the union of the dense and BM25 top N (and the preset's "
@@ -631,7 +656,9 @@ def main(argv=None) -> int:
             results["sample"] = {"per_corpus": args.sample, "questions": len(qcs)}
         results["folds"] = assign_folds(qcs, args.folds, args.seed)
         log(f"folds: {results['folds']}")
-        configs = [c for c in CONFIGS if not (c.needs_stance and args.no_stance)]
+        skip = [w for w in args.skip.split(",") if w]
+        configs = [c for c in CONFIGS if not (c.needs_stance and args.no_stance)
+                   and not any(w in c.name for w in skip)]
         for c in configs:
             if c.needs_stance and "candidates" in c.grid:
                 c.grid["candidates"] = [n for n in c.grid["candidates"] if n <= STANCE_DEPTH] or [STANCE_DEPTH]
@@ -646,6 +673,8 @@ def main(argv=None) -> int:
         res = evaluate(qcs, configs, args.folds, progress)
         tab = tables(qcs, res)
         results["tables"] = tab
+        results["per_question"] = {"ids": [qc.question.id for qc in qcs], "corpus": [qc.corpus.name for qc in qcs],
+                                   "metrics": list(METRICS), "rows": {n: r["oof"] for n, r in res.items()}}
         results["chosen"] = {name: {"per_fold": r["chosen_per_fold"], "on_all": r["chosen_on_all"],
                                     "settings": r["settings"]} for name, r in res.items()}
         print(markdown(tab, res))
