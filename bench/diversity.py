@@ -452,6 +452,11 @@ def tables(qcs, results, n_boot: int = 2000) -> dict:
                         mvs[name] = {m: paired_comparison(results[DENSE]["oof"][idx, mi], r["oof"][idx, mi],
                                                           n_boot=n_boot, seed=0, groups=corpora[idx])
                                      for mi, m in enumerate(METRICS[:2])}
+            for name, d in [(PRESET, mcmp)] + list(mvs.items()):  # point estimate: the macro difference
+                for mi, m in enumerate(METRICS):
+                    if m in d:
+                        d[m]["diff"] = float(macro(results[name]["oof"][:, mi] - results[DENSE]["oof"][:, mi],
+                                                   corpora, idx))
             out["macro"] = {"questions": int(idx.size), "rows": rows_macro, "preset_vs_dense": mcmp,
                             "vs_dense": mvs,
                             "note": "mean over corpora; intervals resample questions within each corpus"}
