@@ -167,6 +167,13 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
     eff = get_preset(cfg.get("preset") or "diverse") if cfg["method"] == "preset" else cfg
     if hasattr(retriever, "text_encoder"):
         retriever.text_encoder.embed([q.question for q in questions])
+    if (eff.get("method") == "coverage" and eff.get("coverage_probs", "auto") in ("auto", "stance")
+            and eff.get("qe_source") == "offline" and not eff.get("judge") and eff.get("embedder") is None):
+        # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
+        from .embeddings import encode
+        from .facets import yes_no_sides
+
+        encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
     if eff.get("method") != "coverage" or eff.get("coverage_probs") != "model":
         return
     from .stance import get_stance_model, stance_text
