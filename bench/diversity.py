@@ -170,7 +170,7 @@ def _qe(qc, source):
 
 
 def _cosine_sides(qc, alpha, candidates, temperature):
-    """The coverage re-ranker with the cosine-to-sides rule (what the old ``diverse`` preset used)."""
+    """The coverage re-ranker with the cosine-to-sides rule (the shipped ``diverse`` preset's method)."""
     from berds_core.diversify import coverage_rerank, stance_probs
     from berds_core.diversify.embeddings import encode
     from berds_core.diversify.facets import yes_no_sides
@@ -192,7 +192,7 @@ def _stance_model(qc, pool, candidates, alpha, mix):
     return rows[coverage_rerank(blend_relevance(sc, P, mix), P[:, :2], K, alpha)]
 
 
-PRESET = "diverse (coverage + stance model)"
+PRESET = "dense + coverage, trained stance model"
 DENSE = "dense"
 
 CONFIGS: list[Config] = [
