@@ -1,8 +1,13 @@
 """Playground: one question, plain retrieval next to MMR, query expansion and the re-ranker."""
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import streamlit as st
 
+from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, best_ranks, cached_data, cached_embedder, cached_judge,
@@ -45,6 +50,7 @@ CSS = """
 .bc-tag{display:inline-block;min-width:28px;text-align:center;border-radius:6px;background:#1f5f8b;color:#fff;
         font-size:0.75rem;font-weight:700;margin-right:6px;padding:1px 4px}
 .bc-miss{font-size:0.9rem;margin:2px 0}
+.bc-stance{font-size:0.72rem;color:#5b6470;border:1px solid #cfd6de;border-radius:6px;padding:0 5px;margin-right:6px}
 </style>
 """
 
@@ -82,6 +88,70 @@ def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool)
     q = _question_from_key(qkey)
     gold = data.gold if q.id in (data.gold or {}) else None
     return best_ranks(q, data.corpus, retriever, judge, list(which), gold=gold, use_gold=use_gold)
+
+
+POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)
+STANCE_TAG = re.compile(r"^\s*\[(support|undermine|oppose|for|against)\]\s*", re.I)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def cached_discoverer(pool_key: tuple):
+    """One Discoverer per pool file (path, size, mtime): indexes load once per process."""
+    from berds_core.discovery import Discoverer, open_pool
+
+    return Discoverer(open_pool(pool_key[0]))
+
+
+def parse_perspectives(text: str) -> tuple[list[str], list[str | None]]:
+    """Lines of the perspectives box -> (statements, stances); ``[support]`` / ``[undermine]`` tags are optional."""
+    persp, stances = [], []
+    for line in text.splitlines():
+        m = STANCE_TAG.match(line)
+        body = line[m.end():].strip() if m else line.strip()
+        if body:
+            persp.append(body)
+            tag = m.group(1).lower() if m else None
+            stances.append(None if tag is None else "support" if tag in ("support", "for") else "oppose")
+    return persp, stances
+
+
+def discover_into_box() -> None:
+    """Button callback: fill the perspectives box from the pool (runs before the page, so the box can change)."""
+    from berds_core.discovery import claim_of
+    from berds_core.safepaths import resolve_user_path
+
+    ss = st.session_state
+    ss.pop("pg_discover_msg", None)
+    question = (ss.get("pg_text") or "").strip()
+    if not question:
+        ss["pg_discover_msg"] = ("warning", "Type a question first.")
+        return
+    try:
+        upload = ss.get("pg_pool_upload")
+        if upload is not None:
+            from pages.common import _save_upload
+
+            path = Path(_save_upload(upload, "pool"))
+        else:
+            path = resolve_user_path(ss.get("pg_pool", ""), what="perspective pool")
+        stat = path.stat()
+        disc = cached_discoverer((str(path), stat.st_size, stat.st_mtime_ns))
+        found = disc.discover(claim_of(question))
+    except InputError as e:
+        shown = ss.get(f"_upload_name_{e.path}")
+        ss["pg_discover_msg"] = ("error", str(InputError(f"uploaded {shown}", e.line, e.field, e.message)
+                                              if shown else e))
+        return
+    except Exception as e:  # a model that cannot load must not take the page down
+        ss["pg_discover_msg"] = ("error", f"Discovery failed: {type(e).__name__}: {e}".splitlines()[0])
+        return
+    if not found:
+        ss["pg_discover_msg"] = ("warning", "No perspective of the pool was found relevant to this question.")
+        return
+    ss["pg_persp"] = "\n".join(f"[{p['stance']}] {p['text']}" for p in found)
+    sides = sum(p["stance"] == "support" for p in found)
+    ss["pg_discover_msg"] = ("success", f"{len(found)} perspectives discovered ({sides} support, "
+                                        f"{len(found) - sides} undermine); edit them before searching.")
 
 
 def derived_perspectives(text: str) -> list[str]:
@@ -144,14 +214,27 @@ def main() -> None:
         question = by_id[qid]
     else:
         text = st.text_input("Your question", key="pg_text", placeholder="Should cities ban cars from their centres?")
-        persp_text = st.text_area("Perspectives, one per line (optional)", key="pg_persp", height=90,
-                                  help="Leave empty to derive a yes side and a no side from the question (offline).")
+        st.session_state.setdefault("pg_pool", os.environ.get(POOL_ENV, ""))
+        with st.expander("Perspective pool (for Discover perspectives)", expanded=not st.session_state["pg_pool"]):
+            st.text_input("Pool file", key="pg_pool", placeholder="/path/to/perspective_pool_v1.0.json",
+                          help="A file of perspective sentences: PERSPECTRUM's pool JSON, JSONL {id, text}, "
+                               "TSV/CSV with a text column, or .txt (one per line). Indexed once, then cached.")
+            st.file_uploader("…or upload one", type=["json", "jsonl", "tsv", "csv", "txt"], key="pg_pool_upload")
+        st.button("Discover perspectives", key="pg_discover", on_click=discover_into_box,
+                  help="Find the pool's perspectives on this question: relevant, with their stance, "
+                       "equivalent ones merged, sides alternating.")
+        msg = st.session_state.get("pg_discover_msg")
+        if msg:
+            getattr(st, msg[0])(msg[1])
+        persp_text = st.text_area("Perspectives, one per line (optional)", key="pg_persp", height=150,
+                                  help="Leave empty to derive a yes side and a no side from the question (offline). "
+                                       "An optional [support] / [undermine] tag gives a line's stance.")
         web_settings = web_live.corpus_choice()
         if not text.strip():
             st.info("Type a question to retrieve passages for it.")
             return
         match = next((q for q in data.questions if q.question.strip().lower() == text.strip().lower()), None)
-        persp = [p.strip() for p in persp_text.splitlines() if p.strip()]
+        persp, stances = parse_perspectives(persp_text)
         if match is not None and not persp:
             question = match
         else:
@@ -161,7 +244,8 @@ def main() -> None:
                     st.info("Add at least one perspective (one per line) to judge the passages.")
                     return
                 st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
-            question = Question("typed", text.strip(), persp)
+            question = Question("typed", text.strip(), persp,
+                                stances=stances if any(x is not None for x in stances) else None)
         if web_settings is not None:
             web = web_live.open_engine(question, web_settings)
             if web is None:
@@ -191,8 +275,10 @@ def main() -> None:
         shown.append("pm2")
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
-    st.markdown("".join(f'<div class="bc-persp"><span class="bc-tag">P{j + 1}</span>{esc(p)}</div>'
-                        for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
+    stance_of = list(question.stances or []) + [None] * len(question.perspectives)
+    st.markdown("".join(f'<div class="bc-persp" data-testid="perspective-line"><span class="bc-tag">P{j + 1}</span>'
+                        + (f'<span class="bc-stance">{esc(stance_of[j])}</span>' if stance_of[j] else "")
+                        + f'{esc(p)}</div>' for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
 
     qkey = _question_key(question)
     results = {}

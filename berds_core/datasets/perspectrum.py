@@ -47,6 +47,16 @@ def _load_pool(path) -> dict[str, str]:
     return pool
 
 
+def cluster_pids(cl, path, where, field: str) -> list[str]:
+    """The perspective ids of one cluster ``{pids: [...]}`` (strings), checked."""
+    if not isinstance(cl, dict):
+        raise InputError(path, where, field, "expected an object")
+    pids = cl.get("pids")
+    if not isinstance(pids, list) or not pids:
+        raise InputError(path, where, f"{field}.pids", "expected a non-empty list of perspective ids")
+    return [as_id(p, path, where, f"{field}.pids") for p in pids]
+
+
 def _load_splits(path) -> dict[str, str]:
     doc = load_json_document(path)
     if not isinstance(doc, dict):
@@ -90,12 +100,7 @@ def _claims(path, pool=None, splits=None):
         parsed = []
         for j, cl in enumerate(clusters):
             field = f"perspectives[{j}]"
-            if not isinstance(cl, dict):
-                raise InputError(path, where, field, "expected an object")
-            pids = cl.get("pids")
-            if not isinstance(pids, list) or not pids:
-                raise InputError(path, where, f"{field}.pids", "expected a non-empty list of perspective ids")
-            ids = [as_id(x, path, where, f"{field}.pids") for x in pids]
+            ids = cluster_pids(cl, path, where, field)
             for x in ids:
                 if x not in sentences:
                     raise InputError(path, where, f"{field}.pids", f"perspective id {x} is not in {pool.name}")

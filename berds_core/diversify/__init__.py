@@ -55,8 +55,9 @@ def default_lambda(method: str) -> float | None:
 def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | None = None,
               qe_source: str = "dataset", judge=None, embedder=None, candidates: int = 100,
               alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
-              coverage_probs: str = "auto", temperature: float | None = None, pool: str = "retriever",
-              mix: float = 1.0, stance_model=None, aspect_probs: str = "retriever") -> list[tuple[int, float]]:
+              coverage_probs: str = "auto", temperature: float | None = None,
+              candidates_from: str = "retriever", mix: float = 1.0, stance_model=None,
+              aspect_probs: str = "retriever", pool=None) -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
 
     ``lam``: MMR's relevance weight (default 0.75), or xQuAD's / PM-2's λ
@@ -78,11 +79,12 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     similarity over all perspectives); ``auto`` (default): judge when given, else
     stance for the offline source or exactly two perspectives, else similarity.
     ``temperature``: of stance / similarity.
-    ``pool`` (mmr, coverage): the candidates: ``retriever`` (its top ``candidates``) or
+    ``candidates_from`` (mmr, coverage): the candidates: ``retriever`` (its top ``candidates``) or
     ``union`` (the dense and BM25 top ``candidates`` together, scored by dense cosine;
     see ``candidate_pool``). ``mix`` (coverage with ``model``): relevance is
     ``mix * retriever score / max + (1 - mix) * P(on the question)``.
     ``stance_model``: a ``StanceModel`` (default: the shipped one).
+    ``pool``: the perspective pool (file path or ``discovery.PoolIndex``) of ``qe_source="pool"``.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -94,14 +96,16 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
                          candidates=cfg.get("candidates", candidates), alpha=cfg.get("alpha", alpha),
                          llm=llm, perspectives=perspectives,
                          coverage_probs=cfg.get("coverage_probs", coverage_probs),
-                         temperature=cfg.get("temperature", temperature), pool=cfg.get("pool", pool),
-                         mix=cfg.get("mix", mix), stance_model=stance_model, aspect_probs=aspect_probs)
+                         temperature=cfg.get("temperature", temperature),
+                         candidates_from=cfg.get("candidates_from", candidates_from),
+                         mix=cfg.get("mix", mix), stance_model=stance_model, aspect_probs=aspect_probs,
+                         pool=pool)
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
     if method == "qe":
         persp = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
         return expand_and_merge(text, persp, retriever, k)
     if method not in ("mmr", "coverage", "xquad", "pm2"):
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -112,7 +116,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     from .embeddings import encode, passage_embeddings
 
     depth = max(candidates, k)
-    rows, scores = candidate_pool(text, corpus, retriever, depth, pool)
+    rows, scores = candidate_pool(text, corpus, retriever, depth, candidates_from)
     if len(rows) == 0:
         return []
     lam = default_lambda(method) if lam is None else lam
@@ -121,7 +125,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
         return [(int(rows[i]), float(scores[i])) for i in order]
     if method in ("xquad", "pm2"):
         aspects = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
         aspects = [a for a in aspects if a and a.strip()]
         if not aspects:
             order = list(range(min(k, len(rows))))
@@ -144,7 +148,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
         persp = [p for p in yes_no_sides(text) if p]  # the stance pair; facets are not needed
     else:
         persp = perspectives if perspectives is not None else perspectives_for(
-            question, qe_source, corpus=corpus, retriever=retriever, llm=llm)
+            question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
     mode = coverage_probs
     if mode == "auto":
         mode = "judge" if judge is not None else (

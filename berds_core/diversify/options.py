@@ -3,7 +3,7 @@
     --mmr LAMBDA [--mmr-embedder ID]     MMR over the top --candidates
     --qe SOURCE [--qe-llm SPEC]          query expansion, round-robin merge
     --rerank coverage [--rerank-judge SPEC | --rerank-probs model] [--alpha A] [--perspectives-from SOURCE]
-                      [--pool union] [--mix M]
+                      [--candidates-from union] [--mix M]
     --rerank xquad|pm2 [--lambda L] [--aspect-probs retriever|judge --rerank-judge SPEC] [--perspectives-from SOURCE]
     --preset diverse                     the configuration chosen by cross-validation on development data
 
@@ -26,6 +26,9 @@ def add_diversify_args(p) -> None:
     g.add_argument("--qe", choices=sorted(QE_SOURCES), metavar="SOURCE",
                    help="query expansion; perspectives from: " + "; ".join(f"{k} = {v}" for k, v in QE_SOURCES.items()))
     g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
+    g.add_argument("--pool", metavar="FILE", default=None,
+                   help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
+                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt)")
     g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
                    help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
                         "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
@@ -43,7 +46,7 @@ def add_diversify_args(p) -> None:
                         "model (the trained stance cross-encoder: the question's yes- and no-side), stance (cosine "
                         "to the offline sides), similarity; auto: judge when given, else stance or similarity")
     g.add_argument("--alpha", type=float, default=None, help="re-ranker weight of relevance in [0, 1]")
-    g.add_argument("--pool", choices=("retriever", "union"), default="retriever",
+    g.add_argument("--candidates-from", choices=("retriever", "union"), default="retriever",
                    help="candidates of MMR / the re-ranker: the retriever's top --candidates, or the union of the "
                         "dense and BM25 top --candidates (scored by dense cosine)")
     g.add_argument("--mix", type=float, default=None,
@@ -57,9 +60,10 @@ def diversify_config(args) -> dict | None:
     chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
     if not chosen:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
+                         ("--pool", getattr(args, "pool", None)),
                          ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha), ("--mix", args.mix),
                          ("--rerank-probs", None if args.rerank_probs == "auto" else args.rerank_probs),
-                         ("--pool", None if args.pool == "retriever" else args.pool),
+                         ("--candidates-from", None if args.candidates_from == "retriever" else args.candidates_from),
                          ("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
             if val is not None:
                 raise InputError(opt, None, None, "has no effect without --mmr, --qe, --rerank or --preset")
@@ -69,17 +73,23 @@ def diversify_config(args) -> dict | None:
     if args.candidates < 1:
         raise InputError("--candidates", None, None, "must be at least 1")
     how = chosen[0]
+    pool = getattr(args, "pool", None)
+    wants_pool = (how == "qe" and args.qe == "pool") or (how == "rerank" and args.perspectives_from == "pool")
+    if wants_pool and not pool:
+        raise InputError("--pool", None, None, "perspectives from 'pool' need --pool FILE (a file of perspective sentences)")
+    if pool and not wants_pool:
+        raise InputError("--pool", None, None, "has no effect without --qe pool or --perspectives-from pool")
     if how == "mmr":
         if not 0.0 <= args.mmr <= 1.0:
             raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
         return {"method": "mmr", "lam": args.mmr, "embedder": args.mmr_embedder, "candidates": args.candidates,
-                "pool": args.pool}
+                "candidates_from": args.candidates_from}
     if how == "qe":
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
-        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm}
+        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm, "pool": pool}
     if how == "rerank" and args.rerank in ("xquad", "pm2"):
-        return _explicit_config(args)
+        return {**_explicit_config(args), "pool": pool}
     for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
         if val is not None:
             raise InputError(opt, None, None, "is for --rerank xquad or pm2")
@@ -95,8 +105,8 @@ def diversify_config(args) -> dict | None:
         if args.rerank_judge and args.rerank_probs not in ("auto", "judge"):
             raise InputError("--rerank-judge", None, None, f"has no effect with --rerank-probs {args.rerank_probs}")
         return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
-                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates,
-                "coverage_probs": args.rerank_probs, "pool": args.pool, "mix": mix}
+                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
+                "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix}
     cfg = get_preset(args.preset)
     return {"method": "preset", "preset": args.preset, **cfg}
 
@@ -135,9 +145,13 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     from ..retrieval import question_entry
     from . import diversify
 
-    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "pool", "mix",
-            "aspect_probs")
+    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "candidates_from",
+            "mix", "aspect_probs")
     opts = {key: cfg[key] for key in keys if key in cfg and cfg[key] is not None and cfg["method"] != "preset"}
+    if cfg.get("pool"):
+        from ..discovery import open_pool
+
+        opts["pool"] = open_pool(cfg["pool"], progress=progress)
     judge = cfg.get("judge")
     if isinstance(judge, str):
         from ..judges import get_judge
@@ -178,7 +192,7 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
         return
     from .stance import get_stance_model, stance_text
 
-    pool, n = eff.get("pool", "retriever"), max(int(eff.get("candidates", 100)), int(k))
+    pool, n = eff.get("candidates_from", "retriever"), max(int(eff.get("candidates", 100)), int(k))
     if pool == "union" and not hasattr(retriever, "text_encoder"):
         from . import companion
 

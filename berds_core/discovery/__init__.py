@@ -1,0 +1,36 @@
+"""Perspective discovery (PERSPECTRUM, Chen et al. NAACL 2019): perspectives for any claim, from a pool.
+
+    from berds_core.discovery import discover
+    discover("Vaccination must be made compulsory", "perspective_pool_v1.0.json")
+    # -> [{"pid", "text", "stance": "support"|"undermine", "cluster", "score", "support_prob", "members"}, ...]
+
+Modules: ``pool`` (any file of sentences, BM25 + dense indexes cached on
+disk), ``fusion`` (reciprocal rank fusion), ``heads`` (small heads over the
+stored MiniLM embeddings; clustering), ``crossenc`` (a MiniLM cross-encoder,
+LoRA-trained, for relevance and stance), ``pipeline`` (candidates ->
+relevance -> stance -> clusters -> a side-balanced list; offline or LLM),
+``claims`` (claims files, PERSPECTRUM gold), ``evaluate`` (PERSPECTRUM's
+T1 / T2 / T3). Models are trained by ``scripts/train_discovery.py``; the
+weights ship in ``weights/``.
+"""
+from __future__ import annotations
+
+from .pipeline import Discoverer, Knobs, discover
+from .pool import Candidates, PoolIndex, load_pool, open_pool
+
+__all__ = ["Discoverer", "Knobs", "discover", "PoolIndex", "Candidates", "load_pool", "open_pool",
+           "claim_of", "pool_perspectives"]
+
+
+def claim_of(question: str) -> str:
+    """The claim a question asks about ("Should X be Y?" -> "X should be Y"); a statement stays as it is."""
+    from ..diversify.facets import yes_no_sides
+
+    yes, _ = yes_no_sides(question)
+    return yes or question.strip()
+
+
+def pool_perspectives(question: str, pool, *, method: str = "offline", llm: str | None = None,
+                      max_k: int | None = -1) -> list[dict]:
+    """Discovered perspectives for a question (its claim form) from ``pool`` (path or ``PoolIndex``)."""
+    return discover(claim_of(question), pool, method=method, llm=llm, max_k=max_k)
