@@ -1,279 +1,709 @@
-"""Diversity methods on a gold-labelled debate corpus, and the MMR kernel's speed.
+"""Diversifiers on development data, every knob chosen by question-grouped cross-validation; out-of-fold figures only.
 
-    python bench/diversity.py ../shared/data/debate-sites/procon.json [--demo] [--repeat 200]
+    python bench/diversity.py --data ../shared/data                    # quality tables (out of fold)
+    python bench/diversity.py --data ../shared/data --timing           # + berds retrieve timings (cold / warm)
+    python bench/diversity.py --data ../shared/data --timing-only      # timings only
 
-Corpus: every argument passage of every claim in the file (load_debate_sites);
-each question is scored with the gold labels (perspective 0 = the claim, 1 =
-its negation). Rows: BM25 and dense (packaged MiniLM), each plain, with MMR
-(lambda 0.5 ... 0.99), with query expansion (offline source; the oracle row
-uses the gold perspectives and is an upper bound only), with the coverage
-re-ranker, xQuAD and PM-2 (offline aspects; the oracle rows use the gold
-perspectives and are upper bounds only; P(d | aspect) from the retriever
-on the expanded queries; λ chosen out of fold: question-grouped 5-fold
-cross-validation, each fold's λ picked on the other folds' questions by
-MRecall@5, then Precision@5), and the ``diverse`` preset. Columns: MRecall@5,
-Precision@5, MRecall@10, Precision@10, α-nDCG@5 and StRecall@5 (ndeval via
-ir_measures on the gold subtopic qrels), and the preset's paired difference
-against plain dense with a bootstrap interval; xQuAD / PM-2 / the coverage
-re-ranker / QE against plain dense with Holm-corrected randomisation tests.
+Development corpora (``berds_core.devsets``), all in the debate-sites gold
+form (perspective 0 the claim, 1 its negation, each passage labelled with the
+side it argues): ``procon`` (debate-sites/procon.json), ``perspectrum``
+(PERSPECTRUM train + dev claims, their perspective sentences as passages; the
+test split is never read) and ``demo`` (the packaged bundle: 4 perspectives per
+question, stances on most). Each is retrieved over its own corpus.
 
-Timing: the MMR kernel (100 candidates, k = 10, the real candidates' MiniLM
-embeddings) against the textbook Python loop on the same inputs; medians
-over ``--repeat`` calls per question. Embedding time is not included (it is
-shared by both and cached per passage).
+Protocol. Questions of all corpora are split into ``--folds`` folds by
+question group (near-duplicate questions -- the same motion on two sites --
+share a group, ``devsets.question_groups``). For every configuration (rows,
+``CONFIGS``) each setting of its knobs (``grid``) ranks every question; for
+each fold the setting with the best MRecall@5 on the *other* folds whose
+Precision@5 there is not below plain dense's (macro mean over corpora, so
+every corpus weighs the same) is applied to the held-out fold. Trained parts
+are trained per fold too: the stance model (``scripts/train_stance.py``)
+scoring a fold's questions was trained only on the other folds' questions.
+Every figure printed is out of fold; the settings chosen on all questions are
+printed separately as what ships (``diversify/presets.py``).
 
-Markdown goes to stdout, JSON to bench/results/. Skips cleanly (exit 0) when
-the data file is missing.
+Tables: per corpus, pooled (all questions) and macro (mean over corpora):
+MRecall@5, Precision@5, MRecall@10, Precision@10; the ``diverse`` preset
+against plain dense with a paired bootstrap interval (2,000 resamples; pooled:
+stratified by corpus); side accuracy of the stance model against the
+cosine-to-sides rule on candidates labelled with exactly one side.
+
+Adding a configuration: append ``Config(name, grid, rank)`` to ``CONFIGS``;
+``rank(qc, **knobs)`` returns the top ``K`` corpus rows for one question from
+the precomputed ``QuestionCtx`` (dense / BM25 lists, embeddings, out-of-fold
+stance probabilities, the retrievers themselves).
+
+Timing (``--timing``): ``berds retrieve`` (a subprocess, as a user runs it)
+with ``--preset diverse`` and with plain ``--retriever dense`` on a timing
+corpus of ``--timing-questions`` x ``--timing-passages`` built from
+development data (``timing_corpus``: procon's questions and passages, plus
+PERSPECTRUM claims as questions and passages of procon's word-length
+distribution made of each claim's perspective sentences), each with a fresh
+``BERDS_CACHE`` (cold) and again with the filled one (warm); medians over
+``--repeat`` runs, in one table.
+
+Markdown goes to stdout, JSON to bench/results/diversity.json. Skips cleanly
+(exit 0) when the development data is missing.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
 import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-K = 10
-LAMBDAS = (0.5, 0.75, 0.9, 0.95, 0.99)
-
-
-def configs(ret_kind: str):
-    yield "plain", {"method": "none"}
-    for lam in LAMBDAS:
-        yield f"MMR λ={lam}", {"method": "mmr", "lam": lam}
-    yield "QE (offline)", {"method": "qe", "qe_source": "offline"}
-    yield "QE (oracle, upper bound)", {"method": "qe", "qe_source": "oracle"}
-    yield "coverage re-ranker (offline)", {"method": "coverage", "qe_source": "offline"}
+K = 10            # rankings are cut at 10 (MRecall / Precision at 5 and 10)
+DEPTH = 100       # retrieved per question and retriever
+STANCE_DEPTH = 30  # the stance model scores the union of the dense and BM25 top STANCE_DEPTH
+METRICS = ("mrecall@5", "precision@5", "mrecall@10", "precision@10")
 
 
-def run_config(bundle, corpus, retriever, cfg, gold):
+def log(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+# ------------------------------------------------------------------ per-question context
+
+@dataclass
+class CorpusCtx:
+    name: str
+    bundle: object
+    corpus: object
+    dense: object
+    bm25: object
+
+
+@dataclass
+class QuestionCtx:
+    """Everything a configuration may rank from, for one question."""
+
+    corpus: CorpusCtx
+    question: object
+    fold: int
+    dense_rows: np.ndarray
+    dense_scores: np.ndarray
+    bm25_rows: np.ndarray
+    bm25_scores: np.ndarray
+    qv: np.ndarray
+    stance: dict = field(default_factory=dict)  # row -> [yes, no, off], out of fold
+    memo: dict = field(default_factory=dict)
+
+    def pool(self, kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates and dense-cosine scores: ``dense`` top n, or ``union`` of the dense and BM25 top n
+        (as ``diversify.candidate_pool``)."""
+        if kind == "dense":
+            return self.dense_rows[:n], self.dense_scores[:n]
+        key = ("pool", kind, n)
+        if key not in self.memo:
+            rows = np.array(list(dict.fromkeys(self.dense_rows[:n].tolist() + self.bm25_rows[:n].tolist())), int)
+            sc = np.asarray(self.corpus.dense.embeddings)[rows] @ self.qv
+            order = np.argsort(-sc, kind="stable")
+            self.memo[key] = (rows[order], sc[order].astype(np.float64))
+        return self.memo[key]
+
+    def emb(self, rows) -> np.ndarray:
+        return np.asarray(self.corpus.dense.embeddings)[np.asarray(rows, dtype=int)]
+
+    def stance_probs(self, rows) -> np.ndarray:
+        return np.array([self.stance[int(r)] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+
+    def labels(self, rows) -> np.ndarray:
+        from berds_core.runs import gold_matrix
+
+        ids = [self.corpus.corpus[int(r)].id for r in rows]
+        return gold_matrix(self.corpus.bundle.gold, self.question.id, len(self.question.perspectives), ids)
+
+
+# ------------------------------------------------------------------ configurations
+
+@dataclass
+class Config:
+    name: str
+    rank: Callable  # rank(qc, **knobs) -> corpus rows (best first, at least K when the pool has them)
+    grid: dict = field(default_factory=dict)  # knob -> values; chosen per fold
+    needs_stance: bool = False
+    note: str = ""
+
+    def settings(self) -> list[dict]:
+        keys = list(self.grid)
+        return [dict(zip(keys, vals)) for vals in itertools.product(*(self.grid[k] for k in keys))]
+
+
+def _bm25(qc):
+    return qc.bm25_rows[:K]
+
+
+def _dense(qc):
+    return qc.dense_rows[:K]
+
+
+def _mmr(qc, lam, candidates):
+    from berds_core.diversify import mmr
+
+    rows, sc = qc.pool("dense", candidates)
+    return rows[mmr(sc, qc.emb(rows), K, lam)]
+
+
+def _qe(qc, source):
     from berds_core.diversify import diversify
-    from berds_core.diversity_metrics import diversity_scores, subtopic_qrels
-    from berds_core.evaluation import scores
-    from berds_core.runs import label_matrix
 
-    mats, secs, entries = [], [], []
-    for q in bundle.questions:
-        t0 = time.perf_counter()
-        hits = diversify(q, corpus, retriever, cfg["method"], K, **{k: v for k, v in cfg.items() if k != "method"})
-        secs.append(time.perf_counter() - t0)
-        entry = {"id": q.id, "perspectives": q.perspectives,
-                 "ctxs": [{"id": corpus[r].id} for r, _ in hits]}
-        entries.append(entry)
-        mats.append(label_matrix(entry, gold=gold))
-    s = scores(mats, (5, 10))
-    s.update(diversity_scores(entries, subtopic_qrels([entries], gold=gold), (5,)))  # alpha_ndcg@5, strecall@5, ...
-    return s, statistics.median(secs)
+    return np.array([r for r, _ in diversify(qc.question, qc.corpus.corpus, qc.corpus.dense, "qe", K,
+                                             qe_source=source)], dtype=int)
 
 
-FOLDS = 5
-EXPLICIT = {"xquad": "xQuAD", "pm2": "PM-2"}
-ASPECT_SOURCES = {"offline": "offline", "oracle": "oracle aspects, upper bound"}
+def _cosine_sides(qc, alpha, candidates, temperature):
+    """The coverage re-ranker with the cosine-to-sides rule (the shipped ``diverse`` preset's method)."""
+    from berds_core.diversify import coverage_rerank, stance_probs
+    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.facets import yes_no_sides
+
+    rows, sc = qc.pool("dense", candidates)
+    if "sides" not in qc.memo:
+        qc.memo["sides"] = encode(None, list(yes_no_sides(qc.question.question)))
+    sides = qc.memo["sides"]
+    P = stance_probs(qc.emb(rows), sides[0], sides[1], temperature)
+    return rows[coverage_rerank(sc, P, K, alpha)]
 
 
-def oof_lambda(per_lam: dict, n: int, folds: int = FOLDS) -> tuple[dict, list[float]]:
-    """Out-of-fold scores: questions split into ``folds`` groups (one question = one group); each fold
-    is scored at the λ that maximises MRecall@5 (then Precision@5, then the smaller λ) on the other folds."""
-    from sklearn.model_selection import GroupKFold
+def _stance_model(qc, pool, candidates, alpha, mix):
+    """The coverage re-ranker on the trained stance model's P(yes), P(no) (``coverage_probs="model"``)."""
+    from berds_core.diversify import blend_relevance, coverage_rerank
 
-    idx = np.arange(n)
-    out = {m: np.zeros(n) for m in next(iter(per_lam.values()))}
-    chosen = []
-    for train, test in GroupKFold(n_splits=min(folds, n)).split(idx, groups=idx):
-        lam = max(per_lam, key=lambda l: (per_lam[l]["mrecall@5"][train].mean(),
-                                          per_lam[l]["precision@5"][train].mean(), -l))
-        chosen.append(lam)
-        for m in out:
-            out[m][test] = per_lam[lam][m][test]
-    return out, chosen
+    rows, sc = qc.pool(pool, candidates)
+    P = qc.stance_probs(rows)
+    return rows[coverage_rerank(blend_relevance(sc, P, mix), P[:, :2], K, alpha)]
 
 
-def explicit_rows(bundle, corpus, kind, retriever, progress, rows, per_q):
-    """xQuAD and PM-2 rows with out-of-fold λ (offline aspects, and the gold perspectives as an upper bound;
-    retriever P(d | aspect))."""
-    from berds_core.diversify.xquad import LAMBDA_GRID
-    from pages.common import SharedSearch
+PRESET = "dense + coverage, trained stance model"
+DENSE = "dense"
 
-    for (method, label), source in ((m, src) for m in EXPLICIT.items() for src in ASPECT_SOURCES):
-        shared = SharedSearch(retriever)  # the λ grid repeats the same searches: each query searched once
-        per_lam, secs = {}, []
-        for lam in LAMBDA_GRID:
-            per_lam[lam], med = run_config(bundle, corpus, shared, {"method": method, "lam": lam,
-                                                                    "qe_source": source}, bundle.gold)
-            secs.append(med)
-        s, chosen = oof_lambda(per_lam, len(bundle.questions))
-        full = max(per_lam, key=lambda l: (per_lam[l]["mrecall@5"].mean(), per_lam[l]["precision@5"].mean(), -l))
-        name = f"{kind} {label} ({ASPECT_SOURCES[source]}, λ out of fold)"
-        per_q[name] = s
-        rows.append({"config": name, "retriever": kind, "method": method, "qe_source": source,
-                     "lam_per_fold": chosen, "lam_all_questions": full,
-                     "median_s_per_question": secs[0],  # the first λ pass: searches not cached yet
-                     **{m: float(v.mean()) for m, v in s.items()}})
-        progress(rows[-1])
+CONFIGS: list[Config] = [
+    Config("BM25", _bm25),
+    Config(DENSE, _dense),
+    Config("dense + MMR", _mmr, {"lam": [0.5, 0.75, 0.9, 0.95], "candidates": [20, 100]}),
+    Config("dense + QE (offline sides + facets)", _qe, {"source": ["offline"]}),
+    Config("dense + coverage, cosine-to-sides rule", _cosine_sides,
+           {"alpha": [0.1, 0.3, 0.5, 0.7], "candidates": [10, 15, 30], "temperature": [0.005, 0.01, 0.03]}),
+    Config(PRESET, _stance_model,
+           {"pool": ["dense", "union"], "candidates": [10, 20, 30], "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            "mix": [0.0, 0.5, 1.0]}, needs_stance=True),
+    Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
+           note="uses the gold perspectives: an upper bound, not a method"),
+]
 
 
-def table_rows(bundle, corpus, retrievers, progress):
-    from berds_core.diversify import get_preset
+# ------------------------------------------------------------------ building the contexts
 
-    rows = []
-    per_q = {}
-    for kind, ret in retrievers.items():
-        for label, cfg in configs(kind):
-            s, med = run_config(bundle, corpus, ret, cfg, bundle.gold)
-            name = f"{kind} {label}"
-            per_q[name] = s
-            rows.append({"config": name, "retriever": kind, **cfg, "median_s_per_question": med,
-                         **{m: float(v.mean()) for m, v in s.items()}})
-            progress(rows[-1])
-        explicit_rows(bundle, corpus, kind, ret, progress, rows, per_q)
-    preset = get_preset("diverse")
-    s, med = run_config(bundle, corpus, retrievers[preset["retriever"]], {"method": "preset"}, bundle.gold)
-    per_q["preset diverse"] = s
-    rows.append({"config": "preset diverse", "retriever": preset["retriever"], "method": "preset",
-                 "preset": preset, "median_s_per_question": med, **{m: float(v.mean()) for m, v in s.items()}})
-    progress(rows[-1])
-    return rows, per_q
-
-
-def markdown(rows, title):
-    out = [f"### {title}", "",
-           "| configuration | MRecall@5 | Precision@5 | MRecall@10 | Precision@10 | α-nDCG@5 | StRecall@5 | "
-           "median s/question |",
-           "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lam = f" (λ per fold {', '.join(f'{x:g}' for x in r['lam_per_fold'])})" if "lam_per_fold" in r else ""
-        out.append(f"| {r['config']}{lam} | {r['mrecall@5']:.3f} | {r['precision@5']:.3f} | {r['mrecall@10']:.3f} | "
-                   f"{r['precision@10']:.3f} | {r['alpha_ndcg@5']:.3f} | {r['strecall@5']:.3f} | "
-                   f"{r['median_s_per_question']:.4f} |")
-    return "\n".join(out)
-
-
-def time_mmr(bundle, corpus, retriever, repeat):
-    from berds_core.diversify import mmr, mmr_reference
-    from berds_core.diversify.embeddings import passage_embeddings
-
-    fast, slow, same = [], [], 0
-    questions = bundle.questions
-    for q in questions:
-        hits = retriever.search([q.question], 100)[0]
-        rows = [r for r, _ in hits]
-        sc = np.array([s for _, s in hits])
-        emb = passage_embeddings(corpus, rows)
-        t = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            a = mmr(sc, emb, K, 0.75)
-            t.append(time.perf_counter() - t0)
-        fast.append(statistics.median(t))
-        t = []
-        for _ in range(max(3, repeat // 20)):
-            t0 = time.perf_counter()
-            b = mmr_reference(sc, emb, K, 0.75)
-            t.append(time.perf_counter() - t0)
-        slow.append(statistics.median(t))
-        same += a == b
-    f, s = statistics.median(fast), statistics.median(slow)
-    return {"candidates": 100, "k": K, "lam": 0.75, "questions": len(questions),
-            "median_ms_vectorised": f * 1e3, "median_ms_python_loop": s * 1e3, "speedup": s / f,
-            "same_order": same}
-
-
-def paired(per_q, a, b):
-    from berds_core.evaluation import paired_comparison
-
-    return {m: paired_comparison(per_q[a][m], per_q[b][m], n_boot=2000, seed=0)
-            for m in ("mrecall@5", "precision@5", "mrecall@10", "precision@10")}
-
-
-def evaluate_bundle(bundle, args, label):
+def build_contexts(bundles: dict, progress: bool) -> list[QuestionCtx]:
     from berds_core.corpus import corpus_from_passages
     from berds_core.retrieval import get_retriever
 
-    corpus = corpus_from_passages(bundle.passages, bundle.name)
-    retrievers = {kind: get_retriever(kind, corpus, progress=not args.quiet) for kind in ("bm25", "dense")}
-
-    def progress(row):
-        if not args.quiet:
-            print(f"  {row['config']}: MR@5 {row['mrecall@5']:.3f} P@5 {row['precision@5']:.3f}", file=sys.stderr)
-
-    rows, per_q = table_rows(bundle, corpus, retrievers, progress)
-    return {"dataset": label, "questions": len(bundle.questions), "passages": len(corpus), "rows": rows,
-            "preset_vs_dense": paired(per_q, "dense plain", "preset diverse"),
-            "coverage_vs_dense": paired(per_q, "dense plain", "dense coverage re-ranker (offline)"),
-            "significance_vs_dense": significance(per_q)}, corpus, retrievers
-
-
-SIG_ROWS = ("dense QE (offline)", "dense coverage re-ranker (offline)", "dense xQuAD (offline, λ out of fold)",
-            "dense PM-2 (offline, λ out of fold)")
-SIG_METRICS = ("mrecall@5", "precision@5", "alpha_ndcg@5")
-
-
-def significance(per_q):
-    """Each diversifier against plain dense: randomisation tests, Holm-corrected per metric across them."""
-    from berds_core.significance import compare
-
-    runs = {"dense plain": {m: per_q["dense plain"][m] for m in SIG_METRICS}}
-    runs.update({name: {m: per_q[name][m] for m in SIG_METRICS} for name in SIG_ROWS if name in per_q})
-    return compare(runs, baseline="dense plain", n_resamples=20000)
+    out = []
+    for name, b in bundles.items():
+        corpus = corpus_from_passages(b.passages, b.name)
+        t0 = time.perf_counter()
+        dense = get_retriever("dense", corpus, progress=progress)
+        bm25 = get_retriever("bm25", corpus, progress=False)
+        cc = CorpusCtx(name, b, corpus, dense, bm25)
+        texts = [q.question for q in b.questions]
+        qv = dense.encode(texts)
+        dh = dense.search_vectors(qv, DEPTH)
+        bh = bm25.search(texts, DEPTH)
+        for q, v, d, s in zip(b.questions, qv, dh, bh):
+            out.append(QuestionCtx(cc, q, -1, np.array([r for r, _ in d], int), np.array([x for _, x in d]),
+                                   np.array([r for r, _ in s], int), np.array([x for _, x in s]), v))
+        log(f"{name}: {len(b.questions)} questions, {len(corpus)} passages, retrievers ready "
+            f"({time.perf_counter() - t0:.0f}s, dense encoded {dense.n_encoded})")
+    return out
 
 
-def print_significance(sig):
-    print(f"\nagainst dense plain (paired randomisation test, {sig['n_resamples']} sign patterns, "
-          f"{sig['correction']}-corrected per metric across {len(sig['comparisons'])} comparisons):")
-    for c in sig["comparisons"]:
-        parts = [f"{m} {r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] p={r['p']:.4f}{r['stars']}"
-                 for m, r in c["metrics"].items()]
-        print(f"  {c['b']}: " + "; ".join(parts))
+def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int) -> dict:
+    from berds_core.devsets import grouped_folds, question_groups
 
+    groups = question_groups([qc.question for qc in qcs])
+    folds = grouped_folds(groups, n_folds, seed)
+    for qc in qcs:
+        qc.fold = folds[qc.question.id]
+    n_groups = len(set(groups.values()))
+    return {"folds": n_folds, "seed": seed, "questions": len(qcs), "groups": n_groups,
+            "merged_questions": len(qcs) - n_groups,
+            "fold_sizes": [sum(qc.fold == f for qc in qcs) for f in range(n_folds)]}
+
+
+# ------------------------------------------------------------------ out-of-fold stance model
+
+def stance_out_of_fold(qcs: list[QuestionCtx], n_folds: int, opts: dict, cache: Path, data: Path, corpora: str,
+                       jobs: int, progress: bool) -> dict:
+    """Train one stance model per fold on the other folds' questions (``scripts/train_stance.py --exclude``,
+    up to ``jobs`` at once, niced); fill ``qc.stance`` for the union top STANCE_DEPTH of the held-out fold.
+    A fold's model file is reused when its training questions and options are the same."""
+    from berds_core.diversify.stance import StanceModel, stance_text
+
+    report = {"options": opts, "folds": []}
+    paths, procs = {}, []
+    for f in range(n_folds):
+        excluded = sorted(qc.question.id for qc in qcs if qc.fold == f)
+        sig = hashlib.sha1(json.dumps([opts, excluded, corpora], sort_keys=True).encode()).hexdigest()[:10]
+        paths[f] = cache / f"stance-fold{f}-{sig}.npz"
+        if paths[f].exists():
+            continue
+        ex = cache / f"stance-fold{f}-{sig}.exclude.json"
+        ex.write_text(json.dumps(excluded))
+        cmd = ["nice", "-n", str(max(0, 10 - os.nice(0))), sys.executable, str(ROOT / "scripts" / "train_stance.py"), "--data", str(data),
+               "--corpora", corpora, "--exclude", str(ex), "--out", str(paths[f]), "--version", f"fold{f}-{sig}",
+               "--threads", "1" if jobs > 1 else "0", "--quiet"]
+        for key, val in opts.items():
+            cmd += ["--" + key.replace("_", "-"), str(val)]
+        procs.append((f, cmd))
+    running: list = []
+    t0 = time.perf_counter()
+    while procs or running:
+        while procs and len(running) < max(1, jobs):
+            f, cmd = procs.pop(0)
+            log(f"stance fold {f}: training ({' '.join(cmd[4:])})")
+            with open(paths[f].with_suffix(".log"), "w") as fh:  # a file, not a pipe: outlives this process
+                running.append((f, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True)))
+        for f, proc in list(running):
+            if proc.poll() is not None:
+                out = paths[f].with_suffix(".log").read_text().strip().splitlines()
+                if proc.returncode != 0:
+                    raise RuntimeError(f"stance fold {f} training failed: {out[-1:]}")
+                log(f"stance fold {f}: trained ({time.perf_counter() - t0:.0f}s since start) {out[-1:]}")
+                running.remove((f, proc))
+        time.sleep(2)
+    for f in range(n_folds):
+        model = StanceModel(paths[f])
+        pairs, owners = [], []
+        for qc in (qc for qc in qcs if qc.fold == f):
+            rows = qc.pool("union", STANCE_DEPTH)[0]
+            pairs += [(qc.question.question, stance_text(qc.corpus.corpus[int(r)])) for r in rows]
+            owners += [(qc, int(r)) for r in rows]
+        t1 = time.perf_counter()
+        P = model.probs_many(pairs, progress=progress)
+        for (qc, r), pr in zip(owners, P):
+            qc.stance[r] = pr
+        report["folds"].append({"fold": f, "model": paths[f].name, "pairs": len(pairs),
+                                "scored": model.n_scored, "seconds": round(time.perf_counter() - t1, 1)})
+        log(f"stance fold {f}: {len(pairs)} pairs ({model.n_scored} through the network)")
+    return report
+
+
+def prepare_sides(qcs: list[QuestionCtx]) -> None:
+    """Embed every question's offline yes/no sides in one encoder call (``qc.memo["sides"]``): one call per
+    question is slow on a loaded CPU."""
+    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.facets import yes_no_sides
+
+    texts = [s for qc in qcs for s in yes_no_sides(qc.question.question)]
+    emb = encode(None, texts)
+    for i, qc in enumerate(qcs):
+        qc.memo["sides"] = emb[2 * i:2 * i + 2]
+
+
+def side_accuracy(qcs: list[QuestionCtx]) -> dict:
+    """On candidates (union top STANCE_DEPTH) labelled with exactly one of the two sides: how often each
+    rule puts them on their side. Model: P(yes) > P(no). Cosine rule: ``coverage.stance_probs``
+    (difference of cosines to the offline yes/no sides, centred on the pool's median), as the old preset."""
+    from berds_core.diversify import stance_probs
+    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.facets import yes_no_sides
+
+    from train_stance import side_of
+
+    out: dict[str, dict] = {}
+    for qc in qcs:
+        rows, _ = qc.pool("union", STANCE_DEPTH)
+        L = qc.labels(rows)
+        truth = [side_of(qc.question, set(np.flatnonzero(L[i]).tolist())) for i in range(len(rows))]
+        keep = [i for i, t in enumerate(truth) if t is not None]
+        if not keep:
+            continue
+        sides = qc.memo["sides"] if "sides" in qc.memo else encode(None, list(yes_no_sides(qc.question.question)))
+        rule = stance_probs(qc.emb(rows), sides[0], sides[1], 0.01)
+        P = qc.stance_probs(rows) if qc.stance else None
+        for name in (qc.corpus.name, "pooled"):
+            d = out.setdefault(name, {"n": 0, "model": 0, "cosine_rule": 0, "questions": set()})
+            for i in keep:
+                d["n"] += 1
+                d["cosine_rule"] += int((rule[i, 0] > rule[i, 1]) == (truth[i] == 0))
+                if P is not None:
+                    d["model"] += int((P[i, 0] > P[i, 1]) == (truth[i] == 0))
+            d["questions"].add(qc.question.id)
+    return {name: {"passages": d["n"], "questions": len(d["questions"]),
+                   "model": d["model"] / d["n"] if d["n"] else None,
+                   "cosine_rule": d["cosine_rule"] / d["n"] if d["n"] else None} for name, d in out.items()}
+
+
+# ------------------------------------------------------------------ evaluation and selection
+
+def per_question(qc: QuestionCtx, rows) -> np.ndarray:
+    from berds_core.metrics import mrecall_at_k, precision_at_k
+
+    L = qc.labels(list(rows)[:K])
+    return np.array([mrecall_at_k(L, 5), precision_at_k(L, 5), mrecall_at_k(L, 10), precision_at_k(L, 10)])
+
+
+def macro(values: np.ndarray, corpora: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Mean over corpora of each corpus's mean over the questions in ``idx`` (rows: questions)."""
+    names = sorted(set(corpora[idx]))
+    return np.mean([values[idx][corpora[idx] == n].mean(axis=0) for n in names], axis=0)
+
+
+def select(scores: np.ndarray, dense: np.ndarray, corpora: np.ndarray, idx: np.ndarray) -> int:
+    """Index of the setting with the best macro MRecall@5 on ``idx`` whose macro Precision@5 is not below
+    plain dense's there (else the best MRecall@5 + Precision@5). ``scores``: settings x questions x 4."""
+    ref = macro(dense, corpora, idx)[1]
+    means = np.array([macro(s, corpora, idx) for s in scores])
+    ok = np.flatnonzero(means[:, 1] >= ref - 1e-12)
+    if ok.size:
+        return int(ok[np.argmax(means[ok, 0])])  # first best: grids list cheaper settings first
+    return int(np.argmax(means[:, 0] + means[:, 1]))
+
+
+def evaluate(qcs: list[QuestionCtx], configs: list[Config], n_folds: int, progress: bool) -> dict:
+    corpora = np.array([qc.corpus.name for qc in qcs])
+    folds = np.array([qc.fold for qc in qcs])
+    results = {}
+    dense_scores = None
+    for cfg in configs:
+        if cfg.needs_stance and not all(qc.stance for qc in qcs):
+            continue
+        t0 = time.perf_counter()
+        settings = cfg.settings() or [{}]
+        S = np.zeros((len(settings), len(qcs), len(METRICS)))
+        for si, knobs in enumerate(settings):
+            for qi, qc in enumerate(qcs):
+                S[si, qi] = per_question(qc, cfg.rank(qc, **knobs))
+        if cfg.name == DENSE:
+            dense_scores = S[0]
+        oof = np.zeros((len(qcs), len(METRICS)))
+        chosen = []
+        for f in range(n_folds):
+            test = np.flatnonzero(folds == f)
+            train = np.flatnonzero(folds != f)
+            si = select(S, dense_scores, corpora, train) if len(settings) > 1 else 0
+            oof[test] = S[si, test]
+            chosen.append(settings[si])
+        final = settings[select(S, dense_scores, corpora, np.arange(len(qcs)))] if len(settings) > 1 else settings[0]
+        results[cfg.name] = {"oof": oof, "chosen_per_fold": chosen, "chosen_on_all": final,
+                             "settings": len(settings), "seconds": time.perf_counter() - t0, "note": cfg.note}
+        if progress:
+            m = oof.mean(axis=0)
+            log(f"  {cfg.name}: MR@5 {m[0]:.3f} P@5 {m[1]:.3f} ({len(settings)} settings, "
+                f"{time.perf_counter() - t0:.0f}s)")
+    return results
+
+
+def tables(qcs, results, n_boot: int = 2000) -> dict:
+    from berds_core.evaluation import paired_comparison
+
+    corpora = np.array([qc.corpus.name for qc in qcs])
+    views = {name: np.flatnonzero(corpora == name) for name in dict.fromkeys(corpora)}
+    views["pooled"] = np.arange(len(qcs))
+    out = {}
+    for view, idx in views.items():
+        rows = {}
+        for name, r in results.items():
+            v = r["oof"][idx]
+            rows[name] = dict(zip(METRICS, v.mean(axis=0).tolist()))
+        if view == "pooled":
+            rows_macro = {name: dict(zip(METRICS, macro(r["oof"], corpora, idx).tolist()))
+                          for name, r in results.items()}
+        cmp, vs = {}, {}
+        groups = None  # pooled: all questions alike (the macro view below is stratified by corpus)
+        if PRESET in results and DENSE in results:
+            for mi, m in enumerate(METRICS):
+                cmp[m] = paired_comparison(results[DENSE]["oof"][idx, mi], results[PRESET]["oof"][idx, mi],
+                                           n_boot=n_boot, seed=0, groups=groups)
+        if DENSE in results:  # every row against plain dense, MRecall@5 and Precision@5
+            for name, r in results.items():
+                if name not in (DENSE, PRESET):
+                    vs[name] = {m: paired_comparison(results[DENSE]["oof"][idx, mi], r["oof"][idx, mi],
+                                                     n_boot=n_boot, seed=0, groups=groups)
+                                for mi, m in enumerate(METRICS[:2])}
+        out[view] = {"questions": int(idx.size), "rows": rows, "preset_vs_dense": cmp, "vs_dense": vs}
+        if view == "pooled":
+            mcmp, mvs = {}, {}
+            if PRESET in results and DENSE in results:
+                for mi, m in enumerate(METRICS):
+                    mcmp[m] = paired_comparison(results[DENSE]["oof"][idx, mi], results[PRESET]["oof"][idx, mi],
+                                                n_boot=n_boot, seed=0, groups=corpora[idx])
+            if DENSE in results:
+                for name, r in results.items():
+                    if name not in (DENSE, PRESET):
+                        mvs[name] = {m: paired_comparison(results[DENSE]["oof"][idx, mi], r["oof"][idx, mi],
+                                                          n_boot=n_boot, seed=0, groups=corpora[idx])
+                                     for mi, m in enumerate(METRICS[:2])}
+            for name, d in [(PRESET, mcmp)] + list(mvs.items()):  # point estimate: the macro difference
+                for mi, m in enumerate(METRICS):
+                    if m in d:
+                        d[m]["diff"] = float(macro(results[name]["oof"][:, mi] - results[DENSE]["oof"][:, mi],
+                                                   corpora, idx))
+            out["macro"] = {"questions": int(idx.size), "rows": rows_macro, "preset_vs_dense": mcmp,
+                            "vs_dense": mvs,
+                            "note": "mean over corpora; intervals resample questions within each corpus"}
+    return out
+
+
+def markdown(tab: dict, results: dict) -> str:
+    lines = []
+    for view, t in tab.items():
+        lines += ["", f"### {view}: {t['questions']} questions (out of fold)", "",
+                  "| configuration | MRecall@5 | Precision@5 | MRecall@10 | Precision@10 |", "|---|---|---|---|---|"]
+        for name, m in t["rows"].items():
+            note = " *" if results[name]["note"] else ""
+            lines.append(f"| {name}{note} | {m['mrecall@5']:.3f} | {m['precision@5']:.3f} | "
+                         f"{m['mrecall@10']:.3f} | {m['precision@10']:.3f} |")
+        cmp = t.get("preset_vs_dense") or {}
+        if cmp:
+            lines.append("")
+            lines.append(f"preset - dense (paired bootstrap 95% CI{', stratified by corpus' if view == 'macro' else ''}):")
+            for m, c in cmp.items():
+                lines.append(f"- {m}: {c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}], p = {c['p_value']:.3f}, "
+                             f"wins/losses/ties {c['wins']}/{c['losses']}/{c['ties']}")
+        vs = t.get("vs_dense") or {}
+        if vs:
+            lines += ["", "other rows - dense (paired bootstrap 95% CI):"]
+            for name, d in vs.items():
+                lines.append(f"- {name}: " + "; ".join(
+                    f"{m} {c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" for m, c in d.items()))
+    notes = [f"* {name}: {r['note']}" for name, r in results.items() if r["note"]]
+    if notes:
+        lines += [""] + notes
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ timing
+
+def timing_corpus(data_dir: Path, n_questions: int = 400, n_passages: int = 7000, seed: int = 0):
+    """Questions and passages for timing, from development data (quality is not measured on it).
+
+    Questions: procon's 50, then PERSPECTRUM train/dev claims (as questions, seeded
+    sample) up to ``n_questions``. Passages: procon's 1,430 argument passages, then
+    passages whose word lengths are drawn from procon's own passage lengths, each made
+    of one PERSPECTRUM claim's perspective sentences (seeded order) and titled with one
+    of them, round-robin over the claims, up to ``n_passages``.
+    """
+    import random
+
+    from berds_core.datasets import load_debate_sites, load_perspectrum_bundle
+    from berds_core.records import Passage
+
+    rng = random.Random(seed)
+    procon = load_debate_sites(data_dir / "debate-sites" / "procon.json")
+    persp = load_perspectrum_bundle(data_dir / "perspectrum" / "perspectrum_with_answers_v1.0.train_dev.json")
+    claims = list(persp.questions)
+    rng.shuffle(claims)
+    questions = list(procon.questions) + claims[:max(0, n_questions - len(procon.questions))]
+    lengths = [len(p.text.split()) for p in procon.passages]
+    text_of = {p.id: p.text for p in persp.passages}
+    sentences = [[text_of[pid] for pid in persp.gold[q.id]] for q in claims]
+    sentences = [s for s in sentences if s]
+    passages = list(procon.passages)[:n_passages]
+    i = 0
+    seen = {p.text for p in passages}
+    while len(passages) < n_passages:
+        sents = list(sentences[i % len(sentences)])
+        rng.shuffle(sents)
+        target = rng.choice(lengths)
+        words: list[str] = []
+        for s in itertools.cycle(sents):
+            words += s.split()
+            if len(words) >= target:
+                break
+        text = " ".join(words[:target])
+        if text not in seen:
+            seen.add(text)
+            passages.append(Passage(f"t{len(passages)}", sents[0], text))
+        i += 1
+    return questions[:n_questions], passages
+
+
+def time_retrieve(data_dir: Path, n_questions: int, n_passages: int, repeat: int, progress: bool) -> dict:
+    from berds_core.jsonio import write_jsonl
+
+    questions, passages = timing_corpus(data_dir, n_questions, n_passages)
+    words = [len(p.text.split()) for p in passages]
+    work = Path(tempfile.mkdtemp(prefix="berds-timing-"))
+    qf, cf = work / "questions.jsonl", work / "corpus.jsonl"
+    write_jsonl(qf, [q.to_json() for q in questions])
+    write_jsonl(cf, [p.to_json() for p in passages])
+    variants = {"dense (plain)": ["--retriever", "dense"], "--preset diverse": ["--preset", "diverse"]}
+    times: dict[str, dict[str, list]] = {v: {"cold": [], "warm": []} for v in variants}
+    cpu: dict[str, dict[str, list]] = {v: {"cold": [], "warm": []} for v in variants}
+    details = {}
+    for rep in range(repeat):
+        for name, extra in variants.items():
+            cache = work / f"cache-{rep}-{len(details)}"
+            details[f"{name} #{rep}"] = {}
+            for phase in ("cold", "warm"):
+                env = dict(os.environ, BERDS_CACHE=str(cache))
+                cmd = [sys.executable, "-m", "berds_core", "retrieve", "--questions", str(qf), "--corpus", str(cf),
+                       "--passage-words", "0", "--k", "10", "--out", str(work / "run.jsonl"), "--json", "--quiet",
+                       *extra]
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(ROOT))
+                dt = time.perf_counter() - t0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name][phase].append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+                if res.returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd)} failed: {res.stderr.strip().splitlines()[-1:]}")
+                times[name][phase].append(dt)
+                details[f"{name} #{rep}"][phase] = {"seconds": round(dt, 2), "cpu_seconds": round(cpu[name][phase][-1], 2), **{
+                    k: v for k, v in json.loads(res.stdout).items() if k in ("search_seconds", "build_seconds",
+                                                                              "cache_hit", "retriever")}}
+                if progress:
+                    log(f"  timing {name} {phase} #{rep}: {dt:.1f}s wall, {cpu[name][phase][-1]:.1f}s CPU")
+    med = {name: {ph: statistics.median(v) for ph, v in t.items()} for name, t in times.items()}
+    med_cpu = {name: {ph: statistics.median(v) for ph, v in t.items()} for name, t in cpu.items()}
+    return {"questions": len(questions), "passages": len(passages), "mean_words": float(np.mean(words)),
+            "repeat": repeat, "median_seconds": med, "median_cpu_seconds": med_cpu, "all_seconds": times,
+            "details": details,
+            "cpu": os.cpu_count(), "load_average": os.getloadavg()}
+
+
+def timing_markdown(t: dict) -> str:
+    med = t["median_seconds"]
+    base = med["dense (plain)"]
+    lines = [f"### berds retrieve, {t['questions']} questions x {t['passages']} passages "
+             f"(mean {t['mean_words']:.0f} words), median of {t['repeat']}", "",
+             "| command | cold cache (s) | warm cache (s) | cold / dense cold | warm / dense warm | "
+             "CPU s cold | CPU s warm |", "|---|---|---|---|---|---|---|"]
+    for name, m in med.items():
+        c = t["median_cpu_seconds"][name]
+        lines.append(f"| {name} | {m['cold']:.1f} | {m['warm']:.1f} | {m['cold'] / base['cold']:.2f} | "
+                     f"{m['warm'] / base['warm']:.2f} | {c['cold']:.1f} | {c['warm']:.1f} |")
+    lines.append(f"\nwall seconds of the whole command (a fresh process: imports, model loading, encoding, search, "
+                 f"writing the run); CPU s = user + system time of the process. Load average at the end: "
+                 f"{', '.join(f'{x:.1f}' for x in t['load_average'])} on {t['cpu']} CPUs. "
+                 f"Targets: preset cold < 120 s, warm < 20 s.")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("procon_json", help="debate-sites JSON (e.g. ../shared/data/debate-sites/procon.json)")
-    ap.add_argument("--demo", action="store_true", help="also run the packaged demo bundle (a check against overfitting)")
-    ap.add_argument("--repeat", type=int, default=200, help="MMR kernel calls per question for the timing")
+    global STANCE_DEPTH
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="See the module docstring for the protocol.")
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the shared development data folder")
+    ap.add_argument("--corpora", default="procon,perspectrum,demo")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-stance", action="store_true", help="skip the rows needing the trained stance model")
+    ap.add_argument("--skip", default="", help="comma-separated words: rows whose name contains one are left out")
+    ap.add_argument("--jobs", type=int, default=1, help="fold models trained at once (each a niced process)")
+    ap.add_argument("--stance-depth", type=int, default=30,
+                    help="the stance model scores the union of the dense and BM25 top N (and the preset's "
+                         "candidates grid is cut at N)")
+    ap.add_argument("--stance-opts", default="{}",
+                    help="JSON overriding scripts/train_stance.py's DEFAULTS for the fold models "
+                         "(e.g. '{\"epochs\": 1, \"per_question\": 2}' on a loaded machine)")
+    ap.add_argument("--sample", type=int, default=0,
+                    help="evaluate at most N questions per corpus (seeded sample; 0 = all). Questions left out "
+                         "are never scored; fold models may train on them")
+    ap.add_argument("--timing", action="store_true", help="also time berds retrieve (preset vs dense, cold and warm)")
+    ap.add_argument("--timing-only", action="store_true")
+    ap.add_argument("--timing-questions", type=int, default=400)
+    ap.add_argument("--timing-passages", type=int, default=7000)
+    ap.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
+    ap.add_argument("--fold-models", default=str(ROOT / "bench" / "results" / "stance_folds"),
+                    help="where the per-fold stance models are kept (reused when their training set is the same)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "diversity.json"))
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    path = Path(args.procon_json)
-    if not path.exists():
-        print(f"skip: {path} not found", file=sys.stderr)
+    data = Path(args.data)
+    if not data.exists():
+        print(f"skip: {data} not found", file=sys.stderr)
         return 0
-    from berds_core.datasets import load_debate_sites, load_demo
+    progress = not args.quiet
+    results: dict = {"k": K, "protocol": "question-grouped CV; every figure out of fold"}
+    if not args.timing_only:
+        import train_stance
 
-    results = {"k": K}
-    res, corpus, retrievers = evaluate_bundle(load_debate_sites(path), args, path.name)
-    results["procon"] = res
-    print(markdown(res["rows"], f"{path.name}: {res['questions']} questions, {res['passages']} passages (gold labels)"))
-    for name, cmp in (("preset", res["preset_vs_dense"]), ("coverage re-ranker", res["coverage_vs_dense"])):
-        print(f"\n{name} - dense plain (paired bootstrap 95% CI, 2000 resamples):")
-        for m, c in cmp.items():
-            print(f"  {m}: {c['diff']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]  p={c['p_value']:.3f}")
-    print_significance(res["significance_vs_dense"])
-    bundle = load_debate_sites(path)
-    t = time_mmr(bundle, corpus, retrievers["dense"], args.repeat)
-    results["mmr_timing"] = t
-    print(f"\nMMR kernel, {t['candidates']} candidates, k={t['k']}, {t['questions']} questions: median "
-          f"{t['median_ms_vectorised']:.3f} ms vectorised vs {t['median_ms_python_loop']:.3f} ms Python loop "
-          f"({t['speedup']:.0f}x; same order on {t['same_order']}/{t['questions']})")
-    if args.demo:
-        demo = load_demo()
-        if demo.gold:
-            dres, _, _ = evaluate_bundle(demo, args, "demo")
-            results["demo"] = dres
+        from berds_core.devsets import dev_bundles
+
+        bundles, missing = dev_bundles(data, args.corpora.split(","))
+        if missing:
+            log(f"left out: {missing}")
+        if not bundles:
+            print("skip: no development corpus found", file=sys.stderr)
+            return 0
+        STANCE_DEPTH = args.stance_depth
+        qcs = build_contexts(bundles, progress)
+        if args.sample:
+            import random
+
+            keep = set()
+            for name in bundles:
+                ids = sorted(qc.question.id for qc in qcs if qc.corpus.name == name)
+                keep |= set(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
+            qcs = [qc for qc in qcs if qc.question.id in keep]
+            results["sample"] = {"per_corpus": args.sample, "questions": len(qcs)}
+        results["folds"] = assign_folds(qcs, args.folds, args.seed)
+        log(f"folds: {results['folds']}")
+        skip = [w for w in args.skip.split(",") if w]
+        configs = [c for c in CONFIGS if not (c.needs_stance and args.no_stance)
+                   and not any(w in c.name for w in skip)]
+        for c in configs:
+            if c.needs_stance and "candidates" in c.grid:
+                c.grid["candidates"] = [n for n in c.grid["candidates"] if n <= STANCE_DEPTH] or [STANCE_DEPTH]
+        if any(c.needs_stance for c in configs):
+            opts = dict(train_stance.DEFAULTS, **json.loads(args.stance_opts))
+            cache = Path(args.fold_models)
+            cache.mkdir(parents=True, exist_ok=True)
+            results["stance"] = stance_out_of_fold(qcs, args.folds, opts, cache, data, ",".join(bundles),
+                                                   args.jobs, progress)
+        prepare_sides(qcs)
+        results["side_accuracy"] = side_accuracy(qcs)
+        res = evaluate(qcs, configs, args.folds, progress)
+        tab = tables(qcs, res)
+        results["tables"] = tab
+        results["per_question"] = {"ids": [qc.question.id for qc in qcs], "corpus": [qc.corpus.name for qc in qcs],
+                                   "metrics": list(METRICS), "rows": {n: r["oof"] for n, r in res.items()}}
+        results["chosen"] = {name: {"per_fold": r["chosen_per_fold"], "on_all": r["chosen_on_all"],
+                                    "settings": r["settings"]} for name, r in res.items()}
+        print(markdown(tab, res))
+        print("\n### side accuracy (candidates labelled with exactly one side; model out of fold)\n")
+        print("| corpus | passages | questions | stance model | cosine-to-sides rule |\n|---|---|---|---|---|")
+        for name, s in results["side_accuracy"].items():
+            model = f"{s['model']:.3f}" if s["model"] is not None and "stance" in results else "-"
+            print(f"| {name} | {s['passages']} | {s['questions']} | {model} | {s['cosine_rule']:.3f} |")
+        print("\n### knobs chosen (per fold; and on all development questions = what ships)\n")
+        for name, c in results["chosen"].items():
+            if c["settings"] > 1:
+                print(f"- {name}: on all {c['on_all']}; per fold {c['per_fold']}")
+    if args.timing or args.timing_only:
+        if not (data / "debate-sites" / "procon.json").exists():
+            log("timing skipped: procon.json not found")
+        else:
+            results["timing"] = time_retrieve(data, args.timing_questions, args.timing_passages, args.repeat, progress)
             print()
-            print(markdown(dres["rows"], f"demo: {dres['questions']} questions, {dres['passages']} passages"))
-            print_significance(dres["significance_vs_dense"])
+            print(timing_markdown(results["timing"]))
     from berds_core.jsonio import atomic_write
 
     with atomic_write(args.out) as fh:
-        json.dump(results, fh, indent=1, ensure_ascii=False)
-    print(f"\nJSON: {args.out}", file=sys.stderr)
+        json.dump(results, fh, indent=1, ensure_ascii=False, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    log(f"JSON: {args.out}")
     return 0
 
 

@@ -45,7 +45,9 @@ def load_embedder(model: str | None = None, device: str | None = None):
     from sentence_transformers import SentenceTransformer
 
     path = resolve_model(model)
-    return SentenceTransformer(path, device=pick_device(device), local_files_only=os.path.isdir(path))
+    st = SentenceTransformer(path, device=pick_device(device), local_files_only=os.path.isdir(path))
+    st.berds_model_id = model  # lets the diversifiers map a loaded embedder to the shared store
+    return st
 
 
 def model_key(model: str | None) -> str:

@@ -220,3 +220,38 @@ def test_diversify_coverage_stance_mode_pairs_first_two_perspectives():
         diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="bogus")
     with pytest.raises(ValueError):
         diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="judge")
+
+
+def test_cli_rerank_guided_by_an_hf_judge_end_to_end(cli_files, capsys, tmp_path):
+    """--rerank coverage --rerank-judge hf:<model>: the judge scores every candidate against the offline yes- and
+    no-side of the question, the re-ranker orders by those probabilities, and the pairs land in the judge cache
+    (a second run asks the model nothing). Tiny random Llama built here."""
+    from tiny_models import make_tiny_causal_lm
+
+    from berds_core.diversify import coverage_rerank
+    from berds_core.diversify.facets import yes_no_sides
+    from berds_core.judges import get_judge
+
+    model = make_tiny_causal_lm(tmp_path / "m", extra_text=" ".join(d["text"] for d in DOCS) + " uniforms require")
+    tmp, corpus, questions = cli_files
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--rerank", "coverage", "--rerank-judge",
+                               f"hf:{model}", "--alpha", "0.2", "--candidates", "5")
+    assert code == 0, cap.err
+    res = json.loads(cap.out)
+    assert res["diversify"]["judge"] == f"hf:{model}" and res["diversify"]["method"] == "coverage"
+    got = [c["id"] for c in read_run(out)[0]["ctxs"]]
+    # the same ranking computed by hand from the judge's probabilities over the BM25 top 5
+    judge = get_judge(f"hf:{model}")
+    sides = [s for s in yes_no_sides(QUESTIONS[0]["question"]) if s]
+    assert len(sides) == 2
+    from berds_core.corpus import load_corpus
+    from berds_core.retrieval import get_retriever
+
+    c = load_corpus(corpus)
+    hits = get_retriever("bm25", c, progress=False).search([QUESTIONS[0]["question"]], 5)[0]
+    from berds_core.judges import passage_text
+
+    probs, _ = judge.predict([(passage_text(c[r], judge), s) for r, _ in hits for s in sides])
+    assert judge.forward_calls == 0  # every pair was cached by the run
+    order = coverage_rerank(np.array([s for _, s in hits]), np.asarray(probs).reshape(len(hits), 2), 2, 0.2)
+    assert got == [c[hits[i][0]].id for i in order]

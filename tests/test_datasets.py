@@ -523,3 +523,27 @@ def test_guess_format(tmp_path):
     assert guess_format("timchen0618/Kialo") == "hub"
     expect_error(lambda: load_questions(j, fmt="xml"), field="format")
     assert len(load_questions(debate_file(tmp_path, CLAIMS, "d.json"))) == 2
+
+
+def test_perspectrum_bundle_is_two_sided_gold_without_test_split(tmp_path):
+    from berds_core.datasets import load_perspectrum_bundle
+
+    claims = [
+        {"cId": 1, "text": "Vaccination must be made compulsory", "perspectives": [
+            {"pids": [10, 11], "stance_label_3": "SUPPORT"}, {"pids": [12], "stance_label_3": "UNDERMINE"}]},
+        {"cId": 2, "text": "Golf is a sport", "perspectives": [{"pids": [13, 10], "stance_label_3": "UNDERMINE"}]},
+        {"cId": 3, "text": "Zoos should be banned", "perspectives": [{"pids": [14], "stance_label_3": "SUPPORT"}]},
+    ]
+    pool = [{"pId": i, "text": f"Sentence {i}."} for i in range(10, 15)]
+    b = load_perspectrum_bundle(perspectrum_files(tmp_path, claims=claims, pool=pool))
+    assert [q.id for q in b.questions] == ["perspectrum-1", "perspectrum-2"]  # claim 3 is in the test split
+    q = b.questions[0]
+    assert q.question == "Must vaccination be made compulsory?" and q.stances == ["support", "oppose"]
+    assert q.perspectives == ["Vaccination must be made compulsory", "Vaccination must not be made compulsory."]
+    assert {p.id for p in b.passages} == {"perspectrum-s10", "perspectrum-s11", "perspectrum-s12", "perspectrum-s13"}
+    assert "Sentence 14." not in {p.text for p in b.passages}  # the test claim's sentences are never read in
+    assert b.gold["perspectrum-1"] == {"perspectrum-s10": {0}, "perspectrum-s11": {0}, "perspectrum-s12": {1}}
+    assert b.gold["perspectrum-2"] == {"perspectrum-s13": {1}, "perspectrum-s10": {1}}  # shared sentence
+    assert all(p.title == "" for p in b.passages)
+    with pytest.raises(InputError, match="no claims of split"):
+        load_perspectrum_bundle(perspectrum_files(tmp_path, claims=claims[2:], pool=pool))

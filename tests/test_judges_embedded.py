@@ -119,8 +119,11 @@ def test_embedding_store_reuses_passages_across_featurizers(tmp_path, monkeypatc
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     a = Featurizer(needed=["cos"])
     xa = a.features(_pairs())
-    assert a.n_encoded == 5 and (tmp_path / "judges" / "embeddings.sqlite").exists()
-    b = Featurizer(needed=["cos"])  # new process-like state: nothing in memory
+    assert a.n_encoded == 5 and (tmp_path / "embeddings" / "embeddings.sqlite").exists()
+    from berds_core import embed_store
+
+    embed_store._shared.cache_clear()  # new process-like state: nothing in memory
+    b = Featurizer(needed=["cos"])
     xb = b.features(_pairs() + [(PASSAGES[0], "A brand new perspective about reactors.")])
     assert b.n_encoded == 1  # only the new perspective went through MiniLM
     np.testing.assert_allclose(xb[:6], xa, atol=1e-6)
@@ -156,20 +159,25 @@ def test_wordllama_loads_offline_from_the_package():
     assert w[0] > w[1] and np.isclose(w[0], e[0] @ e[1], atol=1e-5)
 
 
-def test_judge_truncates_on_a_private_encoder_copy(tmp_path, monkeypatch):
-    """v2 reads 128 tokens per text; the retriever's shared encoder must keep MiniLM's 256."""
-    from berds_core.embed import load_encoder
+def test_judge_and_dense_retrieval_share_one_embedding_per_passage(tmp_path, monkeypatch):
+    """The judge reads the same 128-token vectors the dense retriever stored: judging retrieved passages encodes
+    only the perspectives."""
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.embed_store import MAX_TOKENS
+    from berds_core.records import Passage
+    from berds_core.retrieval import get_retriever
 
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     j = get_judge("embedded")
-    assert j.head["max_seq_length"] == 128
-    assert j.featurizer.model.max_seq_length == 128
-    shared = load_encoder(None, None, j.encoding)
-    assert shared.max_seq_length == 256 and shared is not j.featurizer.model
-    assert load_encoder(None, None, j.encoding, 256) is shared  # the model's own length: no copy
+    assert j.head["max_seq_length"] == MAX_TOKENS == j.featurizer.model.max_seq_length
+    corpus = corpus_from_passages([Passage(f"p{i}", "A title", t) for i, t in enumerate(PASSAGES)])
+    r = get_retriever("dense", corpus, progress=False, encoding=j.encoding)
+    assert r.text_encoder.key == j.featurizer.store_key and r.n_encoded == len(PASSAGES)
+    j.predict(_pairs())
+    assert j.featurizer.n_encoded == len(PERSP)  # passages came from the store, not the model
     long_text = " ".join(["reactors"] * 20 + ["cake"] * 400)
     cut = Featurizer(needed=["cos"], store=False, max_seq_length=128, encoding=j.encoding)
-    full = Featurizer(needed=["cos"], store=False, max_seq_length=None, encoding=j.encoding)
+    full = Featurizer(needed=["cos"], store=False, max_seq_length=256, encoding=j.encoding)
     a = cut.sentence_embeddings([long_text])[long_text]
     b = full.sentence_embeddings([long_text])[long_text]
     assert float(a @ b) < 0.999  # the text really was cut at a different place

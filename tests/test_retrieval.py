@@ -7,7 +7,8 @@ import pytest
 from berds_core.corpus import Corpus
 from berds_core.records import Passage, Question
 from berds_core.retrieval import get_retriever, retrieve_run
-from berds_core.retrieval import dense as dense_mod
+from berds_core.retrieval import dense as dense_mod  # noqa: F401
+from berds_core.retrieval.dense import DenseRetriever
 from berds_core.retrieval import faiss_index
 
 PASSAGES = [
@@ -154,59 +155,96 @@ def test_auto_encoding_choice(monkeypatch):
         embed.resolve_encoding("fp8", "cpu")
 
 
-def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypatch):
+def _count_encodes(monkeypatch):
+    from berds_core import embed_store
+
     calls = []
-    real = dense_mod.DenseRetriever.encode
+    real = embed_store.TextEncoder.encode_uncached
 
-    def counting(self, texts, progress=False):
+    def counting(self, texts):
         calls.append(len(texts))
-        return real(self, texts, progress)
+        return real(self, texts)
 
-    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", counting)
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", counting)
+    return calls
+
+
+def _new_process(monkeypatch):
+    """Forget every in-memory encoder, as a new process would (the on-disk store stays)."""
+    from berds_core import embed_store
+
+    embed_store._shared.cache_clear()
+
+
+def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypatch):
+    calls = _count_encodes(monkeypatch)
     first = get_retriever("dense", corpus, progress=False, encoding="fp32")
     assert not first.cache_hit and first.n_encoded == len(corpus) and sum(calls) == len(corpus)
-    assert (first.cache_path / "embeddings.npy").is_file() and (first.cache_path / "flat.faiss").is_file()
+    assert (fresh_cache / "embeddings" / "embeddings.sqlite").is_file()
+    _new_process(monkeypatch)
     calls.clear()
     second = get_retriever("dense", corpus, progress=False, encoding="fp32")
     assert second.cache_hit and second.n_encoded == 0 and calls == []
+    np.testing.assert_array_equal(second.embeddings, first.embeddings)
     assert second.search([QUERIES["zoo"]], 3) == first.search([QUERIES["zoo"]], 3)
-    assert calls == [1, 1]  # only the two queries were encoded
+    assert calls == [1]  # only the query was encoded (then stored: the second search needed nothing)
 
 
-def test_dense_interrupted_build_resumes_from_saved_chunks(corpus, fresh_cache, monkeypatch):
-    monkeypatch.setattr(dense_mod, "CHUNK", 4)
-    real = dense_mod.DenseRetriever.encode
+def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, fresh_cache, monkeypatch):
+    from berds_core.cache import text_hash
+    from berds_core.embed_store import MAX_TOKENS, embedding_store
+
+    r = get_retriever("dense", corpus, progress=False, encoding="fp32")
+    assert r.text_encoder.key == f"sentence-transformers/all-MiniLM-L6-v2|fp32|msl{MAX_TOKENS}"
+    assert r.max_seq_length == MAX_TOKENS == r.encoder.max_seq_length
+    got = embedding_store().get_many(r.text_encoder.key, [text_hash(p.text) for p in corpus])
+    assert len(got) == len(corpus)  # the text (not title + text) is what is embedded
+    np.testing.assert_allclose(np.stack([got[text_hash(p.text)] for p in corpus]), r.embeddings, atol=1e-7)
+    calls = _count_encodes(monkeypatch)
+    longer = DenseRetriever(corpus, progress=False, encoding="fp32", max_seq_length=256)
+    assert longer.text_encoder.key.endswith("msl256") and sum(calls) == len(corpus)  # another length, other vectors
+
+
+def test_dense_interrupted_build_resumes_from_the_store(corpus, fresh_cache, monkeypatch):
+    from berds_core import embed_store
+
+    monkeypatch.setattr(embed_store, "CHUNK", 4)
+    real = embed_store.TextEncoder.encode_uncached
     seen = {"n": 0}
 
-    def failing(self, texts, progress=False):
+    def failing(self, texts):
         seen["n"] += 1
         if seen["n"] == 2:
             raise KeyboardInterrupt
-        return real(self, texts, progress)
+        return real(self, texts)
 
-    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", failing)
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", failing)
     with pytest.raises(KeyboardInterrupt):
         get_retriever("dense", corpus, progress=False, encoding="fp32")
-    monkeypatch.setattr(dense_mod.DenseRetriever, "encode", real)
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", real)
+    _new_process(monkeypatch)
     resumed = get_retriever("dense", corpus, progress=False, encoding="fp32")
-    assert not resumed.cache_hit and resumed.n_encoded == len(corpus) - 4  # first chunk was kept
-    assert not (resumed.cache_path / "parts").exists()
+    assert not resumed.cache_hit and resumed.n_encoded == len(corpus) - 4  # the first chunk was kept
     assert _top1(resumed, corpus) == list(QUERIES)
 
 
-def test_dense_stale_cache_is_not_used(corpus, fresh_cache):
-    first = get_retriever("dense", corpus, progress=False, encoding="fp32")
-    meta = json.loads((first.cache_path / "meta.json").read_text())
-    meta["passages"] = 3
-    (first.cache_path / "meta.json").write_text(json.dumps(meta))
-    again = get_retriever("dense", corpus, progress=False, encoding="fp32")
-    assert not again.cache_hit and again.n_encoded == len(corpus)
+def test_dense_changed_corpus_encodes_only_new_passages(corpus, fresh_cache, monkeypatch):
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.records import Passage
+
+    get_retriever("dense", corpus, progress=False, encoding="fp32")
+    _new_process(monkeypatch)
+    calls = _count_encodes(monkeypatch)
+    bigger = corpus_from_passages(list(corpus) + [Passage("new", "", "Rockets carry satellites into orbit.")])
+    again = get_retriever("dense", bigger, progress=False, encoding="fp32")
+    assert not again.cache_hit and again.n_encoded == 1 and calls == [1]
+    assert again.search(["satellites in orbit"], 1)[0][0][0] == len(bigger) - 1
 
 
 def test_hnsw_option_matches_exact_search(corpus, fresh_cache):
     flat = get_retriever("dense", corpus, progress=False, encoding="fp32")
     hnsw = get_retriever("dense", corpus, progress=False, index="hnsw", encoding="fp32")
-    assert hnsw.cache_hit  # embeddings shared with the flat index
+    assert hnsw.cache_hit  # embeddings shared with the flat index (one store)
     assert hnsw.name.endswith("+hnsw") and type(hnsw._cpu_index).__name__ == "IndexHNSWFlat"
     assert any(p.name.startswith("hnsw-") for p in hnsw.cache_path.iterdir())
     queries = list(QUERIES.values())

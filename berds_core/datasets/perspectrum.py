@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..records import Question
+from ..records import Gold, Passage, Question
+from .bundle import Bundle
 from .checks import as_id, load_json_document, nonempty_str
-from .phrasing import claim_to_question
+from .phrasing import claim_to_question, negate_claim
 
 STANCE_MAP = {"SUPPORT": "support", "UNDERMINE": "oppose"}
 
@@ -63,7 +64,8 @@ def _load_splits(path) -> dict[str, str]:
     return {str(k): str(v) for k, v in doc.items()}
 
 
-def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
+def _claims(path, pool=None, splits=None):
+    """Validated claims: ``(cid, text, [(pids, stance_label_3)], split, sentences)`` per entry, in file order."""
     path = Path(path)
     pool = Path(pool) if pool else _find(path.parent, "perspective_pool*.json")
     if pool is None:
@@ -74,7 +76,9 @@ def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
     doc = load_json_document(path)
     if not isinstance(doc, list):
         raise InputError(path, None, None, f"expected a JSON array of claims, got {type(doc).__name__}")
-    questions, seen = [], {}
+    if not doc:
+        raise InputError(path, None, None, "no claims found (empty array)")
+    out, seen = [], {}
     for n, claim in enumerate(doc):
         where = f"entry {n}"
         if not isinstance(claim, dict):
@@ -93,20 +97,67 @@ def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
             raise InputError(path, where, "perspectives", f"expected a list, got {type(clusters).__name__}")
         if not clusters:
             raise InputError(path, where, "perspectives", "a question needs at least one perspective")
-        persp, stances = [], []
+        parsed = []
         for j, cl in enumerate(clusters):
             field = f"perspectives[{j}]"
-            first = cluster_pids(cl, path, where, field)[0]
-            if first not in sentences:
-                raise InputError(path, where, f"{field}.pids", f"perspective id {first} is not in {pool.name}")
-            persp.append(sentences[first])
+            ids = cluster_pids(cl, path, where, field)
+            for x in ids:
+                if x not in sentences:
+                    raise InputError(path, where, f"{field}.pids", f"perspective id {x} is not in {pool.name}")
             stance = cl.get("stance_label_3")
             if stance is not None and not isinstance(stance, str):
                 raise InputError(path, where, f"{field}.stance_label_3", "expected str")
-            stances.append(STANCE_MAP.get((stance or "").upper()))
-        context = "\n".join(sentences.get(str(p), "") for cl in clusters for p in cl.get("pids", []))
+            parsed.append((ids, (stance or "").upper()))
+        out.append((cid, text, parsed, split_of.get(cid)))
+    return out, sentences
+
+
+def load_perspectrum(path, pool=None, splits=None) -> list[Question]:
+    claims, sentences = _claims(path, pool, splits)
+    questions = []
+    for cid, text, clusters, split in claims:
+        persp = [sentences[ids[0]] for ids, _ in clusters]
+        stances = [STANCE_MAP.get(stance) for _, stance in clusters]
+        context = "\n".join(sentences[x] for ids, _ in clusters for x in ids)
         questions.append(Question(f"perspectrum-{cid}", claim_to_question(text, context), persp,
-                                  subset="perspectrum", split=split_of.get(cid), stances=stances))
-    if not questions:
-        raise InputError(path, None, None, "no claims found (empty array)")
+                                  subset="perspectrum", split=split, stances=stances))
     return questions
+
+
+def load_perspectrum_bundle(path, pool=None, splits=None, keep=("train", "dev")) -> Bundle:
+    """PERSPECTRUM in the debate-sites gold form: a development corpus for diversity.
+
+    Per claim (only claims whose split is in ``keep``; every claim when no
+    split file is found): the question is the claim phrased
+    as a question, perspective 0 the claim, perspective 1 its negation
+    (stances ``support`` / ``oppose``), exactly as ``load_debate_sites``.
+    Passages are the perspective sentences of the kept claims, one per
+    sentence (id ``perspectrum-s<pId>``, no title); gold: a sentence of a
+    SUPPORT cluster supports perspective 0, of an UNDERMINE cluster
+    perspective 1 (a sentence used by several claims is labelled for each).
+    Sentences of claims outside ``keep`` (e.g. the test split) are never read
+    into the corpus.
+    """
+    claims, sentences = _claims(path, pool, splits)
+    has_splits = any(split is not None for *_, split in claims)
+    side = {"SUPPORT": 0, "UNDERMINE": 1}
+    questions: list[Question] = []
+    passages: dict[str, Passage] = {}
+    gold: Gold = {}
+    for cid, text, clusters, split in claims:
+        if has_splits and split not in keep:
+            continue
+        context = "\n".join(sentences[x] for ids, _ in clusters for x in ids)
+        qid = f"perspectrum-{cid}"
+        questions.append(Question(qid, claim_to_question(text, context), [text, negate_claim(text, context)],
+                                  subset="perspectrum", split=split, stances=["support", "oppose"]))
+        labels = gold.setdefault(qid, {})
+        for ids, stance in clusters:
+            for x in ids:
+                pid = f"perspectrum-s{x}"
+                passages.setdefault(pid, Passage(pid, "", sentences[x]))
+                if stance in side:
+                    labels.setdefault(pid, set()).add(side[stance])
+    if not questions:
+        raise InputError(path, None, None, f"no claims of split {', '.join(keep)} found")
+    return Bundle("perspectrum", questions, list(passages.values()), gold)

@@ -15,7 +15,7 @@ retriever on one expanded query per aspect) and its λ.
 ``DEFAULT_LAMBDA`` = 0.8: chosen on development data only (procon.json, 50
 questions, gold labels, offline aspects), by MRecall@5 then Precision@5 over
 ``LAMBDA_GRID``, with BM25, the default retriever of ``berds retrieve`` and the
-app; ``bench/diversity.py`` reports the out-of-fold figures (question-grouped
+app; ``bench/diversity_methods.py`` reports the out-of-fold figures (question-grouped
 5-fold cross-validation: folds chose 0, 0.8, 0.8, 0.8, 0). With dense MiniLM
 every fold chose 0: offline aspects do not help dense retrieval there.
 """

@@ -26,17 +26,15 @@ sentence embedding and the normalised token embeddings, and build per pair:
 
 Fast path: when every feature asked for is a sentence-level one
 (``SENTENCE_FEATURES``: what the shipped head uses), no token-level work is
-done: texts are encoded with ``encode_normalized`` (the dense retriever's
-routine, same model and precision -> the same vectors) and sentence embeddings
-persist in ``EmbeddingStore`` (SQLite under ``cache_dir("judges")``, keyed by
-model, precision, max_seq_length and sha1 of the text), so a passage judged
-once is never encoded again, in this process or the next.
+done: sentence embeddings come from the one embedding store
+(``berds_core.embed_store.text_encoder``, keyed by model, precision, max tokens
+and sha1 of the text) that dense retrieval, MMR and the coverage re-ranker read
+too, so a passage retrieved or judged once is never encoded again, in this
+process or the next.
 """
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
@@ -102,50 +100,7 @@ def load_wordllama(dim: int = 256):
                           disable_download=True)
 
 
-class EmbeddingStore:
-    """Unit-length float32 sentence embeddings keyed by (model key, sha1(text)) in SQLite."""
-
-    def __init__(self, path: Path | None = None):
-        from ..cache import cache_dir
-
-        self.path = Path(path) if path else cache_dir("judges") / "embeddings.sqlite"
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text TEXT, vec BLOB, PRIMARY KEY (model, text))")
-        self._conn.commit()
-
-    def get_many(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        with self._lock:
-            for i in range(0, len(hashes), 500):
-                chunk = hashes[i:i + 500]
-                q = ",".join("?" * len(chunk))
-                for h, blob in self._conn.execute(f"SELECT text, vec FROM emb WHERE model=? AND text IN ({q})",
-                                                  [model, *chunk]):
-                    out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
-
-    def put_many(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self._lock:
-            self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
-                                   [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
-            self._conn.commit()
-
-
-_STORES: dict[str, EmbeddingStore] = {}
-
-
-def embedding_store() -> EmbeddingStore:
-    """The store of the current ``BERDS_CACHE`` (one connection per cache directory)."""
-    from ..cache import cache_dir
-
-    path = str(cache_dir("judges") / "embeddings.sqlite")
-    if path not in _STORES:
-        _STORES[path] = EmbeddingStore(Path(path))
-    return _STORES[path]
+from ..embed_store import EmbeddingStore, embedding_store  # noqa: E402,F401  (the one store; re-exported)
 
 
 class _Encoded:
@@ -165,11 +120,10 @@ class Featurizer:
                  rel_head: tuple[np.ndarray, float] | None = None, encoding: str = "fp32",
                  needed: list[str] | None = None, store: bool = True, max_seq_length: int | None = None):
         self.rel_head = rel_head
-        self.max_seq_length = max_seq_length  # tokens per text (None: the model's own, 256 for MiniLM)
+        self.max_seq_length = max_seq_length  # tokens per text (None: embed_store.MAX_TOKENS, 128)
         # which features the caller uses (None: all); sentence-level only -> the fast path
         self.needed = list(needed) if needed is not None else list(FEATURES)
         self.store = store  # persist sentence embeddings in EmbeddingStore
-        self._sent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._wl: dict[str, np.ndarray] = {}
         self.n_encoded = 0  # texts run through the transformer (tests and benches read it)
         self.encoding = encoding  # fp32 | bf16 | int8 | auto (berds_core.embed.load_encoder)
@@ -177,6 +131,7 @@ class Featurizer:
         self.device = device
         self.batch_size = batch_size
         self._model = None
+        self._text_encoder = None
         self._cache: OrderedDict[str, _Encoded] = OrderedDict()
         self._cache_size = cache_size
 
@@ -185,7 +140,9 @@ class Featurizer:
         if self._model is None:
             from ..embed import load_encoder
 
-            self._model = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
+            from ..embed_store import MAX_TOKENS
+
+            self._model = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length or MAX_TOKENS)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[_Encoded]:
@@ -244,37 +201,31 @@ class Featurizer:
         return got
 
     @property
-    def store_key(self) -> str:
-        from ..embed import model_key
+    def text_encoder(self):
+        """The shared ``embed_store.TextEncoder`` for this model, precision and length (no store: a private one)."""
+        if self._text_encoder is None:
+            from ..embed_store import TextEncoder, text_encoder
 
-        return f"{model_key(self.model_id)}|{self.encoding}|msl{self.model.max_seq_length}"
+            if self.store:
+                self._text_encoder = text_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
+            else:
+                self._text_encoder = TextEncoder(self.model_id, self.device, self.encoding, self.max_seq_length,
+                                                 batch_size=self.batch_size, store=False)
+        return self._text_encoder
+
+    @property
+    def store_key(self) -> str:
+        return self.text_encoder.key
 
     def sentence_embeddings(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """Unit-length float32 sentence embeddings of the unique ``texts``: memory, then store, then encode."""
-        from ..cache import text_hash
-        from ..retrieval.dense import encode_normalized
+        """Unit-length float32 sentence embeddings of the unique ``texts``: memory, then store, then encode.
 
-        uniq = list(dict.fromkeys(texts))
-        need = [t for t in uniq if t not in self._sent]
-        if need and self.store:
-            hashes = {t: text_hash(t) for t in need}
-            found = embedding_store().get_many(self.store_key, list(dict.fromkeys(hashes.values())))
-            for t in need:
-                if hashes[t] in found:
-                    self._sent[t] = found[hashes[t]]
-            need = [t for t in need if t not in self._sent]
-        if need:
-            emb = encode_normalized(self.model, need, self.batch_size).astype(np.float32)
-            self.n_encoded += len(need)
-            for t, v in zip(need, emb):
-                self._sent[t] = v
-            if self.store:
-                embedding_store().put_many(self.store_key, [(text_hash(t), v) for t, v in zip(need, emb)])
-        got = {t: self._sent[t] for t in uniq}
-        for t in uniq:
-            self._sent.move_to_end(t)
-        while len(self._sent) > self._cache_size:
-            self._sent.popitem(last=False)
+        The same vectors as dense retrieval's for the same model, precision and length (one store).
+        """
+        te = self.text_encoder
+        before = te.n_encoded
+        got = te.embed_map(texts)
+        self.n_encoded += te.n_encoded - before
         return got
 
     def _wordllama_cos(self, pairs: list[tuple[str, str]]) -> np.ndarray:
