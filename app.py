@@ -10,6 +10,9 @@ ROOT = Path(__file__).parent
 st.set_page_config(page_title="BERDS Studio", page_icon="🧭", layout="wide")
 
 # (file, title, icon, default) -- a tool appears once its page file exists.
+# Pages that retrieve with the sidebar's configuration; only they start its background warm-up
+# (an annotator's or a reviewer's session never spends the server's cores on retrieval models).
+WARM_PAGES = {"Home", "Playground", "Evaluate", "Leaning"}
 TOOLS = [
     ("pages/home.py", "Home", ":material/home:", True),
     ("pages/playground.py", "Playground", ":material/search:", False),
@@ -28,4 +31,5 @@ try:
     with shell():
         nav.run()
 finally:  # also after a page's st.stop(): submitting a job draws nothing
-    start_warmup()  # models and passage embeddings load in the background after the page is drawn
+    if nav.title in WARM_PAGES:
+        start_warmup()  # models and passage embeddings load in the background after the page is drawn

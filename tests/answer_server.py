@@ -20,7 +20,9 @@ def token_logprob(tok: str) -> float:
     return -0.1 * len(tok.strip())
 
 
-class Handler(BaseHTTPRequestHandler):
+class JSONHandler(BaseHTTPRequestHandler):
+    """Quiet JSON replies and ``GET /v1/models``: the part every OpenAI-style test server shares."""
+
     def log_message(self, *a):
         pass
 
@@ -35,6 +37,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self._send(200, {"data": [{"id": "m"}]})
 
+
+class Handler(JSONHandler):
     def do_POST(self):
         srv = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

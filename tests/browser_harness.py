@@ -206,3 +206,19 @@ def browser_page():
         pytest.skip(reason)
     with chromium_page() as page:
         yield page
+
+
+def playground_type_my_own(page) -> None:
+    """From any page of the running app: open the Playground and switch to "Type my own"."""
+    page.get_by_role("link", name="Playground").first.click()
+    page.wait_for_selector(".bc-card", timeout=180_000)
+    wait_idle(page)
+    page.get_by_text("Type my own", exact=True).click()
+    wait_idle(page)
+
+
+def type_question(page, question: str) -> None:
+    """Type a question into the Playground's "Your question" box and submit it."""
+    box = page.get_by_label("Your question")
+    box.fill(question)
+    box.press("Enter")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from browser_harness import browser_page, screenshot, streamlit_app_url, wait_idle, wait_for_app  # noqa: F401
+from browser_harness import (browser_page, playground_type_my_own, screenshot, streamlit_app_url,  # noqa: F401
+                             type_question, wait_for_app, wait_idle)
 
 pytestmark = pytest.mark.browser
 
@@ -22,17 +23,12 @@ def test_home_then_playground_typed_question_mmr_toggle(streamlit_app_url, brows
     page.wait_for_selector("text=Questions", timeout=120_000)  # the Home page's data loads after the first paint
     screenshot(page, "home")
 
-    page.get_by_role("link", name="Playground").first.click()
-    page.wait_for_selector(".bc-card", timeout=180_000)
-    wait_idle(page)
-
-    page.get_by_text("Type my own", exact=True).click()
-    wait_idle(page)
-    box = page.get_by_label("Your question")
-    box.fill("Should homework be banned in primary schools?")
-    box.press("Enter")
+    playground_type_my_own(page)
+    type_question(page, "Should homework be banned in primary schools?")
     wait_idle(page, 180_000)
-    page.wait_for_selector(".bc-card", timeout=180_000)
+    # the four columns fill in one after another: wait for all of them
+    page.wait_for_function("() => document.querySelectorAll('.bc-card').length === 20", timeout=180_000)
+    wait_idle(page)
     assert _column_heads(page) == HEADS
     n_cards = page.locator(".bc-card").count()
     assert n_cards == 4 * 5

@@ -26,5 +26,8 @@ def test_first_request_is_a_deep_link():
         assert "Playground" in nav and "Leaning" in nav
         assert "common" not in nav.lower() and "app" not in nav.split()
         # the shared sidebar of app.py is there
+        # (its widgets may mount a moment after its headings)
+        page.wait_for_function("() => /Retriever/.test(document.querySelector('[data-testid=\"stSidebar\"]').innerText)",
+                               timeout=60_000)
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert "Retriever" in sidebar and "Judge" in sidebar

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from browser_harness import ROOT, chromium_page, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
+from browser_harness import (ROOT, chromium_page, playground_type_my_own, screenshot, skip_reason, streamlit_server,
+                             type_question, wait_for_app, wait_idle)
 from test_discovery import SPACE, UNIFORMS
 
 pytestmark = pytest.mark.browser
@@ -28,14 +29,8 @@ def typed_question_then_discover(page, url: str, question: str) -> None:
     """Playground -> "Type my own" -> the question -> click "Discover perspectives"."""
     page.goto(url)
     wait_for_app(page)
-    page.get_by_role("link", name="Playground").first.click()
-    page.wait_for_selector(".bc-card", timeout=180_000)
-    wait_idle(page)
-    page.get_by_text("Type my own", exact=True).click()
-    wait_idle(page)
-    box = page.get_by_label("Your question")
-    box.fill(question)
-    box.press("Enter")
+    playground_type_my_own(page)
+    type_question(page, question)
     wait_idle(page, 180_000)
     page.get_by_role("button", name="Discover perspectives").click()
 

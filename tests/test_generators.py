@@ -4,7 +4,7 @@ import math
 import pickle
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from berds_core.generators import GenerationError, SpecError, get_generator
 from berds_core.generators.base import generation_cache
 from berds_core.generators.hf import HFGenerator
+from answer_server import JSONHandler
 from tiny_models import make_tiny_causal_lm
 
 SECRET = "sk-generator-secret-987"
@@ -91,21 +92,7 @@ def test_hf_missing_model_is_one_line(tmp_path):
 
 # ------------------------------------------------------------------ a real local OpenAI-style server
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def _send(self, code, obj):
-        body = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._send(200, {"data": [{"id": "m"}]})
-
+class _Handler(JSONHandler):
     def do_POST(self):
         srv = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

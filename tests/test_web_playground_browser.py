@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from browser_harness import chromium_page, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle, ROOT
+from browser_harness import (ROOT, chromium_page, playground_type_my_own, screenshot, skip_reason, streamlit_server,
+                             type_question, wait_for_app, wait_idle)
 from web_servers import KEYS, search_server, site_results, site_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -26,16 +27,10 @@ def test_playground_web_live_corpus(tmp_path):
         with streamlit_server(ROOT / "app.py", env=env) as url, chromium_page() as page:
             page.goto(url)
             wait_for_app(page)
-            page.get_by_role("link", name="Playground").first.click()
-            page.wait_for_selector(".bc-card", timeout=180_000)
-            wait_idle(page)
-            page.get_by_text("Type my own", exact=True).click()
-            wait_idle(page)
+            playground_type_my_own(page)
             page.get_by_text("Web (live)", exact=True).click()
             wait_idle(page)
-            box = page.get_by_label("Your question")
-            box.fill(QUESTION)
-            box.press("Enter")
+            type_question(page, QUESTION)
             # the progress bar shows while pages arrive
             page.wait_for_selector('[data-testid="stProgress"]', timeout=60_000)
             page.wait_for_selector("text=Web corpus (fetched now)", timeout=240_000)
