@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     def fresh_engine():
         """An empty cache and new judge / retriever objects (models stay loaded in the process)."""
         os.environ["BERDS_CACHE"] = tempfile.mkdtemp(prefix="berds-bench-")
-        div_emb._STORE.clear()
+        div_emb._OBJ_STORE.clear()  # the embedding store itself lives under the new BERDS_CACHE
         t = time.perf_counter()
         raw = get_retriever(args.retriever, corpus, None, progress=False)
         judge = get_judge(args.judge)
