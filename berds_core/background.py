@@ -141,6 +141,7 @@ class Jobs:
 
     def __init__(self, keep: int = 32):
         self._stopping = threading.Event()
+        self._cancelling = threading.Event()
         self._cv = threading.Condition()
         self._pending: list[tuple[JobState, Callable]] = []
         self._states: OrderedDict[Hashable, JobState] = OrderedDict()
@@ -182,6 +183,27 @@ class Jobs:
             if self._running is not None and self._running.key != key:
                 self._yield_to = key
 
+    def cancel(self, timeout: float = 120.0) -> bool:
+        """Drop the queued jobs and stop the running one at its next step; the worker stays up for
+        later jobs. Cancelled jobs end in ``error`` (a later submit of the same key runs again).
+        True once nothing runs (False: the running step outlasted ``timeout`` seconds)."""
+        with self._cv:
+            for st, _ in self._pending:
+                st.status, st.error = "error", JobCancelled("cancelled")
+            self._pending.clear()
+            self._cancelling.set()
+        end = time.perf_counter() + timeout
+        try:
+            while True:
+                with self._cv:
+                    if self._running is None:
+                        return True
+                if time.perf_counter() >= end:
+                    return False
+                time.sleep(0.02)
+        finally:
+            self._cancelling.clear()
+
     def shutdown(self, timeout: float = 120.0) -> None:
         """Stop after the current step of the running job (queued jobs are dropped) and join the worker."""
         self._stopping.set()
@@ -214,6 +236,8 @@ class Jobs:
             def report(stage: str, done: int | None = None, total: int | None = None) -> None:
                 if self._stopping.is_set():
                     raise JobCancelled("the process is shutting down")
+                if self._cancelling.is_set():
+                    raise JobCancelled("cancelled")
                 if self._yield_to is not None:
                     raise JobYielded(self._yield_to)
                 now = time.perf_counter()

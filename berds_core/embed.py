@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 import os
 
+from .model_lock import model_loading
+
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm", "default"}
 
@@ -45,7 +47,8 @@ def load_embedder(model: str | None = None, device: str | None = None):
     from sentence_transformers import SentenceTransformer
 
     path = resolve_model(model)
-    st = SentenceTransformer(path, device=pick_device(device), local_files_only=os.path.isdir(path))
+    with model_loading():
+        st = SentenceTransformer(path, device=pick_device(device), local_files_only=os.path.isdir(path))
     st.berds_model_id = model  # lets the diversifiers map a loaded embedder to the shared store
     return st
 

@@ -19,3 +19,15 @@ def _isolated_cache(tmp_path_factory):
         os.environ.pop("BERDS_CACHE", None)
     else:
         os.environ["BERDS_CACHE"] = old
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_background_jobs_across_modules():
+    """App tests start the warm-up worker (it loads models); stop what it still runs when their
+    module ends, so a warm-up from one module never runs under the tests of the next."""
+    yield
+    import sys
+
+    background = sys.modules.get("berds_core.background")
+    if background is not None:
+        background.JOBS.cancel(timeout=120)

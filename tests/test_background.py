@@ -114,3 +114,32 @@ def test_shutdown_stops_the_running_job_at_its_next_step():
     _wait(lambda: st.status == "running")
     jobs.shutdown(timeout=5)
     assert seen == ["cancelled"] and st.status == "error"
+
+
+def test_cancel_stops_the_running_job_drops_the_queue_and_keeps_the_worker():
+    jobs = Jobs()
+    seen = []
+
+    def forever(report):
+        try:
+            while True:
+                report("working")
+                time.sleep(0.01)
+        except JobCancelled:
+            seen.append("cancelled")
+            raise
+
+    try:
+        running = jobs.submit("f", "F", forever)
+        queued = jobs.submit("q", "Q", lambda report: seen.append("queued ran"))
+        _wait(lambda: running.status == "running")
+        assert jobs.cancel(timeout=5)
+        assert seen == ["cancelled"] and running.status == "error" and queued.status == "error"
+        assert isinstance(queued.error, JobCancelled)
+        # the worker takes later jobs; a cancelled key submitted again runs again
+        again = jobs.submit("q", "Q", lambda report: seen.append("queued ran"))
+        assert again is not queued and again.wait(5) and again.status == "done"
+        assert seen == ["cancelled", "queued ran"]
+        assert jobs.cancel(timeout=1)  # nothing running: returns at once
+    finally:
+        jobs.shutdown()

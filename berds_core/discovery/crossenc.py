@@ -42,21 +42,23 @@ def build_model(r: int = 16, alpha: int = 32, dropout: float = 0.1, layers: int 
     from transformers.utils import logging as hf_logging
 
     from ..embed import resolve_model
+    from ..model_lock import model_loading
 
     path = resolve_model(None)
     tok = AutoTokenizer.from_pretrained(path)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the packaged checkpoint's unused pooler is reported otherwise
-    try:
-        base = AutoModel.from_pretrained(path, add_pooling_layer=False)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    if layers:
-        base.encoder.layer = base.encoder.layer[:layers]
-        base.config.num_hidden_layers = layers
-    model = get_peft_model(base, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
-                                            target_modules=list(LORA_TARGETS)))
-    head = torch.nn.Linear(base.config.hidden_size, 2)
+    with model_loading():  # fresh LoRA and head weights come from torch.nn.init, which a load elsewhere patches
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the packaged checkpoint's unused pooler is reported otherwise
+        try:
+            base = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        if layers:
+            base.encoder.layer = base.encoder.layer[:layers]
+            base.config.num_hidden_layers = layers
+        model = get_peft_model(base, LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout,
+                                                target_modules=list(LORA_TARGETS)))
+        head = torch.nn.Linear(base.config.hidden_size, 2)
     return model, head, tok
 
 

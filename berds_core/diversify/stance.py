@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model_lock import model_loading
+
 WEIGHTS = Path(__file__).resolve().parents[1] / "judges" / "weights" / "stance_v1.npz"
 CLASSES = ("yes", "no", "off")
 
@@ -87,7 +89,8 @@ def build_network(base: str, layers: int):
             m = attention_mask.unsqueeze(-1).to(h.dtype)
             return self.head((h * m).sum(1) / m.sum(1).clamp(min=1.0))
 
-    return StanceNet()
+    with model_loading():
+        return StanceNet()
 
 
 def merge_lora(net, lora: dict, scale: float) -> None:

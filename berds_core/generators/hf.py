@@ -196,6 +196,7 @@ class HFGenerator(Generator):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from ..embed import pick_device
+        from ..model_lock import model_loading
 
         device = pick_device(self.device_name)
         if self.dtype_name:
@@ -208,10 +209,11 @@ class HFGenerator(Generator):
         try:
             tok = AutoTokenizer.from_pretrained(self.model_id, local_files_only=local)
             attn = self.inference.attn
-            model = AutoModelForCausalLM.from_pretrained(
-                self.model_id, dtype=dtype, local_files_only=local,
-                device_map=device if device.startswith("cuda") else None,  # straight onto the GPU
-                **({"attn_implementation": attn} if attn else {}))
+            with model_loading():
+                model = AutoModelForCausalLM.from_pretrained(
+                    self.model_id, dtype=dtype, local_files_only=local,
+                    device_map=device if device.startswith("cuda") else None,  # straight onto the GPU
+                    **({"attn_implementation": attn} if attn else {}))
         except (OSError, ValueError) as e:
             self._error = f"cannot load model '{self.model_id}': {str(e).splitlines()[0]}"
             raise GenerationError(self._error) from None
@@ -219,8 +221,9 @@ class HFGenerator(Generator):
             from peft import PeftModel
 
             try:
-                model = PeftModel.from_pretrained(model, self.adapter_id,
-                                                  local_files_only=locate(self.adapter_id, "adapter")[0])
+                with model_loading():
+                    model = PeftModel.from_pretrained(model, self.adapter_id,
+                                                      local_files_only=locate(self.adapter_id, "adapter")[0])
             except (OSError, ValueError) as e:
                 self._error = f"cannot load adapter '{self.adapter_id}': {str(e).splitlines()[0]}"
                 raise GenerationError(self._error) from None
