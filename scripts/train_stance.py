@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train the stance cross-encoder on development data only; write berds_core/judges/weights/stance_v1.npz.
+"""Train the stance cross-encoder on development data only; write berds_core/judges/weights/stance_v2.npz.
 
     python scripts/train_stance.py --data ../shared/data [--out PATH] [--corpora procon,perspectrum,demo]
         [--layers 6] [--lora-r 8] [--max-length 96] [--epochs 1] [--negatives 3] [--seed 0]
@@ -193,11 +193,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--corpora", default="procon,perspectrum,demo")
-    ap.add_argument("--out", default=str(ROOT / "berds_core" / "judges" / "weights" / "stance_v1.npz"))
+    ap.add_argument("--out", default=str(ROOT / "berds_core" / "judges" / "weights" / "stance_v2.npz"))
     for key, val in DEFAULTS.items():
         ap.add_argument("--" + key.replace("_", "-"), type=type(val), default=val)
     ap.add_argument("--exclude", help="JSON file: a list of question ids left out of training (cross-validation)")
-    ap.add_argument("--version", default="v1", help="model version (part of the prediction cache key)")
+    ap.add_argument("--version", default="v2", help="model version (part of the prediction cache key)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)

@@ -97,11 +97,9 @@ def test_promoted_job_runs_first_and_the_running_one_resumes():
         jobs.shutdown()
 
 
-def test_shutdown_stops_the_running_job_at_its_next_step():
-    jobs = Jobs()
-    seen = []
-
-    def forever(report):
+def _forever(seen):
+    """A job that reports until it is cancelled (and notes it in ``seen``)."""
+    def job(report):
         try:
             while True:
                 report("working")
@@ -109,8 +107,14 @@ def test_shutdown_stops_the_running_job_at_its_next_step():
         except JobCancelled:
             seen.append("cancelled")
             raise
+    return job
 
-    st = jobs.submit("f", "F", forever)
+
+def test_shutdown_stops_the_running_job_at_its_next_step():
+    jobs = Jobs()
+    seen = []
+
+    st = jobs.submit("f", "F", _forever(seen))
     _wait(lambda: st.status == "running")
     jobs.shutdown(timeout=5)
     assert seen == ["cancelled"] and st.status == "error"
@@ -120,17 +124,8 @@ def test_cancel_stops_the_running_job_drops_the_queue_and_keeps_the_worker():
     jobs = Jobs()
     seen = []
 
-    def forever(report):
-        try:
-            while True:
-                report("working")
-                time.sleep(0.01)
-        except JobCancelled:
-            seen.append("cancelled")
-            raise
-
     try:
-        running = jobs.submit("f", "F", forever)
+        running = jobs.submit("f", "F", _forever(seen))
         queued = jobs.submit("q", "Q", lambda report: seen.append("queued ran"))
         _wait(lambda: running.status == "running")
         assert jobs.cancel(timeout=5)

@@ -39,6 +39,22 @@ def test_expected_coverage_is_probabilistic():
     assert coverage_rerank(np.ones(3), probs, 2, alpha=0.0, weights=[0.9, 0.1]) == [0, 1]
 
 
+def test_keep_fixes_the_retrievers_top_and_counts_what_it_covers():
+    # keep 0: the uncovered perspective comes second
+    assert coverage_rerank(SCORES, PROBS, 3, alpha=0.5, keep=0) == [0, 3, 1]
+    # keep 2: candidates 0 and 1 stay first, then the greedy picks candidate 3 for perspective 1
+    assert coverage_rerank(SCORES, PROBS, 3, alpha=0.5, keep=2) == [0, 1, 3]
+    # what the kept ones cover counts: candidate 0 (kept) covers perspective 1, so the next pick is
+    # candidate 2 (perspective 0, objective .3 * .9 + .35 * .9 = .585), not candidate 1 (perspective 1
+    # again: .3 * .95 + .35 * .9 * .1 = .317; it would win with .6 if the kept coverage were ignored)
+    probs = np.array([[0.0, 0.9], [0.0, 0.9], [0.9, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    assert coverage_rerank(SCORES, probs, 3, alpha=0.3, keep=1) == [0, 2, 1]
+    # keep >= k: the retriever's order
+    assert coverage_rerank(SCORES, PROBS, 3, alpha=0.0, keep=5) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        coverage_rerank(SCORES, PROBS, 3, keep=-1)
+
+
 def test_bad_input():
     with pytest.raises(ValueError):
         coverage_rerank(SCORES, PROBS[:3], 2)

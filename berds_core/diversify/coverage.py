@@ -34,10 +34,15 @@ def greedy_inputs(cand_scores, probs, k: int, weights=None):
     return rel, P, min(int(k), n), w
 
 
-def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None) -> list[int]:
-    """Indices (into the candidates) of the ``k`` picks, in order. Vectorised per step."""
+def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None, keep: int = 0) -> list[int]:
+    """Indices (into the candidates, best first) of the ``k`` picks, in order. Vectorised per step.
+
+    ``keep``: the retriever's first ``keep`` candidates stay on top, in their order (what they cover
+    counts as covered); the greedy fills the ranks below them."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if int(keep) < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
     rel, P, k, w = greedy_inputs(cand_scores, probs, k, weights)
     if k <= 0:
         return []
@@ -46,10 +51,14 @@ def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None
     n, m = P.shape
     uncovered = np.ones(m)
     available = np.ones(n, dtype=bool)
+    order: list[int] = []
+    for i in range(min(int(keep), k)):
+        order.append(i)
+        available[i] = False
+        uncovered *= 1.0 - P[i]
     # secondary key: relevance (tiny), so exact ties in the objective go to relevance;
     # np.argmax then resolves remaining ties by lowest index (original rank).
-    order: list[int] = []
-    for _ in range(k):
+    for _ in range(k - len(order)):
         obj = alpha * rel + (1.0 - alpha) * (P @ (w * uncovered))
         obj[~available] = -np.inf
         best = obj.max()
