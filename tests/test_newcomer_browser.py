@@ -77,7 +77,9 @@ def test_error_box_shows_file_content_literally(server, page, data_root):
     box.fill(str(data_root / "dup.jsonl"))
     box.press("Enter")
     wait_idle(page)
-    alert = page.locator('[data-testid="stAlertContentError"]').first
+    # the error about this file (the empty path's "give the path" error may still be on screen while the
+    # rerun starts: wait for the one that names the file)
+    alert = page.locator('[data-testid="stAlertContentError"]', has_text="dup.jsonl").first
     alert.wait_for(timeout=60_000)
     text = " ".join(alert.inner_text().split())
     assert MARKDOWN in text, text
