@@ -170,7 +170,8 @@ def _qe(qc, source):
 
 
 def _cosine_sides(qc, alpha, candidates, temperature, keep=0):
-    """The coverage re-ranker with the cosine-to-sides rule (the shipped ``diverse`` preset's method)."""
+    """The coverage re-ranker with the cosine-to-sides rule (the ``diverse`` preset's method until 2026-11-25);
+    ``keep``: the dense top ``keep`` stay in place."""
     from berds_core.diversify import coverage_rerank, stance_probs
     from berds_core.diversify.embeddings import encode
     from berds_core.diversify.facets import yes_no_sides
