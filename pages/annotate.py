@@ -181,12 +181,15 @@ def main() -> None:
     guidelines_panel(lab)
     sets = lab.task_sets()
     if not sets:
-        st.warning("No pairs are assigned to you yet." + (" Start the demo task set, or import pairs or build a "
-                                                          "task set below." if lab.allowed("build_task_set") else
-                                                          " Ask an admin for a task set."))
+        slot = st.empty()  # the warning goes once an import or a build below has made a task set
+        slot.warning("No pairs are assigned to you yet." + (" Start the demo task set, or import pairs or build a "
+                                                           "task set below." if lab.allowed("build_task_set") else
+                                                           " Ask an admin for a task set."))
         if lab.allowed("build_task_set"):
             quick_start(lab)
             admin_panel(lab)
+            if lab.task_sets():
+                slot.empty()
         return
     head = st.columns([3, 2])
     options = [ALL] + sets

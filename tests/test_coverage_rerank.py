@@ -186,6 +186,11 @@ def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
                                "--perspectives-from", "dataset", "--alpha", "0.3")
     assert code == 0, cap.err
     assert [c["id"] for c in read_run(out)[0]["ctxs"]][1] != "u2"
+    # --keep 2: the retriever's top 2 (the near-duplicates) stay on top whatever the re-ranker prefers
+    code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--rerank", "coverage", "--perspectives-from",
+                               "dataset", "--alpha", "0.3", "--keep", "2")
+    assert code == 0, cap.err
+    assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u2"] and json.loads(cap.out)["diversify"]["keep"] == 2
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--preset", "diverse")
     assert code == 0, cap.err
     res = json.loads(cap.out)
@@ -200,6 +205,11 @@ def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
     (["--alpha", "0.3"], "--alpha"),
     (["--rerank", "coverage", "--alpha", "2"], "--alpha"),
     (["--mmr", "0.5", "--candidates", "0"], "--candidates"),
+    (["--keep", "1"], "--keep"),
+    (["--mmr", "0.5", "--keep", "1"], "--keep"),
+    (["--rerank", "xquad", "--keep", "1"], "--keep"),
+    (["--preset", "diverse", "--keep", "1"], "--keep"),
+    (["--rerank", "coverage", "--keep", "-1"], "--keep"),
 ])
 def test_cli_retrieve_bad_diversify_options(cli_files, capsys, extra, field):
     tmp, corpus, questions = cli_files

@@ -167,6 +167,20 @@ def test_coverage_model_mode_pulls_up_the_other_side():
     got = [r for r, _ in diversify(q, corpus, ret, "coverage", 5, coverage_probs="model", alpha=1.0, mix=0.0,
                                    stance_model=stub, candidates=5)]
     assert got[-1] == 4
+    # keep 1: the retriever's first stays; the re-ranker fills below it (here the "no" side comes next);
+    # keep 2: the first two stay and both argue "yes", so the third rank goes to the "no" side
+    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 2, coverage_probs="model", alpha=0.3, keep=1,
+                                    stance_model=stub, candidates=5)] == [0, 3]
+    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=2,
+                                    stance_model=stub, candidates=5)] == [0, 1, 3]
+    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=0,
+                                    stance_model=stub, candidates=5)] == [0, 3, 1]
+    # k above candidates: the retriever's top 3 (0, 1, 3) are re-ranked, its order follows (2, then 4)
+    stub.calls.clear()
+    ret2 = ListRetriever([1.0, 0.99, 0.9, 0.98, 0.5])
+    got = [r for r, _ in diversify(q, corpus, ret2, "coverage", 5, coverage_probs="model", alpha=0.3, keep=1,
+                                   stance_model=stub, candidates=3)]
+    assert got == [0, 3, 1, 2, 4] and stub.calls == [3]
     with pytest.raises(ValueError):
         blend_relevance([1.0], np.zeros((1, 3)), 1.5)
     with pytest.raises(ValueError):

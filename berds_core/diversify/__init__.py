@@ -57,7 +57,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
               alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
               coverage_probs: str = "auto", temperature: float | None = None,
               candidates_from: str = "retriever", mix: float = 1.0, stance_model=None,
-              aspect_probs: str = "retriever", pool=None) -> list[tuple[int, float]]:
+              aspect_probs: str = "retriever", pool=None, keep: int = 0) -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
 
     ``lam``: MMR's relevance weight (default 0.75), or xQuAD's / PM-2's λ
@@ -83,6 +83,8 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     ``union`` (the dense and BM25 top ``candidates`` together, scored by dense cosine;
     see ``candidate_pool``). ``mix`` (coverage with ``model``): relevance is
     ``mix * retriever score / max + (1 - mix) * P(on the question)``.
+    ``keep`` (coverage): the first ``keep`` candidates stay on top in the retriever's order (what they
+    cover counts as covered); the re-ranker fills the ranks below them.
     ``stance_model``: a ``StanceModel`` (default: the shipped one).
     ``pool``: the perspective pool (file path or ``discovery.PoolIndex``) of ``qe_source="pool"``.
     """
@@ -99,7 +101,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
                          temperature=cfg.get("temperature", temperature),
                          candidates_from=cfg.get("candidates_from", candidates_from),
                          mix=cfg.get("mix", mix), stance_model=stance_model, aspect_probs=aspect_probs,
-                         pool=pool)
+                         pool=pool, keep=cfg.get("keep", keep))
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
@@ -116,13 +118,18 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     from .embeddings import encode, passage_embeddings
 
     depth = max(candidates, k)
-    rows, scores = candidate_pool(text, corpus, retriever, depth, candidates_from)
+    rows, scores = candidate_pool(text, corpus, retriever, candidates, candidates_from)
     if len(rows) == 0:
         return []
+
+    def done(order) -> list[tuple[int, float]]:
+        # the re-ranked candidates, then (k > candidates) the retriever's own order below them
+        return _fill([(int(rows[i]), float(scores[i])) for i in order], text, retriever, k)
+
     lam = default_lambda(method) if lam is None else lam
     if method == "mmr":
         order = mmr(scores, passage_embeddings(corpus, rows, embedder, retriever), k, lam)
-        return [(int(rows[i]), float(scores[i])) for i in order]
+        return done(order)
     if method in ("xquad", "pm2"):
         aspects = perspectives if perspectives is not None else perspectives_for(
             question, qe_source, corpus=corpus, retriever=retriever, llm=llm, pool=pool)
@@ -137,11 +144,11 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
             else:
                 P = retrieval_probs(text, aspects, retriever, rows, depth)
             order = (xquad if method == "xquad" else pm2)(scores, P, k, lam)
-        return [(int(rows[i]), float(scores[i])) for i in order]
+        return done(order)
     if coverage_probs == "model":
         P = stance_matrix(text, corpus, rows, stance_model)
-        order = coverage_rerank(blend_relevance(scores, P, mix), P[:, :2], k, alpha)
-        return [(int(rows[i]), float(scores[i])) for i in order]
+        order = coverage_rerank(blend_relevance(scores, P, mix), P[:, :2], k, alpha, keep=keep)
+        return done(order)
     if perspectives is None and qe_source == "offline" and coverage_probs in ("auto", "stance"):
         from .facets import yes_no_sides
 
@@ -159,17 +166,27 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
         if judge is None:
             raise ValueError("coverage_probs='judge' needs a judge")
         probs = _judge_probs(judge, corpus, rows, persp)
-        order = coverage_rerank(scores, probs, k, alpha)
+        order = coverage_rerank(scores, probs, k, alpha, keep=keep)
     elif mode == "stance" and len(persp) >= 2:
         # the first two perspectives as a contrasting pair (offline: the yes- and no-side)
         pe = encode(embedder, persp[:2])
         probs = stance_probs(passage_embeddings(corpus, rows, embedder, retriever), pe[0], pe[1], temperature or 0.01)
-        order = coverage_rerank(scores, probs, k, alpha)
+        order = coverage_rerank(scores, probs, k, alpha, keep=keep)
     else:  # similarity (or stance with a single perspective)
         probs = similarity_probs(passage_embeddings(corpus, rows, embedder, retriever), encode(embedder, persp),
                                  temperature or 0.05)
-        order = coverage_rerank(scores, probs, k, alpha)
-    return [(int(rows[i]), float(scores[i])) for i in order]
+        order = coverage_rerank(scores, probs, k, alpha, keep=keep)
+    return done(order)
+
+
+def _fill(hits: list[tuple[int, float]], text: str, retriever, k: int) -> list[tuple[int, float]]:
+    """``hits`` (the re-ranked candidates) cut at ``k`` or, when fewer, followed by the retriever's next
+    passages in its order (with its scores): ``--k 100`` over 10 candidates re-ranks the top 10 only."""
+    if len(hits) >= k:
+        return hits[:k]
+    seen = {r for r, _ in hits}
+    more = [(int(r), float(sc)) for r, sc in retriever.search([text], k + len(hits))[0] if int(r) not in seen]
+    return hits + more[:k - len(hits)]
 
 
 COVERAGE_PROBS = ("auto", "judge", "model", "stance", "similarity")

@@ -3,7 +3,7 @@
     --mmr LAMBDA [--mmr-embedder ID]     MMR over the top --candidates
     --qe SOURCE [--qe-llm SPEC]          query expansion, round-robin merge
     --rerank coverage [--rerank-judge SPEC | --rerank-probs model] [--alpha A] [--perspectives-from SOURCE]
-                      [--candidates-from union] [--mix M]
+                      [--candidates-from union] [--mix M] [--keep N]
     --rerank xquad|pm2 [--lambda L] [--aspect-probs retriever|judge --rerank-judge SPEC] [--perspectives-from SOURCE]
     --preset diverse                     the configuration chosen by cross-validation on development data
 
@@ -49,10 +49,14 @@ def add_diversify_args(p) -> None:
     g.add_argument("--candidates-from", choices=("retriever", "union"), default="retriever",
                    help="candidates of MMR / the re-ranker: the retriever's top --candidates, or the union of the "
                         "dense and BM25 top --candidates (scored by dense cosine)")
+    g.add_argument("--keep", type=int, default=None, metavar="N",
+                   help="--rerank coverage: the retriever's first N candidates stay on top; the re-ranker fills "
+                        "the ranks below them (default 0)")
     g.add_argument("--mix", type=float, default=None,
                    help="--rerank-probs model: relevance = mix * retriever score + (1 - mix) * P(on the question)")
     g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
-    g.add_argument("--candidates", type=int, default=100, help="candidates MMR / the re-ranker re-rank (default 100)")
+    g.add_argument("--candidates", type=int, default=100, help="candidates MMR / the re-ranker re-rank (default 100); with a larger --k the "
+                        "retriever's own order follows them")
 
 
 def diversify_config(args) -> dict | None:
@@ -62,6 +66,7 @@ def diversify_config(args) -> dict | None:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
                          ("--pool", getattr(args, "pool", None)),
                          ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha), ("--mix", args.mix),
+                         ("--keep", getattr(args, "keep", None)),
                          ("--rerank-probs", None if args.rerank_probs == "auto" else args.rerank_probs),
                          ("--candidates-from", None if args.candidates_from == "retriever" else args.candidates_from),
                          ("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
@@ -73,6 +78,9 @@ def diversify_config(args) -> dict | None:
     if args.candidates < 1:
         raise InputError("--candidates", None, None, "must be at least 1")
     how = chosen[0]
+    keep = getattr(args, "keep", None)
+    if keep is not None and not (how == "rerank" and args.rerank == "coverage"):
+        raise InputError("--keep", None, None, "is for --rerank coverage (the preset sets its own)")
     pool = getattr(args, "pool", None)
     wants_pool = (how == "qe" and args.qe == "pool") or (how == "rerank" and args.perspectives_from == "pool")
     if wants_pool and not pool:
@@ -102,11 +110,14 @@ def diversify_config(args) -> dict | None:
             raise InputError("--mix", None, None, f"must be in [0, 1], got {mix}")
         if args.rerank_probs == "judge" and not args.rerank_judge:
             raise InputError("--rerank-probs", None, None, "judge needs --rerank-judge SPEC")
+        if keep is not None and keep < 0:
+            raise InputError("--keep", None, None, f"must be 0 or more, got {keep}")
         if args.rerank_judge and args.rerank_probs not in ("auto", "judge"):
             raise InputError("--rerank-judge", None, None, f"has no effect with --rerank-probs {args.rerank_probs}")
         return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
                 "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
-                "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix}
+                "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix,
+                "keep": keep or 0}
     cfg = get_preset(args.preset)
     return {"method": "preset", "preset": args.preset, **cfg}
 
@@ -146,7 +157,7 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     from . import diversify
 
     keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "candidates_from",
-            "mix", "aspect_probs")
+            "mix", "aspect_probs", "keep")
     opts = {key: cfg[key] for key in keys if key in cfg and cfg[key] is not None and cfg["method"] != "preset"}
     if cfg.get("pool"):
         from ..discovery import open_pool
@@ -192,7 +203,7 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
         return
     from .stance import get_stance_model, stance_text
 
-    pool, n = eff.get("candidates_from", "retriever"), max(int(eff.get("candidates", 100)), int(k))
+    pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
     if pool == "union" and not hasattr(retriever, "text_encoder"):
         from . import companion
 

@@ -1,0 +1,44 @@
+"""bench/diversity.py's selection rule (what every fold's knobs are chosen by): the best macro MRecall@5
+among settings whose Precision@5 is not below plain dense's on any corpus; then the macro fallback."""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from diversity import select  # noqa: E402
+
+CORPORA = np.array(["a", "a", "b", "b"])
+
+
+def _setting(mr, p):
+    """settings rows: questions x (MR@5, P@5, MR@10, P@10) from per-question MR@5 and P@5 lists."""
+    return np.array([[m, q, m, q] for m, q in zip(mr, p)], dtype=float)
+
+
+def test_select_needs_precision_on_every_corpus():
+    dense = _setting([0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5])
+    s_loses_b = _setting([1, 1, 1, 1], [0.9, 0.9, 0.3, 0.3])    # best MRecall, macro P up, corpus b's P down
+    s_holds = _setting([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5])      # less MRecall, no corpus loses precision
+    s_holds_more = _setting([1, 1, 1, 0], [0.6, 0.5, 0.5, 0.5])
+    S = np.stack([s_loses_b, s_holds, s_holds_more])
+    idx = np.arange(4)
+    assert select(S, dense, CORPORA, idx) == 2
+    # on corpus a alone, the first setting is fine
+    assert select(S, dense, CORPORA, np.array([0, 1])) == 0
+
+
+def test_select_falls_back_to_macro_precision_then_to_the_sum():
+    dense = _setting([0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5])
+    s1 = _setting([1, 1, 1, 1], [0.9, 0.9, 0.3, 0.3])   # macro P 0.6 >= 0.5: allowed by the fallback
+    s2 = _setting([1, 1, 0, 0], [0.4, 0.4, 0.4, 0.4])   # every P down
+    assert select(np.stack([s2, s1]), dense, CORPORA, np.arange(4)) == 1
+    s3 = _setting([0, 0, 0, 0], [0.45, 0.45, 0.45, 0.45])
+    # nothing keeps precision: best MRecall@5 + Precision@5 (s2: 0.5 + 0.4 against s3: 0 + 0.45)
+    assert select(np.stack([s3, s2]), dense, CORPORA, np.arange(4)) == 1
+
+
+def test_select_ties_go_to_the_first_setting():
+    dense = _setting([0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5])
+    s = _setting([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5])
+    assert select(np.stack([s, s.copy()]), dense, CORPORA, np.arange(4)) == 0
