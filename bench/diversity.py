@@ -641,14 +641,26 @@ def main(argv=None) -> int:
     ap.add_argument("--fold-models", default=str(ROOT / "bench" / "results" / "stance_folds"),
                     help="where the per-fold stance models are kept (reused when their training set is the same)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "diversity.json"))
+    ap.add_argument("--encoding", choices=("auto", "int8", "bf16"), default="auto",
+                    help="precision of the encoders and the stance model in this run (auto: as the product picks, "
+                         "bf16 where the CPU has native bf16 matmuls, else int8); int8 on an AVX512-BF16 CPU gives "
+                         "the vectors an AVX2-only machine computes by default (quality tables only; the timings "
+                         "run `berds retrieve` as it picks)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if args.encoding != "auto":
+        from berds_core import embed
+
+        embed.cpu_has_fast_bf16 = (lambda: True) if args.encoding == "bf16" else (lambda: False)
     data = Path(args.data)
     if not data.exists():
         print(f"skip: {data} not found", file=sys.stderr)
         return 0
     progress = not args.quiet
-    results: dict = {"k": K, "protocol": "question-grouped CV; every figure out of fold"}
+    from berds_core.embed import resolve_encoding
+
+    results: dict = {"k": K, "protocol": "question-grouped CV; every figure out of fold",
+                     "encoding": resolve_encoding(None, "cpu")}
     if not args.timing_only:
         import train_stance
 

@@ -295,7 +295,9 @@ class _SiteHandler(_Base):
 
     def _huge(self, chunked: bool) -> None:
         size = 20 * 1024 * 1024
-        block = (b"<p>" + b"filler text " * 80 + b"</p>\n")
+        # ~62 KB per write: the handler thread shares the GIL with the client under test, and 1 KB writes
+        # kept it busy enough to stall the client's other reads past their timeout on a loaded machine
+        block = (b"<p>" + b"filler text " * 80 + b"</p>\n") * 64
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         if chunked:
