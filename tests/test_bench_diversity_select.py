@@ -42,3 +42,43 @@ def test_select_ties_go_to_the_first_setting():
     dense = _setting([0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5])
     s = _setting([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5])
     assert select(np.stack([s, s.copy()]), dense, CORPORA, np.arange(4)) == 0
+
+
+def test_the_bench_row_ranks_as_the_product_does():
+    """The stance-model row of the bench and ``diversify(..., coverage_probs="model")`` (the preset's path)
+    give the same top 10 for the same candidates and stance probabilities, at every keep / alpha / mix."""
+    from diversity import K, QuestionCtx, _stance_model
+
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.diversify import diversify
+    from berds_core.records import Passage, Question
+
+    rng = np.random.default_rng(3)
+    n = 30
+    scores = np.sort(rng.uniform(0.2, 0.9, n))[::-1]
+    probs = rng.dirichlet([1, 1, 1], n)
+    corpus = corpus_from_passages([Passage(str(i), "", f"passage {i}") for i in range(n)])
+
+    class Retriever:
+        name = "list"
+
+        def search(self, queries, k):
+            return [[(i, float(scores[i])) for i in range(min(k, n))] for _ in queries]
+
+    class Stance:
+        def probs(self, question, passages):
+            return np.array([probs[int(p.split()[-1])] for p in passages])
+
+    qc = QuestionCtx(corpus=None, question=None, fold=0, dense_rows=np.arange(n), dense_scores=scores,
+                     bm25_rows=np.arange(n), bm25_scores=scores, qv=np.zeros(1),
+                     stance={i: probs[i] for i in range(n)})
+    q = Question("q", "Is it so?", ["yes", "no"])
+    for keep in (0, 2):
+        for alpha in (0.1, 0.5):
+            for mix in (0.0, 1.0):
+                for cands in (10, 20):
+                    bench = [int(r) for r in _stance_model(qc, "dense", cands, alpha, mix, keep)]
+                    product = [r for r, _ in diversify(q, corpus, Retriever(), "coverage", K, candidates=cands,
+                                                       coverage_probs="model", alpha=alpha, mix=mix, keep=keep,
+                                                       stance_model=Stance())]
+                    assert bench == product, (keep, alpha, mix, cands)
