@@ -55,8 +55,9 @@ def add_diversify_args(p) -> None:
     g.add_argument("--mix", type=float, default=None,
                    help="--rerank-probs model: relevance = mix * retriever score + (1 - mix) * P(on the question)")
     g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
-    g.add_argument("--candidates", type=int, default=100, help="candidates MMR / the re-ranker re-rank (default 100); with a larger --k the "
-                        "retriever's own order follows them")
+    g.add_argument("--candidates", type=int, default=100,
+                   help="candidates MMR / the re-ranker re-rank (default 100); with a larger --k the retriever's "
+                        "own order follows them")
 
 
 def diversify_config(args) -> dict | None:
