@@ -148,6 +148,7 @@ class ListRetriever:
         self.scores = scores
 
     def search(self, queries, k):
+        self.searches = getattr(self, "searches", 0) + 1
         return [sorted(enumerate(self.scores), key=lambda t: -t[1])[:k] for _ in queries]
 
 
@@ -180,7 +181,7 @@ def test_coverage_model_mode_pulls_up_the_other_side():
     ret2 = ListRetriever([1.0, 0.99, 0.9, 0.98, 0.5])
     got = [r for r, _ in diversify(q, corpus, ret2, "coverage", 5, coverage_probs="model", alpha=0.3, keep=1,
                                    stance_model=stub, candidates=3)]
-    assert got == [0, 3, 1, 2, 4] and stub.calls == [3]
+    assert got == [0, 3, 1, 2, 4] and stub.calls == [3] and ret2.searches == 1  # one search for both parts
     with pytest.raises(ValueError):
         blend_relevance([1.0], np.zeros((1, 3)), 1.5)
     with pytest.raises(ValueError):

@@ -118,13 +118,19 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     from .embeddings import encode, passage_embeddings
 
     depth = max(candidates, k)
-    rows, scores = candidate_pool(text, corpus, retriever, candidates, candidates_from)
+    tail = None  # the retriever's ranks below the candidates, when k asks for more
+    if candidates_from == "retriever":  # one search serves the candidates and the ranks below them
+        rows, scores = candidate_pool(text, corpus, retriever, depth, "retriever")
+        tail = list(zip(rows[candidates:].tolist(), scores[candidates:].tolist()))
+        rows, scores = rows[:candidates], scores[:candidates]
+    else:
+        rows, scores = candidate_pool(text, corpus, retriever, candidates, candidates_from)
     if len(rows) == 0:
         return []
 
     def done(order) -> list[tuple[int, float]]:
         # the re-ranked candidates, then (k > candidates) the retriever's own order below them
-        return _fill([(int(rows[i]), float(scores[i])) for i in order], text, retriever, k)
+        return _fill([(int(rows[i]), float(scores[i])) for i in order], text, retriever, k, tail)
 
     lam = default_lambda(method) if lam is None else lam
     if method == "mmr":
@@ -179,13 +185,16 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     return done(order)
 
 
-def _fill(hits: list[tuple[int, float]], text: str, retriever, k: int) -> list[tuple[int, float]]:
+def _fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:
     """``hits`` (the re-ranked candidates) cut at ``k`` or, when fewer, followed by the retriever's next
-    passages in its order (with its scores): ``--k 100`` over 10 candidates re-ranks the top 10 only."""
+    passages in its order (with its scores): ``--k 100`` over 10 candidates re-ranks the top 10 only.
+    ``tail``: those next passages when already retrieved (else one search for them)."""
     if len(hits) >= k:
         return hits[:k]
     seen = {r for r, _ in hits}
-    more = [(int(r), float(sc)) for r, sc in retriever.search([text], k + len(hits))[0] if int(r) not in seen]
+    if tail is None:
+        tail = retriever.search([text], k + len(hits))[0]
+    more = [(int(r), float(sc)) for r, sc in tail if int(r) not in seen]
     return hits + more[:k - len(hits)]
 
 
