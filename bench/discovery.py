@@ -3,16 +3,21 @@
     python bench/discovery.py --data ../shared/data/perspectrum [--llm SPEC] \\
         [--procon ../shared/data/debate-sites/procon.json] [--limit N] [--out bench/results/discovery.json]
 
-**PERSPECTRUM dev** (139 claims; dev is read here and nowhere in training or
-tuning: every knob was tuned on train-B by ``scripts/train_discovery.py``).
-Rows, all over the same claims and pool in this run:
+**PERSPECTRUM dev** (139 claims; the heads and knobs never read dev: they
+were fitted on train-A / train-B by ``scripts/train_discovery.py``). The stance
+model (``berds_core.stance``) is trained on every development source, dev
+claims included, so here each claim is read by the stance model of its
+cross-validation fold (``--stance-cv``), which never saw it: every stance
+figure is out of fold. Rows, all over the same claims and pool in this run:
 
 - ``always support``: the T2 baseline (every gold pair labelled support);
 - ``BM25 top-K`` / ``dense top-K``: the pool's top K sentences for the claim
   (K tuned on train-B), stance always support, no clustering;
-- ``offline, heads only``: relevance, stance and equivalence from the heads
-  over frozen MiniLM embeddings (knobs tuned on train-B for this variant);
-- ``offline (shipped)``: the pipeline as shipped (the scorers that won on train-B);
+- ``offline, relevance heads``: relevance and equivalence from the heads over
+  frozen MiniLM embeddings, stance from the stance model (knobs tuned on
+  train-B for this variant);
+- ``offline (shipped)``: the pipeline as shipped, when its relevance scorer is
+  not the heads' (the scorer that won on train-B);
 - ``llm`` (with ``--llm``): yes/no answers of that generator.
 
 Columns: T1 precision / recall / F1 (macro over claims), T2 accuracy and F1
@@ -85,12 +90,39 @@ def retrieval_row(index, claims, retriever, K):
     return preds, secs
 
 
-def discoverer_row(disc, claims):
-    lists, secs = timed_lists(lambda c: disc.discover(c.text), claims)
-    preds = {}
-    for c, l in zip(claims, lists):
-        preds[c.id] = {"perspectives": l, "on_gold": disc.label(c.text, [p for cl in c.gold.clusters for p in cl])}
+def discoverer_row(make, claims, model_for):
+    """Predictions and per-claim seconds of ``make(stance_model)``'s Discoverer, each claim read with the
+    stance model of its cross-validation fold (one Discoverer per fold)."""
+    discs: dict = {}
+    lists, secs, preds = [], [], {}
+    for c in claims:
+        m = model_for(c)
+        if id(m) not in discs:
+            discs[id(m)] = make(m)
+        disc = discs[id(m)]
+        t0 = time.perf_counter()
+        found = disc.discover(c.text)
+        secs.append(time.perf_counter() - t0)
+        preds[c.id] = {"perspectives": found,
+                       "on_gold": disc.label(c.text, [p for cl in c.gold.clusters for p in cl])}
     return preds, secs
+
+
+def oof_stance_models(args):
+    """Claim id (PERSPECTRUM ``cId`` or a bundle question id) -> the stance model of its cross-validation fold
+    (``scripts/train_stance.py``), embedding store off so the speed columns include the stance model's work."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import train_stance
+
+    fold_of, models = train_stance.fold_stance_models(Path(args.stance_cv))
+    for m in models.values():
+        m.store = False
+
+    def model_for(c):
+        key = c if isinstance(c, str) else f"perspectrum-{c.id}"
+        return models[fold_of[key]]
+
+    return model_for
 
 
 def perspectrum_table(args):
@@ -107,7 +139,8 @@ def perspectrum_table(args):
         claims = claims[:args.limit]
     gold = {c.id: c.gold for c in claims}
     index = open_pool(data / "perspective_pool_v1.0.json", progress=not args.quiet)
-    shipped = OfflineModels()
+    model_for = oof_stance_models(args)
+    shipped = OfflineModels(stance_model=model_for(claims[0]))
     rep = shipped.report
     log(f"dev: {len(claims)} claims, pool {len(index)} sentences; shipped choice {shipped.choice}")
     rows = []
@@ -131,22 +164,23 @@ def perspectrum_table(args):
         preds, secs = retrieval_row(index, claims, ret, K)
         add(f"{'BM25' if name == 'bm25' else 'dense'} top-{K}", preds, secs,
             "K tuned on train-B; stance always support; no clustering")
-    heads_knobs = Knobs(**{**shipped.knobs.__dict__, **rep["train_b"]["t1_tuned"]["heads"]["knobs"],
-                           "stance_threshold": 0.5})
-    variants = [("offline, heads only", Discoverer(index, "offline", choice={"relevance": "heads", "stance": "heads"},
-                                                   knobs=heads_knobs),
-                 "frozen MiniLM + logistic heads; knobs tuned on train-B")]
-    if shipped.choice != {**shipped.choice, "relevance": "heads", "stance": "heads"}:
-        variants.append(("offline (shipped)", Discoverer(index, "offline"),
-                         f"relevance {shipped.choice['relevance']}, stance {shipped.choice['stance']}; "
-                         "knobs tuned on train-B"))
+    heads_knobs = Knobs(**{**shipped.knobs.__dict__, **rep["train_b"]["t1_tuned"]["heads"]["knobs"]})
+    variants = [("offline, relevance heads",
+                 lambda m: Discoverer(index, "offline", choice={"relevance": "heads"},
+                                      knobs=replace(heads_knobs, stance_threshold=m.threshold("discovery")),
+                                      stance_model=m),
+                 "relevance: logistic head over retrieval features; stance: the stance model; knobs tuned on train-B")]
+    if shipped.choice["relevance"] != "heads":
+        variants.append(("offline (shipped)", lambda m: Discoverer(index, "offline", stance_model=m),
+                         f"relevance {shipped.choice['relevance']}, stance: the stance model; knobs tuned on train-B"))
+    for name, make, note in variants:
+        log(f"running {name}")
+        preds, secs = discoverer_row(make, claims, model_for)
+        add(name, preds, secs, note + " (stance model of each claim's fold: out of fold)")
     if args.llm:
-        variants.append((f"llm {args.llm}", Discoverer(index, "llm", llm=args.llm),
-                         "yes/no first-token probabilities; decisions at 0.5"))
-    for name, disc, note in variants:
-        log(f"running {name} ({disc.name})")
-        preds, secs = discoverer_row(disc, claims)
-        add(name, preds, secs, note)
+        disc = Discoverer(index, "llm", llm=args.llm)
+        preds, secs = discoverer_row(lambda m: disc, claims, lambda c: None)
+        add(f"llm {args.llm}", preds, secs, "yes/no first-token probabilities; decisions at 0.5")
     base = next(r for r in rows if r["name"].startswith("BM25"))
     for r in rows:
         if r.get("claims_per_s") and base.get("claims_per_s"):
@@ -237,12 +271,19 @@ def procon_qe(args):
     index = open_pool(data / "perspective_pool_v1.0.json", progress=not args.quiet)
     excluded, counts = leak_filter(index, json.loads(path.read_text()), data)
     log(f"procon leak filter: {counts}")
-    disc = Discoverer(index, "offline")
-    claims = [claim_of(q.question) for q in bundle.questions]
+    model_for = oof_stance_models(args)  # each procon question with the stance model that never saw it
+    discs: dict = {}
+    filtered, leaky = [], []
     t0 = time.perf_counter()
-    filtered = [[p["text"] for p in found] for found in disc.discover_many(claims, exclude=excluded)]
+    for q in bundle.questions:
+        m = model_for(q.id)
+        disc = discs.setdefault(id(m), Discoverer(index, "offline", stance_model=m))
+        filtered.append([p["text"] for p in disc.discover(claim_of(q.question), exclude=excluded)])
     disc_s = time.perf_counter() - t0
-    leaky = [[p["text"] for p in found] for found in disc.discover_many(claims)]
+    for q in bundle.questions:
+        disc = discs[id(model_for(q.id))]
+        leaky.append([p["text"] for p in disc.discover(claim_of(q.question))])
+    claims = bundle.questions
     from berds_core.diversify.facets import offline_perspectives
 
     res = {"questions": len(bundle.questions), "passages": len(corpus), "leak_filter": counts,
@@ -298,6 +339,9 @@ def main(argv=None) -> int:
     ap.add_argument("--procon", default=None, help="debate-sites procon.json: also compare the QE sources")
     ap.add_argument("--no-dev", action="store_true", help="skip the PERSPECTRUM dev table")
     ap.add_argument("--limit", type=int, default=0, help="only the first N dev claims (a quick check)")
+    ap.add_argument("--stance-cv", default=str(ROOT / "bench" / "results" / "stance_cv"),
+                    help="the stance model's cross-validation folder (scripts/train_stance.py --work): each claim is "
+                         "read by the stance model of its fold")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "discovery.json"))
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)

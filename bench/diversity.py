@@ -19,8 +19,11 @@ each fold the setting with the best MRecall@5 on the *other* folds (macro
 mean over corpora, so every corpus weighs the same) whose Precision@5 there
 is not below plain dense's on any corpus (when no setting manages that: not
 below on the macro mean) is applied to the held-out fold. Trained parts
-are trained per fold too: the stance model (``scripts/train_stance.py``)
-scoring a fold's questions was trained only on the other folds' questions.
+are trained per fold too: the studio's stance model (``scripts/train_stance.py``,
+one model per fold over every development source) scoring a fold's questions
+was trained only on the other folds' questions, and its calibration was chosen
+on the other folds; with the stance rows the folds are that script's
+(``folds.json``), so knobs and stance model leave out the same questions.
 Every figure printed is out of fold; the settings chosen on all questions are
 printed separately as what ships (``diversify/presets.py``).
 
@@ -104,7 +107,8 @@ class QuestionCtx:
     bm25_rows: np.ndarray
     bm25_scores: np.ndarray
     qv: np.ndarray
-    stance: dict = field(default_factory=dict)  # row -> [yes, no, off], out of fold
+    stance: dict = field(default_factory=dict)  # row -> [yes, no, off], out of fold (the trained length)
+    stance_at: dict = field(default_factory=dict)  # (max tokens, row) -> [yes, no, off] at a preset's shorter cut
     memo: dict = field(default_factory=dict)
 
     def pool(self, kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +127,9 @@ class QuestionCtx:
     def emb(self, rows) -> np.ndarray:
         return np.asarray(self.corpus.dense.embeddings)[np.asarray(rows, dtype=int)]
 
-    def stance_probs(self, rows) -> np.ndarray:
-        return np.array([self.stance[int(r)] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+    def stance_probs(self, rows, max_length: int | None = None) -> np.ndarray:
+        src = (self.stance if not max_length else {r: self.stance_at[(max_length, r)] for r in map(int, rows)})
+        return np.array([src[int(r)] for r in rows], dtype=np.float64).reshape(len(rows), 3)
 
     def labels(self, rows) -> np.ndarray:
         from berds_core.runs import gold_matrix
@@ -185,16 +190,49 @@ def _cosine_sides(qc, alpha, candidates, temperature, keep=0):
     return rows[coverage_rerank(sc, P, K, alpha, keep=keep)]
 
 
-def _stance_model(qc, pool, candidates, alpha, mix, keep=0):
-    """The coverage re-ranker on the trained stance model's P(yes), P(no) (``coverage_probs="model"``)."""
+def _stance_model(qc, pool, candidates, alpha, mix, keep=0, max_length=None):
+    """The coverage re-ranker on the stance model's P(yes), P(no) (``coverage_probs="model"``); ``max_length``:
+    the tokens the model reads per pair (None: its trained length)."""
     from berds_core.diversify import blend_relevance, coverage_rerank
 
     rows, sc = qc.pool(pool, candidates)
-    P = qc.stance_probs(rows)
+    P = qc.stance_probs(rows, max_length)
     return rows[coverage_rerank(blend_relevance(sc, P, mix), P[:, :2], K, alpha, keep=keep)]
 
 
-PRESET = "dense + coverage, trained stance model"
+def _budget_preset(qc, budget, alpha, mix, keep=0):
+    """The preset's row: ``budget`` = (candidates, max tokens per pair), one of the CPU-feasible pairs."""
+    candidates, max_length = budget
+    return _stance_model(qc, "dense", candidates, alpha, mix, keep, max_length)
+
+
+def _oracle(qc, candidates):
+    """A perfect re-ranker of the dense top ``candidates`` (gold labels): first one passage per perspective
+    not yet covered (dense order), then the other supporting passages, then the rest -- the ceiling of any
+    re-ranking of those candidates (an upper bound, not a method)."""
+    rows, _ = qc.pool("dense", candidates)
+    L = qc.labels(rows)
+    covered: set[int] = set()
+    first, pos, rest = [], [], []
+    for i in range(len(rows)):
+        new = set(np.flatnonzero(L[i]).tolist()) - covered
+        if new:
+            first.append(i)
+            covered |= new
+        elif L[i].any():
+            pos.append(i)
+        else:
+            rest.append(i)
+    return rows[first + pos + rest]
+
+
+PRESET = "dense + coverage, stance model, within the CPU budget"
+UNBOUNDED = "dense + coverage, stance model, no CPU budget"
+# (candidates, tokens per pair) the preset may use: the stance model's work on the timing corpus (400
+# questions x 7,000 passages) at most about half of plain dense's encoding, so `berds retrieve --preset
+# diverse` stays within 1.5x plain dense (token counts in docs/stance.md; checked by --timing). A cost
+# bound fixed before any quality figure, not a knob tuned on data.
+PRESET_BUDGETS = [(10, 96), (8, 112), (6, 160)]
 DENSE = "dense"
 
 CONFIGS: list[Config] = [
@@ -205,15 +243,21 @@ CONFIGS: list[Config] = [
     Config("dense + coverage, cosine-to-sides rule", _cosine_sides,
            {"keep": [0, 1, 2, 3], "alpha": [0.1, 0.3, 0.5, 0.7], "candidates": [10, 15, 30],
             "temperature": [0.005, 0.01, 0.03]}),
-    Config(PRESET, _stance_model,
-           # candidates stop at 20: the stance model scores every candidate (~240 pairs/s on 2 cores), and
-           # 30 per question put `berds retrieve --preset diverse` over the issue's 2-minute budget
-           # (400 questions: 122.6 s cold against 71.6 s for plain dense, bench --timing-only, 2026-11-25)
-           # keep: the retriever's first 0-3 candidates stay on top (the same grid as the cosine rule's row)
+    Config(PRESET, _budget_preset,
+           # keep: the retriever's first 0-3 candidates stay on top; mix 1: relevance = the dense score
+           {"budget": PRESET_BUDGETS, "keep": [0, 1, 2, 3], "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            "mix": [0.0, 0.5, 1.0]}, needs_stance=True),
+    Config(UNBOUNDED, _stance_model,
            {"pool": ["dense", "union"], "candidates": [10, 20], "keep": [0, 1, 2, 3],
-            "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "mix": [0.0, 0.5, 1.0]}, needs_stance=True),
+            "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "mix": [0.0, 0.5, 1.0]}, needs_stance=True,
+           note="the stance model at its full length on up to 20 candidates: over the CPU budget (1.7-3x plain "
+                "dense cold), what the budget costs in quality; not shipped"),
     Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
            note="uses the gold perspectives: an upper bound, not a method"),
+    Config("oracle re-ranker of the dense top 10", lambda qc: _oracle(qc, 10),
+           note="gold labels: the ceiling of re-ranking the dense top 10, not a method"),
+    Config("oracle re-ranker of the dense top 20", lambda qc: _oracle(qc, 20),
+           note="gold labels: the ceiling of re-ranking the dense top 20 (the issue's reference), not a method"),
 ]
 
 
@@ -242,9 +286,19 @@ def build_contexts(bundles: dict, progress: bool) -> list[QuestionCtx]:
     return out
 
 
-def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int) -> dict:
+def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int, stance_folds: dict | None = None) -> dict:
+    """Question-grouped folds. With ``stance_folds`` (question id -> fold of the stance model's
+    cross-validation, over every development source) those folds, so a question's knobs and its stance
+    probabilities are both chosen / trained without it; otherwise ``devsets`` groups over these questions."""
     from berds_core.devsets import grouped_folds, question_groups
 
+    if stance_folds is not None:
+        for qc in qcs:
+            qc.fold = int(stance_folds[qc.question.id])
+        n_folds = 1 + max(qc.fold for qc in qcs)
+        return {"folds": n_folds, "source": "scripts/train_stance.py folds.json (every development source, "
+                "stratified by source)", "questions": len(qcs),
+                "fold_sizes": [sum(qc.fold == f for qc in qcs) for f in range(n_folds)]}
     groups = question_groups([qc.question for qc in qcs])
     folds = grouped_folds(groups, n_folds, seed)
     for qc in qcs:
@@ -257,59 +311,48 @@ def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int) -> dict:
 
 # ------------------------------------------------------------------ out-of-fold stance model
 
-def stance_out_of_fold(qcs: list[QuestionCtx], n_folds: int, opts: dict, cache: Path, data: Path, corpora: str,
-                       jobs: int, progress: bool) -> dict:
-    """Train one stance model per fold on the other folds' questions (``scripts/train_stance.py --exclude``,
-    up to ``jobs`` at once, niced); fill ``qc.stance`` for the union top STANCE_DEPTH of the held-out fold.
-    A fold's model file is reused when its training questions and options are the same."""
-    from berds_core.diversify.stance import StanceModel, stance_text
+def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int, progress: bool) -> dict:
+    """Fill ``qc.stance`` for the union top STANCE_DEPTH of every question with the studio's stance model of
+    the question's cross-validation fold (``scripts/train_stance.py``: one model per fold, trained on the
+    other folds' questions of every development source, with the calibration chosen on the other folds).
+    The fold models are trained there (and only once: reused by file name) when missing."""
+    import train_stance
 
-    report = {"options": opts, "folds": []}
-    paths, procs = {}, []
-    for f in range(n_folds):
-        excluded = sorted(qc.question.id for qc in qcs if qc.fold == f)
-        sig = hashlib.sha1(json.dumps([opts, excluded, corpora], sort_keys=True).encode()).hexdigest()[:10]
-        paths[f] = cache / f"stance-fold{f}-{sig}.npz"
-        if paths[f].exists():
-            continue
-        ex = cache / f"stance-fold{f}-{sig}.exclude.json"
-        ex.write_text(json.dumps(excluded))
-        cmd = ["nice", "-n", str(max(0, 10 - os.nice(0))), sys.executable, str(ROOT / "scripts" / "train_stance.py"), "--data", str(data),
-               "--corpora", corpora, "--exclude", str(ex), "--out", str(paths[f]), "--version", f"fold{f}-{sig}",
-               "--threads", "1" if jobs > 1 else "0", "--quiet"]
-        for key, val in opts.items():
-            cmd += ["--" + key.replace("_", "-"), str(val)]
-        procs.append((f, cmd))
-    running: list = []
-    t0 = time.perf_counter()
-    while procs or running:
-        while procs and len(running) < max(1, jobs):
-            f, cmd = procs.pop(0)
-            log(f"stance fold {f}: training ({' '.join(cmd[4:])})")
-            with open(paths[f].with_suffix(".log"), "w") as fh:  # a file, not a pipe: outlives this process
-                running.append((f, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True)))
-        for f, proc in list(running):
-            if proc.poll() is not None:
-                out = paths[f].with_suffix(".log").read_text().strip().splitlines()
-                if proc.returncode != 0:
-                    raise RuntimeError(f"stance fold {f} training failed: {out[-1:]}")
-                log(f"stance fold {f}: trained ({time.perf_counter() - t0:.0f}s since start) {out[-1:]}")
-                running.remove((f, proc))
-        time.sleep(2)
-    for f in range(n_folds):
-        model = StanceModel(paths[f])
+    from berds_core.stance import passage_string
+
+    if not (Path(work) / "report.json").exists():
+        log(f"stance fold models: running scripts/train_stance.py --stage cv (work {work})")
+        train_stance.main(["--data", str(data), "--work", str(work), "--stage", "cv", "--jobs", str(jobs),
+                           "--quiet"])
+    fold_of, models = train_stance.fold_stance_models(Path(work))
+    report = {"work": str(work), "folds": []}
+    for f, model in sorted(models.items()):
         pairs, owners = [], []
-        for qc in (qc for qc in qcs if qc.fold == f):
+        for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
             rows = qc.pool("union", STANCE_DEPTH)[0]
-            pairs += [(qc.question.question, stance_text(qc.corpus.corpus[int(r)])) for r in rows]
+            pairs += [(qc.question.question, passage_string(qc.corpus.corpus[int(r)])) for r in rows]
             owners += [(qc, int(r)) for r in rows]
         t1 = time.perf_counter()
-        P = model.probs_many(pairs, progress=progress)
+        P = model.probs(pairs, use="preset", progress=progress)
         for (qc, r), pr in zip(owners, P):
             qc.stance[r] = pr
-        report["folds"].append({"fold": f, "model": paths[f].name, "pairs": len(pairs),
-                                "scored": model.n_scored, "seconds": round(time.perf_counter() - t1, 1)})
-        log(f"stance fold {f}: {len(pairs)} pairs ({model.n_scored} through the network)")
+        for cands, length in PRESET_BUDGETS:  # the preset's shorter cuts, on its dense candidates
+            if length >= model.max_length:
+                for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
+                    for r in qc.pool("dense", cands)[0]:
+                        qc.stance_at[(length, int(r))] = qc.stance[int(r)]
+                continue
+            short, own = [], []
+            for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
+                rows = qc.pool("dense", cands)[0]
+                short += [(qc.question.question, passage_string(qc.corpus.corpus[int(r)])) for r in rows]
+                own += [(qc, int(r)) for r in rows]
+            for (qc, r), pr in zip(own, model.probs(short, use="preset", max_length=length)):
+                qc.stance_at[(length, r)] = pr
+        report["folds"].append({"fold": f, "model": model.weights_path.name, "pairs": len(pairs),
+                                "encoded": model.n_encoded, "temperature": model.temperature("preset"),
+                                "seconds": round(time.perf_counter() - t1, 1)})
+        log(f"stance fold {f}: {len(pairs)} pairs ({model.n_encoded} through the network)")
     return report
 
 
@@ -333,7 +376,7 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
     from berds_core.diversify.embeddings import encode
     from berds_core.diversify.facets import yes_no_sides
 
-    from train_stance import side_of
+    from berds_core.stance.examples import side_of
 
     out: dict[str, dict] = {}
     for qc in qcs:
@@ -623,13 +666,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-stance", action="store_true", help="skip the rows needing the trained stance model")
     ap.add_argument("--skip", default="", help="comma-separated words: rows whose name contains one are left out")
-    ap.add_argument("--jobs", type=int, default=1, help="fold models trained at once (each a niced process)")
-    ap.add_argument("--stance-depth", type=int, default=30,
+    ap.add_argument("--jobs", type=int, default=2, help="fold models trained at once (each a niced process), "
+                    "when the stance cross-validation has not run yet")
+    ap.add_argument("--stance-depth", type=int, default=20,
                     help="the stance model scores the union of the dense and BM25 top N (and the preset's "
                          "candidates grid is cut at N)")
-    ap.add_argument("--stance-opts", default="{}",
-                    help="JSON overriding scripts/train_stance.py's DEFAULTS for the fold models "
-                         "(e.g. '{\"epochs\": 1, \"per_question\": 2}' on a loaded machine)")
+    ap.add_argument("--stance-cv", default=str(ROOT / "bench" / "results" / "stance_cv"),
+                    help="the stance model's cross-validation folder (scripts/train_stance.py --work): its folds "
+                         "and fold models are used (run there first when missing)")
     ap.add_argument("--sample", type=int, default=0,
                     help="evaluate at most N questions per corpus (seeded sample; 0 = all). Questions left out "
                          "are never scored; fold models may train on them")
@@ -638,8 +682,6 @@ def main(argv=None) -> int:
     ap.add_argument("--timing-questions", type=int, default=400)
     ap.add_argument("--timing-passages", type=int, default=7000)
     ap.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
-    ap.add_argument("--fold-models", default=str(ROOT / "bench" / "results" / "stance_folds"),
-                    help="where the per-fold stance models are kept (reused when their training set is the same)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "diversity.json"))
     ap.add_argument("--encoding", choices=("auto", "int8", "bf16"), default="auto",
                     help="precision of the encoders and the stance model in this run (auto: as the product picks, "
@@ -662,8 +704,6 @@ def main(argv=None) -> int:
     results: dict = {"k": K, "protocol": "question-grouped CV; every figure out of fold",
                      "encoding": resolve_encoding(None, "cpu")}
     if not args.timing_only:
-        import train_stance
-
         from berds_core.devsets import dev_bundles
 
         bundles, missing = dev_bundles(data, args.corpora.split(","))
@@ -683,8 +723,6 @@ def main(argv=None) -> int:
                 keep |= set(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
             qcs = [qc for qc in qcs if qc.question.id in keep]
             results["sample"] = {"per_corpus": args.sample, "questions": len(qcs)}
-        results["folds"] = assign_folds(qcs, args.folds, args.seed)
-        log(f"folds: {results['folds']}")
         skip = [w for w in args.skip.split(",") if w]
         configs = [c for c in CONFIGS if not (c.needs_stance and args.no_stance)
                    and not any(w in c.name for w in skip)]
@@ -692,14 +730,15 @@ def main(argv=None) -> int:
             if c.needs_stance and "candidates" in c.grid:
                 c.grid["candidates"] = [n for n in c.grid["candidates"] if n <= STANCE_DEPTH] or [STANCE_DEPTH]
         if any(c.needs_stance for c in configs):
-            opts = dict(train_stance.DEFAULTS, **json.loads(args.stance_opts))
-            cache = Path(args.fold_models)
-            cache.mkdir(parents=True, exist_ok=True)
-            results["stance"] = stance_out_of_fold(qcs, args.folds, opts, cache, data, ",".join(bundles),
-                                                   args.jobs, progress)
+            results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress)
+            fold_of = json.loads((Path(args.stance_cv) / "folds.json").read_text())["fold"]
+            results["folds"] = assign_folds(qcs, args.folds, args.seed, fold_of)
+        else:
+            results["folds"] = assign_folds(qcs, args.folds, args.seed)
+        log(f"folds: {results['folds']}")
         prepare_sides(qcs)
         results["side_accuracy"] = side_accuracy(qcs)
-        res = evaluate(qcs, configs, args.folds, progress)
+        res = evaluate(qcs, configs, results["folds"]["folds"], progress)
         tab = tables(qcs, res)
         results["tables"] = tab
         results["per_question"] = {"ids": [qc.question.id for qc in qcs], "corpus": [qc.corpus.name for qc in qcs],

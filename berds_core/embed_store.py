@@ -1,8 +1,8 @@
 """One embedding per passage: the on-disk store every encoder reads through.
 
 Dense retrieval (``retrieval.dense``), MMR's Sim2 and the coverage
-re-ranker (``diversify.embeddings``) and the embedded judge
-(``judges.features``) all get sentence embeddings from ``text_encoder(...)``:
+re-ranker (``diversify.embeddings``) and perspective discovery's pool index
+all get sentence embeddings from ``text_encoder(...)``:
 
     enc = text_encoder(model=None, device=None, encoding=None, max_seq_length=None)
     vecs = enc.embed(texts)          # unit-length float32, one row per text
@@ -26,6 +26,11 @@ down in ``docs/embeddings.md``):
 - texts are cut at ``MAX_TOKENS`` = 128 word pieces (all-MiniLM-L6-v2 was
   trained at 128; debate arguments and BERDS' 100-word passages fit or lose a
   few words), for the retriever, MMR, the re-ranker and the judge alike.
+
+The stance model (``berds_core.stance``) keeps its *pair* encodings (one
+vector per (target, text) pair, shared by the preset, discovery and the
+embedded judge) in the same store, under its own key (``stance-<version>|
+<precision>|msl<max tokens>``), through :class:`EmbeddingStore` directly.
 
 The store is SQLite (WAL) at ``cache_dir("embeddings")/embeddings.sqlite``,
 one connection per cache directory, safe across threads and processes.

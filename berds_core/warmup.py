@@ -5,15 +5,17 @@ the top 100 with the judge and runs MMR over the top 100: the cost of a *new*
 question is encoding those passages. They belong to one corpus, so
 :func:`warm_passages` encodes every passage once, up front, with progress:
 
-- the judge's passage embeddings (the embedded judge's ``Featurizer``; they
-  persist in its ``EmbeddingStore``, so the next process starts warm), for the
-  passage text and for "title. text" (what the re-ranker reads);
+- the judge's passage embeddings, for a judge that embeds texts one by one
+  (one with a ``featurizer`` exposing ``sentence_embeddings``; they persist in
+  the embedding store, so the next process starts warm). The embedded judge
+  reads (perspective, passage) *pairs* (the stance model, a cross-encoder):
+  nothing can be encoded before the perspectives are known, so it only loads
+  its network here (``load()``) and encodes each question's pairs once, in
+  the store;
 - MMR's passage embeddings (``diversify.embeddings.passage_embeddings``).
 
-``texts`` adds other texts the judge will read: the dataset's perspectives
-(and generated perspectives), so a dataset question asked for the first time
-encodes nothing at all; a typed question encodes only its own few
-perspectives. A judge with a ``load()`` (``hf:``) loads its model here too. Corpora larger than
+``texts`` adds other texts a per-text judge will read: the dataset's perspectives
+(and generated perspectives). A judge with a ``load()`` (``hf:``, ``embedded``) loads its model here. Corpora larger than
 ``max_passages`` are not pre-encoded (that is what the dense index is for;
 questions then encode their own candidates as before).
 """

@@ -603,8 +603,9 @@ def sidebar() -> Config:
 
         st.markdown("### Judge")
         choice = st.selectbox("Judge", JUDGE_CHOICES, key="sb_judge",
-                              help="Decides whether a passage supports a perspective. embedded: offline, measures "
-                                   "topicality, not stance. berds-evaluator: the BERDS paper's fine-tuned Mistral "
+                              help="Decides whether a passage supports a perspective. embedded: offline, a small "
+                                   "stance model (below the paper's evaluator). berds-evaluator: the BERDS paper's "
+                                   "fine-tuned Mistral "
                                    "(needs its weights, a GPU advised); berds-evaluator:<url> for a vLLM server.")
         spec = choice if choice != "custom spec" else "embedded"
         if choice == "custom spec":
@@ -645,9 +646,9 @@ def current_config() -> Config:
 
 
 def judge_caveat(spec_or_names) -> bool:
-    """Say what a judge measures where its verdicts are shown: for the offline ``embedded`` judge
-    (topicality, not stance) one caption pointing to the LLM judges. Takes a spec, a stored judge
-    name, or several names (one caption at most). True when a caveat was shown."""
+    """Say what a judge measures where its verdicts are shown: for the offline ``embedded`` judge (a small
+    stance model, with its out-of-fold agreement with people) one caption pointing to the LLM judges. Takes a
+    spec, a stored judge name, or several names (one caption at most). True when a caveat was shown."""
     from berds_core.judges import describe_judge
 
     names = [spec_or_names] if isinstance(spec_or_names, str) or spec_or_names is None else list(spec_or_names)

@@ -66,7 +66,7 @@ def test_the_bench_row_ranks_as_the_product_does():
             return [[(i, float(scores[i])) for i in range(min(k, n))] for _ in queries]
 
     class Stance:
-        def probs(self, question, passages):
+        def sides(self, question, passages):
             return np.array([probs[int(p.split()[-1])] for p in passages])
 
     qc = QuestionCtx(corpus=None, question=None, fold=0, dense_rows=np.arange(n), dense_scores=scores,
@@ -82,3 +82,25 @@ def test_the_bench_row_ranks_as_the_product_does():
                                                        coverage_probs="model", alpha=alpha, mix=mix, keep=keep,
                                                        stance_model=Stance())]
                     assert bench == product, (keep, alpha, mix, cands)
+
+
+def test_the_oracle_row_covers_every_perspective_it_can():
+    """The oracle re-ranker of the dense top N puts one passage per perspective first (dense order), then the
+    other supporting passages, then the rest: MRecall@5 and Precision@5 at the ceiling of re-ranking N."""
+    from diversity import QuestionCtx, _oracle
+
+    from berds_core.metrics import mrecall_at_k, precision_at_k
+
+    n = 12
+    labels = np.zeros((n, 2), bool)
+    labels[[0, 1, 2], 0] = True  # the dense top 3 all argue side 0
+    labels[9, 1] = True  # side 1 first appears at dense rank 10
+    labels[11, 1] = True  # and at rank 12: outside a top-10 oracle
+    qc = QuestionCtx(corpus=None, question=None, fold=0, dense_rows=np.arange(n), dense_scores=np.linspace(1, 0, n),
+                     bm25_rows=np.arange(n), bm25_scores=np.zeros(n), qv=np.zeros(1))
+    qc.labels = lambda rows: labels[np.asarray(rows, int)]
+    top = _oracle(qc, 10)
+    assert top[:2].tolist() == [0, 9] and top[2:4].tolist() == [1, 2] and len(top) == 10
+    L = labels[top]
+    assert mrecall_at_k(L, 5) == 1 and precision_at_k(L, 5) == 4 / 5
+    assert mrecall_at_k(labels[:10], 5) == 0  # plain dense misses side 1 in its top 5

@@ -144,7 +144,7 @@ def test_cli_judge_writes_a_run_that_evaluates(tmp_path, capsys):
     out = tmp_path / "judged.jsonl"
     assert main(["judge", "--run", str(path), "--judge", "embedded", "--out", str(out), "--json", "--quiet"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["pairs"] == 7 and res["questions"] == 2 and res["judge"].startswith("embedded-minilm")
+    assert res["pairs"] == 7 and res["questions"] == 2 and res["judge"].startswith("embedded-stance")
     entries = read_run(out)
     assert label_matrix(entries[0], judge=res["judge"]).shape == (2, 2)
     # re-judging is served from the cache
@@ -205,7 +205,7 @@ def test_cli_judge_eval_table_json_and_out(tmp_path, capsys):
     assert rows[1].split("\t")[-1] in ("0", "1")
     assert main(["judge-eval", "--pairs", str(f), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "Pos. rate" in text and "Kappa" in text and "embedded-minilm" in text
+    assert "Pos. rate" in text and "Kappa" in text and "embedded-stance" in text
 
 
 def test_cli_bad_input_exits_2(tmp_path, capsys):

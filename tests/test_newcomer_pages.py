@@ -270,7 +270,7 @@ def test_gold_scoring_colours_the_chips_by_gold(warm):
         assert (cls == "bc-chip yes") == bool(gmark)
     judge_pairs = re.findall(r'<span class="(bc-chip(?: yes| topical)?)" title="[^"]*">P\d+ [\d.]+'
                              r'(<span class="g">G✓</span>)?</span>', judge_md)
-    assert judge_pairs and 'class="bc-chip topical"' in judge_md  # the embedded judge's positives: "on topic"
+    assert judge_pairs and 'class="bc-chip topical"' not in judge_md  # the embedded judge reads stance
     assert any((cls != "bc-chip") != bool(g) for cls, g in judge_pairs)  # the judge disagrees somewhere
 
 

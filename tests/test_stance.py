@@ -1,34 +1,37 @@
-"""The stance cross-encoder: training, export of LoRA factors, loading by merging, caching, and the re-ranker's
-``model`` mode. Training runs on a tiny random BERT built here (no download); the shipped weights are checked
-for shape, size and their report."""
-import sys
+"""The studio's one stance model (``berds_core.stance``): examples from the development sources, the resumable
+trainer, LoRA export and merge, pair encodings through the embedding store, each use's rule, and the shipped
+weights. Training runs on a tiny random BERT built here (no download)."""
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from berds_core.corpus import corpus_from_passages
-from berds_core.diversify import blend_relevance, candidate_pool, diversify
-from berds_core.diversify.stance import WEIGHTS, StanceModel, load_weights, stance_text
 from berds_core.records import Passage, Question
+from berds_core.stance import StanceModel, passage_string
+from berds_core.stance import examples as E
+from berds_core.stance import rules
+from berds_core.stance.network import load_weights, save_weights
+from berds_core.stance.training import partial_nll, signature, train
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import train_stance  # noqa: E402
-
-EXAMPLES = [
-    ("q1", "Should cats be pets?", "Cats are loving pets that help lonely people.", 0),
-    ("q1", "Should cats be pets?", "Cats kill birds and should not be kept as pets.", 1),
-    ("q1", "Should cats be pets?", "The stock market fell on Tuesday.", 2),
-    ("q2", "Should cars be banned?", "Cars pollute the air and should be banned from cities.", 0),
-    ("q2", "Should cars be banned?", "Cars give people freedom and should not be banned.", 1),
-    ("q2", "Should cars be banned?", "A recipe for lemon cake.", 2),
+S, O, U = E.SUPPORT, E.OPPOSE, E.UNRELATED
+TRAIN = [
+    E.Example("q1", "procon", "Should cats be pets?", "Cats are loving pets that help lonely people.", (S,)),
+    E.Example("q1", "procon", "Should cats be pets?", "Cats kill birds and should not be kept as pets.", (O,)),
+    E.Example("q1", "procon", "Should cats be pets?", "The stock market fell on Tuesday.", (U,)),
+    E.Example("q2", "procon", "Should cars be banned?", "Cars pollute the air and should be banned from cities.", (S,)),
+    E.Example("q2", "procon", "Should cars be banned?", "Cars give people freedom and should not be banned.", (O,)),
+    E.Example("q2", "human", "Cars should be banned.", "A recipe for lemon cake.", (O, U)),
 ]
+OPTS = {"layers": 2, "lora_r": 2, "lora_alpha": 4, "max_length": 32, "epochs": 40.0, "batch_size": 3, "lr": 1e-2,
+        "lora_dropout": 0.0}
 
 
 def _tiny_base(path: Path) -> Path:
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    words = sorted({w.lower().strip(".,?") for _, q, t, _ in EXAMPLES for w in (q + " " + t).split()})
+    words = sorted({w.lower().strip(".,?") for e in TRAIN for w in (e.target + " " + e.text).split()}
+                   | {"not", "cake", "dogs", "good"})
     path.mkdir(parents=True, exist_ok=True)
     (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     BertTokenizerFast(vocab_file=str(path / "vocab.txt")).save_pretrained(path)
@@ -41,173 +44,288 @@ def _tiny_base(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def tiny(tmp_path_factory):
     base = _tiny_base(tmp_path_factory.mktemp("tiny-bert"))
-    opts = dict(train_stance.DEFAULTS, layers=2, lora_r=2, max_length=32, epochs=60.0, batch_size=6, lr=1e-2)
-    net = train_stance.train_network(EXAMPLES, base=str(base), progress=None, **opts)
-    path = train_stance.export_weights(net, train_stance.model_config(dict(opts, version="t1")), {"test": True},
-                                       tmp_path_factory.mktemp("w") / "stance.npz")
-    return base, net, path, opts
+    out = tmp_path_factory.mktemp("w") / "stance.npz"
+    path = train(TRAIN, OPTS, out, base=str(base), version="t1", progress=None, autocast=False, meta={"test": 1})
+    return base, path
 
 
-def _net_probs(net, base, pairs, max_length):
+def _direct_logits(base, path, pairs):
+    """The trained network as trained (peft-wrapped, unmerged) is not kept, so rebuild it from the file the
+    slow way: base + LoRA modules (not merged) + head, and compare with the merged inference network."""
     import torch
     from transformers import AutoTokenizer
 
+    from berds_core.stance import network
+
+    w = load_weights(path)
+    cfg = w["config"]
+    net = network.add_lora(network.build_network(str(base), cfg["layers"]), cfg["lora_r"], cfg["lora_alpha"], 0.0)
+    for name, module in net.enc.named_modules():
+        clean = name.replace("base_model.model.", "", 1)
+        if clean in w["lora"] and hasattr(module, "lora_A"):
+            A, B = w["lora"][clean]
+            module.lora_A["default"].weight.data = torch.from_numpy(A)
+            module.lora_B["default"].weight.data = torch.from_numpy(B)
+    net.head.weight.data = torch.from_numpy(w["head"][0])
+    net.head.bias.data = torch.from_numpy(w["head"][1])
     tok = AutoTokenizer.from_pretrained(str(base))
-    enc = tok([q for q, _ in pairs], [p for _, p in pairs], truncation="only_second", max_length=max_length,
+    enc = tok([a for a, _ in pairs], [b for _, b in pairs], truncation="longest_first", max_length=cfg["max_length"],
               padding=True, return_tensors="pt")
     with torch.inference_mode():
-        return torch.softmax(net(**enc), -1).numpy()
+        return net.eval()(**enc).numpy()
 
 
-def test_training_learns_the_examples_and_export_roundtrips(trained):
-    base, net, path, opts = trained
-    pairs = [(q, t) for _, q, t, _ in EXAMPLES]
-    direct = _net_probs(net, base, pairs, opts["max_length"])
-    labels = [e[3] for e in EXAMPLES]
-    correct = direct[np.arange(len(labels)), labels]
-    assert correct.mean() > 0.55 and (direct.argmax(1) == labels).sum() >= 4  # it learns (chance: 1/3)
-    w = load_weights(path)
-    assert w["config"]["layers"] == 2 and w["config"]["lora_alpha"] == 4 and w["meta"] == {"test": True}
-    assert len(w["lora"]) == 2 * 6  # query, key, value, attention output, intermediate, output per layer
-    model = StanceModel(path, base=str(base), encoding="fp32", cache=False)
-    merged = model.probs_many(pairs)
-    np.testing.assert_allclose(merged, direct, atol=2e-3)  # LoRA merged into the base == the trained network
-    assert model.name == "stance-t1" and model.n_scored == len(pairs)
-    q8 = StanceModel(path, base=str(base), encoding="int8", cache=False)
-    p8 = q8.probs(pairs[0][0], [p for _, p in pairs[:3]])
-    assert p8.shape == (3, 3) and np.allclose(p8.sum(1), 1.0) and q8.name == "stance-t1-int8"
-
-
-def test_predictions_are_cached_per_model_name(trained, tmp_path, monkeypatch):
-    base, _, path, _ = trained
+def test_training_learns_and_the_merged_model_equals_the_adapted_one(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
-    pairs = [(q, t) for _, q, t, _ in EXAMPLES]
-    m = StanceModel(path, base=str(base), encoding="fp32")
-    a = m.probs_many(pairs + pairs[:2])
-    assert m.n_scored == len(pairs)  # duplicates scored once
-    again = StanceModel(path, base=str(base), encoding="fp32")
-    b = again.probs_many(pairs[::-1])
-    assert again.n_scored == 0 and again._net is None  # all from the cache, the network never loaded
-    np.testing.assert_allclose(b, a[:len(pairs)][::-1], atol=1e-6)
-    assert np.allclose(a.sum(1), 1.0, atol=1e-5)
+    base, path = tiny
+    w = load_weights(path)
+    assert w["config"]["classes"] == ["support", "oppose", "unrelated"] and w["meta"]["test"] == 1
+    assert len(w["lora"]) == 2 * 6  # query, key, value, attention output, intermediate, output per layer
+    model = StanceModel(path, base=str(base), encoding="fp32")
+    pairs = [(e.target, e.text) for e in TRAIN]
+    Z = model.logits(pairs)
+    np.testing.assert_allclose(Z, _direct_logits(base, path, pairs), atol=2e-3)  # LoRA merged == LoRA applied
+    P = model.probs(pairs)
+    assert np.allclose(P.sum(1), 1.0)
+    full = [i for i, e in enumerate(TRAIN) if len(e.allowed) == 1]
+    assert (P[full].argmax(1) == [TRAIN[i].allowed[0] for i in full]).sum() >= 4  # it learns (chance: 1/3)
+    assert P[5, S] < 0.5  # the partial label "oppose or unrelated" pushes support down
+    q8 = StanceModel(path, base=str(base), encoding="int8", store=False)
+    assert q8.probs(pairs[:3]).shape == (3, 3) and q8.store_key.startswith("stance-t1|int8|msl32")
 
 
-def test_examples_from_a_bundle():
+def test_encodings_are_stored_once_per_pair_and_shared(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    base, path = tiny
+    pairs = [(e.target, e.text) for e in TRAIN]
+    a = StanceModel(path, base=str(base), encoding="fp32")
+    V = a.encode(pairs + pairs[:2])
+    assert a.n_encoded == len(pairs) and V.shape == (len(pairs) + 2, 32)  # duplicates encoded once
+    P1 = a.sides("Should cats be pets?", [e.text for e in TRAIN[:3]])
+    assert a.n_encoded == len(pairs)  # the preset reads the stored encodings
+    b = StanceModel(path, base=str(base), encoding="fp32")
+    np.testing.assert_allclose(b.encode(pairs[::-1]), V[:len(pairs)][::-1], atol=1e-6)
+    assert b.n_encoded == 0 and b._net is None  # all from the store: the network never loaded
+    np.testing.assert_allclose(b.sides("Should cats be pets?", [e.text for e in TRAIN[:3]]), P1)
+    from berds_core.embed_store import embedding_store
+
+    assert embedding_store().count(a.store_key) == len(pairs)
+    c = StanceModel(path, base=str(base), encoding="int8")  # another precision: other vectors, another key
+    c.encode(pairs[:1])
+    assert c.n_encoded == 1 and embedding_store().count(c.store_key) == 1
+
+
+def test_training_resumes_from_its_checkpoint(tiny, tmp_path, monkeypatch):
+    import torch
+
+    base, _ = tiny
+    opts = dict(OPTS, epochs=4.0)
+    whole = train(TRAIN, opts, tmp_path / "whole.npz", base=str(base), progress=None, autocast=False)
+    calls = {"n": 0}
+    real = torch.optim.AdamW.step
+
+    def dying(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", dying)
+    out = tmp_path / "cut.npz"
+    with pytest.raises(KeyboardInterrupt):
+        train(TRAIN, opts, out, base=str(base), progress=None, autocast=False, checkpoint_every=2)
+    monkeypatch.setattr(torch.optim.AdamW, "step", real)
+    ckpt = out.with_name(out.name + ".ckpt.pt")
+    assert ckpt.exists() and not out.exists()
+    said = []
+    train(TRAIN, opts, out, base=str(base), progress=said.append, autocast=False, checkpoint_every=2)
+    assert any("resumed at step 4/" in m for m in said) and not ckpt.exists()
+    w1, w2 = load_weights(whole), load_weights(out)
+    np.testing.assert_allclose(w2["head"][0], w1["head"][0], atol=1e-5)
+    for k in w1["lora"]:
+        np.testing.assert_allclose(w2["lora"][k][1], w1["lora"][k][1], atol=1e-3)
+    assert signature(TRAIN, opts) != signature(TRAIN[:-1], opts)
+
+
+def test_partial_label_loss():
+    import torch
+
+    z = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    m = torch.tensor([[True, False, False], [False, True, True]])
+    loss = partial_nll(z, m, torch.tensor([1.0, 3.0]))
+    p = torch.softmax(z, -1)
+    want = -(1.0 * torch.log(p[0, 0]) + 3.0 * torch.log(p[1, 1] + p[1, 2])) / 4.0
+    assert torch.allclose(loss, want)
+
+
+def test_rules():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 4000)
+    Z = rng.normal(size=(4000, 3))
+    Z[np.arange(4000), y] += 2.0
+    # class-conditional N(2 * onehot, 1) logits: the true posterior is softmax(2 Z), so T = 1/2; and 3/2 for 3 Z
+    T1 = rules.fit_temperature(Z, [(c,) for c in y])
+    T3 = rules.fit_temperature(Z * 3.0, [(c,) for c in y])
+    assert 0.4 < T1 < 0.6 and 1.2 < T3 < 1.8
+    Zs = np.array([[3.0, 0.0, 0.0], [0.0, 3.0, 0.0]])
+    Zn = np.array([[0.0, 3.0, 0.0], [0.0, 3.0, 0.0]])  # the negation: oppose in both rows
+    s = rules.stance_scores(Zs, Zn, 1.0, False)
+    assert s[0] > 0.9 and s[1] < 0.1
+    sc = rules.stance_scores(Zs, Zn, 1.0, True)  # row 2 disagrees with its negation: pulled to the middle
+    assert sc[0] > 0.9 and 0.4 < sc[1] < 0.6
+    p = rules.judge_scores(Zs, Zn, 1.0, True)
+    assert p[0] > 0.8 and 0.3 < p[1] < 0.6
+    yb = np.array([1, 1, 0, 0, 0])
+    pb = np.array([0.9, 0.6, 0.55, 0.2, 0.1])
+    assert rules.best_threshold(yb, pb, rules.f1_at) == 0.56 and rules.f1_at(yb, pb, 0.56) == 1.0
+    assert rules.accuracy_at(yb, pb, 0.5) == 0.8
+
+
+def test_uses_apply_the_rules_stored_with_the_weights(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    base, path = tiny
+    w = load_weights(path)
+    flat = {f"lora_{ab}:{k}": v[i] for k, v in w["lora"].items() for i, ab in enumerate("AB")}
+    uses = {"preset": {"temperature": 2.0}, "discovery": {"temperature": 1.5, "consistency": True, "threshold": 0.4},
+            "judge": {"temperature": 0.5, "consistency": True, "threshold": 0.3}}
+    ruled = save_weights(tmp_path / "ruled.npz", flat, *w["head"], w["config"], uses, w["meta"])
+    m = StanceModel(ruled, base=str(base), encoding="fp32")
+    texts = [e.text for e in TRAIN[:3]]
+    q = "Should cats be pets?"
+    np.testing.assert_allclose(m.sides(q, texts), rules.softmax(m.logits([(q, t) for t in texts]) / 2.0))
+    claim = "Cats should be pets"
+    neg = "Cats should not be pets."
+    from berds_core.stance import negation
+
+    assert negation(claim) == neg
+    want = rules.stance_scores(m.logits([(claim, t) for t in texts]), m.logits([(neg, t) for t in texts]), 1.5, True)
+    np.testing.assert_allclose(m.claim_stance(claim, texts), want)
+    want = rules.judge_scores(m.logits([(claim, t) for t in texts]), m.logits([(neg, t) for t in texts]), 0.5, True)
+    np.testing.assert_allclose(m.supports([(claim, t) for t in texts]), want)
+    assert m.threshold("judge") == 0.3 and m.threshold("discovery") == 0.4
+    np.testing.assert_allclose(m.on_topic(q, texts), 1 - m.probs([(q, t) for t in texts], use="discovery")[:, U])
+    fold = StanceModel(ruled, base=str(base), encoding="fp32", uses={"judge": {"threshold": 0.7}})
+    assert fold.threshold("judge") == 0.7 and fold.temperature("judge") == 1.0  # a fold model gets its fold's rules
+
+
+def test_judge_reads_the_stance_model(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    base, path = tiny
+    from berds_core.judges.embedded import EmbeddedJudge
+
+    j = EmbeddedJudge(weights=str(path), encoding="fp32")
+    assert j.name.startswith("embedded-stance-t1-t") and j.threshold == 0.5
+    assert j.document({"title": "Cats help", "text": "Studies show..."}) == "Cats help. Studies show..."
+    pairs = [(e.text, e.target) for e in TRAIN]
+    probs, labels = j.predict(pairs)
+    np.testing.assert_allclose(probs, j.model.supports([(t, d) for d, t in pairs]), atol=1e-6)
+    assert (labels == (probs >= 0.5)).all()
+
+
+# ------------------------------------------------------------------ examples
+
+
+def test_examples_from_a_bundle_carry_sides_and_the_consistency_cue():
     from berds_core.datasets import load_demo
 
     b = load_demo()
-    ex = train_stance.stance_examples(b, {q.id: list(range(20)) for q in b.questions}, negatives=2)
-    labels = [e[3] for e in ex]
-    assert set(labels) == {0, 1, 2} and labels.count(2) <= 2 * len(b.questions)
-    q = b.questions[0]
-    gold = b.gold[q.id]
-    row = {p.id: p for p in b.passages}
-    for qid, question, text, label in ex:
-        if qid == q.id and label < 2:
-            pid = next(pid for pid in gold if stance_text(row[pid]) == text)
-            assert train_stance.side_of(q, gold[pid]) == label
-    # a perspective without a stance, or both sides at once, gives no example
-    assert train_stance.side_of(Question("x", "?", ["a", "b", "c"], stances=["support", "oppose", None]), {2}) is None
-    assert train_stance.side_of(Question("x", "?", ["a", "b"], stances=["support", "oppose"]), {0, 1}) is None
+    rows = {q.id: list(range(len(b.passages))) for q in b.questions}
+    ex = E.bundle_examples(b, "demo", rows, negatives=2)
+    row = {passage_string(p): p for p in b.passages}
+    qs = {q.id: q for q in b.questions}
+    kinds = {e.kind for e in ex}
+    assert kinds == {"question", "claim", "negation", "perspective"}
+    for e in ex:
+        q = qs[e.qid]
+        p = row[e.text]
+        gold = b.gold[q.id].get(p.id)
+        if e.allowed == (U,):
+            assert gold is None  # a negative is never a labelled passage of its question
+            continue
+        side = E.side_of(q, set(gold))
+        claim, negation = E.side_statements(q)
+        if e.kind in ("question", "claim"):
+            assert e.allowed == (side,) and e.target == (q.question if e.kind == "question" else claim)
+        elif e.kind == "negation":
+            assert e.allowed == (1 - side,) and e.target == negation  # the negation takes the other stance
+    assert sum(e.allowed == (U,) for e in ex) <= 2 * len(b.questions)
+    assert E.side_of(Question("x", "?", ["a", "b", "c"], stances=["support", "oppose", None]), {2}) is None
+    assert E.side_of(Question("x", "?", ["a", "b"], stances=["support", "oppose"]), {0, 1}) is None
 
 
-def test_stance_text_uses_the_title():
-    assert stance_text(Passage("p", "Cats help", "Studies show...")) == "Cats help. Studies show..."
-    assert stance_text({"title": "", "text": "x"}) == "x"
+def test_negatives_skip_passages_labelled_in_the_question_group():
+    from berds_core.datasets.bundle import Bundle
+
+    q1 = Question("a", "Should cats be pets?", ["Cats should be pets", "Cats should not be pets."],
+                  stances=["support", "oppose"])
+    q2 = Question("b", "Should cats be kept as pets?", ["c", "d"], stances=["support", "oppose"])
+    ps = [Passage("p0", "", "cats are great"), Passage("p1", "", "cats kill birds"), Passage("p2", "", "cake")]
+    b = Bundle("t", [q1, q2], ps, {"a": {"p0": {0}}, "b": {"p1": {1}}})
+    pools = {"a": [0, 1, 2], "b": [0, 1, 2]}
+    neg = [e.text for e in E.bundle_examples(b, "t", pools, 3, {"a": "g", "b": "g"}) if e.allowed == (U,)]
+    assert neg == ["cake", "cake"]  # p1 is labelled by the other question of the group: not a negative
+    neg = [e.text for e in E.bundle_examples(b, "t", pools, 3) if e.allowed == (U,) and e.qid == "a"]
+    assert sorted(neg) == ["cake", "cats kill birds"]
 
 
-def test_shipped_weights_are_small_and_documented():
+def test_yes_no_texts_and_human_pairs(tmp_path):
+    assert E.strip_yes_no("Yes, banning it would help children.") == (S, "Banning it would help children.")
+    assert E.strip_yes_no("No. It would hurt them.") == (O, "It would hurt them.")
+    assert E.strip_yes_no("Nobody knows.") == (None, "Nobody knows.")
+    line = {"org_id": "1", "id": 1, "org_q": "Should we ban X?", "perspectives": ["X should be banned.",
+                                                                                  "X should not be banned."]}
+    rows = [dict(line, id=1, perspective="A", text="Yes, X harms everyone who meets it."),
+            dict(line, id=2, perspective="B", text="No, X is harmless and useful to people."),
+            dict(line, id=3, perspective="C", text="It depends on the kind of X we mean.")]
+    (tmp_path / "arguana_generated_query_exp.dev.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ex, qs = E.berds_dev_examples(tmp_path)
+    assert len(qs) == 1 and {e.text for e in ex} == {"X harms everyone who meets it.", "X is harmless and useful to people."}
+    for e in ex:
+        side = S if e.text.startswith("X harms") else O
+        want = {"question": side, "claim": side, "negation": 1 - side}[e.kind]
+        assert e.allowed == (want,)
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("question\tid\tdocument\tperspective\tlabel\nQ?\t1\tdoc one\tP\t1\nQ?\t2\tdoc two\tP\t0\n")
+    h = E.human_examples(tsv)
+    assert [e.allowed for e in h] == [(S,), (O, U)] and h[0].qid == h[1].qid == E.human_qid("Q?")
+
+
+def test_passage_string():
+    assert passage_string(Passage("p", "Cats help", "Studies show...")) == "Cats help. Studies show..."
+    assert passage_string({"title": "", "text": "x"}) == "x" and passage_string("as is") == "as is"
+
+
+# ------------------------------------------------------------------ the shipped weights
+
+
+def test_shipped_weights_are_small_and_carry_their_rules_and_report():
+    from berds_core.stance import WEIGHTS
+
     assert WEIGHTS.exists() and WEIGHTS.stat().st_size < 3_000_000
-    w = load_weights()
+    w = load_weights(WEIGHTS)
     cfg = w["config"]
-    assert cfg["classes"] == ["yes", "no", "off"] and cfg["layers"] >= 1 and cfg["max_length"] >= 32
-    assert set(w["meta"]["trained_on"]) <= {"procon", "perspectrum", "demo"}
+    assert cfg["classes"] == ["support", "oppose", "unrelated"] and cfg["max_length"] >= 64 and cfg["base"] is None
+    assert set(w["uses"]) == {"preset", "discovery", "judge"}
+    assert 0 < w["uses"]["judge"]["threshold"] < 1 and w["uses"]["preset"]["temperature"] > 0
+    oof = w["meta"]["oof"]
+    assert {"t2", "judge", "preset_candidates"} <= set(oof)
+    assert set(w["meta"]["trained_on"]) == set(E.SOURCES)
     assert "development" in w["meta"]["data"]
 
 
-class StubStance:
-    """P(yes), P(no), P(off) by key words in the passage string."""
-
-    def __init__(self):
-        self.calls = []
-
-    def probs(self, question, passages):
-        self.calls.append(len(passages))
-        out = []
-        for p in passages:
-            out.append([0.9, 0.05, 0.05] if "good" in p else [0.05, 0.9, 0.05] if "bad" in p else [0.02, 0.02, 0.96])
-        return np.array(out)
-
-
-class ListRetriever:
-    name = "list"
-
-    def __init__(self, scores):
-        self.scores = scores
-
-    def search(self, queries, k):
-        self.searches = getattr(self, "searches", 0) + 1
-        return [sorted(enumerate(self.scores), key=lambda t: -t[1])[:k] for _ in queries]
-
-
-def test_coverage_model_mode_pulls_up_the_other_side():
-    texts = ["cats are good", "cats are good pets", "cats are very good", "cats are bad", "weather today"]
-    corpus = corpus_from_passages([Passage(str(i), "", t) for i, t in enumerate(texts)])
-    ret = ListRetriever([1.0, 0.99, 0.98, 0.9, 0.95])
-    q = Question("q", "Are cats good?", ["yes", "no"])
-    stub = StubStance()
-    got = [r for r, _ in diversify(q, corpus, ret, "coverage", 2, coverage_probs="model", alpha=0.3,
-                                   stance_model=stub, candidates=5)]
-    assert got == [0, 3] and stub.calls == [5]
-    # alpha 1: the retriever's order
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=1.0,
-                                    stance_model=stub, candidates=5)] == [0, 1, 2]
-    # mix 0: relevance is P(on the question): the off-topic passage drops below every on-topic one
-    got = [r for r, _ in diversify(q, corpus, ret, "coverage", 5, coverage_probs="model", alpha=1.0, mix=0.0,
-                                   stance_model=stub, candidates=5)]
-    assert got[-1] == 4
-    # keep 1: the retriever's first stays; the re-ranker fills below it (here the "no" side comes next);
-    # keep 2: the first two stay and both argue "yes", so the third rank goes to the "no" side
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 2, coverage_probs="model", alpha=0.3, keep=1,
-                                    stance_model=stub, candidates=5)] == [0, 3]
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=2,
-                                    stance_model=stub, candidates=5)] == [0, 1, 3]
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=0,
-                                    stance_model=stub, candidates=5)] == [0, 3, 1]
-    # k above candidates: the retriever's top 3 (0, 1, 3) are re-ranked, its order follows (2, then 4)
-    stub.calls.clear()
-    ret2 = ListRetriever([1.0, 0.99, 0.9, 0.98, 0.5])
-    got = [r for r, _ in diversify(q, corpus, ret2, "coverage", 5, coverage_probs="model", alpha=0.3, keep=1,
-                                   stance_model=stub, candidates=3)]
-    assert got == [0, 3, 1, 2, 4] and stub.calls == [3] and ret2.searches == 1  # one search for both parts
-    with pytest.raises(ValueError):
-        blend_relevance([1.0], np.zeros((1, 3)), 1.5)
-    with pytest.raises(ValueError):
-        diversify(q, corpus, ret, "coverage", 2, coverage_probs="nope")
-
-
-def test_union_pool_adds_bm25_candidates_scored_by_dense(tmp_path, monkeypatch):
-    from berds_core.retrieval import get_retriever
-
+@pytest.mark.slow
+def test_shipped_model_tells_the_sides_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
-    texts = ["Nuclear reactors split uranium atoms to make electricity.",
-             "Atomic energy plants are carbon free.", "Zyxwv is a rare token that only BM25 matches exactly.",
-             "A recipe for lemon cake.", "Wind turbines turn in the breeze."]
-    corpus = corpus_from_passages([Passage(str(i), "", t) for i, t in enumerate(texts)])
-    dense = get_retriever("dense", corpus, progress=False)
-    bm25 = get_retriever("bm25", corpus, progress=False)
-    q = "zyxwv gardening"
-    rows, scores = candidate_pool(q, corpus, dense, 2, "retriever")
-    assert rows.tolist() == [r for r, _ in dense.search([q], 2)[0]]
-    rows, scores = candidate_pool(q, corpus, dense, 2, "union")
-    want = {r for r, _ in dense.search([q], 2)[0]} | {r for r, _ in bm25.search([q], 2)[0]}
-    assert set(rows.tolist()) == want and 2 in want and len(rows) == len(want) >= 2
-    assert (np.diff(scores) <= 1e-9).all()
-    qv = dense.encode([q])[0]
-    np.testing.assert_allclose(scores, np.asarray(dense.embeddings)[rows] @ qv, atol=1e-6)
-    rows_b, _ = candidate_pool(q, corpus, bm25, 2, "union")  # from the BM25 side: the same set
-    assert set(rows_b.tolist()) == set(rows.tolist())
-    with pytest.raises(ValueError):
-        candidate_pool("x", corpus, dense, 1, "everything")
+    from berds_core.stance import get_stance_model
+
+    m = get_stance_model()
+    q = "Should nuclear power be expanded?"
+    texts = ["Nuclear plants emit almost no carbon dioxide, so building more of them is the fastest way to "
+             "cut emissions from electricity.",
+             "Reactor accidents like Fukushima and the unsolved problem of nuclear waste mean we should not "
+             "build any more nuclear plants.",
+             "Mix the flour with two eggs and bake the cake for forty minutes."]
+    P = m.sides(q, texts)
+    assert P[0, S] > P[0, O] and P[1, O] > P[1, S] and P[2, U] > max(P[0, U], P[1, U])

@@ -15,7 +15,7 @@ PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
-                   help="embedded (offline; topicality, not stance) | berds-evaluator[:<vllm base_url>] (the "
+                   help="embedded (offline stance model) | berds-evaluator[:<vllm base_url>] (the "
                         "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url>")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
     p.add_argument("--prompt", help="LLM judges: named prompt, berds (the paper's, default) or studio")

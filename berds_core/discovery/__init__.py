@@ -6,12 +6,12 @@
 
 Modules: ``pool`` (any file of sentences, BM25 + dense indexes cached on
 disk), ``fusion`` (reciprocal rank fusion), ``heads`` (small heads over the
-stored MiniLM embeddings; clustering), ``crossenc`` (a MiniLM cross-encoder,
-LoRA-trained, for relevance and stance), ``pipeline`` (candidates ->
+stored MiniLM embeddings; clustering), ``pipeline`` (candidates ->
 relevance -> stance -> clusters -> a side-balanced list; offline or LLM),
 ``claims`` (claims files, PERSPECTRUM gold), ``evaluate`` (PERSPECTRUM's
-T1 / T2 / T3). Models are trained by ``scripts/train_discovery.py``; the
-weights ship in ``weights/``.
+T1 / T2 / T3). Stance (T2) is the studio's stance model
+(``berds_core.stance``). The heads and knobs are fitted by
+``scripts/train_discovery.py``; they ship in ``weights/``.
 """
 from __future__ import annotations
 

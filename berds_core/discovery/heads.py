@@ -7,18 +7,20 @@ embedding from the same encoder; nothing is encoded twice.
 - relevance (``REL_FEATURES``): the claim-perspective cosine, its z-score and
   gap to the best among the claim's candidates, the RRF score, BM25's and
   dense's reciprocal ranks and BM25's score relative to the best;
-- stance: ``[c * p, |c - p|, p]`` of claim and perspective embeddings;
 - equivalence of two perspectives (``pair_features``): cosine, content-stem
   Jaccard and overlap, length difference, ``[a * b, |a - b|]``.
 
 Each head is a standardised logistic regression (:class:`LinearHead`) fitted
 by ``scripts/train_discovery.py`` on PERSPECTRUM train-A; the weights ship in
-``weights/discovery_heads_v1.npz``. ``cluster_labels`` groups perspectives by
+``weights/discovery_heads_v2.npz``. (Stance is not a head here: it is the
+studio's stance model, ``berds_core.stance``.) ``cluster_labels`` groups perspectives by
 agglomerative clustering (scipy) of the equivalence probabilities.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -36,15 +38,26 @@ def relevance_features(cands, emb: np.ndarray) -> np.ndarray:
                             1.0 / cands.dense_rank, cands.bm25_score / max(bmax, 1e-9)])
 
 
-def stance_features(claim_emb: np.ndarray, P: np.ndarray) -> np.ndarray:
-    c = np.asarray(claim_emb, dtype=np.float64)[None, :]
-    P = np.asarray(P, dtype=np.float64)
-    return np.hstack([c * P, np.abs(c - P), P])
+_WORD = re.compile(r"[A-Za-z0-9']+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer_and_stopwords():
+    import Stemmer
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return Stemmer.Stemmer("english"), frozenset(ENGLISH_STOP_WORDS) | {"s", "t", "does", "do", "should",
+                                                                         "would", "could"}
+
+
+def content_stems(text: str) -> set[str]:
+    """Snowball stems of the content words (English stop words and one-letter words left out)."""
+    stem, stop = _stemmer_and_stopwords()
+    words = [w.lower() for w in _WORD.findall(text)]
+    return set(stem.stemWords([w for w in words if w not in stop and len(w) > 1]))
 
 
 def _stems(text: str) -> frozenset:
-    from ..judges.features import content_stems
-
     return frozenset(content_stems(text))
 
 

@@ -16,9 +16,11 @@ For a claim and a pool (:class:`~berds_core.discovery.pool.PoolIndex`):
    undermine (starting with the side of the most relevant cluster), cut at
    ``max_k``: with enough of both, the list is half and half.
 
-Scorers (``method``): ``offline`` (:class:`OfflineModels`: the shipped heads
-and cross-encoder, whichever won on held-out train data for each step, see
-``weights/discovery_heads_v1.npz``'s report) or ``llm`` (:class:`LLMModels`:
+Scorers (``method``): ``offline`` (:class:`OfflineModels`: heads over the
+pool's MiniLM embeddings for relevance and equivalence -- relevance stacked
+with the studio's stance model when that won on held-out train data, see
+``weights/discovery_heads_v2.npz``'s report -- and the stance model,
+``berds_core.stance``, for every stance) or ``llm`` (:class:`LLMModels`:
 yes/no answers of a generator, ``hf:<model>`` or ``openai:<model>@<url>``,
 read from its first-token probabilities).
 
@@ -35,15 +37,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .heads import (LinearHead, cluster_labels, equivalence_matrix, relevance_features, stance_features)
+from .heads import LinearHead, cluster_labels, equivalence_matrix, relevance_features
 
-HEADS_WEIGHTS = Path(__file__).with_name("weights") / "discovery_heads_v1.npz"
+HEADS_WEIGHTS = Path(__file__).with_name("weights") / "discovery_heads_v2.npz"
 METHODS = ("offline", "llm")
+RELEVANCE = ("heads", "stance", "stack")
 
 
 @dataclass(frozen=True)
 class Knobs:
-    """The pipeline's decisions (defaults: the shipped, tuned values are in the heads file)."""
+    """The pipeline's decisions (defaults: the shipped, tuned values are in the heads file; the
+    offline ``stance_threshold`` is the stance model's cross-validated discovery threshold)."""
 
     depth: int = 50
     threshold: float = 0.5
@@ -59,37 +63,48 @@ class Knobs:
 # --------------------------------------------------------------------------- scorers
 
 class OfflineModels:
-    """Relevance, stance and equivalence from the shipped weights (heads over MiniLM, the cross-encoder)."""
+    """Relevance, stance and equivalence offline: heads over the pool's MiniLM embeddings, and the
+    studio's stance model (``berds_core.stance``) for the stance of each perspective (T2) and, with
+    relevance ``stance`` / ``stack``, for P(on topic) of the heads' ``top_m`` candidates.
+
+    ``stance_model``: a ``StanceModel`` (default: the shipped one); its ``discovery`` rule
+    (temperature, consistency, threshold; chosen by cross-validation) decides the stance.
+    """
 
     name = "offline"
 
-    def __init__(self, weights=None, *, encoding: str | None = "fp32", choice: dict | None = None):
+    def __init__(self, weights=None, *, encoding: str | None = None, choice: dict | None = None,
+                 stance_model=None):
         path = Path(weights or HEADS_WEIGHTS)
         if not path.exists():
             raise FileNotFoundError(f"discovery weights missing: {path} (run scripts/train_discovery.py)")
         z = np.load(path, allow_pickle=False)
-        self.heads = {k: LinearHead.from_arrays(z, k) for k in ("rel", "stance", "equiv", "stack")
-                      if f"{k}_coef" in z.files}
+        self.heads = {k: LinearHead.from_arrays(z, k) for k in ("rel", "equiv", "stack") if f"{k}_coef" in z.files}
         self.choice = {**json.loads(str(z["choice"])), **(choice or {})}
-        for step, how in (("relevance", ("heads", "ce", "stack")), ("stance", ("heads", "ce", "avg"))):
-            if self.choice[step] not in how or (self.choice[step] == "stack" and "stack" not in self.heads):
-                raise ValueError(f"{step} scorer must be one of {', '.join(how)}, got {self.choice[step]!r}")
-        self.knobs = Knobs(**json.loads(str(z["knobs"])))
+        how = RELEVANCE
+        if self.choice["relevance"] not in how or (self.choice["relevance"] == "stack" and "stack" not in self.heads):
+            raise ValueError(f"relevance scorer must be one of {', '.join(how)}, got {self.choice['relevance']!r}")
         self.report = json.loads(str(z["report"]))
         self.encoding = encoding
-        self._ce = None
+        self._stance = stance_model
+        self.knobs = replace(Knobs(**json.loads(str(z["knobs"]))),
+                             stance_threshold=self.stance_rule().get("threshold", 0.5))
 
     @property
-    def ce(self):
-        if self._ce is None:
-            from .crossenc import load_scorer
+    def stance(self):
+        if self._stance is None:
+            from ..stance import get_stance_model
 
-            self._ce = load_scorer(None, None, self.encoding)
-        return self._ce
+            self._stance = get_stance_model(encoding=self.encoding)
+        return self._stance
+
+    def stance_rule(self) -> dict:
+        """The stance model's discovery rule (read from its weights; the model is not loaded)."""
+        return self.stance.rule("discovery")
 
     def relevance(self, cands, texts: list[str], emb: np.ndarray) -> np.ndarray:
-        """P(relevant) per candidate. ``ce`` / ``stack``: the cross-encoder re-scores the heads'
-        ``top_m`` most relevant candidates (the others get 0)."""
+        """P(relevant) per candidate. ``stance`` / ``stack``: the stance model's P(on topic) re-scores
+        the heads' ``top_m`` most relevant candidates (the others get 0)."""
         how = self.choice["relevance"]
         if len(texts) == 0:
             return np.zeros(0)
@@ -98,28 +113,28 @@ class OfflineModels:
         if how == "heads":
             return heads
         top = np.argsort(-heads, kind="stable")[:int(self.choice.get("top_m", 30))]
-        rel, _ = self.ce.score([(cands.claim, texts[i]) for i in top])
+        on = self.stance.on_topic(cands.claim, [texts[i] for i in top])
         out = np.zeros(len(texts))
-        if how == "ce":
-            out[top] = rel
+        if how == "stance":
+            out[top] = on
             return out
-        pr = np.clip(rel, 1e-7, 1 - 1e-7)
-        out[top] = self.heads["stack"].proba(np.column_stack([np.log(pr / (1 - pr)), X[top]]))
+        out[top] = self.heads["stack"].proba(stack_features(on, X[top]))
         return out
 
     def support(self, claim: str, claim_emb: np.ndarray, texts: list[str], E: np.ndarray) -> np.ndarray:
-        """P(support) per perspective: the stance head, the cross-encoder, or their mean (``avg``)."""
+        """P(support) per perspective: the stance model's discovery rule."""
         if len(texts) == 0:
             return np.zeros(0)
-        how = self.choice["stance"]
-        heads = self.heads["stance"].proba(stance_features(claim_emb, E)) if how in ("heads", "avg") else None
-        if how == "heads":
-            return heads
-        ce = self.ce.score([(claim, t) for t in texts])[1]
-        return ce if how == "ce" else (heads + ce) / 2.0
+        return self.stance.claim_stance(claim, list(texts))
 
     def same(self, texts: list[str], E: np.ndarray) -> np.ndarray:
         return equivalence_matrix(self.heads["equiv"], E, texts)
+
+
+def stack_features(on_topic: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The stacked relevance head's input: the logit of the stance model's P(on topic), then ``X``."""
+    p = np.clip(np.asarray(on_topic, np.float64), 1e-7, 1 - 1e-7)
+    return np.column_stack([np.log(p / (1 - p)), X])
 
 
 class LLMModels:
@@ -231,12 +246,13 @@ class Discoverer:
     """Perspective discovery over one pool with one method (``offline`` or ``llm`` + spec)."""
 
     def __init__(self, index, method: str = "offline", *, llm: str | None = None, knobs: Knobs | None = None,
-                 weights=None, encoding: str | None = "fp32", generator=None, choice: dict | None = None):
+                 weights=None, encoding: str | None = None, generator=None, choice: dict | None = None,
+                 stance_model=None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.index = index
         self.method = method
-        self.offline = (OfflineModels(weights, encoding=encoding, choice=choice)
+        self.offline = (OfflineModels(weights, encoding=encoding, choice=choice, stance_model=stance_model)
                         if (method == "offline" or knobs is None) else None)
         if method == "llm":
             if not llm and generator is None:
@@ -253,7 +269,7 @@ class Discoverer:
     @property
     def name(self) -> str:
         if self.method == "offline":
-            return f"offline(relevance={self.models.choice['relevance']}, stance={self.models.choice['stance']})"
+            return f"offline(relevance={self.models.choice['relevance']}, stance={self.models.stance.name})"
         return self.models.name
 
     def _entries(self, cands, rel: np.ndarray, k: Knobs) -> list[dict]:

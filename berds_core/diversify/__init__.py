@@ -57,6 +57,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
               alpha: float = 0.5, llm: str | None = None, perspectives: list[str] | None = None,
               coverage_probs: str = "auto", temperature: float | None = None,
               candidates_from: str = "retriever", mix: float = 1.0, stance_model=None,
+              stance_max_length: int | None = None,
               aspect_probs: str = "retriever", pool=None, keep: int = 0) -> list[tuple[int, float]]:
     """Ranked ``(corpus_row, score)`` pairs for one ``Question``.
 
@@ -72,9 +73,9 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     ``llm``: spec for ``qe_source="llm"``. ``perspectives``: explicit perspectives
     (overrides ``qe_source``) for ``qe`` and ``coverage``.
     ``coverage_probs`` (coverage only): where P(candidate supports perspective)
-    comes from: ``judge``; ``model`` (the trained stance cross-encoder,
-    ``stance.StanceModel``: P(yes side), P(no side) of the question, no perspectives
-    needed); ``stance`` (the first two perspectives as a contrasting pair, cosine
+    comes from: ``judge``; ``model`` (the studio's stance model,
+    ``berds_core.stance.StanceModel.sides``: P(yes side), P(no side) of the question, no
+    perspectives needed); ``stance`` (the first two perspectives as a contrasting pair, cosine
     rule, see ``coverage.stance_probs``); ``similarity`` (softmax of embedding
     similarity over all perspectives); ``auto`` (default): judge when given, else
     stance for the offline source or exactly two perspectives, else similarity.
@@ -85,7 +86,8 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
     ``mix * retriever score / max + (1 - mix) * P(on the question)``.
     ``keep`` (coverage): the first ``keep`` candidates stay on top in the retriever's order (what they
     cover counts as covered); the re-ranker fills the ranks below them.
-    ``stance_model``: a ``StanceModel`` (default: the shipped one).
+    ``stance_model``: a ``StanceModel`` (default: the shipped one); ``stance_max_length``: the tokens it
+    reads per (question, candidate) pair (None: its trained length; the preset sets a shorter one for speed).
     ``pool``: the perspective pool (file path or ``discovery.PoolIndex``) of ``qe_source="pool"``.
     """
     if k < 1:
@@ -101,7 +103,8 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
                          temperature=cfg.get("temperature", temperature),
                          candidates_from=cfg.get("candidates_from", candidates_from),
                          mix=cfg.get("mix", mix), stance_model=stance_model, aspect_probs=aspect_probs,
-                         pool=pool, keep=cfg.get("keep", keep))
+                         pool=pool, keep=cfg.get("keep", keep),
+                         stance_max_length=cfg.get("stance_max_length", stance_max_length))
     text = question.question
     if method == "none":
         return [(int(r), float(s)) for r, s in retriever.search([text], k)[0]]
@@ -152,7 +155,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
             order = (xquad if method == "xquad" else pm2)(scores, P, k, lam)
         return done(order)
     if coverage_probs == "model":
-        P = stance_matrix(text, corpus, rows, stance_model)
+        P = stance_matrix(text, corpus, rows, stance_model, stance_max_length)
         order = coverage_rerank(blend_relevance(scores, P, mix), P[:, :2], k, alpha, keep=keep)
         return done(order)
     if perspectives is None and qe_source == "offline" and coverage_probs in ("auto", "stance"):
@@ -241,12 +244,15 @@ def companion(corpus, kind: str):
     return _COMPANIONS[key]
 
 
-def stance_matrix(question_text: str, corpus, rows, stance_model=None) -> np.ndarray:
-    """``(len(rows), 3)`` stance probabilities ``[yes, no, off]`` of corpus rows for a question."""
-    from .stance import get_stance_model, stance_text
+def stance_matrix(question_text: str, corpus, rows, stance_model=None, max_length: int | None = None) -> np.ndarray:
+    """``(len(rows), 3)`` stance probabilities ``[yes, no, off]`` of corpus rows for a question: the studio's
+    stance model (``berds_core.stance``; ``sides``: support / oppose / unrelated with the question as target)."""
+    from ..stance import get_stance_model, passage_string
 
     model = stance_model if stance_model is not None else get_stance_model()
-    return model.probs(question_text, [stance_text(corpus[int(r)]) for r in rows])
+    texts = [passage_string(corpus[int(r)]) for r in rows]
+    P = model.sides(question_text, texts, max_length=max_length) if max_length else model.sides(question_text, texts)
+    return np.asarray(P, dtype=np.float64)
 
 
 def blend_relevance(scores, P, mix: float) -> np.ndarray:

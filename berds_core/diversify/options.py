@@ -43,7 +43,7 @@ def add_diversify_args(p) -> None:
                    help="perspectives the re-ranker covers (default offline)")
     g.add_argument("--rerank-probs", choices=("auto", "judge", "model", "stance", "similarity"), default="auto",
                    help="where the re-ranker's P(candidate covers a perspective) comes from: judge (--rerank-judge), "
-                        "model (the trained stance cross-encoder: the question's yes- and no-side), stance (cosine "
+                        "model (the studio's stance model: the question's yes- and no-side), stance (cosine "
                         "to the offline sides), similarity; auto: judge when given, else stance or similarity")
     g.add_argument("--alpha", type=float, default=None, help="re-ranker weight of relevance in [0, 1]")
     g.add_argument("--candidates-from", choices=("retriever", "union"), default="retriever",
@@ -202,7 +202,7 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
         encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
     if eff.get("method") != "coverage" or eff.get("coverage_probs") != "model":
         return
-    from .stance import get_stance_model, stance_text
+    from ..stance import get_stance_model, passage_string
 
     pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
     if pool == "union" and not hasattr(retriever, "text_encoder"):
@@ -212,5 +212,5 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
     pairs = []
     for q in questions:
         rows, _ = candidate_pool(q.question, corpus, retriever, n, pool)
-        pairs += [(q.question, stance_text(corpus[int(r)])) for r in rows]
-    get_stance_model().probs_many(pairs, progress=progress)
+        pairs += [(q.question, passage_string(corpus[int(r)])) for r in rows]
+    get_stance_model().encode(pairs, progress=progress, max_length=eff.get("stance_max_length"))

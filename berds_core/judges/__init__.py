@@ -2,10 +2,11 @@
 
 ``get_judge(spec, **opts)`` (registry ``JUDGES``, one error listing the choices):
 
-- ``embedded`` (default): offline CPU judge, MiniLM features + a trained head
-  (opts: ``threshold``, ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto).
-  It measures **topicality, not stance** (held-out F1 about 0.40 on the BERDS
-  human pairs): it cannot tell a passage for a perspective from one against it;
+- ``embedded`` (default): offline CPU judge, the studio's stance model
+  (``berds_core.stance``: a MiniLM cross-encoder reading perspective and
+  passage together; opts: ``threshold``, ``device``, ``batch_size``,
+  ``encoding`` fp32|bf16|int8|auto). Its out-of-fold agreement with the BERDS
+  human pairs is in its weights' report (``describe_judge``);
 - ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM;
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server (vLLM, Ollama, OpenAI);
 - ``berds-evaluator``: the BERDS paper's fine-tuned evaluator,
@@ -53,7 +54,8 @@ def _pick(opts: dict, allowed: set) -> dict:
     return {k: v for k, v in opts.items() if k in allowed}
 
 
-@JUDGES.register("embedded", help="offline MiniLM judge: measures topicality, not stance (cannot tell sides apart)")
+@JUDGES.register("embedded", help="offline stance model (MiniLM cross-encoder): does the passage support the "
+                                  "perspective")
 def _embedded(arg, **opts):
     from .embedded import EmbeddedJudge
 
@@ -126,22 +128,32 @@ def get_judge(spec: str = "embedded", **opts) -> Judge:
 
 def describe_judge(spec_or_judge) -> dict:
     """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``
-    for a judge, a spec (``embedded``) or a stored judge name (``embedded-minilm-v2-...``).
+    for a judge, a spec (``embedded``) or a stored judge name (``embedded-stance-v3-...``).
 
-    The ``embedded`` judge measures topicality, not stance (held-out F1 about
-    0.40 on the BERDS human pairs): it cannot tell a passage for a perspective
-    from a passage against it, so its "supports" reads "on topic".
+    The ``embedded`` judge is the studio's stance model: it tells a passage for a perspective from one
+    against it, with the accuracy its out-of-fold figures on the BERDS human pairs state (read from its
+    weights), below the paper's fine-tuned 7B evaluator's. Judge names of the earlier embedded judges
+    (``embedded-minilm-...``: cosine features, topicality only) keep their "on topic" label.
     """
     backend = getattr(spec_or_judge, "backend", None)
     text = str(spec_or_judge or "").strip()
+    if backend is None and text.startswith("embedded-minilm"):
+        return {"stance": False, "label": "on topic",
+                "caveat": "Judged by an earlier offline embedded judge that measured topicality, not stance: "
+                          "it could not tell a passage for a perspective from one against it."}
     if backend is None and (text in ("embedded", "default") or text.startswith(("embedded-", "embedded:"))):
         backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
-        return {"stance": False, "label": "on topic",
-                "caveat": "The offline embedded judge measures topicality, not stance (held-out F1 about 0.40): "
-                          "it cannot tell a passage for a perspective from one against it, so a topical passage "
-                          "counts for every side. For stance, use an LLM judge: berds-evaluator (the paper's "
-                          "evaluator), hf:<model> or openai:<model>@<url>."}
+        from .embedded import judge_report
+
+        cv = judge_report()
+        fig = (f" (out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, precision "
+               f"{cv['precision']:.2f}, recall {cv['recall']:.2f}, Cohen's kappa {cv['kappa']:.2f}; the paper's "
+               "fine-tuned evaluator: F1 0.62)") if cv else ""
+        return {"stance": True, "label": "supports",
+                "caveat": "The offline embedded judge is a small stance model (a MiniLM cross-encoder)" + fig +
+                          ". For the paper's figures, use berds-evaluator (the paper's evaluator), "
+                          "hf:<model> or openai:<model>@<url>."}
     return {"stance": True, "label": "supports", "caveat": None}
 
 

@@ -1,98 +1,78 @@
-"""``embedded``: the offline CPU judge (packaged MiniLM features + a small trained head).
+"""``embedded``: the offline CPU judge, the studio's stance model (``berds_core.stance``).
 
-Features come from ``features.Featurizer`` (one MiniLM pass per unique text,
-passage embeddings reused across perspectives); the head is a standardised
-logistic regression over the feature subset chosen by
-``scripts/train_embedded_judge.py``, whose weights ship in
-``weights/embedded_v2.npz`` with the decision threshold, the number of tokens
-a text is truncated to (``max_seq_length``: 128 in v2, which bench/judge_cpu.py
-measured at ~1.6x the speed of MiniLM's 256, with the same ranking quality on
-the human pairs: out-of-fold AUC 0.664 vs 0.655) and the training report.
+P(the passage supports the perspective) is the stance model's support
+probability for the pair ``(perspective, passage)`` with its ``judge`` rule:
+a temperature and, when the cross-validation chose it, the consistency
+reading (averaged with P(oppose) of the perspective's negation); a passage is
+labelled "supports" at the rule's threshold, chosen for F1 by
+question-grouped cross-validation on the BERDS human pairs' development half
+(``scripts/train_stance.py``; the out-of-fold figures are in the weights'
+report and ``docs/stance.md``).
+
+The passage is read as ``title. text`` (``stance.passage_string``), the same
+string the ``diverse`` preset reads, so a pair is encoded once for every use
+(the stance model's encodings live in the embedding store).
 
 ``encoding`` (default ``auto``: bf16 on CPUs with native bf16, else int8 on
 CPU, fp32 on accelerators; see ``berds_core.embed.resolve_encoding``) picks the
-MiniLM precision; bench/judge_cpu.py measured bf16 at ~1.7x the fp32 speed
-with identical decisions on the human pairs. The encoding is part of the name.
-
-Only the features the head uses are computed: the shipped head uses sentence
-cosines only, so scoring is one encoding per unique text (passages reused
-across perspectives and, through ``features.EmbeddingStore``, across runs and
-processes) plus a vectorised dot product.
+network's precision; the precision is part of the judge's name.
 """
 from __future__ import annotations
-
-import json
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from .base import Judge, JudgeError
-from .features import FEATURES, Featurizer
-
-WEIGHTS = Path(__file__).with_name("weights") / "embedded_v2.npz"
-VERSION = "v2"
-
-
-@lru_cache(maxsize=4)
-def load_head(path: str = str(WEIGHTS)) -> dict:
-    """The trained head: feature names, scaler, coefficients, threshold, relevance head, report."""
-    p = Path(path)
-    if not p.exists():
-        raise JudgeError(f"embedded judge weights missing: {p} (run scripts/train_embedded_judge.py)")
-    z = np.load(p, allow_pickle=False)
-    head = {k: z[k] for k in z.files}
-    head["features"] = [str(f) for f in head["features"]]
-    unknown = [f for f in head["features"] if f not in FEATURES]
-    if unknown:
-        raise JudgeError(f"embedded judge weights name unknown features {unknown}")
-    head["meta"] = json.loads(str(head.get("meta", "{}")))
-    msl = head.get("max_seq_length")
-    head["max_seq_length"] = int(msl) if msl is not None and int(msl) > 0 else None
-    return head
 
 
 class EmbeddedJudge(Judge):
     backend = "embedded"
-    commit_every = 2048
+    commit_every = 512
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
         from ..embed import resolve_encoding
+        from ..stance import StanceModel
 
-        self.head = load_head(str(weights or WEIGHTS))
         try:
             self.encoding = resolve_encoding(encoding, device)
-        except ValueError as e:
+            self.model = StanceModel(weights, device=device, encoding=self.encoding, batch_size=batch_size)
+        except (ValueError, FileNotFoundError) as e:
             raise JudgeError(str(e)) from None
-        super().__init__(float(self.head["threshold"]) if threshold is None else threshold)
-        self.featurizer = Featurizer(device=device, batch_size=batch_size,
-                                     rel_head=(self.head["rel_w"].astype(np.float32), float(self.head["rel_b"])),
-                                     encoding=self.encoding, needed=self.head["features"],
-                                     max_seq_length=self.head["max_seq_length"])
-        self._cols = [FEATURES.index(f) for f in self.head["features"]]
+        super().__init__(self.model.threshold("judge") if threshold is None else threshold)
+
+    def load(self) -> None:
+        """Load the network now (the app's warm-up), not at the first uncached pair."""
+        with self.model._lock:
+            if self.model._net is None:
+                self.model._load()
 
     def _name_stem(self) -> str:
-        # the head was trained on fp32 features; other encodings get their own name and cache entries
-        return f"embedded-minilm-{VERSION}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
+        return f"embedded-{self.model.name}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
 
     def status(self) -> dict:
-        m = self.head["meta"].get("cv", {})
-        detail = "MiniLM + trained head"
-        if m:
-            detail += f" (grouped-CV F1 {m.get('f1', float('nan')):.2f} on BERDS human pairs)"
+        cv = (self.model.meta.get("oof") or {}).get("judge") or {}
+        detail = "stance model (MiniLM cross-encoder)"
+        if cv:
+            detail += (f" (out-of-fold F1 {cv['f1']:.2f}, kappa {cv['kappa']:.2f} on the BERDS human pairs' "
+                       "development half)")
         return {"ok": True, "detail": detail}
 
     def document(self, ctx: dict) -> str:
-        """The passage text alone: the head was trained on the human pairs' documents, not on
-        the BERDS evaluator's ``text + " " + title``."""
-        return str(ctx.get("text") or "")
+        """``title. text``: what the stance model reads for a passage in every use."""
+        from ..stance import passage_string
 
-    def probabilities(self, X: np.ndarray) -> np.ndarray:
-        """Head output for a full feature matrix (rows x FEATURES)."""
-        x = (X[:, self._cols] - self.head["mean"]) / self.head["scale"]
-        z = x @ self.head["coef"] + float(self.head["intercept"])
-        return 1.0 / (1.0 + np.exp(-z))
+        return passage_string(ctx)
 
     def _score(self, pairs):
-        return self.probabilities(self.featurizer.features(list(pairs)))
+        return np.asarray(self.model.supports([(persp, doc) for doc, persp in pairs]), dtype=np.float64)
+
+
+def judge_report(weights: str | None = None) -> dict:
+    """The out-of-fold judge figures stored with the stance model's weights (``{}`` when absent)."""
+    from ..stance.model import WEIGHTS
+    from ..stance.network import load_weights
+
+    try:
+        return (load_weights(weights or WEIGHTS)["meta"].get("oof") or {}).get("judge") or {}
+    except (OSError, ValueError, KeyError):
+        return {}
