@@ -52,8 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from berds_core.stance.examples import OPPOSE, SUPPORT, UNRELATED, Example, passage_string  # noqa: E402
-from berds_core.stance.rules import (accuracy_at, best_threshold, f1_at, fit_temperature,  # noqa: E402
-                                     judge_scores, softmax, stance_scores, support_share)
+from berds_core.stance.rules import (accuracy_at, choose_rule, f1_at, fit_temperature, judge_scores,  # noqa: E402
+                                     softmax, stance_scores, support_share)
 
 N_FOLDS = 5
 EVAL_DEPTH = 20  # the preset's candidates are scored for the union of the dense and BM25 top EVAL_DEPTH
@@ -389,31 +389,17 @@ def rules_on(ds, Z, idx: dict) -> dict:
     tp = ds["t2_pairs"]
     it = idx["t2"]
     y2 = np.array([tp[i]["label"] == SUPPORT for i in it])
-    best = None
     allowed = [(tp[i]["label"],) for i in it]
     T2 = fit_temperature(np.vstack([Z["t2"][it], Z["t2_neg"][it][:, [1, 0, 2]]]), allowed + allowed)
-    for cons in (False, True):
-        s = stance_scores(Z["t2"][it], Z["t2_neg"][it], T2, cons)
-        t = best_threshold(y2, s, accuracy_at)
-        score = accuracy_at(y2, s, t)
-        if best is None or score > best[0] + 1e-12:
-            best = (score, cons, t)
-    rules["discovery"] = {"temperature": T2, "consistency": best[1], "threshold": best[2],
-                          "chosen_on_accuracy": round(best[0], 4)}
+    score, cons, t = choose_rule(lambda c: stance_scores(Z["t2"][it], Z["t2_neg"][it], T2, c), y2, accuracy_at)
+    rules["discovery"] = {"temperature": T2, "consistency": cons, "threshold": t, "chosen_on_accuracy": round(score, 4)}
     hp = ds["human_pairs"]
     ih = idx["judge"]
     yh = np.array([hp[i]["label"] for i in ih])
     allowed = [((SUPPORT,) if hp[i]["label"] == 1 else (OPPOSE, UNRELATED)) for i in ih]
     TJ = fit_temperature(Z["judge"][ih], allowed)
-    best = None
-    for cons in (False, True):
-        p = judge_scores(Z["judge"][ih], Z["judge_neg"][ih], TJ, cons)
-        t = best_threshold(yh, p, f1_at)
-        score = f1_at(yh, p, t)
-        if best is None or score > best[0] + 1e-12:
-            best = (score, cons, t)
-    rules["judge"] = {"temperature": TJ, "consistency": best[1], "threshold": best[2],
-                      "chosen_on_f1": round(best[0], 4)}
+    score, cons, t = choose_rule(lambda c: judge_scores(Z["judge"][ih], Z["judge_neg"][ih], TJ, c), yh, f1_at)
+    rules["judge"] = {"temperature": TJ, "consistency": cons, "threshold": t, "chosen_on_f1": round(score, 4)}
     return rules
 
 

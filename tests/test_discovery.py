@@ -329,6 +329,76 @@ def test_llm_discovery_relevance_stance_and_merging(tmp_path, rule_llm):
     assert srv.prompts and all("Claim:" in p or "Perspective A:" in p for p in srv.prompts)
 
 
+# --------------------------------------------------------------------------- stance from the studio's model
+
+class StubStance:
+    """The stance model's discovery interface: on-topic for uniform sentences, support by a word list."""
+
+    name = "stance-stub"
+
+    def __init__(self, threshold=0.4):
+        self._thr = threshold
+        self.calls = []
+
+    def rule(self, use):
+        return {"threshold": self._thr} if use == "discovery" else {}
+
+    def threshold(self, use, default=0.5):
+        return self._thr if use == "discovery" else default
+
+    def on_topic(self, target, texts, use="discovery"):
+        self.calls.append(("on_topic", len(texts)))
+        return np.array([0.9 if ("niform" in t) else 0.05 for t in texts])
+
+    def claim_stance(self, claim, texts):
+        self.calls.append(("claim_stance", len(texts)))
+        bad = ("restrict", "stop", "costly", "no evidence")
+        return np.array([0.1 if any(b in t for b in bad) else 0.8 for t in texts])
+
+
+def _heads_file(tmp_path, relevance):
+    """A heads file: a relevance head that ranks by cosine, an equivalence head that never merges."""
+    from berds_core.discovery.heads import REL_FEATURES
+
+    d = len(REL_FEATURES)
+    rel = LinearHead(np.zeros(d), np.ones(d), np.r_[5.0, np.zeros(d - 1)], 0.0)
+    equiv = LinearHead(np.zeros(4 + 2 * 384), np.ones(4 + 2 * 384), np.zeros(4 + 2 * 384), -20.0)
+    stack = LinearHead(np.zeros(1 + d), np.ones(1 + d), np.r_[1.0, np.zeros(d)], 0.0)
+    knobs = dict(Knobs().__dict__, threshold=0.5, max_k=None, stance_threshold=0.5)
+    path = tmp_path / "heads.npz"
+    np.savez(path, **rel.to_arrays("rel"), **equiv.to_arrays("equiv"), **stack.to_arrays("stack"),
+             choice=np.array(json.dumps({"relevance": relevance, "top_m": 30})), knobs=np.array(json.dumps(knobs)),
+             report=np.array("{}"))
+    return path
+
+
+@pytest.mark.parametrize("relevance", ["stance", "stack"])
+def test_offline_discovery_reads_stance_from_the_stance_model(tmp_path, monkeypatch, relevance):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    from berds_core.discovery import Discoverer, open_pool
+
+    index = open_pool(write_pool(tmp_path))
+    stub = StubStance(threshold=0.4)
+    disc = Discoverer(index, "offline", weights=_heads_file(tmp_path, relevance), stance_model=stub)
+    assert disc.knobs.stance_threshold == 0.4  # the stance model's cross-validated threshold, not the file's
+    found = disc.discover("Students should wear school uniforms")
+    assert found and all(int(p["pid"]) <= 8 for p in found)  # relevance came from the stance model's on-topic
+    assert {p["stance"] for p in found} == {"support", "undermine"}
+    for p in found:
+        bad = any(b in p["text"] for b in ("restrict", "stop", "costly", "no evidence"))
+        assert p["stance"] == ("undermine" if bad else "support")
+    assert any(c[0] == "on_topic" for c in stub.calls)
+    lab = disc.label("Students should wear school uniforms", ["4", "1"])
+    assert [x["stance"] for x in lab] == ["undermine", "support"] and lab[0]["support_prob"] == 0.1
+
+
+def test_offline_relevance_rejects_an_unknown_scorer(tmp_path):
+    from berds_core.discovery.pipeline import OfflineModels
+
+    with pytest.raises(ValueError, match="relevance scorer must be one of heads, stance, stack"):
+        OfflineModels(_heads_file(tmp_path, "ce"), stance_model=StubStance())
+
+
 # --------------------------------------------------------------------------- the shipped offline models
 
 @pytest.mark.slow

@@ -91,3 +91,16 @@ def accuracy_at(y, p, t) -> float:
 def best_threshold(y, p, metric) -> float:
     """The threshold of ``THRESHOLDS`` with the best ``metric(y, p, t)`` (ties: the one nearest 0.5)."""
     return float(max(THRESHOLDS, key=lambda t: (metric(y, p, t), -abs(t - 0.5))))
+
+
+def choose_rule(scores_for, y, metric) -> tuple[float, bool, float]:
+    """(best ``metric``, consistency, threshold) over reading the pair alone (``scores_for(False)``) or with
+    its negation (``scores_for(True)``), each at its best threshold; ties go to the cheaper single reading."""
+    best = None
+    for cons in (False, True):
+        p = scores_for(cons)
+        t = best_threshold(y, p, metric)
+        score = metric(y, p, t)
+        if best is None or score > best[0] + 1e-12:
+            best = (float(score), cons, t)
+    return best
