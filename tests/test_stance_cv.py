@@ -1,0 +1,55 @@
+"""scripts/train_stance.py's cross-validation plumbing: folds that keep groups whole and spread every source,
+a model never trained twice (the lock), and the nested choices on out-of-fold outputs."""
+import fcntl
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import train_stance  # noqa: E402
+
+
+def test_folds_keep_groups_whole_and_spread_each_source():
+    source = {f"h{i}": "human" for i in range(15)}
+    source.update({f"p{i}": "perspectrum" for i in range(100)})
+    group = {q: q for q in source}
+    group["p1"] = group["p2"] = group["h0"] = "p1"  # a near-duplicate group across sources
+    fold = train_stance.stratified_folds(group, source, 5, seed=0)
+    assert set(fold) == set(source)
+    assert fold["p1"] == fold["p2"] == fold["h0"]
+    per = [sum(1 for q in source if source[q] == "human" and fold[q] == f) for f in range(5)]
+    assert per == [3, 3, 3, 3, 3]  # the rare source first, dealt evenly
+    sizes = [sum(1 for q in fold if fold[q] == f) for f in range(5)]
+    assert max(sizes) - min(sizes) <= 2
+    assert train_stance.stratified_folds(group, source, 5, seed=0) == fold  # seeded
+
+
+def test_a_model_being_trained_elsewhere_is_seen(tmp_path):
+    path = tmp_path / "fold0-abc.npz"
+    assert not train_stance._locked(path)
+    with open(path.with_name(path.name + ".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        assert train_stance._locked(path)
+    assert not train_stance._locked(path)
+
+
+def test_nested_rules_come_from_the_other_folds_only():
+    """Each held-out fold's rule is the one chosen on the other folds: changing a fold's outputs changes
+    every other fold's rule input but never its own."""
+    rng = np.random.default_rng(0)
+    n = 60
+    human = [{"qid": f"h{i % 10}", "label": int(i % 4 == 0)} for i in range(n)]
+    ds = {"preset_pairs": [{"qid": f"h{i % 10}", "label": i % 3, "corpus": "c"} for i in range(n)],
+          "t2_pairs": [{"qid": f"h{i % 10}", "label": i % 2} for i in range(n)], "human_pairs": human}
+    folds = {"fold": {f"h{i}": i % 5 for i in range(10)}}
+    Z = {k: rng.normal(size=(n, 3)) for k in ("preset", "t2", "t2_neg", "judge", "judge_neg")}
+    for i, p in enumerate(human):
+        Z["judge"][i, 0] += 2.0 * p["label"]
+    base = [train_stance.rules_on(ds, Z, train_stance.indices(ds, folds, lambda g, f=f: g != f)) for f in range(5)]
+    Z2 = {k: v.copy() for k, v in Z.items()}
+    held = [i for i, p in enumerate(human) if folds["fold"][p["qid"]] == 0]
+    Z2["judge"][held] = -Z2["judge"][held]  # fold 0's outputs turned upside down
+    again = [train_stance.rules_on(ds, Z2, train_stance.indices(ds, folds, lambda g, f=f: g != f)) for f in range(5)]
+    assert again[0] == base[0]  # fold 0's own rule never looked at fold 0
+    assert any(again[f]["judge"] != base[f]["judge"] for f in range(1, 5))
