@@ -231,7 +231,8 @@ class Pair:
 
     def judge_text(self, judge=None) -> str:
         """The passage as ``judge`` reads it (:func:`berds_core.judges.passage_text`): the BERDS
-        evaluator's ``text + " " + title`` for LLM judges, the text alone for the embedded judge."""
+        evaluator's ``text + " " + title`` for LLM judges, ``title. text`` for the embedded judge (what the
+        stance model reads)."""
         from .judges import passage_text
 
         ctx = {"text": self.document} if self.title is None else {"text": self.document, "title": self.title}

@@ -162,6 +162,19 @@ def load_dataset(data: Path, work: Path, progress: bool = True) -> dict:
     return d
 
 
+def demo_pairs() -> list[dict]:
+    """Every (passage, perspective) pair of the built-in demo bundle with its gold label (the Agreement page's
+    demo round draws its pairs from these), and whether the demo round's 40 pairs include it."""
+    from berds_core.stance import negation
+    from berds_core.tasks import demo_candidates, sample_pairs
+
+    pairs, labels = demo_candidates()
+    round_ids = {p.pair_id for p in sample_pairs(pairs, 40, "stratified", by="subset", seed=0)}
+    return [{"qid": p.question_id, "perspective": p.perspective, "negation": negation(p.perspective),
+             "text": passage_string({"title": p.title or "", "text": p.document}), "label": labels[p.pair_id],
+             "demo_round": p.pair_id in round_ids} for p in pairs]
+
+
 class _Q:
     def __init__(self, qid, text):
         self.id, self.question = qid, text
@@ -363,6 +376,8 @@ def oof_logits(ds: dict, folds: dict, paths: dict, work: Path, progress: bool = 
         "t2_neg": [(p["qid"], p["negation"], p["text"]) for p in ds["t2_pairs"]],
         "judge": [(p["qid"], p["perspective"], p["text"]) for p in ds["human_pairs"]],
         "judge_neg": [(p["qid"], p["negation"], p["text"]) for p in ds["human_pairs"]],
+        "demo": [(p["qid"], p["perspective"], p["text"]) for p in ds["demo_pairs"]],
+        "demo_neg": [(p["qid"], p["negation"], p["text"]) for p in ds["demo_pairs"]],
     }
     out = {k: np.zeros((len(v), 3)) for k, v in sets.items()}
     for f in sorted(paths):
@@ -428,6 +443,8 @@ def evaluate_nested(ds, folds, Z) -> dict:
     j_p = np.zeros(len(ds["human_pairs"]))
     j_pred = np.zeros(len(ds["human_pairs"]), bool)
     pre_P = np.zeros((len(ds["preset_pairs"]), 3))
+    dp = ds.get("demo_pairs") or []
+    d_pred = np.zeros(len(dp), bool)
     for f in range(nf):
         rules = rules_on(ds, Z, indices(ds, folds, lambda g: g != f))
         per_fold_rules.append(rules)
@@ -442,6 +459,9 @@ def evaluate_nested(ds, folds, Z) -> dict:
         j_p[te["judge"]] = p
         j_pred[te["judge"]] = p >= r["threshold"]
         pre_P[te["preset"]] = softmax(Z["preset"][te["preset"]] / rules["preset"]["temperature"])
+        di = [i for i, p in enumerate(dp) if folds["fold"][p["qid"]] == f]
+        if di and "demo" in Z:
+            d_pred[di] = judge_scores(Z["demo"][di], Z["demo_neg"][di], r["temperature"], r["consistency"]) >= r["threshold"]
     report: dict = {"rules_per_fold": per_fold_rules}
     # T2
     from berds_core.discovery.evaluate import t2_scores
@@ -474,6 +494,17 @@ def evaluate_nested(ds, folds, Z) -> dict:
                            "kappa": kappa(yh, j_pred.astype(int)),
                            "auc": float(roc_auc_score(yh, j_p)), "average_precision": float(average_precision_score(yh, j_p)),
                            "predicted_positive": int(j_pred.sum())}
+    if dp and "demo" in Z:
+        yd = np.array([p["label"] for p in dp])
+        rd = np.array([p["demo_round"] for p in dp])
+        report["judge_demo"] = {}
+        for name, m in (("all demo pairs", np.ones(len(dp), bool)), ("the demo round (40 pairs)", rd)):
+            tp = int((d_pred[m] & (yd[m] == 1)).sum())
+            report["judge_demo"][name] = {"pairs": int(m.sum()), "positives": int(yd[m].sum()),
+                                          "f1": f1_at(yd[m], d_pred[m].astype(float), 0.5),
+                                          "precision": tp / max(1, int(d_pred[m].sum())),
+                                          "recall": tp / max(1, int(yd[m].sum())),
+                                          "kappa": kappa(yd[m], d_pred[m].astype(int))}
     # preset candidates: side accuracy (P(support) > P(oppose)) on one-sided candidates, on-topic AUC
     pp = ds["preset_pairs"]
     out = {}
@@ -510,6 +541,10 @@ def markdown(report: dict) -> str:
                   f"| {j['pairs']} ({j['positives']} positive) | {j['questions']} | {j['f1']:.3f} | "
                   f"{j['precision']:.3f} | {j['recall']:.3f} | {j['kappa']:.3f} | {j['auc']:.3f} | "
                   f"{j['average_precision']:.3f} |"]
+    for name, v in (report.get("judge_demo") or {}).items():
+        lines.append(f"\nDemo bundle, {name} ({v['positives']} positive): F1 {v['f1']:.3f}, precision "
+                     f"{v['precision']:.3f}, recall {v['recall']:.3f}, kappa {v['kappa']:.3f} (the judge rule of each "
+                     "question's fold)")
     lines += ["", "### The preset's candidates (union of the dense and BM25 top 20), out of fold", "",
               "| corpus | questions | one-sided candidates | side accuracy | labelled candidates | on-topic AUC |",
               "|---|---|---|---|---|---|"]
@@ -551,6 +586,7 @@ def main(argv=None) -> int:
     opts = json.loads(args.opts)
     ds = load_dataset(data, work, progress=not args.quiet)
     ds["_data"] = str(data)
+    ds["demo_pairs"] = demo_pairs()
     folds = assign_folds(ds, work)
     log(f"{len(ds['examples'])} examples, {len(ds['questions'])} questions, folds {folds['sizes']}")
     wanted = list(range(N_FOLDS)) if args.stage in ("cv", "all") else []

@@ -165,7 +165,7 @@ def passage_text(ctx, judge: Judge | None = None) -> str:
 
     LLM judges read what the BERDS evaluator reads, ``text + " " + title`` when
     the passage has a title (spec section 3.5); the embedded judge reads
-    ``text`` only, the input it was trained on (:meth:`Judge.document`).
+    ``title. text``, what the stance model reads in every use (:meth:`Judge.document`).
     A corpus ``Passage`` always has a title (possibly empty), like a run passage.
     """
     if isinstance(ctx, str):
