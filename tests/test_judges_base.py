@@ -133,7 +133,7 @@ def test_passage_text_follows_the_authors_rule_except_for_the_embedded_judge():
     assert passage_text({"text": "T", "title": ""}) == "T "  # an empty title still adds the space
     assert passage_text({"text": "T"}) == "T"
     assert passage_text(Passage("p", "Ti", "T")) == "T Ti"
-    assert passage_text({"text": "T", "title": "Ti"}, get_judge("embedded")) == "T"  # what its head was trained on
+    assert passage_text({"text": "T", "title": "Ti"}, get_judge("embedded")) == "Ti. T"  # what the stance model reads
     assert passage_text({"text": "T", "title": "Ti"}, WordOverlapJudge()) == "T Ti"
 
 
