@@ -240,12 +240,20 @@ def train_examples(ds: dict, folds: dict | None, exclude_fold: int | None) -> li
     return [e for e in ds["examples"] if folds["fold"][e.qid] != exclude_fold]
 
 
-def model_path(ds, folds, fold: int | None, work: Path, opts: dict) -> Path:
+def model_path(ds, folds, fold: int | None, work: Path, opts: dict, stop_at: int | None = None) -> Path:
+    """The model file: named by the hash of its training set and options; a training stopped early
+    (``stop_at``) gets ``-step<N>`` (its checkpoint stays that of the whole training, to go on later)."""
     from berds_core.stance.training import DEFAULTS, signature
 
     ex = train_examples(ds, folds, fold)
     sig = signature(ex, {**DEFAULTS, **opts})
-    return work / "models" / (f"fold{fold}-{sig}.npz" if fold is not None else f"all-{sig}.npz")
+    name = f"fold{fold}-{sig}" if fold is not None else f"all-{sig}"
+    return work / "models" / (f"{name}-step{int(stop_at)}.npz" if stop_at is not None else f"{name}.npz")
+
+
+def checkpoint_path(ds, folds, fold: int | None, work: Path, opts: dict) -> Path:
+    full = model_path(ds, folds, fold, work, opts)
+    return full.with_name(full.name + ".ckpt.pt")
 
 
 def _locked(path: Path) -> bool:
@@ -264,13 +272,16 @@ def _locked(path: Path) -> bool:
     return False
 
 
-def ensure_models(data: Path, work: Path, folds_wanted: list, opts: dict, jobs: int, ds=None, folds=None) -> dict:
+def ensure_models(data: Path, work: Path, folds_wanted: list, opts: dict, jobs: int, ds=None, folds=None,
+                  stop_at: dict | None = None) -> dict:
     """Train the missing models (``None`` in ``folds_wanted``: on all examples), ``jobs`` at once,
     each a niced subprocess of this script (``fit``); a model another process is training (its lock is
-    held) is waited for, never trained twice. Returns fold -> path."""
+    held) is waited for, never trained twice. ``stop_at``: fold (None: the model on all) -> the step its
+    training stops at. Returns fold -> path."""
     ds = ds or load_dataset(data, work)
     folds = folds or assign_folds(ds, work)
-    paths = {f: model_path(ds, folds, f, work, opts) for f in folds_wanted}
+    stop_at = stop_at or {}
+    paths = {f: model_path(ds, folds, f, work, opts, stop_at.get(f)) for f in folds_wanted}
     todo = [f for f in folds_wanted if not paths[f].exists()]
     running: list = []
     t0 = time.time()
@@ -286,6 +297,8 @@ def ensure_models(data: Path, work: Path, folds_wanted: list, opts: dict, jobs: 
                    "--work", str(work), "--opts", json.dumps(opts), "--threads", "1" if jobs > 1 else "0"]
             if f is not None:
                 cmd += ["--fold", str(f)]
+            if stop_at.get(f) is not None:
+                cmd += ["--stop-at", str(stop_at[f])]
             logf = paths[f].with_suffix(".log")
             log(f"training {'fold ' + str(f) if f is not None else 'on all examples'} -> {paths[f].name} "
                 f"(log {logf})")
@@ -321,7 +334,8 @@ def fit_main(args) -> int:
     fold = args.fold
     opts = json.loads(args.opts)
     ex = train_examples(ds, folds, fold)
-    out = model_path(ds, folds, fold, work, opts)
+    out = model_path(ds, folds, fold, work, opts, args.stop_at)
+    ckpt = checkpoint_path(ds, folds, fold, work, opts)
     counts: dict = {}
     for e in ex:
         counts.setdefault(e.source, 0)
@@ -339,7 +353,7 @@ def fit_main(args) -> int:
     if out.exists():
         log(f"{out.name} exists")
         return 0
-    train(ex, opts, out, threads=args.threads, version=out.stem,
+    train(ex, opts, out, threads=args.threads, version=out.stem, stop_at=args.stop_at, ckpt=ckpt,
           meta={"trained_on": counts, "excluded_fold": fold,
                 "data": "development only: procon, PERSPECTRUM train+dev, demo, BERDS dev (silver), "
                         "human pairs dev half"})
@@ -358,7 +372,7 @@ def fold_stance_models(work: Path = WORK, encoding: str | None = None) -> tuple[
         raise FileNotFoundError(f"{work}/report.json missing: run scripts/train_stance.py --stage cv first")
     report = json.loads((work / "report.json").read_text())
     fold_of = json.loads((work / "folds.json").read_text())["fold"]
-    models = {int(f): StanceModel(work / "models" / name, encoding=encoding, uses=report["rules_per_fold"][int(f)])
+    models = {int(f): StanceModel(work / "models" / name, encoding=encoding, uses=report["rules_per_fold"][str(f)])
               for f, name in report["fold_models"].items()}
     return fold_of, models
 
@@ -431,11 +445,15 @@ def kappa(y, pred) -> float:
     return float(cohen_kappa_score(y, pred))
 
 
-def evaluate_nested(ds, folds, Z) -> dict:
-    """Out-of-fold figures with every choice made on the other folds; and the choices on all folds."""
+def evaluate_nested(ds, folds, Z, fold_ids: list | None = None) -> dict:
+    """Out-of-fold figures with every choice made on the other folds; and the choices on all folds.
+    ``fold_ids``: the folds that have a fold model (default: all); the questions of the others are left out
+    of every figure and every choice."""
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     nf = 1 + max(folds["fold"].values())
+    fold_ids = sorted(fold_ids if fold_ids is not None else range(nf))
+    scored = set(fold_ids)
     per_fold_rules = []
     t2_s = np.zeros(len(ds["t2_pairs"]))
     t2_pred = np.zeros(len(ds["t2_pairs"]), bool)
@@ -445,8 +463,8 @@ def evaluate_nested(ds, folds, Z) -> dict:
     pre_P = np.zeros((len(ds["preset_pairs"]), 3))
     dp = ds.get("demo_pairs") or []
     d_pred = np.zeros(len(dp), bool)
-    for f in range(nf):
-        rules = rules_on(ds, Z, indices(ds, folds, lambda g: g != f))
+    for f in fold_ids:
+        rules = rules_on(ds, Z, indices(ds, folds, lambda g: g in scored and g != f))
         per_fold_rules.append(rules)
         te = indices(ds, folds, lambda g: g == f)
         r = rules["discovery"]
@@ -462,33 +480,39 @@ def evaluate_nested(ds, folds, Z) -> dict:
         di = [i for i, p in enumerate(dp) if folds["fold"][p["qid"]] == f]
         if di and "demo" in Z:
             d_pred[di] = judge_scores(Z["demo"][di], Z["demo_neg"][di], r["temperature"], r["consistency"]) >= r["threshold"]
-    report: dict = {"rules_per_fold": per_fold_rules}
+    report: dict = {"rules_per_fold": {str(f): r for f, r in zip(fold_ids, per_fold_rules)}, "scored_folds": fold_ids}
+    m2 = np.array([folds["fold"][p["qid"]] in scored for p in ds["t2_pairs"]], bool)
+    mh = np.array([folds["fold"][p["qid"]] in scored for p in ds["human_pairs"]], bool)
+    md = np.array([folds["fold"][p["qid"]] in scored for p in dp], bool)
     # T2
     from berds_core.discovery.evaluate import t2_scores
 
-    y2 = np.array([p["label"] == SUPPORT for p in ds["t2_pairs"]])
+    y2 = np.array([p["label"] == SUPPORT for p in ds["t2_pairs"]])[m2]
+    t2_pred, t2_plain = t2_pred[m2], t2_plain[m2]
+    t2_list = [p for p, m in zip(ds["t2_pairs"], m2) if m]
     names = np.array(["support" if v else "undermine" for v in y2], dtype=object)
     split = {}
     try:
         sp = json.loads((Path(ds.get("_data", "")) / "perspectrum" / "dataset_split_v1.0.json").read_text())
     except (OSError, ValueError):
         sp = {}
-    for i, p in enumerate(ds["t2_pairs"]):
+    for i, p in enumerate(t2_list):
         split.setdefault(sp.get(p["qid"].split("-", 1)[1], "?"), []).append(i)
     report["t2"] = {"all": t2_scores(list(names), ["support" if v else "undermine" for v in t2_pred]),
                     "plain_argmax_accuracy": float(np.mean(t2_plain == y2)),
-                    "claims": len({p["qid"] for p in ds["t2_pairs"]}),
+                    "claims": len({p["qid"] for p in t2_list}),
                     "always_support": float(np.mean(y2))}
     for sname, ii in split.items():
         ii = np.array(ii)
         report["t2"][f"split_{sname}"] = {"pairs": int(len(ii)), "accuracy": float(np.mean(t2_pred[ii] == y2[ii])),
-                                          "claims": len({ds["t2_pairs"][i]["qid"] for i in ii})}
+                                          "claims": len({t2_list[i]["qid"] for i in ii})}
     # judge
-    yh = np.array([p["label"] for p in ds["human_pairs"]])
+    yh = np.array([p["label"] for p in ds["human_pairs"]])[mh]
+    j_pred, j_p = j_pred[mh], j_p[mh]
     if len(yh):
         tp = int((j_pred & (yh == 1)).sum())
         report["judge"] = {"pairs": int(len(yh)), "positives": int(yh.sum()),
-                           "questions": len({p["qid"] for p in ds["human_pairs"]}),
+                           "questions": len({p["qid"] for p, m in zip(ds["human_pairs"], mh) if m}),
                            "f1": f1_at(yh, j_pred.astype(float), 0.5),
                            "precision": tp / max(1, int(j_pred.sum())), "recall": tp / max(1, int(yh.sum())),
                            "kappa": kappa(yh, j_pred.astype(int)),
@@ -498,7 +522,7 @@ def evaluate_nested(ds, folds, Z) -> dict:
         yd = np.array([p["label"] for p in dp])
         rd = np.array([p["demo_round"] for p in dp])
         report["judge_demo"] = {}
-        for name, m in (("all demo pairs", np.ones(len(dp), bool)), ("the demo round (40 pairs)", rd)):
+        for name, m in (("all demo pairs", md), ("the demo round (40 pairs)", rd & md)):
             tp = int((d_pred[m] & (yd[m] == 1)).sum())
             report["judge_demo"][name] = {"pairs": int(m.sum()), "positives": int(yd[m].sum()),
                                           "f1": f1_at(yd[m], d_pred[m].astype(float), 0.5),
@@ -509,7 +533,8 @@ def evaluate_nested(ds, folds, Z) -> dict:
     pp = ds["preset_pairs"]
     out = {}
     for corpus in sorted({p["corpus"] for p in pp}) + ["pooled"]:
-        ii = [i for i, p in enumerate(pp) if (corpus == "pooled" or p["corpus"] == corpus)]
+        ii = [i for i, p in enumerate(pp) if (corpus == "pooled" or p["corpus"] == corpus)
+              and folds["fold"][p["qid"]] in scored]
         sided = [i for i in ii if pp[i]["label"] in (SUPPORT, OPPOSE)]
         lab = [i for i in ii if pp[i]["label"] is not None]
         on = np.array([pp[i]["label"] != UNRELATED for i in lab])
@@ -518,13 +543,22 @@ def evaluate_nested(ds, folds, Z) -> dict:
         out[corpus] = {"sided_candidates": len(sided), "side_accuracy": acc, "labelled_candidates": len(lab),
                        "on_topic_auc": auc, "questions": len({pp[i]["qid"] for i in ii})}
     report["preset_candidates"] = out
-    report["shipped_rules"] = rules_on(ds, Z, indices(ds, folds, lambda g: True))
+    report["shipped_rules"] = rules_on(ds, Z, indices(ds, folds, lambda g: g in scored))
     return report
 
 
 def markdown(report: dict) -> str:
     t2 = report["t2"]
-    lines = ["### PERSPECTRUM T2 (claim, gold perspective sentence), out of fold", "",
+    lines = []
+    scored = report.get("scored_folds")
+    if scored is not None:
+        lines += [f"Folds scored: {', '.join(map(str, scored))} (the questions of the other folds are in no figure "
+                  "below and in no choice).", ""]
+    for f, t in (report.get("fold_training") or {}).items():
+        lines.append(f"- fold {f} model: {t['examples']} examples, step {t['steps_done']} of {t['steps']}")
+    if report.get("fold_training"):
+        lines.append("")
+    lines += ["### PERSPECTRUM T2 (claim, gold perspective sentence), out of fold", "",
              "| pairs | claims | accuracy | F1 support | F1 undermine | argmax at T=1, no consistency | always support |",
              "|---|---|---|---|---|---|---|",
              f"| {t2['all']['pairs']} | {t2['claims']} | {t2['all']['accuracy']:.3f} | "
@@ -553,7 +587,7 @@ def markdown(report: dict) -> str:
         auc = f"{v['on_topic_auc']:.3f}" if v["on_topic_auc"] is not None else "-"
         lines.append(f"| {c} | {v['questions']} | {v['sided_candidates']} | {acc} | {v['labelled_candidates']} | {auc} |")
     lines += ["", "### Choices per held-out fold (made on the other folds) and on all folds (shipped)", ""]
-    for f, r in enumerate(report["rules_per_fold"]):
+    for f, r in report["rules_per_fold"].items():
         lines.append(f"- fold {f}: {json.dumps(r)}")
     lines.append(f"- all: {json.dumps(report['shipped_rules'])}")
     return "\n".join(lines)
@@ -571,8 +605,14 @@ def main(argv=None) -> int:
         p.add_argument("--opts", default="{}", help="JSON overriding stance.training.DEFAULTS")
     fit.add_argument("--fold", type=int, default=None)
     fit.add_argument("--threads", type=int, default=0)
+    fit.add_argument("--stop-at", type=int, default=None, help="stop after this many steps of the recipe")
     ap.add_argument("--stage", choices=("cv", "final", "all"), default="all")
     ap.add_argument("--jobs", type=int, default=2, help="models trained at once")
+    ap.add_argument("--folds", default=None, help="comma-separated fold models to train and score with (default: "
+                    "all); questions of the other folds are left out of every figure")
+    ap.add_argument("--final-stop-at", type=int, default=None,
+                    help="stage final: stop the model on all examples after this many steps of the recipe "
+                         "(its checkpoint is kept; a later run without it goes on to the end)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -589,17 +629,25 @@ def main(argv=None) -> int:
     ds["demo_pairs"] = demo_pairs()
     folds = assign_folds(ds, work)
     log(f"{len(ds['examples'])} examples, {len(ds['questions'])} questions, folds {folds['sizes']}")
-    wanted = list(range(N_FOLDS)) if args.stage in ("cv", "all") else []
+    fold_ids = [int(f) for f in args.folds.split(",")] if args.folds else list(range(N_FOLDS))
+    wanted = list(fold_ids) if args.stage in ("cv", "all") else []
     if args.stage in ("final", "all"):
         wanted.append(None)
-    paths = ensure_models(data, work, wanted, opts, args.jobs, ds, folds)
+    paths = ensure_models(data, work, wanted, opts, args.jobs, ds, folds, {None: args.final_stop_at})
     fold_paths = {f: p for f, p in paths.items() if f is not None}
     report_path = work / "report.json"
     if fold_paths:
         Z = oof_logits(ds, folds, fold_paths, work, progress=not args.quiet)
         np.savez(work / "oof_logits.npz", **Z)
-        report = evaluate_nested(ds, folds, Z)
+        report = evaluate_nested(ds, folds, Z, sorted(fold_paths))
         report["fold_models"] = {f: p.name for f, p in fold_paths.items()}
+        from berds_core.stance.network import load_weights as _lw
+
+        report["fold_training"] = {}
+        for f, p in fold_paths.items():
+            m = _lw(p)["meta"]
+            report["fold_training"][f] = {"examples": m.get("examples"), "steps": m.get("steps"),
+                                          "steps_done": m.get("steps_done", m.get("steps"))}
         report["options"] = opts
         report_path.write_text(json.dumps(report, indent=1, default=float))
         print(markdown(report))
@@ -608,7 +656,8 @@ def main(argv=None) -> int:
 
         report = json.loads(report_path.read_text())
         w = load_weights(paths[None])
-        meta = dict(w["meta"], oof=report, folds={"n": N_FOLDS, "seed": 0, "groups": "devsets.question_groups"})
+        meta = dict(w["meta"], oof=report, folds={"n": N_FOLDS, "seed": 0, "groups": "devsets.question_groups",
+                                                  "scored": report.get("scored_folds")})
         cfg = dict(w["config"], version="v3")
         out = save_weights(args.out, _lora_flat(w), w["head"][0], w["head"][1], cfg, report["shipped_rules"], meta)
         log(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")

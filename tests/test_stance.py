@@ -149,6 +149,37 @@ def test_training_resumes_from_its_checkpoint(tiny, tmp_path, monkeypatch):
     assert signature(TRAIN, opts) != signature(TRAIN[:-1], opts)
 
 
+def test_training_stopped_early_keeps_its_checkpoint_and_goes_on_to_the_same_end(tiny, tmp_path):
+    """``stop_at`` writes the weights after that many steps of the same schedule and keeps the checkpoint; a
+    later run without it resumes there and ends where an uninterrupted training ends."""
+    base, _ = tiny
+    opts = dict(OPTS, epochs=4.0)
+    whole = train(TRAIN, opts, tmp_path / "whole.npz", base=str(base), progress=None, autocast=False)
+    ckpt = tmp_path / "run.ckpt.pt"
+    cut = train(TRAIN, opts, tmp_path / "cut-step3.npz", base=str(base), progress=None, autocast=False,
+                stop_at=3, ckpt=ckpt)
+    m = load_weights(cut)["meta"]
+    assert m["steps_done"] == 3 and m["steps"] == 8 and ckpt.exists()
+    assert not np.allclose(load_weights(cut)["head"][0], load_weights(whole)["head"][0], atol=1e-4)
+    said = []
+    again = train(TRAIN, opts, tmp_path / "cut-again.npz", base=str(base), progress=said.append, autocast=False,
+                  stop_at=3, ckpt=ckpt)  # nothing left to do: the same weights, written again
+    np.testing.assert_allclose(load_weights(again)["head"][0], load_weights(cut)["head"][0])
+    assert any("resumed at step 3/8" in x for x in said)
+    end = train(TRAIN, opts, tmp_path / "end.npz", base=str(base), progress=None, autocast=False, ckpt=ckpt)
+    assert not ckpt.exists() and load_weights(end)["meta"]["steps_done"] == 8
+    np.testing.assert_allclose(load_weights(end)["head"][0], load_weights(whole)["head"][0], atol=1e-5)
+    with pytest.raises(ValueError, match="past stop_at"):
+        train(TRAIN, opts, tmp_path / "x.npz", base=str(base), progress=None, autocast=False, stop_at=5,
+              ckpt=_ckpt_at(tmp_path, base, opts, 6))
+
+
+def _ckpt_at(tmp_path, base, opts, n):
+    ckpt = tmp_path / f"at{n}.ckpt.pt"
+    train(TRAIN, opts, tmp_path / f"at{n}.npz", base=str(base), progress=None, autocast=False, stop_at=n, ckpt=ckpt)
+    return ckpt
+
+
 def test_partial_label_loss():
     import torch
 

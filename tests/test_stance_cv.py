@@ -53,3 +53,40 @@ def test_nested_rules_come_from_the_other_folds_only():
     again = [train_stance.rules_on(ds, Z2, train_stance.indices(ds, folds, lambda g, f=f: g != f)) for f in range(5)]
     assert again[0] == base[0]  # fold 0's own rule never looked at fold 0
     assert any(again[f]["judge"] != base[f]["judge"] for f in range(1, 5))
+
+
+def _synthetic(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    qids = [f"perspectrum-{i}" for i in range(10)]
+    ds = {"preset_pairs": [{"qid": qids[i % 10], "label": i % 3, "corpus": "c"} for i in range(n)],
+          "t2_pairs": [{"qid": qids[i % 10], "label": i % 2} for i in range(n)],
+          "human_pairs": [{"qid": qids[i % 10], "label": int(i % 4 == 0)} for i in range(n)],
+          "demo_pairs": [{"qid": qids[i % 10], "label": int(i % 3 == 0), "demo_round": i % 2 == 0} for i in range(n)]}
+    folds = {"fold": {q: i % 5 for i, q in enumerate(qids)}}
+    Z = {k: rng.normal(size=(n, 3)) for k in ("preset", "t2", "t2_neg", "judge", "judge_neg", "demo", "demo_neg")}
+    for i, p in enumerate(ds["human_pairs"]):
+        Z["judge"][i, 0] += 1.5 * p["label"]
+    return ds, folds, Z
+
+
+def test_figures_from_some_folds_leave_the_others_out():
+    """With fold models for folds 0 and 1 only, every figure and every choice reads those folds' questions:
+    the (meaningless) outputs of the other folds change nothing."""
+    ds, folds, Z = _synthetic()
+    rep = train_stance.evaluate_nested(ds, folds, Z, [0, 1])
+    inside = [i for i, p in enumerate(ds["human_pairs"]) if folds["fold"][p["qid"]] in (0, 1)]
+    assert rep["scored_folds"] == [0, 1] and set(rep["rules_per_fold"]) == {"0", "1"}
+    assert rep["judge"]["pairs"] == len(inside) and rep["t2"]["all"]["pairs"] == len(inside)
+    assert rep["preset_candidates"]["pooled"]["questions"] == 4
+    assert rep["judge_demo"]["all demo pairs"]["pairs"] == len(inside)
+    # fold 0's rule is chosen on fold 1 alone, the shipped one on folds 0 and 1
+    assert rep["rules_per_fold"]["0"] == train_stance.rules_on(ds, Z, train_stance.indices(ds, folds, lambda g: g == 1))
+    assert rep["shipped_rules"] == train_stance.rules_on(ds, Z, train_stance.indices(ds, folds, lambda g: g < 2))
+    Z2 = {k: v.copy() for k, v in Z.items()}
+    outside = [i for i, p in enumerate(ds["human_pairs"]) if folds["fold"][p["qid"]] >= 2]
+    for k in Z2:
+        Z2[k][outside] = 10 * np.random.default_rng(1).normal(size=(len(outside), 3))
+    assert train_stance.evaluate_nested(ds, folds, Z2, [0, 1]) == rep
+    full = train_stance.evaluate_nested(ds, folds, Z)
+    assert full["scored_folds"] == [0, 1, 2, 3, 4] and full["judge"]["pairs"] == len(ds["human_pairs"])
+    assert "Folds scored: 0, 1" in train_stance.markdown(rep)

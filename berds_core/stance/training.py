@@ -14,6 +14,12 @@ example 1).
 A checkpoint (adapters, head, optimiser, step) is written every
 ``checkpoint_every`` steps next to the output, so an interrupted training
 resumes where it stopped; it is removed once the weights are written.
+
+``stop_at``: write the weights after that many steps of the same schedule
+(the learning rate still planned for all of the recipe's steps), keeping the
+checkpoint so the training can go on later; the weights' ``meta`` says
+``steps_done`` and ``steps``. It is how a training sized for a faster machine
+is cut to what a shared CPU allows without changing the recipe.
 """
 from __future__ import annotations
 
@@ -107,8 +113,9 @@ def use_bf16() -> bool:
 
 def train(examples, opts: dict | None = None, out=None, *, base: str | None = None, threads: int = 0,
           version: str = "v1", meta: dict | None = None, progress=_log, checkpoint_every: int = 100,
-          autocast: bool | None = None) -> Path:
-    """Train on ``examples`` and write the weights file ``out``; resumes from ``out``'s checkpoint."""
+          autocast: bool | None = None, stop_at: int | None = None, ckpt=None) -> Path:
+    """Train on ``examples`` and write the weights file ``out``; resumes from the checkpoint ``ckpt``
+    (default: next to ``out``); ``stop_at``: stop after that many steps (see the module docstring)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -138,7 +145,7 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     M = torch.zeros((len(examples), network.N_CLASSES), dtype=torch.bool)
     for i, e in enumerate(examples):
         M[i, list(e.allowed)] = True
-    ckpt = out.with_name(out.name + ".ckpt.pt")
+    ckpt = Path(ckpt) if ckpt else out.with_name(out.name + ".ckpt.pt")
     sig = signature(examples, opts, base)
     step = 0
     if ckpt.exists():
@@ -153,7 +160,10 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     ac = use_bf16() if autocast is None else autocast
     net.train()
     t0, done0 = time.time(), step
-    while step < steps:
+    end = steps if stop_at is None else max(0, min(steps, int(stop_at)))
+    if step > end:
+        raise ValueError(f"checkpoint {ckpt.name} is at step {step}, past stop_at {end}")
+    while step < end:
         epoch, within = divmod(step, per_epoch)
         batches = epoch_batches(lengths, bs, int(opts["seed"]), epoch)
         for b in batches[within:]:
@@ -174,23 +184,23 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
             if progress and step % 50 == 0:
                 rate = (step - done0) * bs / max(1e-9, time.time() - t0)
                 progress(f"step {step}/{steps} loss {loss.item():.3f} ({rate:.1f} examples/s)")
-            if checkpoint_every and step % checkpoint_every == 0 and step < steps:
+            if checkpoint_every and (step % checkpoint_every == 0 or step == end) and step < steps:
                 trainable = {k: v for k, v in net.state_dict().items() if "lora_" in k or k.startswith("head.")}
                 tmp = ckpt.with_name(ckpt.name + ".tmp")
                 torch.save({"signature": sig, "net": trainable, "opt": opt.state_dict(),
                             "sched": sched.state_dict(), "step": step}, tmp)
                 os.replace(tmp, ckpt)
-            if step >= steps:
+            if step >= end:
                 break
     net.eval()
     config = {"version": version, "base": base, "layers": opts["layers"], "lora_r": int(opts["lora_r"]),
               "lora_alpha": int(opts["lora_alpha"]), "max_length": int(opts["max_length"]),
               "classes": ["support", "oppose", "unrelated"], "input": "target [SEP] passage (title. text)",
               "pooling": "mean"}
-    info = {"options": opts, "examples": len(examples), "steps": steps, "signature": sig,
+    info = {"options": opts, "examples": len(examples), "steps": steps, "steps_done": step, "signature": sig,
             "train_seconds": round(time.time() - t0), **(meta or {})}
     path = network.save_weights(out, network.lora_arrays(net), net.head.weight.detach().numpy(),
                                 net.head.bias.detach().numpy(), config, {}, info)
-    if ckpt.exists():
+    if ckpt.exists() and step >= steps:
         ckpt.unlink()
     return path
