@@ -92,7 +92,8 @@ def run_eval(args) -> dict:
         raise InputError("--names", None, None, f"give one name per answers file ({len(args.answers)})")
     if args.k is not None and args.k < 1:
         raise InputError("--k", None, None, "k must be at least 1")
-    questions, refs = load_questions_and_references(args.questions) if args.questions else (None, None)
+    questions, refs = (load_questions_and_references(args.questions, args.compat or "defined")  # P.D.'s texts
+                       if args.questions else (None, None))
     gold = None
     if args.gold:
         from ..datasets import load_gold
