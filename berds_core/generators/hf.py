@@ -23,6 +23,8 @@ and its key/value cache (``share_prefix``); other pairs go in length-sorted,
 left-padded batches that ask the model for the logits of the continuation's
 positions only (``logits_to_keep``). Vocabulary-sized logits are never
 materialised over a context; ``logit_budget`` bytes bound the rows of a batch.
+``score_token_ids`` does the same for token ids the caller made (DebateQA's
+released P.D., which tokenises context and continuation in one call).
 """
 from __future__ import annotations
 
