@@ -67,7 +67,6 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
 
     ``gpt2`` is GPT-2-shaped (learned positions, LayerNorm, tied embeddings) and, like GPT-2, has no chat template.
     """
-    import torch
     from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     path = Path(tmp_path) / f"tiny-{arch}-{seed}"
@@ -78,14 +77,7 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
 
         cfg = GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=hidden, n_layer=layers, n_head=4,
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        torch.manual_seed(seed)
-        model = GPT2LMHeadModel(cfg)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.normal_(0.0, 0.2)
-        model.save_pretrained(str(path))
-        return path
+        return _save_random(GPT2LMHeadModel, cfg, path, seed)
     common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                   num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                   max_position_embeddings=1024, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -96,6 +88,13 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
         cfg, cls = MistralConfig(sliding_window=None, **common), MistralForCausalLM
     else:
         raise ValueError(f"arch must be llama or mistral, not {arch!r}")
+    return _save_random(cls, cfg, path, seed)
+
+
+def _save_random(cls, cfg, path: Path, seed: int) -> Path:
+    """``cls(cfg)`` with seeded random weights, saved to ``path``."""
+    import torch
+
     torch.manual_seed(seed)
     model = cls(cfg)
     with torch.no_grad():  # larger random weights so Yes/No logits differ visibly between prompts
@@ -175,7 +174,6 @@ def make_tiny_chatml_lm(tmp_path, seed: int = 0, hidden: int = 32, layers: int =
     """A tiny random Llama with a word-level tokenizer and Qwen2-Instruct's ChatML template: special tokens
     ``<|im_start|>``, ``<|im_end|>`` (EOS) and ``<|endoftext|>`` (pad), no BOS. Returns the folder.
     (Llama-shaped: transformers would load a word-level tokenizer of a ``qwen2`` folder as Qwen2's BPE.)"""
-    import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -194,14 +192,7 @@ def make_tiny_chatml_lm(tmp_path, seed: int = 0, hidden: int = 32, layers: int =
     cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024, bos_token_id=None,
                       eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, tie_word_embeddings=False)
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0.0, 0.2)
-    model.save_pretrained(str(path))
-    return path
+    return _save_random(LlamaForCausalLM, cfg, path, seed)
 
 
 # --------------------------------------------------------------------------- the real Mistral v1 tokenizer
