@@ -75,7 +75,15 @@ def ensure_shell() -> None:
 
     ctx = get_script_run_ctx()
     if ctx is not None and Path(ctx.main_script_path).resolve() == APP:
-        runpy.run_path(str(APP), run_name="__main__")
+        # as app.py's own runs do: widgets drawn outside a page (lab mode's sign-in form) keep their ids
+        # from this run to the next, so the first click on a deep link is not lost
+        scoped = getattr(ctx, "run_with_active_hash", None)
+        main_hash = getattr(getattr(ctx, "pages_manager", None), "main_script_hash", None)
+        if scoped is not None and main_hash:
+            with scoped(main_hash):
+                runpy.run_path(str(APP), run_name="__main__")
+        else:
+            runpy.run_path(str(APP), run_name="__main__")
         st.stop()
 
 

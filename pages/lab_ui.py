@@ -264,7 +264,7 @@ def account_bar(lab: Lab, slot=None) -> None:
     actor = lab.actor
     cols = slot.columns([5, 1])
     if actor.open_mode:
-        cols[0].markdown(f"Annotator: **{esc(actor.name)}** · open mode (no login)")
+        cols[0].text(f"Annotator: {actor.name} · open mode (no login)")  # a name from the address: plain text
         if cols[1].button("Switch", key="lab_switch", help="Label under another name"):
             st.session_state.pop("ann_annotator", None)
             st.query_params.clear()
