@@ -659,6 +659,8 @@ def _checked_models(embedder: str, spec: str) -> tuple[str, str]:
         with st.sidebar:
             show_error(e, "Judge: ")
         spec = "embedded"
+    except ValueError:  # not a judge spec at all: the status line below says why
+        pass
     return embedder, spec
 
 

@@ -140,7 +140,7 @@ def _cookie_token() -> str | None:
         token = st.context.cookies.get(lab_session.COOKIE)
     except Exception:
         return None
-    if not token or token == st.session_state.get("lab_signed_out_token"):
+    if not isinstance(token, str) or not token or token == st.session_state.get("lab_signed_out_token"):
         return None
     return token
 
