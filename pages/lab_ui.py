@@ -169,16 +169,27 @@ export default function ({ data }) {
 
 
 def cookie_bridge() -> None:
-    """Let the browser set (after a sign-in) or clear (after a sign-out) the HttpOnly session cookie."""
+    """Let the browser set (after a sign-in) or clear (after a sign-out) the HttpOnly session cookie.
+
+    The request is drawn for a few seconds of runs (a page that reruns at once must not drop it before
+    the browser has mounted it); the browser sends each one once (its nonce), the code works once.
+    """
+    import secrets
+    import time
+
     ss = st.session_state
     code, clear = ss.pop("lab_cookie_code", None), ss.pop("lab_cookie_clear", False)
-    if not lab_session.installed() or not (code or clear):
+    if lab_session.installed() and (code or clear):
+        ss["lab_cookie_pending"] = {"data": {"url": lab_session.ROUTE, "method": "DELETE" if clear else "POST",
+                                             "code": code, "nonce": secrets.token_hex(8)},
+                                    "until": time.monotonic() + 20}
+    pending = ss.get("lab_cookie_pending")
+    if not pending:
         return
-    import secrets
-
-    data = {"url": lab_session.ROUTE, "method": "DELETE" if clear else "POST", "code": code,
-            "nonce": secrets.token_hex(8)}
-    _bridge(key=f"lab_bridge_{data['nonce']}", data=data)
+    if time.monotonic() > pending["until"]:
+        ss.pop("lab_cookie_pending", None)
+        return
+    _bridge(key=f"lab_bridge_{pending['data']['nonce']}", data=pending["data"])
 
 
 def sign_out(store: Store) -> None:

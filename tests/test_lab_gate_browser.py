@@ -90,6 +90,7 @@ def _sign_in(page, name):
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("button", name="Sign out").first.wait_for(timeout=60_000)
     wait_idle(page)
+    page.wait_for_function("() => window.__berdsSessionCookie === 'POST 204'", timeout=30_000)  # cookie set
 
 
 def _signed_in(page) -> bool:
@@ -130,7 +131,6 @@ def test_an_outside_visitor_reaches_only_the_sign_in_form(lab, browser):
     assert not any((lab["db"].parent).glob("**/embeddings*"))
     # signed in, the same request passes the guard (and meets Streamlit's own checks instead)
     _sign_in(page, "ann1")
-    page.wait_for_function("() => window.__berdsSessionCookie === 'POST 204'", timeout=30_000)
     r = page.request.put(f"{lab['url']}/_stcore/upload_file/some-session/some-file", headers={"X-Xsrftoken": xsrf},
                          multipart={"file": {"name": "x.jsonl", "mimeType": "text/plain", "buffer": b"{}"}})
     assert "sign in first" not in r.text()
@@ -207,7 +207,6 @@ def test_the_session_survives_a_reload_and_sign_out_ends_it_everywhere(lab, brow
     wait_for_app(page)
     _sign_in(page, "ann1")
     page.get_by_text("Question 0?").first.wait_for(timeout=60_000)
-    page.wait_for_function("() => window.__berdsSessionCookie === 'POST 204'", timeout=30_000)
     cookie = next(c for c in ctx.cookies() if c["name"] == "berds_session")
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     with Store(db) as s:
