@@ -8,8 +8,7 @@
   ends it everywhere, a copy of the cookie taken to another browser is refused, and so is a disabled user's.
 """
 import hashlib
-import http.server
-import threading
+from urllib.parse import quote
 
 import pytest
 
@@ -17,39 +16,12 @@ from berds_core.accounts import Accounts
 from berds_core.store import Pair, Store
 from berds_core.tasks import build_task_set
 from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
+from web_servers import recording_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PASSWORD = "lab password 2026"
 PAGES = ["", "playground", "evaluate", "annotate", "agreement", "leaning", "answers", "convincing"]
-
-
-class Listener:
-    """A real HTTP server on 127.0.0.1 that records every request (an outside site, an internal service)."""
-
-    def __enter__(self):
-        hits = self.hits = []
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                hits.append(self.path)
-                body = b'{"data": []}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +39,7 @@ def lab(tmp_path_factory):
         acc = Accounts(s)
         for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("rev", "reviewer")):
             acc.add(name, role, PASSWORD)
-    with Listener() as site, streamlit_server(ROOT / "serve.py", timeout=180,
+    with recording_server() as site, streamlit_server(ROOT / "serve.py", timeout=180,
                                               env={"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}) as url:
         yield {"url": url, "db": db, "site": site}
 
@@ -162,7 +134,7 @@ def test_typed_addresses_and_folders_are_checked_before_any_request(lab, browser
     wait_idle(page)
     side.get_by_text("allowed endpoints").first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
-    assert lab["site"].hits == []  # refused without a request
+    assert lab["site"].requests == []  # refused without a request
     answers = []
     for typed in ("/root/.cache", "/nonexistent-dir"):
         spec.fill(f"hf:{typed}")
@@ -184,7 +156,7 @@ def test_a_crafted_name_is_shown_as_text(lab, browser):
     page.goto(f"{lab['url']}/annotate")
     wait_for_app(page)
     _sign_in(page, "rev")
-    page.goto(f"{lab['url']}/annotate?annotator=" + __import__("urllib.parse").parse.quote(crafted))
+    page.goto(f"{lab['url']}/annotate?annotator=" + quote(crafted))
     wait_for_app(page)
     page.get_by_role("heading", name="Labels of another annotator").first.wait_for(timeout=60_000)
     wait_idle(page)
@@ -194,7 +166,7 @@ def test_a_crafted_name_is_shown_as_text(lab, browser):
     assert not [h for h in links if "evil" in h or "pixel" in h], links  # no link, not even a linkified URL
     assert main.locator("img").count() == 0
     page.wait_for_timeout(1000)
-    assert not [h for h in site.hits if "pixel" in h]  # the reviewer's browser fetched nothing
+    assert not [r for r in site.requests if "pixel" in r["path"]]  # the reviewer's browser fetched nothing
     screenshot(page, "lab-crafted-name")
     ctx.close()
 

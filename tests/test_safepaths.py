@@ -5,6 +5,7 @@ import pytest
 
 from berds_core.errors import InputError
 from berds_core.safepaths import allowed_roots, resolve_user_path
+from web_servers import recording_server
 
 
 @pytest.fixture()
@@ -78,55 +79,24 @@ def test_typed_models_hub_ids_pass_folders_only_under_a_root(roots, tmp_path, mo
         resolve_user_model("beside")  # a "hub id" that is really a folder beside the app: a path, checked
 
 
-class _Listener:
-    """A real HTTP server on 127.0.0.1 that counts the requests it gets (an OpenAI-style /v1/models)."""
-
-    def __enter__(self):
-        import http.server
-        import threading
-
-        hits = self.hits = []
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                hits.append(self.path)
-                body = b'{"data": [{"id": "m"}]}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_lab_mode_calls_only_the_operators_endpoints(monkeypatch):
     from berds_core.generators import try_generator
     from berds_core.judges import app_judge_spec
 
     monkeypatch.setenv("BERDS_AUTH", "lab")
     monkeypatch.delenv("BERDS_ALLOWED_ENDPOINTS", raising=False)
-    with _Listener() as srv:
-        gen, why = try_generator(f"openai:m@{srv.url}")
+    with recording_server() as srv:
+        base = srv.url + "/v1"
+        gen, why = try_generator(f"openai:m@{base}")
         assert gen is None and "BERDS_ALLOWED_ENDPOINTS" in why
-        for spec in (f"openai:m@{srv.url}", f"berds-evaluator:{srv.url}"):
+        for spec in (f"openai:m@{base}", f"berds-evaluator:{base}"):
             with pytest.raises(InputError, match="allowed endpoints"):
                 app_judge_spec(spec)
-        assert srv.hits == []  # refused without a single request
-        monkeypatch.setenv("BERDS_ALLOWED_ENDPOINTS", f"https://api.example.org/v1, {srv.url}")
-        gen, why = try_generator(f"openai:m@{srv.url}")
-        assert why is None and srv.hits  # on the list: used
-        assert app_judge_spec(f"openai:m@{srv.url}/") == f"openai:m@{srv.url}/"
+        assert srv.requests == []  # refused without a single request
+        monkeypatch.setenv("BERDS_ALLOWED_ENDPOINTS", f"https://api.example.org/v1, {base}")
+        gen, why = try_generator(f"openai:m@{base}")
+        assert why is None and srv.requests  # on the list: used
+        assert app_judge_spec(f"openai:m@{base}/") == f"openai:m@{base}/"
 
 
 def test_endpoint_matching(monkeypatch):
