@@ -36,14 +36,16 @@ def test_lab_mode_shows_only_the_sign_in_form_until_signed_in(entry, tmp_path, m
     monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(db))
     monkeypatch.setenv("BERDS_AUTH", "lab")
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    from berds_core.background import JOBS
+
+    submitted = []
+    real_submit = JOBS.submit
+    monkeypatch.setattr(JOBS, "submit", lambda key, *a, **k: submitted.append(key) or real_submit(key, *a, **k))
     at = AppTest.from_file(entry, default_timeout=120).run()
     assert not at.exception
     assert [s.value for s in at.subheader] == ["Sign in"] and not at.title  # no page ran
     assert not _sidebar_widgets(at) and "config" not in at.session_state  # no sidebar, no configuration
-    from berds_core.background import JOBS
-    from pages.common import Config, _config_key
-
-    assert JOBS.get(("engine",) + _config_key(Config())) is None  # no warm-up for a visitor
+    assert submitted == []  # no warm-up for a visitor
     at.text_input(key="lab_login_name").input("ann")
     at.text_input(key="lab_login_password").input("wrong wrong wrong")
     at.button[0].click().run()
@@ -53,6 +55,7 @@ def test_lab_mode_shows_only_the_sign_in_form_until_signed_in(entry, tmp_path, m
     at.button[0].click().run()
     assert not at.exception
     assert "sb_dataset" in _sidebar_widgets(at) and [t.value for t in at.title]  # the app, with its sidebar
+    assert submitted  # signed in, Home starts its warm-up as in open mode
     assert any(b.label == "Sign out" for b in at.sidebar.button)
     at.sidebar.button(key="lab_sidebar_logout").click().run()
     assert [s.value for s in at.subheader] == ["Sign in"] and not _sidebar_widgets(at)
