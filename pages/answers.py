@@ -1,8 +1,6 @@
 """Answers: two retrieval configurations, the RAG answers written from them, and the DebateQA answer metrics."""
 from __future__ import annotations
 
-import csv
-import io
 import os
 
 import plotly.graph_objects as go
@@ -44,12 +42,10 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
 
 
 def to_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(key for r in rows for key in r)))
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    """The CSV download (formula cells neutralised: ``berds_core.exports``)."""
+    from berds_core.exports import to_csv as csv_text
+
+    return csv_text(rows) if rows else ""
 
 
 def fmt(x, digits: int = 2) -> str:
@@ -187,7 +183,7 @@ def main() -> None:
                 continue
             got = result.get(side, {})
             if "error" in got:
-                col.error(f"Configuration {side}: {got['error']}")
+                col.error(esc(f"Configuration {side}: {got['error']}"))
             scores = got.get("scores") or retrieval_scores(sides[side], int(k), judge=None if use_gold else judge,
                                                            gold=data.gold if use_gold else None)
             draw_side(col, conf, sides[side], scores, got.get("answer"), int(k), labels_from)

@@ -75,7 +75,15 @@ def ensure_shell() -> None:
 
     ctx = get_script_run_ctx()
     if ctx is not None and Path(ctx.main_script_path).resolve() == APP:
-        runpy.run_path(str(APP), run_name="__main__")
+        # as app.py's own runs do: widgets drawn outside a page (lab mode's sign-in form) keep their ids
+        # from this run to the next, so the first click on a deep link is not lost
+        scoped = getattr(ctx, "run_with_active_hash", None)
+        main_hash = getattr(getattr(ctx, "pages_manager", None), "main_script_hash", None)
+        if scoped is not None and main_hash:
+            with scoped(main_hash):
+                runpy.run_path(str(APP), run_name="__main__")
+        else:
+            runpy.run_path(str(APP), run_name="__main__")
         st.stop()
 
 
@@ -369,30 +377,39 @@ def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
 def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
     """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
     from berds_core.retrieval import get_retriever
+    from berds_core.safepaths import resolve_user_model
 
+    model = None if model is None else resolve_user_model(model, what="embedder")
     return MEMO.get(("retriever", kind, corpus_hash, model),
                     lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
 
 
 def cached_judge(spec: str):
-    from berds_core.judges import get_judge
+    """The judge of a spec typed in the app: folders under the allowed roots, servers on the operator's
+    list (``app_judge_spec``: InputError before anything is loaded or requested)."""
+    from berds_core.judges import app_judge_spec, get_judge
 
+    spec = app_judge_spec(spec)
     return MEMO.get(("judge", spec), lambda: get_judge(spec))
 
 
 def cached_embedder(model: str | None):
+    """The embedder of a model typed in the app (a folder must lie under the allowed roots)."""
     from berds_core.embed import load_embedder
+    from berds_core.safepaths import resolve_user_model
 
+    model = None if model is None else resolve_user_model(model, what="embedder")
     return MEMO.get(("embedder", model), lambda: load_embedder(model))
 
 
 def judge_status(spec: str) -> tuple[bool | None, str]:
     """(usable, one line) for a judge spec: loaded, reachable, or why not; ``None`` while a
     local judge is still loading in the background (nothing is loaded here)."""
-    from berds_core.judges import parse_spec
+    from berds_core.judges import app_judge_spec, parse_spec
 
     try:
         backend, _ = parse_spec(spec)
+        spec = app_judge_spec(spec)  # refused here, before any request, when not allowed
         if backend != "openai" and not MEMO.has(("judge", spec)):
             return None, "loading in the background…"
         res = _remote_status(spec) if backend == "openai" else cached_judge(spec).status()
@@ -611,14 +628,40 @@ def sidebar() -> Config:
             spec = st.text_input("Judge spec", key="sb_judge_spec",
                                  placeholder="berds-evaluator:<url>, hf:<model>[+<adapter>] or openai:<model>@<url>"
                                  ).strip() or "embedded"
-    cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
-                 embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
+    embedder, spec = _checked_models(embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
+    cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever, embedder, spec)
     ss["config"] = cfg
     job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
     with st.sidebar:  # the state of the background warm-up; nothing here waits for it
         status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
+
+
+def _checked_models(embedder: str, spec: str) -> tuple[str, str]:
+    """The sidebar's embedder and judge as the app may use them: a folder outside the allowed roots or
+    a server not on the operator's list is refused here (one line in the sidebar) and the default
+    is used instead, so no page loads or requests what a visitor typed unchecked."""
+    from berds_core.judges import app_judge_spec
+    from berds_core.safepaths import resolve_user_model
+
+    try:
+        model = embedder_model(embedder)
+        if model is not None:
+            resolve_user_model(model, what="embedder")
+    except InputError as e:
+        with st.sidebar:
+            show_error(e, "Embedder: ")
+        embedder = DEFAULT_EMBEDDER_LABEL
+    try:
+        spec = app_judge_spec(spec)
+    except InputError as e:
+        with st.sidebar:
+            show_error(e, "Judge: ")
+        spec = "embedded"
+    except ValueError:  # not a judge spec at all: the status line below says why
+        pass
+    return embedder, spec
 
 
 def start_warmup() -> JobState:

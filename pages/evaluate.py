@@ -1,9 +1,7 @@
 """Evaluate: a configuration over every question, per subset and macro, with intervals and a failure browser."""
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 
 import numpy as np
@@ -66,13 +64,14 @@ def table_rows(summary: dict) -> list[dict]:
 
 
 def table_csv(summary: dict, label: str) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")])
-    for name, s in summary.items():
-        w.writerow([label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
-                                            for key, _ in METRICS for part in ("mean", "lo", "hi")])
-    return buf.getvalue()
+    """The table as CSV (formula cells neutralised: ``berds_core.exports``)."""
+    from berds_core.exports import to_csv
+
+    cols = ["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")]
+    rows = [dict(zip(cols, [label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
+                                                    for key, _ in METRICS for part in ("mean", "lo", "hi")]))
+            for name, s in summary.items()]
+    return to_csv(rows, cols)
 
 
 def diversity_per_question(entries: list[dict], qrels) -> dict:
@@ -157,7 +156,7 @@ def main() -> None:
             cancel_slot.empty()
             todo = []
     if todo:
-        st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{label}”. "
+        st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{esc(label)}”. "
                 "Press **Run evaluation**; results are kept for this configuration.")
         if len(todo) == len(questions):
             _show_compare(ss.eval_done)
@@ -180,9 +179,9 @@ def main() -> None:
                                "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
                                          **{k: v.tolist() for k, v in div.items()}},
                                "subsets": [e.get("subset") or "all" for e in entries]}
-        st.subheader(f"Results · {label}")
+        st.subheader(f"Results · {esc(label)}")
     else:  # cancelled part-way: not the configuration's result
-        st.subheader(f"Partial results · {label} · {len(entries)} of {len(questions)} questions")
+        st.subheader(f"Partial results · {esc(label)} · {len(entries)} of {len(questions)} questions")
         st.caption("Evaluation was stopped before every question was done; these figures cover only the questions "
                    "done so far. Press **Run evaluation** to finish.")
     st.dataframe(table_rows(summary), hide_index=True, width="stretch")
