@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from ..errors import InputError
+from ..outputs import declare
 
 
 def register(sub) -> None:
@@ -32,12 +33,14 @@ def register(sub) -> None:
                    help="do not label the claims' gold perspectives (on_gold) even when the file has them")
     p.add_argument("--out", required=True, help="JSON Lines to write, one line per claim")
     p.set_defaults(func=run_discover)
+    declare(p, inputs=("claims", "pool"), outputs=("out",), servers=("llm",))
 
     p = sub.add_parser("discover-eval", help="PERSPECTRUM's T1/T2/T3 scores of berds discover output")
     p.add_argument("--pred", required=True, help="berds discover output (JSON Lines)")
     p.add_argument("--gold", required=True, help="PERSPECTRUM claims with clusters (perspectrum_with_answers*.json)")
     p.add_argument("--split", default=None, help="score only the gold claims of this split")
     p.set_defaults(func=run_eval)
+    declare(p, inputs=("pred", "gold"))
 
 
 def open_discoverer(pool_path, method: str, llm: str | None, progress: bool = False):

@@ -21,6 +21,7 @@ question of the run with no gold label at all is an error unless
 from __future__ import annotations
 
 from ..errors import InputError
+from ..outputs import declare
 from ..runs import authors_judge, label_matrix, read_run, read_run_lines
 
 
@@ -43,6 +44,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--per-question", action="store_true", help="include per-question scores")
     p.set_defaults(func=run)
+    declare(p, inputs=("run", "gold", "compare"))
 
 
 def add_significance_args(p) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..jsonio import atomic_write, read_text
+from ..outputs import declare
 
 PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
@@ -42,15 +43,17 @@ def _judge_args(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("judge", help="add a judge's predictions (<name>-preds) to a run")
     p.add_argument("--run", required=True, help="run file (BERDS JSON Lines)")
-    p.add_argument("--out", required=True, help="where to write the judged run (may equal --run)")
+    p.add_argument("--out", required=True, help="where to write the judged run (a new file, not --run)")
     _judge_args(p)
     p.set_defaults(func=run_judge)
+    declare(p, inputs=("run",), outputs=("out",), servers=("judge",))
 
     q = sub.add_parser("judge-eval", help="score a judge against human pair labels (TSV)")
     q.add_argument("--pairs", required=True, help="TSV: question, id, document, perspective, label")
     q.add_argument("--out", help="write the TSV with probability and prediction columns")
     _judge_args(q)
     q.set_defaults(func=run_eval)
+    declare(q, inputs=("pairs",), outputs=("out",), servers=("judge",))
 
 
 def make_judge(args, **overrides):

@@ -12,6 +12,7 @@ import re
 import time
 
 from ..errors import InputError
+from ..outputs import declare
 
 
 def add_retriever_args(p, *, corpus_required: bool = True) -> None:
@@ -34,6 +35,7 @@ def register(sub) -> None:
     p = sub.add_parser("index", help="build (or load from the cache) a BM25 or dense index of a corpus")
     add_retriever_args(p)
     p.set_defaults(func=run_index)
+    declare(p, inputs=("corpus",))
 
     p = sub.add_parser("retrieve", help="retrieve the top-k passages for every question and write a run")
     p.add_argument("--questions", required=True, help="questions file (jsonl, csv, qe, debate-sites, ...)")
@@ -48,6 +50,8 @@ def register(sub) -> None:
 
     add_diversify_args(p)
     p.set_defaults(func=run_retrieve)
+    declare(p, inputs=("questions", "corpus", "corpus_per_question", "pool"), outputs=("out",),
+            servers=("qe_llm", "rerank_judge"))
 
 
 def _check(args) -> None:
@@ -79,10 +83,28 @@ def open_retriever(args, corpus):
     except InputError:  # e.g. a read-only cache: it names itself
         raise
     except OSError as e:  # an unknown hub id, a missing model folder, no network
-        raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
-                                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise InputError("--model", None, None, _load_error(args.model, e)) from None
     except ValueError as e:  # e.g. int8 asked for on a GPU
         raise InputError("--encoding", None, None, str(e)) from None
+
+
+def _load_error(model, e: Exception) -> str:
+    line = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return line if line.startswith("cannot load") else f"cannot load embedder {model or 'default'!r}: {line}"
+
+
+def check_models(args) -> None:
+    """Embedders named on the command line can be loaded (local files, the cache, or a reachable hub):
+    checked before the corpus is read, so a wrong name fails in a second, in one line."""
+    from ..embed import locate_embedder, resolve_model
+
+    for flag, name in (("--model", getattr(args, "model", None) if args.retriever == "dense" else None),
+                       ("--mmr-embedder", getattr(args, "mmr_embedder", None))):
+        if name:
+            try:
+                locate_embedder(resolve_model(name))
+            except OSError as e:
+                raise InputError(flag, None, None, _load_error(name, e)) from None
 
 
 def _retriever_info(retriever) -> dict:
@@ -99,6 +121,7 @@ def _retriever_info(retriever) -> dict:
 
 def run_index(args) -> dict:
     _check(args)
+    check_models(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
     retriever = open_retriever(args, corpus)
@@ -125,6 +148,7 @@ def run_retrieve(args) -> dict:
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
+    check_models(args)
     if (args.corpus is None) == (args.corpus_per_question is None):
         raise InputError("--corpus", None, None, "give either --corpus or --corpus-per-question")
     t0 = time.perf_counter()

@@ -154,6 +154,8 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
     from tqdm import tqdm
 
+    from ..generators import GenerationError
+    from ..judges import JudgeError
     from ..retrieval import question_entry
     from . import diversify
 
@@ -180,6 +182,9 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
         except OSError as e:
             raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
                              str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
+            flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
+            raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None
         entries.append(question_entry(q, corpus, hits))
     return entries
 
