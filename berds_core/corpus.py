@@ -186,7 +186,7 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
     text = read_text(path)
     csv.field_size_limit(sys.maxsize)
     lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines, delimiter=delimiter)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)  # an unterminated quote is an error, not a merge
     try:
         header = next(reader)
     except StopIteration:
@@ -195,16 +195,19 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
     if "text" not in header:
         raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
     cols = {name: header.index(name) for name in ("id", "text", "title") if name in header}
+    start = reader.line_num + 1  # where the next record begins (for errors)
     try:
         for row in reader:
-            no = reader.line_num
+            no, start = reader.line_num, reader.line_num + 1
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(header):
                 raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
             yield no, {name: row[i] for name, i in cols.items()}
     except csv.Error as e:
-        raise InputError(path, reader.line_num, None, f"malformed row ({e})") from None
+        from .csvio import explain
+
+        raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
 
 
 def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dict]]) -> None:

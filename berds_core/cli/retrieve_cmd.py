@@ -9,6 +9,7 @@ adds its arguments in ``register`` and its logic in ``build_run``.
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 from ..errors import InputError
@@ -140,10 +141,18 @@ def build_run(args, questions, corpus, retriever) -> list[dict]:
     return retrieve_run(questions, corpus, retriever, args.k)
 
 
+def warn_k(k: int, corpus_size: int, what: str = "the corpus") -> None:
+    """One stderr line when k asks for more passages than there are (every question then gets them all)."""
+    if k > corpus_size:
+        sys.stderr.write(f"berds retrieve: warning: --k {k} is more than the {corpus_size} passages of {what}: "
+                         f"a question's ranking holds {corpus_size} passages at most\n")
+
+
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
     from ..diversify.options import apply_preset, diversify_config
     from ..runs import write_run
+    from .evaluate_cmd import run_depth
 
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work
@@ -165,8 +174,10 @@ def run_retrieve(args) -> dict:
     entries = build_run(args, questions, corpus, retriever)
     search_s = time.perf_counter() - t1
     write_run(args.out, entries)
+    depth = run_depth(entries)
+    warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
-            "hash": corpus.hash, **_retriever_info(retriever),
+            "corpus_size": len(corpus), "run_depth": depth, "hash": corpus.hash, **_retriever_info(retriever),
             "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
             "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3)}
