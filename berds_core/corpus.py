@@ -218,14 +218,40 @@ def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dic
                     f"{stem}-{no}", (path, no))
 
 
+_BOILERPLATE = ("//nav | //aside | //form | //script | //style | //noscript | //template"
+                " | //header[not(ancestor::article) and not(ancestor::main)]"
+                " | //footer[not(ancestor::article) and not(ancestor::main)]"
+                " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']")
+
+
+def without_boilerplate(html: str) -> str:
+    """The page without its navigation, site header and footer, asides and forms (the elements a
+    page's own markup names as boilerplate); the page itself when it cannot be parsed."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return html
+    for el in doc.xpath(_BOILERPLATE):
+        if el.getparent() is not None:
+            el.drop_tree()
+    return lxml.html.tostring(doc, encoding="unicode")
+
+
 def html_to_text(html: str, path) -> tuple[str, str]:
-    """Main text and title of an HTML page (trafilatura; all visible text as a fallback)."""
+    """Main text and title of an HTML page (trafilatura; when it finds no main text, e.g. an
+    article of one short paragraph, the visible text once navigation, header, footer, asides and
+    forms are removed, and only then all visible text)."""
     import trafilatura
 
     doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
                                       include_tables=True)
     title = (getattr(doc, "title", None) or "") if doc is not None else ""
     text = (getattr(doc, "text", None) or "") if doc is not None else ""
+    if not text.strip():
+        text = trafilatura.html2txt(without_boilerplate(html)) or ""
     if not text.strip():
         text = trafilatura.html2txt(html) or ""
     if not text.strip():

@@ -22,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--claims", required=True,
                    help="claims: PERSPECTRUM JSON, JSONL {id, claim|text|question}, or .txt (one per line)")
     p.add_argument("--pool", required=True, help="perspective sentences: PERSPECTRUM pool JSON, JSONL {id|pId, text}, "
-                                                 "TSV/CSV with a text column, or .txt (one per line)")
+                                                 "TSV/CSV with a text column, or .txt (one per line); demo: the "
+                                                 "built-in demo pool")
     p.add_argument("--split", default=None, help="PERSPECTRUM claims only: keep this split (train, dev)")
     p.add_argument("--method", choices=("offline", "llm"), default="offline",
                    help="offline: the shipped MiniLM models; llm: yes/no answers of --llm")

@@ -28,7 +28,7 @@ def add_diversify_args(p) -> None:
     g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
     g.add_argument("--pool", metavar="FILE", default=None,
                    help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
-                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt)")
+                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt), or demo: the built-in demo pool")
     g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
                    help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
                         "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
