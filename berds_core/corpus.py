@@ -218,40 +218,47 @@ def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dic
                     f"{stem}-{no}", (path, no))
 
 
-_BOILERPLATE = ("//nav | //aside | //form | //script | //style | //noscript | //template"
+_BOILERPLATE = ("//nav | //aside | //noscript | //template | //form[@role='search']"
                 " | //header[not(ancestor::article) and not(ancestor::main)]"
                 " | //footer[not(ancestor::article) and not(ancestor::main)]"
                 " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']")
 
 
-def without_boilerplate(html: str) -> str:
-    """The page without its navigation, site header and footer, asides and forms (the elements a
-    page's own markup names as boilerplate); the page itself when it cannot be parsed."""
+def without_boilerplate(html: str):
+    """The page (an lxml tree) without the elements its own markup names as boilerplate: navigation,
+    the site's header and footer (not an article's), asides, search forms; None when it cannot be parsed."""
     import lxml.etree
     import lxml.html
 
     try:
         doc = lxml.html.document_fromstring(html)
     except (lxml.etree.ParserError, ValueError):
-        return html
+        return None
     for el in doc.xpath(_BOILERPLATE):
         if el.getparent() is not None:
             el.drop_tree()
-    return lxml.html.tostring(doc, encoding="unicode")
+    return doc
 
 
 def html_to_text(html: str, path) -> tuple[str, str]:
-    """Main text and title of an HTML page (trafilatura; when it finds no main text, e.g. an
-    article of one short paragraph, the visible text once navigation, header, footer, asides and
-    forms are removed, and only then all visible text)."""
+    """Main text and title of an HTML page: trafilatura on the page without its boilerplate elements
+    (:func:`without_boilerplate`), so that trafilatura's own fallbacks, which take over when its main
+    extraction finds too little (an article of one short paragraph), never keep a navigation line;
+    then the page as it is; then all visible text."""
+    import lxml.html
     import trafilatura
 
-    doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
-                                      include_tables=True)
-    title = (getattr(doc, "title", None) or "") if doc is not None else ""
-    text = (getattr(doc, "text", None) or "") if doc is not None else ""
-    if not text.strip():
-        text = trafilatura.html2txt(without_boilerplate(html)) or ""
+    tree = without_boilerplate(html)
+    clean = None if tree is None else lxml.html.tostring(tree, encoding="unicode")  # trafilatura edits trees
+    text, title = "", ""
+    for source in ([clean] if clean is not None else []) + [html]:
+        doc = trafilatura.bare_extraction(source, with_metadata=True, include_comments=False, include_tables=True)
+        title = title or ((getattr(doc, "title", None) or "") if doc is not None else "")
+        text = (getattr(doc, "text", None) or "") if doc is not None else ""
+        if text.strip():
+            break
+    if not text.strip() and clean is not None:
+        text = trafilatura.html2txt(clean) or ""
     if not text.strip():
         text = trafilatura.html2txt(html) or ""
     if not text.strip():

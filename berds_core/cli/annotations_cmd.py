@@ -338,17 +338,15 @@ def cmd_agreement(args) -> dict:
     with open_store(args) as store:
         judge_name = args.judge
         if judge_name and judge_name not in store.judges():
-            # not stored yet: treat it as a spec and judge every labelled pair
+            # not stored yet: a spec; its answers are stored once, under the judge's stable name
             judge = _load_judge(judge_name)
+            judge_name = judge.name
             labelled = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
             pairs = store.pairs(labelled)
-            if pairs:
+            if pairs and judge_name not in store.judges():
                 from ..tasks import judge_probabilities
                 print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
-                preds = judge_probabilities(pairs, judge.predict)
-                store.set_judge_preds(judge_name, preds)
-                if judge.name != judge_name:
-                    store.set_judge_preds(judge.name, preds)
+                store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
         report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
         report["db"] = str(store.path)
         return report
