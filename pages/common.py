@@ -435,10 +435,16 @@ def engine_job(cfg: Config) -> JobState:
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
         report("loading the embedder")
         embedder = cached_embedder(model)
+        report.ready()  # pages can answer now; encoding every passage ahead of time only speeds later questions
         perspectives = [p for q in data.questions for p in list(q.perspectives) + list(q.generated_perspectives or ())]
         warm_passages(data.corpus, judge, embedder, report, texts=perspectives)
 
     return JOBS.submit(key, "Warm-up", run)
+
+
+def foreground():
+    """``with foreground():`` around a page's own computing: the warm-up pauses at its next step meanwhile."""
+    return JOBS.foreground()
 
 
 def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
@@ -453,14 +459,20 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
     return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
 
 
-def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.") -> None:
-    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure.
+def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.",
+             *, until_ready: bool = False) -> None:
+    """Block this page run until ``job`` is over (``until_ready``: until it has loaded what pages need,
+    :attr:`JobState.ready`; the rest goes on in the background), with a progress bar; stop the page on failure.
 
     The job is promoted: a warm-up of a configuration the visitor left yields to it."""
     JOBS.promote(job.key)
-    if not job.over:
+
+    def waiting() -> bool:
+        return not (job.over or until_ready and job.ready)
+
+    if waiting():
         slot = st.empty()
-        while not job.over:
+        while waiting():
             with slot.container():
                 st.progress(job.fraction, text=esc(job.text))
                 st.caption(note)
@@ -534,8 +546,8 @@ def page_engine(*, need_judge: bool = True):
     data = get_data(cfg)
     if data is None:
         st.stop()
-    if data.corpus is not None:
-        wait_for(engine_job(cfg))
+    if data.corpus is not None:  # the models; passages still being encoded are encoded on demand
+        wait_for(engine_job(cfg), "Loading the models for this configuration (once).", until_ready=True)
     retriever, judge, embedder = get_engine(cfg, data)
     if retriever is None or (need_judge and judge is None):
         st.stop()

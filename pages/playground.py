@@ -11,8 +11,8 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, LABEL_SOURCES, best_ranks, cached_data, cached_embedder,
-                          cached_judge, cached_retriever, column_result, embedder_model, esc, judge_caveat,
-                          page_engine, show_error)
+                          cached_judge, cached_retriever, column_result, embedder_model, esc, foreground,
+                          judge_caveat, page_engine, show_error)
 from pages import web_live
 
 ensure_shell()
@@ -324,7 +324,7 @@ def main() -> None:
 
     qkey = _question_key(question)
     results = {}
-    with st.spinner("Retrieving and judging…"):
+    with st.spinner("Retrieving and judging…"), foreground():  # the warm-up pauses meanwhile
         for method in shown:
             try:
                 args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
@@ -364,8 +364,9 @@ def main() -> None:
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}.")
         else:
-            ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
-                     cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
+            with foreground():
+                ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
+                         cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
             lines = []
             for j in missing:
                 r = ranks.get(j)

@@ -138,3 +138,50 @@ def test_cancel_stops_the_running_job_drops_the_queue_and_keeps_the_worker():
         assert jobs.cancel(timeout=1)  # nothing running: returns at once
     finally:
         jobs.shutdown()
+
+
+def test_ready_marks_the_part_pages_need_and_foreground_work_pauses_the_job():
+    """issue 24: a page waits only until the job has loaded what it needs (``ready``), and while the page
+    computes (``foreground``) the job pauses at its next report instead of sharing the CPU."""
+    jobs = Jobs()
+    steps, release = [], threading.Event()
+
+    def job(report):
+        report("loading models")
+        report.ready()
+        for i in range(50):
+            report("encoding passages", i, 50)
+            steps.append(time.perf_counter())
+            time.sleep(0.01)
+
+    st = jobs.submit("warm", "Warm-up", job)
+    try:
+        deadline = time.perf_counter() + 10
+        while not st.ready and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        assert st.ready and not st.over and st.ready_at is not None
+        with jobs.foreground():
+            time.sleep(0.1)  # the step under way may finish
+            paused_at = len(steps)
+            time.sleep(0.4)
+            assert len(steps) <= paused_at + 1  # no progress while the page computes
+            assert not st.over
+        assert st.wait(10) and st.status == "done" and len(steps) == 50
+    finally:
+        release.set()
+        jobs.shutdown()
+
+
+def test_a_job_paused_for_the_foreground_still_stops_on_shutdown():
+    jobs = Jobs()
+
+    def job(report):
+        while True:
+            report("forever")
+            time.sleep(0.01)
+
+    st = jobs.submit("loop", "Loop", job)
+    time.sleep(0.1)
+    with jobs.foreground():
+        jobs.shutdown(5)
+    assert st.status == "error" and isinstance(st.error, JobCancelled)
