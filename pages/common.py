@@ -381,9 +381,17 @@ def cached_judge(spec: str):
 
 
 def cached_embedder(model: str | None):
-    from berds_core.embed import load_embedder
+    """The embedder of MMR and the re-ranker: the shared ``TextEncoder`` of the model (memory, then the
+    embedding store, then the model, loaded at the first text it has not seen). A name that cannot be
+    loaded fails here, at once (``embed.locate_embedder``)."""
+    from berds_core.embed import locate_embedder, resolve_model
+    from berds_core.embed_store import text_encoder
 
-    return MEMO.get(("embedder", model), lambda: load_embedder(model))
+    def make():
+        locate_embedder(resolve_model(model))
+        return text_encoder(model)
+
+    return MEMO.get(("embedder", model), make)
 
 
 def judge_status(spec: str) -> tuple[bool | None, str]:
@@ -421,12 +429,14 @@ def engine_job(cfg: Config) -> JobState:
     key = ("engine",) + _config_key(cfg)
 
     def run(report) -> None:
-        from berds_core.warmup import warm_passages
+        from berds_core.warmup import seed_shipped, warm_passages
 
         report("loading the dataset and corpus")
         data = cached_data(_config_key(cfg), cfg)
         if data.corpus is None:
             return
+        report("reading the demo's precomputed embeddings")
+        seed_shipped(data.corpus)  # the built-in demo: its passages need no encoder at all
         report("loading the judge")
         judge = cached_judge(cfg.judge)
         model = embedder_model(cfg.embedder)

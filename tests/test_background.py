@@ -185,3 +185,42 @@ def test_a_job_paused_for_the_foreground_still_stops_on_shutdown():
     with jobs.foreground():
         jobs.shutdown(5)
     assert st.status == "error" and isinstance(st.error, JobCancelled)
+
+
+def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tmp_path, monkeypatch):
+    """issue 24: the demo's precomputed embeddings fill the store, so the Playground's first demo question
+    runs with no encoder loaded; the shipped vectors agree with what this machine computes."""
+    import numpy as np
+
+    from berds_core import datasets
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.embed_store import embedding_store, text_encoder
+    from berds_core.judges import get_judge
+    from berds_core.retrieval import get_retriever
+    from berds_core.warmup import seed_shipped
+    from pages.common import SharedSearch, best_ranks, column_result
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    b = datasets.load_demo()
+    corpus = corpus_from_passages(b.passages, "demo")
+    te = text_encoder(None)
+    if te.encoding not in ("bf16", "int8"):
+        pytest.skip(f"this machine encodes in {te.encoding}: nothing shipped for it")
+    n = seed_shipped(corpus)
+    assert n > 800 and embedding_store().count(te.key) == n
+    assert seed_shipped(corpus) == 0  # already there
+    assert seed_shipped(corpus_from_passages(b.passages[:-1], "other")) == 0  # not the demo: nothing
+    judge = get_judge("embedded")
+    retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
+    before = te.n_encoded
+    for q in b.questions[:3]:
+        res = {m: column_result(q, corpus, retriever, judge, m, 5, gold=b.gold, lam=0.75 if m == "mmr" else None,
+                                qe_source="dataset", embedder=te) for m in ("none", "mmr", "qe", "rerank")}
+        best_ranks(q, corpus, retriever, judge, [0, 1])
+        assert all(len(r["passages"]) == 5 for r in res.values())
+    assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
+    # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
+    texts = [p.text for p in b.passages[:20]]
+    fresh = te.encode_uncached(texts)
+    shipped = te.embed(texts)
+    assert float(np.min(np.sum(fresh * shipped, axis=1))) > 0.99
