@@ -121,7 +121,7 @@ def register(sub) -> None:
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_agreement)
-    declare(p, servers=("judge",), more_inputs=_db_input)
+    declare(p, more_inputs=_db_input)  # --judge may name answers already stored: no server is asked for them
 
 
 def _db_input(args) -> list[tuple[str, Path]]:
@@ -344,9 +344,13 @@ def cmd_agreement(args) -> dict:
             labelled = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
             pairs = store.pairs(labelled)
             if pairs and judge_name not in store.judges():
+                from ..judges import JudgeError
                 from ..tasks import judge_probabilities
                 print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
-                store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
+                try:
+                    store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
+                except JudgeError as e:  # a server that is down, a model that failed
+                    raise InputError("--judge", None, None, " ".join(str(e).split())) from None
         report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
         report["db"] = str(store.path)
         return report
