@@ -10,7 +10,7 @@ import answer_server
 from berds_core.answers import answer_messages, da_messages, dispute_awareness, pd_context, perspective_diversity
 from berds_core.answers.da import EXAMPLES
 from berds_core.cli import main
-from berds_core.generators import get_generator
+from berds_core.generators import GenerationError, get_generator
 
 
 @pytest.fixture
@@ -124,6 +124,8 @@ def test_pd_through_the_completions_endpoint(server):
     pa_tokens = ["\nCities", " should", " ban", " cars."]  # the server's tokens holding the partial answer
     expected = math.exp(-np.mean([answer_server.token_logprob(t) for t in pa_tokens]))
     assert row["ppl"][0] == pytest.approx(expected) and row["tokens"] == [4]
-    (rel,) = perspective_diversity(gen, [answer], [[pa]], mode="released")
-    n_input = len(("Cars pollute the air. Please restate.\n" + pa).split())
-    assert rel["ppl"][0] == pytest.approx(math.exp(-sum(answer_server.token_logprob(t) for t in pa_tokens) / n_input))
+    # the released script's computation needs the model's own tokenisation of context + partial answer
+    n_requests = len(server.requests)
+    with pytest.raises(GenerationError, match="use an hf: model"):
+        perspective_diversity(gen, [answer], [[pa]], mode="released")
+    assert len(server.requests) == n_requests

@@ -23,6 +23,8 @@ and its key/value cache (``share_prefix``); other pairs go in length-sorted,
 left-padded batches that ask the model for the logits of the continuation's
 positions only (``logits_to_keep``). Vocabulary-sized logits are never
 materialised over a context; ``logit_budget`` bytes bound the rows of a batch.
+``score_token_ids`` does the same for token ids the caller made (DebateQA's
+released P.D., which tokenises context and continuation in one call).
 """
 from __future__ import annotations
 
@@ -313,7 +315,32 @@ class HFGenerator(Generator):
     def _score_continuations(self, contexts: list[str], continuations: list[str], max_length: int | None,
                              truncation: str) -> list[ScoredText]:
         self.load()
-        rows = self._tokenize_pairs(contexts, continuations, self.input_limit(max_length), truncation)
+        return self._score_rows(self._tokenize_pairs(contexts, continuations, self.input_limit(max_length), truncation))
+
+    scores_token_ids = True
+
+    def score_token_ids(self, contexts, continuations, n_continuation=None) -> list[ScoredText]:
+        self.load()
+        if len(contexts) != len(continuations) or (n_continuation is not None
+                                                   and len(n_continuation) != len(contexts)):
+            raise ValueError("one continuation (and length) per context")
+        cap = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        rows = []
+        for i, (c, x) in enumerate(zip(contexts, continuations)):
+            ctx, cont = [int(t) for t in c], [int(t) for t in x]
+            n_full = len(cont) if n_continuation is None else int(n_continuation[i])
+            if isinstance(cap, int) and cap > 1 and len(ctx) + len(cont) > cap:
+                raise GenerationError(f"an input of {len(ctx) + len(cont)} tokens exceeds the {cap} positions of "
+                                      f"'{self.model_id}' (give a maximum input length)")
+            if not ctx and cont:  # nothing to condition the first token on: it becomes context
+                ctx, cont = cont[:1], cont[1:]
+            rows.append((ctx, cont, n_full))
+        return self._score_rows(rows)
+
+    def _score_rows(self, rows: list[tuple[list[int], list[int], int]]) -> list[ScoredText]:
+        """Rows of (context ids, continuation ids, the continuation's untruncated length), scored."""
+        if not rows:
+            return []
         out: list[ScoredText | None] = [None] * len(rows)
         groups: dict[tuple, list[int]] = {}
         for j, (ctx, cont, _) in enumerate(rows):
