@@ -500,7 +500,9 @@ def warmup_status(cfg: Config) -> None:
     if job is None:
         st.caption("Models load in the background once the page is drawn.")
         return
-    if not job.over:
+    if job.ready and not job.over:
+        st.caption("Models ready. Passages are encoded in the background; questions do not wait for it.")
+    elif not job.over:
         st.progress(job.fraction, text=esc(job.text))
     elif job.status == "error":
         st.caption("Warm-up stopped: see the message on the page.")
@@ -638,7 +640,10 @@ def sidebar() -> Config:
     ss["config"] = cfg
     job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
     with st.sidebar:  # the state of the background warm-up; nothing here waits for it
-        status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
+        # polled (a fragment rerun every second) only until the models are loaded: afterwards pages answer
+        # without the warm-up, and a fragment polling beside them would leave their replaced elements on screen
+        settled = job is not None and (job.over or job.ready)
+        status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
 

@@ -71,6 +71,7 @@ def test_web_live_without_a_backend_replays_the_recording(offline_app):
         wait_for_app(page)
         playground_type_my_own(page)
         page.get_by_text("Web (live)", exact=True).click()
+        page.wait_for_selector("text=No web search backend is configured", timeout=120_000)
         wait_idle(page)
         body = page.inner_text("body")
         assert "No web search backend is configured" in body and "It is not the live web" in body

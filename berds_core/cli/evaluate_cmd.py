@@ -159,7 +159,6 @@ def run(args) -> dict:
         raise InputError(args.gold or args.run, None, "perspective", str(err)) from None
     div = divs[0]
     depth = run_depth(entries)
-    warn_depth(ks, [(args.run, depth)] + [(path, run_depth(ents)) for path, ents in others])
     subsets = [e.get("subset") or "all" for e in entries]
     summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed, extra=div)
     top = summ["at"][str(args.k)]
@@ -196,4 +195,5 @@ def run(args) -> dict:
             out["compare"] = {"run": str(args.run), "run2": str(others[0][0]), "direction": "run2 - run",
                               "metrics": {m: {**row, "p_value": row["p_permutation"]}
                                           for m, row in sig["comparisons"][0]["metrics"].items()}}
+    warn_depth(ks, [(args.run, depth)] + [(path, run_depth(ents)) for path, ents in others])  # on success only
     return out
