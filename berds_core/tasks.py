@@ -80,8 +80,10 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
             row = next(reader)
         except StopIteration:
             break
-        except csv.Error:
-            raise InputError(where, start, None, "malformed TSV (unbalanced quotes?)") from None
+        except csv.Error as e:
+            from .csvio import explain
+
+            raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
         line, start = start, reader.line_num + 1
         if not row or all(not c.strip() for c in row):
             continue

@@ -394,12 +394,21 @@ def cached_judge(spec: str):
 
 
 def cached_embedder(model: str | None):
-    """The embedder of a model typed in the app (a folder must lie under the allowed roots)."""
-    from berds_core.embed import load_embedder
+    """The embedder of MMR and the re-ranker: the shared ``TextEncoder`` of the model (memory, then the
+    embedding store, then the model, loaded at the first text it has not seen). A model typed in the app
+    must name a folder under the allowed roots (or a hub id); a name that cannot be loaded fails here, at
+    once (``embed.locate_embedder``)."""
+    from berds_core.embed import locate_embedder, resolve_model
+    from berds_core.embed_store import text_encoder
     from berds_core.safepaths import resolve_user_model
 
     model = None if model is None else resolve_user_model(model, what="embedder")
-    return MEMO.get(("embedder", model), lambda: load_embedder(model))
+
+    def make():
+        locate_embedder(resolve_model(model))
+        return text_encoder(model)
+
+    return MEMO.get(("embedder", model), make)
 
 
 def judge_status(spec: str) -> tuple[bool | None, str]:
@@ -438,12 +447,14 @@ def engine_job(cfg: Config) -> JobState:
     key = ("engine",) + _config_key(cfg)
 
     def run(report) -> None:
-        from berds_core.warmup import warm_passages
+        from berds_core.warmup import seed_shipped, warm_passages
 
         report("loading the dataset and corpus")
         data = cached_data(_config_key(cfg), cfg)
         if data.corpus is None:
             return
+        report("reading the demo's precomputed embeddings")
+        seed_shipped(data.corpus)  # the built-in demo: its passages need no encoder at all
         report("loading the judge")
         judge = cached_judge(cfg.judge)
         model = embedder_model(cfg.embedder)
@@ -452,10 +463,16 @@ def engine_job(cfg: Config) -> JobState:
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
         report("loading the embedder")
         embedder = cached_embedder(model)
+        report.ready()  # pages can answer now; encoding every passage ahead of time only speeds later questions
         perspectives = [p for q in data.questions for p in list(q.perspectives) + list(q.generated_perspectives or ())]
         warm_passages(data.corpus, judge, embedder, report, texts=perspectives)
 
     return JOBS.submit(key, "Warm-up", run)
+
+
+def foreground():
+    """``with foreground():`` around a page's own computing: the warm-up pauses at its next step meanwhile."""
+    return JOBS.foreground()
 
 
 def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
@@ -470,14 +487,20 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
     return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
 
 
-def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.") -> None:
-    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure.
+def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.",
+             *, until_ready: bool = False) -> None:
+    """Block this page run until ``job`` is over (``until_ready``: until it has loaded what pages need,
+    :attr:`JobState.ready`; the rest goes on in the background), with a progress bar; stop the page on failure.
 
     The job is promoted: a warm-up of a configuration the visitor left yields to it."""
     JOBS.promote(job.key)
-    if not job.over:
+
+    def waiting() -> bool:
+        return not (job.over or until_ready and job.ready)
+
+    if waiting():
         slot = st.empty()
-        while not job.over:
+        while waiting():
             with slot.container():
                 st.progress(job.fraction, text=esc(job.text))
                 st.caption(note)
@@ -495,7 +518,9 @@ def warmup_status(cfg: Config) -> None:
     if job is None:
         st.caption("Models load in the background once the page is drawn.")
         return
-    if not job.over:
+    if job.ready and not job.over:
+        st.caption("Models ready. Passages are encoded in the background; questions do not wait for it.")
+    elif not job.over:
         st.progress(job.fraction, text=esc(job.text))
     elif job.status == "error":
         st.caption("Warm-up stopped: see the message on the page.")
@@ -551,8 +576,8 @@ def page_engine(*, need_judge: bool = True):
     data = get_data(cfg)
     if data is None:
         st.stop()
-    if data.corpus is not None:
-        wait_for(engine_job(cfg))
+    if data.corpus is not None:  # the models; passages still being encoded are encoded on demand
+        wait_for(engine_job(cfg), "Loading the models for this configuration (once).", until_ready=True)
     retriever, judge, embedder = get_engine(cfg, data)
     if retriever is None or (need_judge and judge is None):
         st.stop()
@@ -633,7 +658,10 @@ def sidebar() -> Config:
     ss["config"] = cfg
     job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
     with st.sidebar:  # the state of the background warm-up; nothing here waits for it
-        status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
+        # polled (a fragment rerun every second) only until the models are loaded: afterwards pages answer
+        # without the warm-up, and a fragment polling beside them would leave their replaced elements on screen
+        settled = job is not None and (job.over or job.ready)
+        status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
 

@@ -47,10 +47,20 @@ def config_label(cfg, method, lam, qe_source, labels) -> str:
 
 
 def interval_text(m: dict, n: int) -> str:
-    """``mean [lo, hi]``; with fewer than two questions there is no interval to show."""
+    """``mean [lo, hi]``; with fewer than two questions there is no interval: the mean alone (the note under
+    the table, :func:`too_few_note`, says why)."""
     if n < 2:
-        return f"{m['mean']:.3f} (n = {n}: too few questions for an interval)"
+        return f"{m['mean']:.3f}"
     return f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
+
+
+def too_few_note(summary: dict) -> str | None:
+    """One note for the rows of fewer than two questions (their cells show the mean, no interval)."""
+    small = [f"{name} (n = {s['n']})" for name, s in summary.items() if s["n"] < 2]
+    if not small:
+        return None
+    return (f"No interval for {', '.join(small)}: too few questions for an interval (a 95% interval over "
+            "questions needs at least two).")
 
 
 def table_rows(summary: dict) -> list[dict]:
@@ -185,6 +195,9 @@ def main() -> None:
         st.caption("Evaluation was stopped before every question was done; these figures cover only the questions "
                    "done so far. Press **Run evaluation** to finish.")
     st.dataframe(table_rows(summary), hide_index=True, width="stretch")
+    note = too_few_note(summary)
+    if note:
+        st.caption(note)
     d1, d2, _ = st.columns([1, 1, 3])
     run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
     d1.download_button("Download run (JSONL)", run_text, file_name=f"run-{key}.jsonl", mime="application/jsonl",

@@ -117,9 +117,27 @@ def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> 
         error_line(e)
         return None
     if path.is_dir() or (not path.exists() and not path.parent.is_dir()):
-        error_line(f"annotation database: '{text}' is not a file in an existing folder")
+        error_line(f"annotation database: '{text}' is not a file in an existing folder{_relative_hint(text)}")
         return None
     return _open(str(path))
+
+
+def _relative_hint(text: str) -> str:
+    """For a relative path: where it was looked for, and what to type instead (no server folder is named)."""
+    from pathlib import Path
+
+    from berds_core.safepaths import allowed_roots, annotations_root
+
+    p = Path(text).expanduser()
+    if p.is_absolute():
+        return ""
+    root = allowed_roots()[0]
+    where = (f"the annotations folder ({root.name}/)" if root == annotations_root()
+             else "the first folder in BERDS_DATA_ROOTS")
+    hint = f"; relative paths start in {where}, so this names {root.name}/{p.as_posix()}"
+    if p.parts and p.parts[0] in (root.name, "annotations") and len(p.parts) > 1:
+        hint += f": type '{Path(*p.parts[1:]).as_posix()}'"
+    return hint + " (or give a full path)"
 
 
 # --------------------------------------------------------------------------- who is using the page
