@@ -547,6 +547,44 @@ def evaluate_nested(ds, folds, Z, fold_ids: list | None = None) -> dict:
     return report
 
 
+def cosine_baseline(ds, folds, fold_ids: list, cos=None) -> dict:
+    """The earlier embedded judge measured the same way: its score was a monotone function of one feature,
+    the cosine of the packaged MiniLM's embeddings of the perspective and the passage text, so its decisions
+    are a threshold on that cosine; here the threshold of each held-out fold is chosen for F1 on the other
+    scored folds' pairs, exactly as the stance model's judge threshold. ``cos``: the cosines (computed when
+    None)."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    from berds_core.stance.rules import THRESHOLDS
+
+    hp = ds["human_pairs"]
+    if not hp:
+        return {}
+    if cos is None:
+        from berds_core.embed_store import text_encoder
+
+        te = text_encoder(None)
+        P = te.embed([p["perspective"] for p in hp])
+        D = te.embed([p["text"] for p in hp])
+        cos = np.sum(P * D, axis=1) / np.clip(np.linalg.norm(P, axis=1) * np.linalg.norm(D, axis=1), 1e-12, None)
+    cos = np.asarray(cos, float)
+    y = np.array([p["label"] for p in hp])
+    fold = np.array([folds["fold"][p["qid"]] for p in hp])
+    scored = np.isin(fold, fold_ids)
+    grid = np.unique(np.concatenate([THRESHOLDS * 2 - 1, np.quantile(cos[scored], np.linspace(0, 1, 101))]))
+    pred = np.zeros(len(hp), bool)
+    for f in fold_ids:
+        tr, te_ = scored & (fold != f), fold == f
+        t = max(grid, key=lambda t: (f1_at(y[tr], cos[tr], t), -abs(t)))
+        pred[te_] = cos[te_] >= t
+    y, pred, c = y[scored], pred[scored], cos[scored]
+    tp = int((pred & (y == 1)).sum())
+    return {"pairs": int(len(y)), "f1": f1_at(y, pred.astype(float), 0.5),
+            "precision": tp / max(1, int(pred.sum())), "recall": tp / max(1, int(y.sum())),
+            "kappa": kappa(y, pred.astype(int)), "auc": float(roc_auc_score(y, c)),
+            "average_precision": float(average_precision_score(y, c))}
+
+
 def markdown(report: dict) -> str:
     t2 = report["t2"]
     lines = []
@@ -575,6 +613,11 @@ def markdown(report: dict) -> str:
                   f"| {j['pairs']} ({j['positives']} positive) | {j['questions']} | {j['f1']:.3f} | "
                   f"{j['precision']:.3f} | {j['recall']:.3f} | {j['kappa']:.3f} | {j['auc']:.3f} | "
                   f"{j['average_precision']:.3f} |"]
+    cb = report.get("judge_cosine_baseline")
+    if cb:
+        lines.append(f"| earlier embedded judge (MiniLM cosine, threshold chosen the same way): {cb['pairs']} | | "
+                     f"{cb['f1']:.3f} | {cb['precision']:.3f} | {cb['recall']:.3f} | {cb['kappa']:.3f} | "
+                     f"{cb['auc']:.3f} | {cb['average_precision']:.3f} |")
     for name, v in (report.get("judge_demo") or {}).items():
         lines.append(f"\nDemo bundle, {name} ({v['positives']} positive): F1 {v['f1']:.3f}, precision "
                      f"{v['precision']:.3f}, recall {v['recall']:.3f}, kappa {v['kappa']:.3f} (the judge rule of each "
@@ -610,6 +653,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="models trained at once")
     ap.add_argument("--folds", default=None, help="comma-separated fold models to train and score with (default: "
                     "all); questions of the other folds are left out of every figure")
+    ap.add_argument("--cv-stop-at", type=int, default=None,
+                    help="stage cv: stop each fold model after this many steps of the recipe (checkpoints kept)")
     ap.add_argument("--final-stop-at", type=int, default=None,
                     help="stage final: stop the model on all examples after this many steps of the recipe "
                          "(its checkpoint is kept; a later run without it goes on to the end)")
@@ -633,13 +678,16 @@ def main(argv=None) -> int:
     wanted = list(fold_ids) if args.stage in ("cv", "all") else []
     if args.stage in ("final", "all"):
         wanted.append(None)
-    paths = ensure_models(data, work, wanted, opts, args.jobs, ds, folds, {None: args.final_stop_at})
+    stops = {f: args.cv_stop_at for f in fold_ids}
+    stops[None] = args.final_stop_at
+    paths = ensure_models(data, work, wanted, opts, args.jobs, ds, folds, stops)
     fold_paths = {f: p for f, p in paths.items() if f is not None}
     report_path = work / "report.json"
     if fold_paths:
         Z = oof_logits(ds, folds, fold_paths, work, progress=not args.quiet)
         np.savez(work / "oof_logits.npz", **Z)
         report = evaluate_nested(ds, folds, Z, sorted(fold_paths))
+        report["judge_cosine_baseline"] = cosine_baseline(ds, folds, sorted(fold_paths))
         report["fold_models"] = {f: p.name for f, p in fold_paths.items()}
         from berds_core.stance.network import load_weights as _lw
 

@@ -90,3 +90,20 @@ def test_figures_from_some_folds_leave_the_others_out():
     full = train_stance.evaluate_nested(ds, folds, Z)
     assert full["scored_folds"] == [0, 1, 2, 3, 4] and full["judge"]["pairs"] == len(ds["human_pairs"])
     assert "Folds scored: 0, 1" in train_stance.markdown(rep)
+
+
+def test_cosine_baseline_threshold_comes_from_the_other_folds():
+    """The earlier judge's figures are measured as the stance model's: a threshold per held-out fold chosen on
+    the other scored folds; a fold whose cosines are shifted keeps its threshold, so its decisions move."""
+    ds, folds, _ = _synthetic(n=100)
+    y = np.array([p["label"] for p in ds["human_pairs"]])
+    cos = 0.2 + 0.3 * y + 0.05 * np.random.default_rng(0).normal(size=len(y))
+    rep = train_stance.cosine_baseline(ds, folds, [0, 1, 2, 3, 4], cos)
+    assert rep["pairs"] == 100 and rep["f1"] > 0.9 and rep["auc"] > 0.99
+    shifted = cos.copy()
+    held = np.array([folds["fold"][p["qid"]] == 0 for p in ds["human_pairs"]])
+    shifted[held] += 0.5  # fold 0 above every threshold learnt elsewhere: all predicted positive
+    worse = train_stance.cosine_baseline(ds, folds, [0, 1, 2, 3, 4], shifted)
+    assert worse["f1"] < rep["f1"] and worse["recall"] == rep["recall"]
+    part = train_stance.cosine_baseline(ds, folds, [0, 1], cos)
+    assert part["pairs"] == int(sum(folds["fold"][p["qid"]] in (0, 1) for p in ds["human_pairs"]))
