@@ -732,6 +732,13 @@ def main(argv=None) -> int:
         if any(c.needs_stance for c in configs):
             results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress)
             fold_of = json.loads((Path(args.stance_cv) / "folds.json").read_text())["fold"]
+            scored = {f["fold"] for f in results["stance"]["folds"]}
+            if len(qcs) != sum(fold_of[qc.question.id] in scored for qc in qcs):
+                # fold models for some folds only (train_stance.py --folds): every row, stance or not, is
+                # measured on the questions of those folds, so the rows stay comparable
+                qcs = [qc for qc in qcs if fold_of[qc.question.id] in scored]
+                results["stance"]["questions_scored"] = {"folds": sorted(scored), "questions": len(qcs)}
+                log(f"stance fold models for folds {sorted(scored)} only: {len(qcs)} questions measured")
             results["folds"] = assign_folds(qcs, args.folds, args.seed, fold_of)
         else:
             results["folds"] = assign_folds(qcs, args.folds, args.seed)

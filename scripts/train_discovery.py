@@ -267,7 +267,8 @@ def baseline_k(index, claims, cands_b):
 
 
 def oof_stance(args):
-    """Claim -> the stance model of its cross-validation fold (never trained on it), with its fold's rules."""
+    """(claim -> the stance model of its cross-validation fold (never trained on it), with its fold's rules;
+    claim -> whether its fold has a model: ``train_stance.py --folds`` may have trained some folds only)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import train_stance
 
@@ -276,7 +277,10 @@ def oof_stance(args):
     def model_for(claim):
         return models[fold_of[f"perspectrum-{claim.id}"]]
 
-    return model_for
+    def has_model(claim):
+        return fold_of.get(f"perspectrum-{claim.id}") in models
+
+    return model_for, has_model
 
 
 def fit_and_tune(args, index, a, b) -> dict:
@@ -285,7 +289,14 @@ def fit_and_tune(args, index, a, b) -> dict:
     from berds_core.discovery import pipeline as P
     from berds_core.discovery.heads import fit_head
 
-    report: dict = {"train_a_claims": len(a), "train_b_claims": len(b), "depth": args.depth, "top_m": TOP_M}
+    model_for, has_model = oof_stance(args)
+    scored = [c for c in b if has_model(c)]
+    report: dict = {"train_a_claims": len(a), "train_b_claims": len(scored), "depth": args.depth, "top_m": TOP_M}
+    if len(scored) < len(b):  # no out-of-fold stance model for the others: left out of every choice
+        report["train_b_left_out"] = {"claims": len(b) - len(scored), "why": "their stance cross-validation "
+                                      "fold has no model (train_stance.py --folds)"}
+        log(f"train-B: {len(scored)} of {len(b)} claims have an out-of-fold stance model; the others are left out")
+        b = scored
     ca = candidates(index, a, args.depth)
     cb = candidates(index, b, args.depth)
     for name, cl, cd in (("train_a", a, ca), ("train_b", b, cb)):
@@ -306,7 +317,6 @@ def fit_and_tune(args, index, a, b) -> dict:
     equiv_head = fit_head(Xe, ye, grouped_c(Xe, ye, ge))
 
     # ---- train-B: the stance model out of fold (each claim read by the fold model that never saw it)
-    model_for = oof_stance(args)
     Xb, yb = rel_xy(index, b, cb)
     rel_heads_b = [rel_head.proba(x) for x in Xb]
     Xeb, yeb, _ = equiv_xy(index, b)
