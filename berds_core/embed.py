@@ -75,13 +75,20 @@ def cpu_has_fast_bf16() -> bool:
 def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
     """The encoder precision to use.
 
-    ``None``/``"auto"``: on CPU, ``bf16`` where the CPU has native bf16 matmuls,
-    else ``int8`` (dynamic quantisation); ``fp32`` on accelerators. Both fast
-    paths were measured to keep retrieval quality (bench/retrieval.py: top-10
-    overlap with fp32 and MRecall@5 with gold labels). Otherwise ``fp32``,
-    ``bf16`` or ``int8`` (CPU only).
+    ``None``/``"auto"``: ``$BERDS_ENCODING`` when the operator sets it (one precision for
+    every encoder of the process, e.g. ``fp32`` for figures that must be the same on every
+    CPU); otherwise on CPU, ``bf16`` where the CPU has native bf16 matmuls, else ``int8``
+    (dynamic quantisation); ``fp32`` on accelerators. Both fast paths were measured to keep
+    retrieval quality (bench/retrieval.py: top-10 overlap with fp32 and MRecall@5 with gold
+    labels). Otherwise ``fp32``, ``bf16`` or ``int8`` (CPU only).
     """
     dev = pick_device(device)
+    if encoding in (None, "auto"):
+        encoding = os.environ.get("BERDS_ENCODING", "").strip() or None
+        if encoding not in (None, "auto") and encoding not in ENCODINGS:
+            raise ValueError(f"BERDS_ENCODING must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
+        if encoding == "int8" and dev != "cpu":
+            encoding = None  # the operator's CPU default does not apply to an accelerator
     if encoding in (None, "auto"):
         if dev != "cpu":
             return "fp32"
