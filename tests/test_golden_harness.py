@@ -41,3 +41,16 @@ def test_scrub_drops_timings_and_writes_the_temporary_folder():
     got = scrub({"seconds": 1.2, "build_seconds": 3, "cache_hit": True, "out": "/tmp/x/r.jsonl", "/tmp/x/a": 1,
                  "updated_at": "2026", "k": 10}, "/tmp/x")
     assert got == {"out": "{tmp}/r.jsonl", "{tmp}/a": 1, "k": 10}
+
+
+def test_operator_encoding_applies_to_every_auto_encoder(monkeypatch):
+    import pytest
+
+    from berds_core.embed import resolve_encoding
+
+    monkeypatch.setenv("BERDS_ENCODING", "fp32")
+    assert resolve_encoding(None, "cpu") == "fp32" and resolve_encoding("auto", "cpu") == "fp32"
+    assert resolve_encoding("int8", "cpu") == "int8"  # an explicit choice still wins
+    monkeypatch.setenv("BERDS_ENCODING", "fp8")
+    with pytest.raises(ValueError, match="BERDS_ENCODING"):
+        resolve_encoding(None, "cpu")
