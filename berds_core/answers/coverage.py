@@ -102,7 +102,8 @@ def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, 
                                    [r.get("references") or r["perspectives"] for r in rows],
                                    mode=pd_mode, max_length=max_length)
         for out, p in zip(per_q, pd):
-            out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"])
+            out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"],
+                       pd_unscored=p["unscored"])
     if da_generator is not None:
         from .da import dispute_awareness
 
@@ -116,6 +117,7 @@ def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, 
     if pd_generator is not None:
         summary["pd_mode"] = pd_mode
         summary["pd_partial_answers_cut"] = int(sum(q["pd_cut"] for q in per_q))
+        summary["pd_partial_answers_unscored"] = int(sum(q["pd_unscored"] for q in per_q))
     return {"summary": summary, "per_question": per_q}
 
 

@@ -6,8 +6,10 @@ Questions, JSON Lines, one per line::
 
 become :class:`~berds_core.records.Question` with the points of view as
 perspectives (what a perspective-detection judge compares an answer with);
-:func:`partial_answer_text` gives each partial answer's full text (point of
-view, a space, explanation), the reference text P.D. scores.
+:func:`partial_answer_text` gives each partial answer's full text, the
+reference text P.D. scores: point of view, a space, explanation (whitespace
+normalised) as P.D. is defined here, or exactly ``point_of_view + ". " +
+explanation`` as DebateQA's released script joins them (``pd_mode="released"``).
 
 Answers files hold ``{"id", "generation"}`` per line (DebateQA's own), or the
 richer rows ``berds answer`` writes (which also carry the question, the
@@ -21,8 +23,11 @@ from ..records import Question
 from ..datasets.checks import as_id, nonempty_str
 
 
-def partial_answer_text(pa: dict) -> str:
-    """A partial answer as one reference text: point of view + " " + explanation."""
+def partial_answer_text(pa: dict, pd_mode: str = "defined") -> str:
+    """A partial answer as one reference text: point of view + " " + explanation, whitespace normalised
+    (``pd_mode="defined"``), or ``point_of_view + ". " + explanation`` untouched (``"released"``)."""
+    if pd_mode == "released":
+        return str(pa.get("point_of_view") or "") + ". " + str(pa.get("explanation") or "")
     pov = " ".join(str(pa.get("point_of_view") or "").split())
     expl = " ".join(str(pa.get("explanation") or "").split())
     return f"{pov} {expl}".strip()
@@ -43,8 +48,9 @@ def is_debateqa_record(obj: dict) -> bool:
     return isinstance(obj, dict) and "partial_answers" in obj and "question" in obj
 
 
-def load_debateqa(path) -> tuple[list[Question], dict[str, list[str]]]:
-    """(questions, partial answer texts by question id) from a DebateQA JSONL file."""
+def load_debateqa(path, pd_mode: str = "defined") -> tuple[list[Question], dict[str, list[str]]]:
+    """(questions, partial answer texts by question id) from a DebateQA JSONL file (texts joined for
+    ``pd_mode``, see :func:`partial_answer_text`)."""
     questions, refs, seen = [], {}, {}
     for no, obj in iter_jsonl(path):
         text = nonempty_str(obj.get("question"), path, no, "question")
@@ -60,7 +66,7 @@ def load_debateqa(path) -> tuple[list[Question], dict[str, list[str]]]:
             povs.append(nonempty_str(pa.get("point_of_view"), path, no, f"partial_answers[{i}].point_of_view"))
             if pa.get("explanation") is not None and not isinstance(pa["explanation"], str):
                 raise InputError(path, no, f"partial_answers[{i}].explanation", "expected a string")
-            texts.append(partial_answer_text(pa))
+            texts.append(partial_answer_text(pa, pd_mode))
         questions.append(Question(qid, text, povs))
         refs[qid] = texts
     if not questions:
@@ -93,11 +99,13 @@ def load_answers(path) -> list[dict]:
 
 
 def join_questions(path, rows: list[dict], questions: list[Question] | None,
-                   references: dict[str, list[str]] | None = None) -> list[dict]:
+                   references: dict[str, list[str]] | None = None, skipped: list | None = None) -> list[dict]:
     """Answers rows completed with ``question``, ``perspectives`` and ``references`` (P.D.'s texts).
 
     Without a questions file every row must carry ``question`` and
-    ``perspectives`` itself; with one, every answer id must be in it.
+    ``perspectives`` itself; with one, every answer id must be in it, unless
+    ``skipped`` is a list: answers not in the questions file are then left
+    out and their ids appended to it (what DebateQA's released P.D. script does).
     """
     by_id = {q.id: q for q in questions or []}
     out = []
@@ -105,6 +113,9 @@ def join_questions(path, rows: list[dict], questions: list[Question] | None,
         r = dict(r)
         q = by_id.get(r["id"])
         if questions is not None and q is None:
+            if skipped is not None:
+                skipped.append(r["id"])
+                continue
             raise InputError(path, r["_line"], "id", f"question {r['id']!r} is not in the questions file")
         if q is not None:
             r.setdefault("question", q.question)
@@ -117,18 +128,21 @@ def join_questions(path, rows: list[dict], questions: list[Question] | None,
     return out
 
 
-def load_questions_and_references(path) -> tuple[list[Question], dict[str, list[str]] | None]:
-    """Questions of any supported format; DebateQA files also give the partial answers' texts."""
+def load_questions_and_references(path, pd_mode: str = "defined"
+                                  ) -> tuple[list[Question], dict[str, list[str]] | None]:
+    """Questions of any supported format; DebateQA files also give the partial answers' texts
+    (joined for ``pd_mode``)."""
     from ..datasets import guess_format, load_questions
 
     if guess_format(path) == "debateqa":
-        return load_debateqa(path)
+        return load_debateqa(path, pd_mode)
     return load_questions(path), None
 
 
-def scoring_rows(answers_path, questions_path=None) -> list[dict]:
+def scoring_rows(answers_path, questions_path=None, pd_mode: str = "defined", skipped: list | None = None) -> list[dict]:
     """An answers file joined with its questions: rows with ``question``, ``perspectives``,
-    ``references`` and ``generation`` (what ``berds pd`` / ``da`` / ``answer-eval`` score)."""
+    ``references`` (joined for ``pd_mode``) and ``generation`` (what ``berds pd`` / ``da`` /
+    ``answer-eval`` score); ``skipped``: see :func:`join_questions`."""
     rows = load_answers(answers_path)
-    questions, refs = load_questions_and_references(questions_path) if questions_path else (None, None)
-    return join_questions(answers_path, rows, questions, refs)
+    questions, refs = load_questions_and_references(questions_path, pd_mode) if questions_path else (None, None)
+    return join_questions(answers_path, rows, questions, refs, skipped)
