@@ -46,7 +46,7 @@ def test_scrub_drops_timings_and_writes_the_temporary_folder():
 def test_operator_encoding_applies_to_every_auto_encoder(monkeypatch):
     import pytest
 
-    from berds_core.embed import resolve_encoding
+    from berds_core.embeddings.models import resolve_encoding
 
     monkeypatch.setenv("BERDS_ENCODING", "fp32")
     assert resolve_encoding(None, "cpu") == "fp32" and resolve_encoding("auto", "cpu") == "fp32"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from .errors import InputError
+from ..errors import InputError
 
 ENV = "BERDS_ALLOWED_ENDPOINTS"
 _DEFAULT_PORT = {"http": 80, "https": 443}
@@ -59,7 +59,7 @@ def allowed_endpoints() -> list[str]:
 
 def enforced() -> bool:
     """Whether typed addresses are checked: always in lab mode, in open mode once the list is set."""
-    from .accounts import lab_mode
+    from ..lab.accounts import lab_mode
 
     return lab_mode() or bool(allowed_endpoints())
 

@@ -4,7 +4,7 @@ The Annotate page's keyboard widget shows the next pair at once and queues
 each decision as an *event* (``{cid, kind, ref, value, unsure, note,
 time_ms, judge_visible}``); the queue is resent until the server
 acknowledges every event. :func:`apply_events` stores the events in order
-through a :class:`~berds_core.access.Lab` (so the role and queue checks run),
+through a :class:`~berds_core.lab.access.Lab` (so the role and queue checks run),
 skips those already stored (their ``cid`` is unique in the ``events`` table),
 and returns the ids to acknowledge. Anything in an event is untrusted input:
 wrong types or sizes reject that event, never the page.

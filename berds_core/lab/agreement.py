@@ -2,7 +2,7 @@
 
 Pure functions over 0/1 arrays (``human`` = reference, ``pred`` = the judge or
 a second annotator), plus :func:`agreement_report` that reads an annotation
-:class:`~berds_core.store.Store` and builds the ``berds agreement`` report.
+:class:`~berds_core.lab.store.Store` and builds the ``berds agreement`` report.
 With ``p_o`` the observed share of agreement and ``p_h``, ``p_j`` the two
 raters' shares of positives:
 

@@ -14,7 +14,7 @@ command (its own retries and errors).
 """
 from __future__ import annotations
 
-from .errors import InputError
+from ..errors import InputError
 
 CONNECT_TIMEOUT = 5.0
 
@@ -39,7 +39,7 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     """Why ``base_url`` cannot be used (one phrase), or None when it answered."""
     import httpx
 
-    from .generators.openai import OpenAIClient
+    from ..generators.openai import OpenAIClient
 
     client = OpenAIClient(base_url, timeout=timeout, retries=0)
     try:
@@ -68,7 +68,7 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
 def check_servers(pairs) -> None:
     """``pairs``: (flag, spec). InputError (one line, naming the flag and the server) for the first
     spec whose server cannot be reached; each URL is asked once."""
-    from .generators.openai import normalize_base_url
+    from ..generators.openai import normalize_base_url
 
     seen: set[str] = set()
     for flag, spec in pairs:

@@ -4,7 +4,7 @@ Only pairs, labels (with their provenance), adjudicated gold and reference
 labels are exported: nothing from the accounts tables (names of users appear
 only as the annotator of a label; passwords and their hashes never leave the
 ``users`` table). The TSV's first five columns are a human-pairs TSV, so an
-export reads back with :func:`berds_core.tasks.read_pairs_tsv`.
+export reads back with :func:`berds_core.lab.tasks.read_pairs_tsv`.
 
 Spreadsheet formulas (CSV injection): every delimited export (TSV and CSV,
 here and in the app's downloads) goes through :func:`neutralise`, OWASP's
@@ -14,7 +14,7 @@ running it (an annotator's note ``=HYPERLINK(...)`` stays a note). Plain
 numbers (``-0.25``) are left as they are: they cannot run anything. A cell
 that already starts with ``'`` gets one more, so the rule can be undone
 exactly: :func:`unneutralise` drops one leading ``'``
-(:func:`berds_core.tasks.read_pairs_tsv` does so for this module's exports).
+(:func:`berds_core.lab.tasks.read_pairs_tsv` does so for this module's exports).
 JSON Lines are exact: no cell is changed.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ app. This module is that route and a guard for uploads:
 
 The cookie holds the session token itself (256 random bits); the database
 keeps only its SHA-256 with the user, idle and absolute expiry and a revoked
-flag (:mod:`berds_core.accounts`). A token is not a signed claim that the
+flag (:mod:`berds_core.lab.accounts`). A token is not a signed claim that the
 server trusts on sight: every page run looks it up (``Accounts.session_user``),
 so sign-out, expiry, a password reset or a disabled account end it at once,
 for every tab and for a copy taken to another browser. JavaScript never sees

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import cache_dir, text_hash
+from ..cache import cache_dir, text_hash
 
 MAX_TOKENS = 128
 CHUNK = 1024  # texts encoded (and committed to the store) per step
@@ -106,7 +106,7 @@ def embedding_store() -> EmbeddingStore:
 
 def store_key(model: str | None, encoding: str, max_seq_length: int) -> str:
     """The key part naming the vectors: model key, precision, max tokens."""
-    from .embed import model_key
+    from .models import model_key
 
     return f"{model_key(model)}|{encoding}|msl{int(max_seq_length)}"
 
@@ -138,7 +138,7 @@ class TextEncoder:
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None,
                  max_seq_length: int | None = None, *, batch_size: int = 64, store: bool = True,
                  memory: int = 50_000):
-        from .embed import pick_device, resolve_encoding
+        from .models import pick_device, resolve_encoding
 
         self.model_id = model
         self.device = pick_device(device)
@@ -160,7 +160,7 @@ class TextEncoder:
     def encoder(self):
         """The SentenceTransformer (this precision, truncating at ``max_seq_length``), loaded on first use."""
         if self._encoder is None:
-            from .embed import load_encoder
+            from .models import load_encoder
 
             self._encoder = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
         return self._encoder
@@ -242,7 +242,7 @@ def text_encoder(model: str | None = None, device: str | None = None, encoding: 
     ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` (bf16 on CPUs with native bf16,
     else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``.
     """
-    from .embed import model_key, pick_device, resolve_encoding
+    from .models import model_key, pick_device, resolve_encoding
 
     dev = pick_device(device)
     enc = resolve_encoding(encoding, dev)

@@ -18,7 +18,7 @@ perspectives and the passages).
 from __future__ import annotations
 
 from ..errors import InputError
-from ..jsonio import iter_jsonl
+from ..files.jsonio import iter_jsonl
 from ..records import Question
 from ..datasets.checks import as_id, nonempty_str
 

@@ -35,7 +35,7 @@ SHIPPED = "embeddings.npz"  # in berds_core/demo: the demo's precomputed embeddi
 
 
 def shipped_path():
-    from .datasets.demo import demo_dir
+    from ..datasets.demo import demo_dir
 
     return demo_dir() / SHIPPED
 
@@ -46,7 +46,7 @@ def seed_shipped(corpus, path=None) -> int:
     many vectors were added (0: not the demo, another precision, or already there)."""
     import numpy as np
 
-    from .embed_store import embedding_store, text_encoder
+    from ..embeddings.store import embedding_store, text_encoder
 
     path = path or shipped_path()
     try:
@@ -85,7 +85,7 @@ def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = N
     if n > max_passages:
         out["skipped"] = f"{n:,} passages (more than {max_passages:,}): encoded per question instead"
         return out
-    from .diversify.facets import passage_text
+    from ..diversify.facets import passage_text
 
     feat = getattr(judge, "featurizer", None)
     if feat is not None and hasattr(feat, "sentence_embeddings"):
@@ -96,7 +96,7 @@ def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = N
             feat.sentence_embeddings(todo[a:a + BATCH])
         out["judge_texts"] = len(todo)
     if embedder is not None:
-        from .diversify.embeddings import passage_embeddings
+        from ..diversify.vectors import passage_embeddings
 
         for a in range(0, n, BATCH):
             report("encoding passages for MMR", a, n)

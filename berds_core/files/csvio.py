@@ -17,7 +17,7 @@ import io
 import sys
 from typing import Iterable, Iterator
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def explain(err: csv.Error, start: int, end: int, delimiter: str) -> str:

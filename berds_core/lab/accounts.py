@@ -1,7 +1,7 @@
 """Lab accounts: users with roles, argon2 password hashes, sessions that expire, rate-limited login.
 
 Everything lives in the annotation database (tables ``users``, ``sessions``,
-``login_attempts``; see :mod:`berds_core.store`), so one file is one lab.
+``login_attempts``; see :mod:`berds_core.lab.store`), so one file is one lab.
 
 - Passwords are stored only as argon2id hashes (``argon2-cffi``: a random salt
   per hash, memory-hard). They are never logged, printed, exported or put in

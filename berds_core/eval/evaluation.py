@@ -4,7 +4,7 @@ runs (BERDS Table 6) and passages needed to cover every perspective (Table 17).
 
 Everything here is pure: inputs are boolean label matrices (passages x
 perspectives, rank order; see ``berds_core.runs.label_matrix``) or arrays of
-per-question scores. The per-question kernels are ``berds_core.metrics``.
+per-question scores. The per-question kernels are ``berds_core.eval.measures``.
 
 Conventions:
 
@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .metrics import mrecall_at_k, passages_to_cover, precision_at_k
+from .measures import mrecall_at_k, passages_to_cover, precision_at_k
 
 DEFAULT_KS = (5, 10)
 METRIC_NAMES = ("mrecall", "precision", "precision_at_1")

@@ -29,7 +29,7 @@ DEV_CORPORA = ("procon", "perspectrum", "demo")
 
 def dev_bundles(data_dir, names=DEV_CORPORA) -> tuple[dict, dict]:
     """``({name: Bundle}, {name: why missing})`` for the development corpora under ``data_dir``."""
-    from .datasets import load_debate_sites, load_demo, load_perspectrum_bundle
+    from . import load_debate_sites, load_demo, load_perspectrum_bundle
 
     data = Path(data_dir)
     out, missing = {}, {}
@@ -86,7 +86,7 @@ def question_groups(questions, threshold: float = 0.9, embed=None) -> dict[str, 
             seen[key] = i
     if threshold < 1.0 and len(questions) > 1:
         if embed is None:
-            from .embed_store import text_encoder
+            from ..embeddings.store import text_encoder
 
             embed = text_encoder().embed
         E = np.asarray(embed([q.question for q in questions]), dtype=np.float32)

@@ -42,8 +42,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .runs import gold_matrix, judged_mask, label_matrix
+from ..errors import InputError
+from ..runs import gold_matrix, judged_mask, label_matrix
 
 DEFAULT_ALPHA = 0.5
 MAX_CUTOFF = 20  # ndeval evaluates at most the top 20
@@ -218,7 +218,7 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
     Ids are not checked here: call :func:`check_trec_ids` first.
     """
-    from .jsonio import atomic_write
+    from ..files.jsonio import atomic_write
 
     n = 0
     with atomic_write(path) as fh:
@@ -232,7 +232,7 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
 def write_trec_qrels(path, qrels) -> int:
     """``qid subtopic docid relevance`` lines (TREC diversity qrels, as ndeval reads them)."""
-    from .jsonio import atomic_write
+    from ..files.jsonio import atomic_write
 
     n = 0
     with atomic_write(path) as fh:

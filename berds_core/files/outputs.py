@@ -19,14 +19,14 @@ and ``berds_core.cli.main`` calls :func:`check_cli_files` before the verb runs:
   symbolic links count), and a match is refused before anything is read, so
   ``retrieve --questions q.jsonl --out q.jsonl`` cannot replace the questions;
 - a server a spec option names (``openai:<model>@<url>``,
-  ``berds-evaluator:<url>``) must answer (:mod:`berds_core.reach`): an
+  ``berds-evaluator:<url>``) must answer (:mod:`berds_core.net.reach`): an
   unreachable one is one line naming it, before any work and any progress bar.
 
 Writability is *probed* (a temporary file is created and removed), not
 guessed from permission bits: ``root`` passes every ``access`` check but
 still cannot write to a read-only mount or an immutable folder.
 
-Outputs are then written atomically (:func:`berds_core.jsonio.atomic_write`:
+Outputs are then written atomically (:func:`berds_core.files.jsonio.atomic_write`:
 a temporary file in the same folder, renamed over the target when complete),
 so a crash or Ctrl-C never leaves a truncated file where a good one was.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def probe_writable(folder: Path) -> str | None:
@@ -209,6 +209,6 @@ def check_cli_files(args) -> None:
     for flag, out in declared_outputs(args, vf):
         check_not_input(out, flag, ins)
     if vf.servers:
-        from .reach import check_servers
+        from ..net.reach import check_servers
 
         check_servers([(vf.flag(d), v) for d in vf.servers for v in _values(getattr(args, d, None))])

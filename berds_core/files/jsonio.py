@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def read_text(path) -> str:

@@ -21,8 +21,8 @@ Layout (schema version in ``schema_version``; :data:`MIGRATIONS` upgrades old fi
   in advance (e.g. imported BERDS human labels), used for calibration.
 - ``settings``: guidelines and label definitions of the project.
 - ``users``, ``sessions``, ``login_attempts``, ``audit``: lab accounts (see
-  :mod:`berds_core.accounts`) and the log of allowed and refused actions (see
-  :mod:`berds_core.access`).
+  :mod:`berds_core.lab.accounts`) and the log of allowed and refused actions (see
+  :mod:`berds_core.lab.access`).
 
 Durability: WAL journal, ``synchronous=FULL`` (every commit is fsynced before
 it returns), a busy timeout, and one ``BEGIN IMMEDIATE`` transaction per
@@ -245,7 +245,7 @@ class Pair:
     def judge_text(self, judge=None) -> str:
         """The passage as ``judge`` reads it (:func:`berds_core.judges.passage_text`): the BERDS
         evaluator's ``text + " " + title`` for LLM judges, the text alone for the embedded judge."""
-        from .judges import passage_text
+        from ..judges import passage_text
 
         ctx = {"text": self.document} if self.title is None else {"text": self.document, "title": self.title}
         return passage_text(ctx, judge)

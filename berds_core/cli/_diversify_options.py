@@ -12,9 +12,9 @@ At most one of them. ``--preset`` also picks its retriever (dense, default model
 from __future__ import annotations
 
 from ..errors import InputError
-from .aspects import ASPECT_PROBS
-from .presets import PRESETS, get_preset
-from .query_expansion import QE_SOURCES
+from ..diversify.aspects import ASPECT_PROBS
+from ..diversify.presets import PRESETS, get_preset
+from ..diversify.query_expansion import QE_SOURCES
 
 
 def add_diversify_args(p) -> None:
@@ -201,13 +201,13 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
     if (eff.get("method") == "coverage" and eff.get("coverage_probs", "auto") in ("auto", "stance")
             and eff.get("qe_source") == "offline" and not eff.get("judge") and eff.get("embedder") is None):
         # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
-        from .embeddings import encode
-        from .facets import yes_no_sides
+        from ..diversify.vectors import encode
+        from ..diversify.facets import yes_no_sides
 
         encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
     if eff.get("method") != "coverage" or eff.get("coverage_probs") != "model":
         return
-    from .stance import get_stance_model, stance_text
+    from ..diversify.stance import get_stance_model, stance_text
 
     pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
     if pool == "union" and not hasattr(retriever, "text_encoder"):

@@ -17,7 +17,7 @@
   annotator, mixes calibration pairs (pairs with a reference label) into every
   queue at random places, and saves the set; the set can also route pairs an
   annotator marks *unsure* to a second annotator as they are labelled (see
-  :meth:`berds_core.store.Store.label`).
+  :meth:`berds_core.lab.store.Store.label`).
 - :func:`import_pairs_tsv` validates a whole TSV before it writes anything,
   then stores pairs, queue and labels in one transaction.
 - :func:`demo_candidates` / :func:`build_demo_task_set`: a ready task set from
@@ -33,8 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import InputError
-from .jsonio import read_text
+from ..errors import InputError
+from ..files.jsonio import read_text
 from .store import Pair
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
@@ -81,7 +81,7 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         except StopIteration:
             break
         except csv.Error as e:
-            from .csvio import explain
+            from ..files.csvio import explain
 
             raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
         line, start = start, reader.line_num + 1
@@ -121,7 +121,7 @@ def _side(entry: dict, j: int) -> str | None:
     if stances and j < len(stances):
         return str(stances[j]).lower() if stances[j] else "other"
     if len(entry["perspectives"]) == 2:
-        from .leaning import infer_sides
+        from ..eval.leaning import infer_sides
 
         sides = infer_sides(entry["question"], entry["perspectives"], None)
         if sides is not None:
@@ -137,7 +137,7 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     judge labels already stored in the runs (``{judge: {pair_id: 0/1}}``),
     read through :func:`berds_core.runs.label_matrix`.
     """
-    from .runs import judged_mask, judges_in, label_matrix
+    from ..runs import judged_mask, judges_in, label_matrix
 
     pairs, stored = [], defaultdict(dict)
     for run_name, entries in runs:
@@ -413,7 +413,7 @@ def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
     A demo passage belongs to the question its id starts with (``a-q01-p07``
     -> ``a-q01``); the pair id is ``demo:<passage>:<perspective index>``.
     """
-    from .datasets import load_demo
+    from ..datasets import load_demo
 
     bundle = load_demo()
     by_q = defaultdict(list)

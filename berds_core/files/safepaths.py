@@ -29,10 +29,10 @@ import os
 import re
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 ENV_ROOTS = "BERDS_DATA_ROOTS"
-APP_DIR = Path(__file__).resolve().parents[1]
+APP_DIR = Path(__file__).resolve().parents[2]
 
 
 def annotations_root() -> Path:
@@ -42,7 +42,7 @@ def annotations_root() -> Path:
 
 def allowed_roots() -> list[Path]:
     """The folders the app may read from or write to, resolved (existing or not)."""
-    from .cache import cache_dir
+    from ..cache import cache_dir
 
     roots = [Path(p).expanduser().resolve() for p in os.environ.get(ENV_ROOTS, "").split(os.pathsep) if p.strip()]
     roots += [annotations_root(), (cache_dir("uploads")).resolve()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 
-from .model_lock import model_loading
+from ..runtime.model_lock import model_loading
 
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm", "default"}
@@ -42,9 +42,9 @@ def pick_device(device: str | None = None) -> str:
 
 
 def locate_embedder(path: str) -> bool:
-    """``local_files_only`` for a sentence-transformers name (``berds_core.hub.locate``: local files
+    """``local_files_only`` for a sentence-transformers name (``berds_core.net.hub.locate``: local files
     first, the hub only when reachable); OSError (one line) when it cannot load without trying."""
-    from .hub import locate
+    from ..net.hub import locate
 
     ids = (path,) if "/" in path or os.path.isdir(path) else (path, f"sentence-transformers/{path}")
     tried = [locate(name, "embedder", probes=("modules.json", "config.json")) for name in ids]
