@@ -125,7 +125,7 @@ def diversify_config(args) -> dict | None:
 
 def _explicit_config(args) -> dict:
     """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
-    from . import default_lambda
+    from ..diversify import default_lambda
 
     if args.alpha is not None:
         raise InputError("--alpha", None, None, f"is for --rerank coverage; --rerank {args.rerank} takes --lambda")
@@ -157,7 +157,7 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     from ..generators import GenerationError
     from ..judges import JudgeError
     from ..retrieval import question_entry
-    from . import diversify
+    from ..diversify import diversify
 
     keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "candidates_from",
             "mix", "aspect_probs", "keep")
@@ -193,7 +193,7 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
     """Batch the per-question work of a run before the per-question loop: all question embeddings in one
     encoder call and, for the stance model, every (question, candidate) pair in one batched, cached pass
     (the loop then reads them from memory). Same results as without it, faster."""
-    from . import candidate_pool, get_preset
+    from ..diversify import candidate_pool, get_preset
 
     eff = get_preset(cfg.get("preset") or "diverse") if cfg["method"] == "preset" else cfg
     if hasattr(retriever, "text_encoder"):
@@ -211,7 +211,7 @@ def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = T
 
     pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
     if pool == "union" and not hasattr(retriever, "text_encoder"):
-        from . import companion
+        from ..diversify import companion
 
         companion(corpus, "dense").text_encoder.embed([q.question for q in questions])
     pairs = []

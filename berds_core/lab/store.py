@@ -209,7 +209,7 @@ def default_db_path() -> Path:
 
 def app_version() -> str:
     """What the labels' ``app_version`` records: ``$BERDS_APP_VERSION`` or ``berds <package version>``."""
-    from . import __version__
+    from .. import __version__
 
     return os.environ.get("BERDS_APP_VERSION") or f"berds {__version__}"
 
