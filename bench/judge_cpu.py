@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         return 0
     import torch
 
-    from berds_core.embed import resolve_encoding
+    from berds_core.embeddings.models import resolve_encoding
     from berds_core.judges.embedded import EmbeddedJudge
 
     pairs = workload(tsv, args.passages)

@@ -78,7 +78,7 @@ def _data_stamp(data: Path) -> list:
 
 def load_dataset(data: Path, work: Path, progress: bool = True) -> dict:
     """Examples, questions and evaluation pairs of every source (cached in ``work/dataset.json``)."""
-    from berds_core.devsets import dev_bundles, question_groups
+    from berds_core.datasets.devsets import dev_bundles, question_groups
     from berds_core.stance import examples as E
 
     cache = work / "dataset.json"
@@ -166,7 +166,7 @@ def demo_pairs() -> list[dict]:
     """Every (passage, perspective) pair of the built-in demo bundle with its gold label (the Agreement page's
     demo round draws its pairs from these), and whether the demo round's 40 pairs include it."""
     from berds_core.stance import negation
-    from berds_core.tasks import demo_candidates, sample_pairs
+    from berds_core.lab.tasks import demo_candidates, sample_pairs
 
     pairs, labels = demo_candidates()
     round_ids = {p.pair_id for p in sample_pairs(pairs, 40, "stratified", by="subset", seed=0)}
@@ -182,8 +182,8 @@ class _Q:
 
 def assign_folds(ds: dict, work: Path, n_folds: int = N_FOLDS, seed: int = 0) -> dict:
     """Question id -> fold over every source's questions (grouped; cached in ``work/folds.json``)."""
-    from berds_core.devsets import question_groups
-    from berds_core.embed import resolve_encoding
+    from berds_core.datasets.devsets import question_groups
+    from berds_core.embeddings.models import resolve_encoding
 
     path = work / "folds.json"
     key = {"questions": len(ds["questions"]), "n_folds": n_folds, "seed": seed,
@@ -561,7 +561,7 @@ def cosine_baseline(ds, folds, fold_ids: list, cos=None) -> dict:
     if not hp:
         return {}
     if cos is None:
-        from berds_core.embed_store import text_encoder
+        from berds_core.embeddings.store import text_encoder
 
         te = text_encoder(None)
         P = te.embed([p["perspective"] for p in hp])

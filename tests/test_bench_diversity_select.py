@@ -89,7 +89,7 @@ def test_the_oracle_row_covers_every_perspective_it_can():
     other supporting passages, then the rest: MRecall@5 and Precision@5 at the ceiling of re-ranking N."""
     from diversity import QuestionCtx, _oracle
 
-    from berds_core.metrics import mrecall_at_k, precision_at_k
+    from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
     n = 12
     labels = np.zeros((n, 2), bool)

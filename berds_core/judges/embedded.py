@@ -14,7 +14,7 @@ string the ``diverse`` preset reads, so a pair is encoded once for every use
 (the stance model's encodings live in the embedding store).
 
 ``encoding`` (default ``auto``: bf16 on CPUs with native bf16, else int8 on
-CPU, fp32 on accelerators; see ``berds_core.embed.resolve_encoding``) picks the
+CPU, fp32 on accelerators; see ``berds_core.embeddings.models.resolve_encoding``) picks the
 network's precision; the precision is part of the judge's name.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ class EmbeddedJudge(Judge):
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
-        from ..embed import resolve_encoding
+        from ..embeddings.models import resolve_encoding
         from ..stance import StanceModel
 
         try:

@@ -45,7 +45,7 @@ class StanceModel:
     def __init__(self, weights: str | Path | None = None, *, base: str | None = None, device: str | None = None,
                  encoding: str | None = None, batch_size: int = 64, store: bool = True, memory: int = 100_000,
                  uses: dict | None = None):
-        from ..embed import pick_device, resolve_encoding, resolve_model
+        from ..embeddings.models import pick_device, resolve_encoding, resolve_model
         from .network import load_weights
 
         self.weights_path = Path(weights or WEIGHTS)
@@ -90,7 +90,7 @@ class StanceModel:
         import torch
         from transformers import AutoTokenizer
 
-        from ..model_lock import model_loading
+        from ..runtime.model_lock import model_loading
         from .network import load_network
 
         with model_loading():
@@ -98,7 +98,7 @@ class StanceModel:
             if self.encoding == "int8":
                 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-                from ..embed import _quantizable_linears
+                from ..embeddings.models import _quantizable_linears
 
                 spec = {f"enc.{n}": per_channel_dynamic_qconfig for n in _quantizable_linears(net.enc)}
                 net = quantize_dynamic(net, spec, dtype=torch.qint8)
@@ -155,7 +155,7 @@ class StanceModel:
             if k not in got:
                 todo.setdefault(k, p)
         if todo and self.store:
-            from ..embed_store import embedding_store
+            from ..embeddings.store import embedding_store
 
             found = embedding_store().get_many(skey, [hashes[k] for k in todo])
             for k in list(todo):
@@ -173,7 +173,7 @@ class StanceModel:
                     chunk = items[i:i + CHUNK]
                     V = self.encode_uncached([p for _, p in chunk], max_length)
                     if self.store:
-                        from ..embed_store import embedding_store
+                        from ..embeddings.store import embedding_store
 
                         embedding_store().put_many(skey, [(hashes[k], v) for (k, _), v in zip(chunk, V)])
                     got.update({k: v for (k, _), v in zip(chunk, V)})

@@ -106,7 +106,7 @@ def partial_nll(logits, allowed_mask, weights):
 
 
 def use_bf16() -> bool:
-    from ..embed import cpu_has_fast_bf16
+    from ..embeddings.models import cpu_has_fast_bf16
 
     return cpu_has_fast_bf16()
 
@@ -119,7 +119,7 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     import torch
     from transformers import AutoTokenizer
 
-    from ..embed import resolve_model
+    from ..embeddings.models import resolve_model
     from . import network
 
     opts = {**DEFAULTS, **(opts or {})}
