@@ -23,7 +23,7 @@ TRAIN = [
     E.Example("q2", "procon", "Should cars be banned?", "Cars give people freedom and should not be banned.", (O,)),
     E.Example("q2", "human", "Cars should be banned.", "A recipe for lemon cake.", (O, U)),
 ]
-OPTS = {"layers": 2, "lora_r": 2, "lora_alpha": 4, "max_length": 32, "epochs": 40.0, "batch_size": 3, "lr": 1e-2,
+OPTS = {"layers": 2, "lora_r": 4, "lora_alpha": 8, "max_length": 32, "epochs": 40.0, "batch_size": 3, "lr": 1e-2,
         "lora_dropout": 0.0}
 
 
