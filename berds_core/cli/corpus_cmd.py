@@ -1,4 +1,5 @@
-"""``berds corpus web``: one web corpus per question (search, fetch, extract, split), saved as a snapshot.
+"""``berds corpus web``: one web corpus per question (search, fetch, extract, split), saved as a snapshot;
+``berds corpus ingest``: a large corpus streamed into the on-disk store (:mod:`._corpus_ingest`).
 
 ::
 
@@ -50,6 +51,9 @@ def register(sub) -> None:
                    help="re-open finished questions to retry pages that timed out or met a server error")
     w.add_argument("--limit", type=int, default=None, help="only the first N questions")
     w.set_defaults(func=run_web, out_kind="dir")
+    from ._corpus_ingest import add_ingest
+
+    add_ingest(kinds)
 
 
 def _options(args):

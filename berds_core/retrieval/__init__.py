@@ -4,12 +4,31 @@
 returns an object with ``name``, ``embedder_name`` (dense only, else None),
 ``cache_hit``, ``cache_path``, ``build_seconds`` and
 ``search(queries, k) -> [[(row, score), ...], ...]`` (best first).
+
+BM25 has two engines behind the one ``bm25``: ``bm25s`` (an in-memory sparse
+matrix, the fastest for corpora held in memory) and ``tantivy`` (an on-disk
+index in bounded memory, for the on-disk corpus store:
+:mod:`berds_core.retrieval.tantivy_bm25`); ``engine="auto"`` picks by where
+the corpus lives (:func:`bm25_engine`).
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-RETRIEVERS = ("bm25", "dense")
+RETRIEVERS = ("bm25", "dense", "index")
+BM25_ENGINES = ("auto", "bm25s", "tantivy")
+
+
+def bm25_engine(corpus, engine: str = "auto") -> str:
+    """The BM25 engine for ``corpus``: ``tantivy`` for an on-disk corpus, ``bm25s`` in memory
+    (bench/scale.py measures both side by side), or the one ``engine`` names."""
+    if engine not in BM25_ENGINES:
+        raise ValueError(f"BM25 engine must be one of {', '.join(BM25_ENGINES)}, got {engine!r}")
+    if engine != "auto":
+        return engine
+    from ..corpora.store import is_disk_corpus
+
+    return "tantivy" if is_disk_corpus(corpus) else "bm25s"
 
 
 class Retriever(Protocol):
@@ -21,22 +40,48 @@ class Retriever(Protocol):
 
 def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
                   device: str | None = None, encoding: str | None = None, cache: bool = True,
-                  on_progress: Callable[[int, int], None] | None = None) -> Retriever:
+                  on_progress: Callable[[int, int], None] | None = None, engine: str = "auto",
+                  memory_budget: int | None = None, index_dir=None, nprobe: int | None = None) -> Retriever:
     """Build (or load from the cache) a retriever over ``corpus``.
 
-    ``kind``: ``bm25`` or ``dense``. For dense, ``model`` is a
-    sentence-transformers hub id or local path (default all-MiniLM-L6-v2),
-    ``index`` ``flat`` (exact) or ``hnsw``, ``encoding`` ``auto|fp32|int8``.
+    ``kind``: ``bm25``, ``dense`` or ``index`` (open the prebuilt index folder
+    ``index_dir``: :mod:`berds_core.retrieval.index_dir`). For dense, ``model``
+    is a sentence-transformers hub id or local path (default all-MiniLM-L6-v2),
+    ``index`` ``flat`` (exact), ``hnsw``, ``ivfpq`` or a FAISS factory string,
+    sized for ``memory_budget`` bytes (:mod:`berds_core.retrieval.index_plan`),
+    ``encoding`` ``auto|fp32|bf16|int8``; an on-disk corpus, or an index other
+    than flat/hnsw, goes through :mod:`berds_core.retrieval.dense_scale`
+    (vectors in resumable shards, the index folder in ``index_dir`` or the cache).
     ``on_progress(done, total)`` (dense) is called as passages are encoded,
-    for a progress bar in the app.
+    for a progress bar in the app. ``engine`` (bm25): ``auto``, ``bm25s`` or ``tantivy``.
     """
     if kind == "bm25":
         if model is not None:
             raise ValueError("bm25 takes no model")
+        if bm25_engine(corpus, engine) == "tantivy":
+            from .tantivy_bm25 import TantivyBM25Retriever
+
+            return TantivyBM25Retriever(corpus, progress=progress, cache=cache)
         from .bm25 import BM25Retriever
 
         return BM25Retriever(corpus, progress=progress, cache=cache)
+    if kind.startswith("index:"):  # the spec form: index:<folder>
+        kind, index_dir = "index", kind[len("index:"):]
+    if kind == "index":
+        from .index_dir import IndexDirRetriever
+
+        if index_dir is None:
+            raise ValueError("kind 'index' needs index_dir")
+        return IndexDirRetriever(index_dir, corpus, model, device=device, encoding=encoding, nprobe=nprobe)
     if kind == "dense":
+        from ..corpora.store import is_disk_corpus
+
+        if is_disk_corpus(corpus) or index not in ("flat", "hnsw") or index_dir is not None:
+            from .dense_scale import ScaledDenseRetriever
+
+            return ScaledDenseRetriever(corpus, model, index=index, memory_budget=memory_budget, index_dir=index_dir,
+                                        device=device, encoding=encoding, progress=progress, on_progress=on_progress,
+                                        nprobe=nprobe)
         from .dense import DenseRetriever
 
         return DenseRetriever(corpus, model, progress=progress, index=index, device=device, encoding=encoding,
@@ -45,12 +90,11 @@ def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool
 
 
 def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
-    """Run-file passages ``{id, title, text, score}`` for ``(row, score)`` hits."""
-    out = []
-    for row, score in hits:
-        p = corpus[row]
-        out.append({"id": p.id, "title": p.title, "text": p.text, "score": float(score)})
-    return out
+    """Run-file passages ``{id, title, text, score}`` for ``(row, score)`` hits (fetched by row)."""
+    hits = [(int(r), float(s)) for r, s in hits]
+    get_many = getattr(corpus, "get_many", None)  # a disk corpus fetches the rows in one look-up
+    passages = get_many([r for r, _ in hits]) if get_many is not None else [corpus[r] for r, _ in hits]
+    return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, (_, s) in zip(passages, hits)]
 
 
 def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
@@ -60,6 +104,8 @@ def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
         entry["subset"] = question.subset
     if question.stances:
         entry["stances"] = list(question.stances)
+    if corpus is not None:  # which corpus the passages come from: name and content hash
+        entry["corpus"] = {"name": getattr(corpus, "name", "corpus"), "hash": corpus.hash}
     entry["ctxs"] = ctxs_for(corpus, hits)
     return entry
 

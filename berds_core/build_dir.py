@@ -1,0 +1,103 @@
+"""Building a folder (a corpus store, an index) so that it is either complete or absent.
+
+::
+
+    with building(final, "BM25 index") as tmp:
+        ... write everything into tmp ...
+    # here final exists and is complete
+
+Everything is written into a temporary sibling folder
+(``.<name>.tmp-<pid>-<ns>``) that is renamed to ``final`` when the block ends
+normally (one atomic rename; a reader never sees half a folder). On any
+exception -- bad input, a full disk, Ctrl-C -- the temporary folder is removed
+and the exception goes on; a process killed outright leaves only a temporary
+folder, which no loader opens and the next build of the same folder removes
+(its process is gone). A full disk (``ENOSPC``, a quota, a file-size limit, or
+the same reported by SQLite or tantivy) becomes one ``InputError`` line naming
+the folder. When another process finished the same folder first, its folder
+is kept and ours discarded.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import InputError
+
+_TMP = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)-\d+$")
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_FULL_TEXTS = ("no space left", "disk is full", "database or disk is full", "file too large", "os error 28",
+               "os error 27", "quota exceeded")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for the errors a full disk (or a file-size limit) gives, whoever reports it."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return True
+    if isinstance(exc, (OSError, sqlite3.Error, ValueError, RuntimeError)):
+        text = str(exc).lower()
+        return any(t in text for t in _FULL_TEXTS)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(final: Path) -> int:
+    """Remove temporary folders of ``final`` left by processes that are gone; returns how many."""
+    final = Path(final)
+    n = 0
+    if not final.parent.is_dir():
+        return 0
+    for p in final.parent.iterdir():
+        m = _TMP.match(p.name)
+        if m and m.group("name") == final.name and not _alive(int(m.group("pid"))):
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+    return n
+
+
+def is_temporary(path: Path) -> bool:
+    return bool(_TMP.match(Path(path).name))
+
+
+@contextmanager
+def building(final, what: str):
+    """Yield a temporary folder that becomes ``final`` when the block completes (see the module)."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(final)
+    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{time.time_ns()}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        try:
+            os.rename(tmp, final)
+        except OSError as e:
+            if final.exists() and e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR):
+                shutil.rmtree(tmp, ignore_errors=True)  # another process finished first: keep theirs
+            else:
+                raise
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if is_disk_full(e):
+            raise InputError(final.parent, None, None, f"no space left while writing the {what} "
+                                                       f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+                                                       "the half-built folder was removed; free space or set "
+                                                       "BERDS_CACHE to a larger disk") from None
+        raise
