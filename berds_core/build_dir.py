@@ -13,8 +13,8 @@ exception -- bad input, a full disk, Ctrl-C -- the temporary folder is removed
 and the exception goes on; a process killed outright leaves only a temporary
 folder, which no loader opens and the next build of the same folder removes
 (its process is gone). A full disk (``ENOSPC``, a quota, a file-size limit, or
-the same reported by SQLite or tantivy) becomes one ``InputError`` line naming
-the folder. When another process finished the same folder first, its folder
+the same reported by SQLite, tantivy or FAISS) becomes one ``InputError`` line
+naming the folder. When another process finished the same folder first, its folder
 is kept and ours discarded.
 """
 from __future__ import annotations
@@ -31,19 +31,29 @@ from pathlib import Path
 from .errors import InputError
 
 _TMP = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>\d+)-\d+$")
-_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_FULL_TEXTS = ("no space left", "disk is full", "database or disk is full", "file too large", "os error 28",
-               "os error 27", "quota exceeded")
+_FULL_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+                errno.EFBIG: "file too large (a file-size limit)", errno.EIO: "input/output error"}
+_FULL_TEXTS = {"no space left": "no space left on the device", "os error 28": "no space left on the device",
+               "disk is full": "no space left on the device", "quota exceeded": "disk quota exceeded",
+               "file too large": "file too large (a file-size limit)", "os error 27": "file too large (a file-size limit)",
+               "disk i/o error": "disk I/O error (a full disk or a file-size limit?)"}
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """Why writing failed, for the errors a full disk (a quota, a file-size limit, a failing
+    device) gives whoever reports it (the OS, SQLite, tantivy, FAISS); None for any other error."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return _FULL_ERRNOS[exc.errno]
+    if isinstance(exc, (OSError, sqlite3.Error, ValueError, RuntimeError)):
+        text = str(exc).lower()
+        for needle, why in _FULL_TEXTS.items():
+            if needle in text:
+                return why
+    return None
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """True for the errors a full disk (or a file-size limit) gives, whoever reports it."""
-    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
-        return True
-    if isinstance(exc, (OSError, sqlite3.Error, ValueError, RuntimeError)):
-        text = str(exc).lower()
-        return any(t in text for t in _FULL_TEXTS)
-    return False
+    return write_failure(exc) is not None
 
 
 def _alive(pid: int) -> bool:
@@ -95,9 +105,9 @@ def building(final, what: str):
                 raise
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        if is_disk_full(e):
-            raise InputError(final.parent, None, None, f"no space left while writing the {what} "
-                                                       f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
-                                                       "the half-built folder was removed; free space or set "
-                                                       "BERDS_CACHE to a larger disk") from None
+        why = write_failure(e)
+        if why is not None:
+            raise InputError(final.parent, None, None, f"cannot write the {what}: {why}; the half-built folder "
+                                                       "was removed (free space, or set BERDS_CACHE to a larger "
+                                                       "disk)") from None
         raise

@@ -43,7 +43,7 @@ SINGLE_CHARACTERS = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def analyzer():
-    """The text analyzer of index and queries (see the module docstring).
+    r"""The text analyzer of index and queries (see the module docstring).
 
     tantivy's ``simple`` tokenizer (runs of alphanumeric characters) with the
     one-character tokens dropped gives bm25s' ``\w\w+`` tokens of English text
@@ -102,13 +102,22 @@ def build_index(corpus, folder: Path | None, *, threads: int | None = None, heap
     threads = threads or min(os.cpu_count() or 1, 8)
     writer = index.writer(heap_size=max(int(heap_bytes), 15_000_000 * threads), num_threads=threads)
     Document = tantivy.Document
-    with tqdm(total=len(corpus), desc="BM25 index (tantivy)", unit="passage", disable=not progress) as bar:
-        for start, texts in text_batches(corpus):
-            add = writer.add_document
-            for j, text in enumerate(texts):
-                add(Document(text=text, row=start + j))
-            bar.update(len(texts))
-    writer.commit()
+    try:
+        with tqdm(total=len(corpus), desc="BM25 index (tantivy)", unit="passage", disable=not progress) as bar:
+            for start, texts in text_batches(corpus):
+                add = writer.add_document
+                for j, text in enumerate(texts):
+                    add(Document(text=text, row=start + j))
+                bar.update(len(texts))
+        writer.commit()
+    except BaseException:
+        # stop the writer's threads before the caller removes the folder (Ctrl-C, a full disk, bad input)
+        for stop in (writer.rollback, writer.wait_merging_threads):
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - already failing; the original error goes on
+                pass
+        raise
     writer.wait_merging_threads()
     index.reload()
     return index
