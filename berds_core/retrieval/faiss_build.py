@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,11 @@ def _train(index, vectors, plan, seed: int = 0, progress: bool = False) -> None:
         ivf = faiss.extract_index_ivf(index)
     except RuntimeError:
         pass
+    for part in (index, ivf, _downcast(index)):
+        if part is not None and hasattr(part, "do_polysemous_training"):
+            # polysemous codes serve Hamming pre-filtering, which the studio does not use; training them
+            # is most of an IVF-PQ's training time (measured 38 s of 38 s for IVF64,PQ8 on 8k vectors)
+            part.do_polysemous_training = False
     if ivf is not None and gpu_count() > 0:  # k-means on the GPU: the slow part of training
         ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlatL2(ivf.d))
     if progress:
@@ -57,6 +63,15 @@ def _train(index, vectors, plan, seed: int = 0, progress: bool = False) -> None:
 
         sys.stderr.write(f"Training {plan.factory} on {len(x):,} vectors\n")
     index.train(x)
+
+
+def _downcast(index):
+    import faiss
+
+    try:
+        return faiss.downcast_index(index)
+    except (RuntimeError, AttributeError):
+        return None
 
 
 def write_docids(path: Path, corpus) -> None:
@@ -102,7 +117,8 @@ def build_folder(folder: Path, vectors, plan, *, corpus, encoder: dict, progress
                 names.append(str(name))
                 del block
                 bar.update(len(chunk))
-            merge_ondisk(index, names, str(folder / IVFDATA_FILE))
+            with stdout_to_stderr():  # FAISS prints "resizing ..." on the C stdout; --json keeps stdout clean
+                merge_ondisk(index, names, str(folder / IVFDATA_FILE))
             faiss.write_index(index, str(folder / INDEX_FILE))
             for name in names:
                 Path(name).unlink()
@@ -119,6 +135,23 @@ def build_folder(folder: Path, vectors, plan, *, corpus, encoder: dict, progress
             "seconds": round(time.perf_counter() - t0, 3), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
     (folder / META).write_text(json.dumps(meta, indent=1), encoding="utf-8")
     return meta
+
+
+@contextmanager
+def stdout_to_stderr():
+    """Send what C++ code writes to file descriptor 1 to stderr for the block."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _chunks(vectors):

@@ -109,9 +109,10 @@ class DenseIndex:
         path = self.folder / INDEX_FILE
         self.index = None
         if path.is_file():
+            # memory-mapped: codes stay in the page cache; on-disk lists are mapped by OnDiskInvertedLists
             flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
             if (self.folder / IVFDATA_FILE).is_file():
-                flags |= faiss.IO_FLAG_ONDISK_SAME_DIR
+                flags = faiss.IO_FLAG_ONDISK_SAME_DIR | faiss.IO_FLAG_READ_ONLY
             try:
                 self.index = faiss.read_index(str(path), flags)
             except RuntimeError as e:

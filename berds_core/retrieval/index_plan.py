@@ -14,7 +14,8 @@ as autofaiss does):
   over the budget.
 - ``ivfpq``: ``IVF<nlist>,PQ<m>``, ``nlist`` the power of two nearest
   ``sqrt(n)`` (at least 39 training points per list), ``m`` the largest
-  divisor of ``d`` up to ``min(d / 4, 128)`` bytes a vector; ``nprobe`` =
+  divisor of ``d`` up to ``min(d / 4, 128)`` bytes a vector (8-bit codes; fewer
+  bits below 256 vectors); ``nprobe`` =
   ``max(min(nlist, 16), nlist / 16)`` lists searched. The top ``refine x k``
   candidates are re-scored exactly from the vectors on disk, so the approximate
   codes only have to find the neighbours, not order them (recall@100 against
@@ -113,6 +114,11 @@ def pq_m(dim: int) -> int:
     return max(m for m in range(1, cap + 1) if dim % m == 0)
 
 
+def pq_bits(n: int) -> int:
+    """Bits per PQ sub-code: 8 (256 centroids), fewer when the corpus has fewer than 256 vectors to train them."""
+    return max(1, min(8, int(math.log2(max(n, 2)))))
+
+
 def train_rows(n: int, nlist: int) -> int:
     return min(n, max(64 * nlist, 65_536))
 
@@ -154,7 +160,8 @@ def plan_index(spec: str, n: int, dim: int, budget: int | None = None) -> IndexP
     if spec == "ivfpq":
         nlist = ivf_nlist(n)
         m = pq_m(dim)
-        plan.factory = f"IVF{nlist},PQ{m}"
+        bits = pq_bits(n)
+        plan.factory = f"IVF{nlist},PQ{m}" + (f"x{bits}" if bits != 8 else "")
         plan.nlist = nlist
         return _ivf_plan(plan, m)
     return _factory_plan(plan)
