@@ -25,7 +25,6 @@ import re
 import shutil
 import sqlite3
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError
@@ -86,28 +85,45 @@ def is_temporary(path: Path) -> bool:
     return bool(_TMP.match(Path(path).name))
 
 
-@contextmanager
-def building(final, what: str):
-    """Yield a temporary folder that becomes ``final`` when the block completes (see the module)."""
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(final)
-    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{time.time_ns()}"
-    tmp.mkdir()
-    try:
-        yield tmp
-        try:
-            os.rename(tmp, final)
-        except OSError as e:
-            if final.exists() and e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR):
-                shutil.rmtree(tmp, ignore_errors=True)  # another process finished first: keep theirs
-            else:
-                raise
-    except BaseException as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        why = write_failure(e)
+class building:
+    """``with building(final, what) as tmp:`` -- a temporary folder that becomes ``final`` when the
+    block completes (see the module). A build whose name is known only at its end sets
+    ``.final`` before the block ends; one that turns out not to be needed sets ``.discard``."""
+
+    def __init__(self, final, what: str):
+        self.final = Path(final)
+        self.what = what
+        self.discard = False
+        self.tmp: Path | None = None
+
+    def __enter__(self) -> Path:
+        parent = self.final.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(self.final)
+        self.tmp = parent / f".{self.final.name}.tmp-{os.getpid()}-{time.time_ns()}"
+        self.tmp.mkdir()
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            try:
+                if self.discard:
+                    shutil.rmtree(self.tmp, ignore_errors=True)
+                    return False
+                self.final.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(self.tmp, self.final)
+                return False
+            except OSError as e:
+                if self.final.exists() and e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR):
+                    shutil.rmtree(self.tmp, ignore_errors=True)  # another process finished first: keep theirs
+                    return False
+                exc = e
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        why = write_failure(exc)
         if why is not None:
-            raise InputError(final.parent, None, None, f"cannot write the {what}: {why}; the half-built folder "
-                                                       "was removed (free space, or set BERDS_CACHE to a larger "
-                                                       "disk)") from None
-        raise
+            raise InputError(self.final.parent, None, None, f"cannot write the {self.what}: {why}; the half-built "
+                                                            "folder was removed (free space, or set BERDS_CACHE to a "
+                                                            "larger disk)") from None
+        if exc_type is None:
+            raise exc
+        return False

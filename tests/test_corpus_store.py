@@ -227,3 +227,16 @@ def test_sigint_during_ingest_exits_130_and_leaves_no_store(tmp_path, _cache):
         pytest.skip("the ingest finished before the signal arrived")
     assert proc.returncode == 130, err
     assert _store_files(_cache) == []
+
+
+def test_the_no_split_shortcut_agrees_with_splitting():
+    import random
+
+    from berds_core.corpora.store import _normalised
+
+    rng = random.Random(0)
+    alphabet = ["a", "b", " ", "  ", "\t", "\n", "\xa0", "\u2028", "\u3000", "\x1c", "é", "\u200b", "x y"]
+    for _ in range(5000):
+        t = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+        if _normalised(t):
+            assert " ".join(t.split()) == t, repr(t)

@@ -199,3 +199,45 @@ def test_full_disk_while_indexing_exits_2_and_removes_the_half_built_index(tmp_p
     assert len(lines) == 1 and "cannot write the BM25 index" in lines[0], proc.stderr
     assert [p for p in (Path(_cache) / "indexes").iterdir()] == []
     assert isinstance(store.open_corpus(corpus, storage="disk"), DiskCorpus)  # the corpus store is intact
+
+
+def test_index_built_while_ingesting_equals_one_built_afterwards(tmp_path, _cache):
+    from berds_core.retrieval.tantivy_bm25 import IngestIndexer
+
+    path = _jsonl(tmp_path / "c.jsonl")
+    with IngestIndexer() as feed:
+        corpus = store.open_corpus(path, storage="disk", on_batch=feed)
+        published = feed.finish(corpus)
+    assert published is not None and (published / "berds.json").is_file()
+    streamed = TantivyBM25Retriever(corpus, progress=False)
+    assert streamed.cache_hit and streamed.cache_path == published
+    after = TantivyBM25Retriever(corpus, progress=False, folder=tmp_path / "after")
+    assert streamed.search(QUERIES, 5) == after.search(QUERIES, 5)
+    with IngestIndexer() as feed:  # the store exists now: nothing streams, nothing is published
+        again = store.open_corpus(path, storage="disk", on_batch=feed)
+        assert feed.finish(again) is None
+    assert sorted(p.name for p in (Path(_cache) / "indexes").iterdir()) == [published.name]
+
+
+@pytest.mark.parametrize("fault", ["ctrl-c", "bad row"])
+def test_a_failed_ingest_leaves_neither_store_nor_index(tmp_path, _cache, fault):
+    from berds_core.retrieval.tantivy_bm25 import IngestIndexer
+
+    rows = [("p%d" % i, "", f"passage {i} about zoos") for i in range(30)]
+    if fault == "bad row":
+        rows[20] = ("p20", "", " ")
+    path = _jsonl(tmp_path / "c.jsonl", rows)
+
+    def feed_then_fail(feed):
+        def on_batch(batch):
+            feed(batch)
+            if fault == "ctrl-c":
+                raise KeyboardInterrupt
+        return on_batch
+
+    with pytest.raises(KeyboardInterrupt if fault == "ctrl-c" else InputError):
+        with IngestIndexer() as feed:
+            store.open_corpus(path, storage="disk", on_batch=feed_then_fail(feed))
+    for sub in ("indexes", "corpora"):
+        folder = Path(_cache) / sub
+        assert not folder.exists() or list(folder.iterdir()) == [], sub

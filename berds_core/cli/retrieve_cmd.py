@@ -135,6 +135,18 @@ def open_corpus(args):
     if path is None:
         raise InputError("--corpus", None, None, "give the corpus the index was built from")
     try:
+        if args.retriever == "bm25" and args.bm25_engine != "bm25s" and args.index_dir is None:
+            # a corpus streamed into the on-disk store is BM25-indexed in the same pass (tantivy's threads
+            # index while Python parses); nothing happens when the store exists or the corpus stays in memory
+            from ..retrieval.tantivy_bm25 import IngestIndexer
+
+            t0 = time.perf_counter()
+            with IngestIndexer() as feed:
+                corpus = open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
+                                  progress=not args.quiet, on_batch=feed)
+                feed.finish(corpus)
+            args.streamed_index = (feed.published, time.perf_counter() - t0)
+            return corpus
         return open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
                         progress=not args.quiet)
     except ValueError as e:
@@ -158,6 +170,14 @@ def _built_from(folder) -> str | None:
 
 
 def open_retriever(args, corpus):
+    retriever = _open_retriever(args, corpus)
+    built, seconds = getattr(args, "streamed_index", (None, 0.0))
+    if built is not None and retriever.cache_path == built:  # built while the corpus streamed in, not found
+        retriever.cache_hit, retriever.build_seconds = False, seconds
+    return retriever
+
+
+def _open_retriever(args, corpus):
     from ..retrieval import get_retriever
 
     kind = "index" if _opens_folder(args) and args.retriever == "dense" else args.retriever

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import sqlite3
 import sys
@@ -248,17 +247,11 @@ def corpus_label(corpus) -> dict:
 # ---------------------------------------------------------------- ingesting
 
 
-_ODD_SPACE = re.compile(r"[^\S ]|  |^ | $")  # anything str.split() + " ".join() would change
-
-
-class _PlainLimit(dict):
-    """words -> spaces below which a normalised text is one passage (None: keep texts whole)."""
-
-    def __missing__(self, words):
-        return sys.maxsize if words is None else words
-
-
-_PLAIN_LIMIT = _PlainLimit()
+def _normalised(text: str) -> bool:
+    """True when ``" ".join(text.split()) == text``, checked in C: every whitespace character but
+    the space is non-printable, so a printable text with no double, leading or trailing space is
+    already normalised (False may also mean "not sure": the caller then splits)."""
+    return text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "
 
 
 class _Ingest:
@@ -280,11 +273,11 @@ class _Ingest:
 
         path, base, words = batch.shard.path, batch.shard.base_id, self.words
         cand = []  # (id, title, text, line)
-        plain = _PLAIN_LIMIT.get(words)
+        plain = sys.maxsize if words is None else words  # fewer spaces than this: one passage
         for no, pid, title, text in zip(batch.lines, batch.ids, batch.titles, batch.texts):
             if pid is None:
                 pid = f"{base}-{no}"
-            if plain is not None and text.count(" ") < plain and _ODD_SPACE.search(text) is None:
+            if text.count(" ") < plain and _normalised(text):
                 cand.append((pid, title, text, no))  # one passage, already normalised: no split needed
             else:
                 for p, chunk in passages_of(text, words, pid, (path, no)):

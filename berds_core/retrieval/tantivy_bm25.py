@@ -42,21 +42,28 @@ BATCH = 10_000
 SINGLE_CHARACTERS = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
-def analyzer():
+def stopwords() -> list[str]:
+    """bm25s' English stop words and the one-character tokens (see :func:`analyzer`)."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return sorted(set(STOPWORDS_EN) | set(SINGLE_CHARACTERS))
+
+
+def analyzer(stop: list[str] | None = None):
     r"""The text analyzer of index and queries (see the module docstring).
 
     tantivy's ``simple`` tokenizer (runs of alphanumeric characters) with the
     one-character tokens dropped gives bm25s' ``\w\w+`` tokens of English text
     (they differ on ``_``, which bm25s keeps inside a word, and on lone
     non-ASCII characters); its ``regex`` tokenizer would match exactly but
-    measured twice as slow to index (bench/scale.py).
+    measured twice as slow to index (bench/scale.py). The index keeps its stop
+    words in ``berds.json``, so opening it does not import bm25s (half a second).
     """
     import tantivy
-    from bm25s.stopwords import STOPWORDS_EN
 
     return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
             .filter(tantivy.Filter.lowercase())
-            .filter(tantivy.Filter.custom_stopword(sorted(set(STOPWORDS_EN) | set(SINGLE_CHARACTERS))))
+            .filter(tantivy.Filter.custom_stopword(stop if stop is not None else stopwords()))
             .filter(tantivy.Filter.stemmer("english"))
             .build())
 
@@ -90,17 +97,31 @@ def index_key(corpus) -> str:
     return f"{_safe(corpus.name)}-{corpus.hash[:20]}-bm25-{INDEX_VERSION}"
 
 
+def _writer(folder: Path | None, threads: int | None, heap_bytes: int):
+    import tantivy
+
+    index = tantivy.Index(_schema(), path=str(folder) if folder is not None else None)
+    index.register_tokenizer(TOKENIZER, analyzer())
+    threads = threads or min(os.cpu_count() or 1, 8)
+    return index, index.writer(heap_size=max(int(heap_bytes), 15_000_000 * threads), num_threads=threads)
+
+
+def _stop(writer) -> None:
+    """Stop a writer's threads (before its folder is removed: Ctrl-C, a full disk, bad input)."""
+    for stop in (writer.rollback, writer.wait_merging_threads):
+        try:
+            stop()
+        except Exception:  # noqa: BLE001 - already failing; the original error goes on
+            pass
+
+
 def build_index(corpus, folder: Path | None, *, threads: int | None = None, heap_bytes: int = HEAP_BYTES,
                 progress: bool = False):
     """Index every passage of ``corpus`` into ``folder`` (None: in memory); returns the tantivy Index."""
     import tantivy
     from tqdm.auto import tqdm
 
-    schema = _schema()
-    index = tantivy.Index(schema, path=str(folder) if folder is not None else None)
-    index.register_tokenizer(TOKENIZER, analyzer())
-    threads = threads or min(os.cpu_count() or 1, 8)
-    writer = index.writer(heap_size=max(int(heap_bytes), 15_000_000 * threads), num_threads=threads)
+    index, writer = _writer(folder, threads, heap_bytes)
     Document = tantivy.Document
     try:
         with tqdm(total=len(corpus), desc="BM25 index (tantivy)", unit="passage", disable=not progress) as bar:
@@ -111,16 +132,82 @@ def build_index(corpus, folder: Path | None, *, threads: int | None = None, heap
                 bar.update(len(texts))
         writer.commit()
     except BaseException:
-        # stop the writer's threads before the caller removes the folder (Ctrl-C, a full disk, bad input)
-        for stop in (writer.rollback, writer.wait_merging_threads):
-            try:
-                stop()
-            except Exception:  # noqa: BLE001 - already failing; the original error goes on
-                pass
+        _stop(writer)
         raise
     writer.wait_merging_threads()
     index.reload()
     return index
+
+
+def _meta(corpus, seconds: float) -> dict:
+    from ..corpora.store import corpus_label
+
+    return {"engine": "tantivy", "version": INDEX_VERSION, "corpus_name": corpus.name, "corpus_hash": corpus.hash,
+            "passages": len(corpus), "corpus": corpus_label(corpus), "stopwords": stopwords(),
+            "seconds": round(seconds, 3)}
+
+
+class IngestIndexer:
+    """The BM25 index of a corpus built while the on-disk store ingests it: one pass over the source.
+
+    ::
+
+        with IngestIndexer() as feed:
+            corpus = open_corpus(path, on_batch=feed)   # tantivy's threads index while Python parses
+            feed.finish(corpus)                         # published under the corpus's name and hash
+
+    The index goes to the cache folder :class:`TantivyBM25Retriever` opens. When the
+    corpus did not stream through (its store existed, or it loaded into memory),
+    nothing is published. Any exception (Ctrl-C, a bad row, a full disk) stops the
+    writer and removes the half-built folder.
+    """
+
+    def __init__(self, *, threads: int | None = None, heap_bytes: int = HEAP_BYTES):
+        from ..build_dir import building
+        from ..cache import cache_dir
+
+        self._build = building(cache_dir("indexes") / "bm25-being-ingested", "BM25 index")
+        self.threads, self.heap_bytes = threads, heap_bytes
+        self.writer = None
+        self.rows = 0
+        self.published: Path | None = None
+        self._t0 = time.perf_counter()
+
+    def __enter__(self) -> "IngestIndexer":
+        self.tmp = self._build.__enter__()
+        return self
+
+    def __call__(self, rows) -> None:
+        import tantivy
+
+        if self.writer is None:
+            self.index, self.writer = _writer(self.tmp, self.threads, self.heap_bytes)
+        add, Document = self.writer.add_document, tantivy.Document
+        for row, _pid, _title, text, *_ in rows:
+            add(Document(text=text, row=row))
+        self.rows += len(rows)
+
+    def finish(self, corpus) -> Path | None:
+        """Publish the index when every passage of ``corpus`` went through this feed."""
+        from ..corpora.store import is_disk_corpus
+
+        if self.writer is None or not is_disk_corpus(corpus) or self.rows != len(corpus):
+            return None
+        self.writer.commit()
+        self.writer.wait_merging_threads()
+        self.writer = None
+        (self.tmp / META).write_text(json.dumps(_meta(corpus, time.perf_counter() - self._t0)), encoding="utf-8")
+        self._build.final = self._build.final.parent / index_key(corpus)
+        self.published = self._build.final
+        return self.published
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.writer is not None:
+            _stop(self.writer)
+            self.writer = None
+        if exc_type is None and self.published is None:
+            self._build.discard = True
+        return self._build.__exit__(exc_type, exc, tb)
 
 
 class TantivyBM25Retriever:
@@ -141,6 +228,7 @@ class TantivyBM25Retriever:
             folder = cache_dir("indexes") / index_key(corpus)
         self.cache_path = Path(folder) if folder is not None else None
         t0 = time.perf_counter()
+        self._stopwords = None
         self.index = self._open() if self.cache_path is not None else None
         if self.index is not None:
             self.cache_hit = True
@@ -149,17 +237,13 @@ class TantivyBM25Retriever:
         else:
             with building(self.cache_path, "BM25 index") as tmp:
                 build_index(corpus, tmp, threads=threads, heap_bytes=heap_bytes, progress=progress)
-                from ..corpora.store import corpus_label
-
-                meta = {"engine": "tantivy", "version": INDEX_VERSION, "corpus_name": corpus.name,
-                        "corpus_hash": corpus.hash, "passages": len(corpus), "corpus": corpus_label(corpus),
-                        "seconds": round(time.perf_counter() - t0, 3)}
+                meta = _meta(corpus, time.perf_counter() - t0)
                 (tmp / META).write_text(json.dumps(meta), encoding="utf-8")  # last: marks the index complete
             self.index = self._open()
             if self.index is None:
                 raise InputError(self.cache_path, None, None, "the BM25 index just built does not open")
         self._schema = self.index.schema
-        self._analyzer = analyzer()
+        self._analyzer = analyzer(self._stopwords)
         self.searcher = self.index.searcher()
         self.build_seconds = time.perf_counter() - t0
 
@@ -179,9 +263,10 @@ class TantivyBM25Retriever:
                                                f"({meta.get('corpus_name')!r}, hash {str(meta.get('corpus_hash'))[:12]}) "
                                                f"than {self.corpus.name!r} (hash {self.corpus.hash[:12]}); "
                                                "remove it or build the index again")
+        self._stopwords = meta.get("stopwords")
         try:
             index = tantivy.Index.open(str(path))
-            index.register_tokenizer(TOKENIZER, analyzer())
+            index.register_tokenizer(TOKENIZER, analyzer(self._stopwords))
             index.reload()
         except ValueError:
             return None
