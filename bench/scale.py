@@ -20,10 +20,10 @@ maximum resident set, from ``wait4``):
   (``--corpus-storage memory --bm25-engine bm25s``) up to ``--bm25s-max``;
   query latency p50/p95 over 200 single queries after the index is open, and
   the first query after opening. Index size = corpus store + index on disk.
-- ``dense``: precomputed vectors -- random unit vectors around 2,000 random
-  topic centres (384-d, MiniLM's size; real embeddings are clustered too, and
-  uniform random vectors are the worst case of any IVF index: their recall is
-  printed beside) written as the product's vector shards, then the product's
+- ``dense``: precomputed vectors -- random unit vectors around random topic
+  centres, 500 passages a topic at every size (384-d, MiniLM's size; same-topic
+  cosines about 0.6, others about 0: real embeddings are clustered too, and
+  uniform random vectors, the worst case of any IVF index, are measured beside) written as the product's vector shards, then the product's
   IVF-PQ build (``--index ivfpq``, ``--memory-budget``): build time, peak memory,
   index size, p50/p95 latency at k 10 and 100, recall@100 of IVF-PQ (with and
   without the exact re-ranking) against exact search over the same vectors, and
@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 VOCAB = 50_000
 WORDS = 100
 DIM = 384
-TOPICS = 2_000
+TOPIC_SIZE = 500  # passages a synthetic topic: the same structure at every corpus size
 QUESTIONS = 50
 LATENCY_QUERIES = 200
 
@@ -182,15 +182,17 @@ def make_questions(corpus: Path, out: Path | None, n: int = QUESTIONS, rows: int
     return queries
 
 
-def clustered_vectors(n: int, dim: int = DIM, seed: int = 0, start: int = 0, uniform: bool = False) -> np.ndarray:
-    """Unit vectors around TOPICS random centres (rows start..start+n-1 of one seeded stream)."""
+def clustered_vectors(n: int, dim: int = DIM, seed: int = 0, start: int = 0, uniform: bool = False,
+                      topics: int = 2_000) -> np.ndarray:
+    """Unit vectors around ``topics`` random centres (rows start..start+n-1 of one seeded stream)."""
     rng = np.random.default_rng([seed, start])
     if uniform:
         x = rng.standard_normal((n, dim)).astype(np.float32)
     else:
-        centres = np.random.default_rng(seed + 1000).standard_normal((TOPICS, dim)).astype(np.float32)
+        centres = np.random.default_rng([seed, 1000, topics]).standard_normal((topics, dim)).astype(np.float32)
         centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-        x = centres[rng.integers(0, TOPICS, n)] + 0.07 * rng.standard_normal((n, dim)).astype(np.float32)
+        # noise of norm ~0.75 around a unit centre: same-topic cosines ~0.6, other topics ~0 (MiniLM-like)
+        x = centres[rng.integers(0, topics, n)] + (0.75 / np.sqrt(dim)) * rng.standard_normal((n, dim)).astype(np.float32)
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -340,13 +342,13 @@ t0 = time.perf_counter()
 from berds_core.corpora.store import DiskCorpus
 from berds_core.retrieval.index_dir import DenseIndex, exact_search
 from berds_core.retrieval.vector_shards import VectorShards
-from scale import clustered_vectors
+from scale import TOPIC_SIZE, clustered_vectors
 corpus = DiskCorpus(sys.argv[1])
 vectors = VectorShards(sys.argv[2], len(corpus), corpus.hash, sys.argv[3])
 index = DenseIndex(sys.argv[4], corpus, vectors=vectors)
 opened = time.perf_counter() - t0
 uniform = sys.argv[5] == "uniform"
-q = clustered_vectors(200, seed=0, start=10**9, uniform=uniform)
+q = clustered_vectors(200, seed=0, start=10**9, uniform=uniform, topics=max(1, len(corpus) // TOPIC_SIZE))
 t = time.perf_counter(); index.search(q[:1], 10); first = time.perf_counter() - t
 out = {"open_s": opened, "first_query_s": first}
 for k in (10, 100):
@@ -382,7 +384,7 @@ def write_vectors(folder: Path, store: Path, key: str, uniform: bool) -> None:
     t0 = time.perf_counter()
     for i in range(shards.n_shards):
         a, b = shards.bounds(i)
-        shards.write(i, clustered_vectors(b - a, start=a, uniform=uniform))
+        shards.write(i, clustered_vectors(b - a, start=a, uniform=uniform, topics=max(1, len(corpus) // TOPIC_SIZE)))
     shards.finish(DIM)
     log(f"wrote {len(corpus):,} {'uniform' if uniform else 'clustered'} vectors in {time.perf_counter() - t0:.0f}s")
 
@@ -531,7 +533,7 @@ def projection(results: dict, encode: dict | None) -> dict:
             plan = plan_index("ivfpq", n, DIM, 12 << 30)
             row["ivfpq_factory"] = plan.factory
             row["ivfpq_hours"] = (t0 + t * n) / 3600
-            row["ivfpq_index_bytes"] = n * (pq_m(DIM) + 8) + ivf_nlist(n) * DIM * 4
+            row["ivfpq_index_bytes"] = n * (pq_m(DIM) // 2 + 8) + ivf_nlist(n) * DIM * 4
             row["ivfpq_on_disk_at_12GB"] = plan.on_disk
             row["vector_bytes_384d"] = n * DIM * 4
             row["vector_bytes_4096d"] = n * 4096 * 4

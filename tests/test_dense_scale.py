@@ -49,12 +49,13 @@ def test_parse_memory():
 def test_plans_follow_corpus_size_and_budget():
     assert ivf_nlist(1_000_000) == 1024 and ivf_nlist(21_000_000) == 4096 and ivf_nlist(2_000) == 32
     assert ivf_nlist(50) == 1 and all(n >= 39 * ivf_nlist(n) for n in (100, 2_000, 10_000))
-    assert pq_m(384) == 96 and pq_m(768) == 128 and pq_m(4096) == 128 and pq_m(100) == 25
+    assert pq_m(384) == 192 and pq_m(768) == 256 and pq_m(4096) == 256 and pq_m(100) == 50
     p = plan_index("ivfpq", 1_000_000, 384, 8 << 30)
-    assert (p.factory, p.nprobe, p.on_disk, p.refine) == ("IVF1024,PQ96", 64, False, 4)
+    assert (p.factory, p.nprobe, p.on_disk, p.refine) == ("IVF1024,PQ192x4fs", 64, False, 4)
     assert p.est_bytes == 1_000_000 * (96 + 8) + 1024 * 384 * 4
+    assert plan_index("ivfpq", 500, 384, 8 << 30).factory == "IVF8,Flat"  # too few vectors to train codes
     small = plan_index("ivfpq", 1_000_000, 384, 50 << 20)  # 104 MB of lists > 50 MB: lists on disk
-    assert small.on_disk and small.factory == p.factory
+    assert small.on_disk and small.factory == "IVF1024,PQ96" and small.est_bytes == p.est_bytes  # 8-bit codes on disk
     assert plan_index("flat", 10, 8, 1).factory is None  # exact search over the vectors: no budget applies
     with pytest.raises(InputError, match="use --index ivfpq"):
         plan_index("hnsw", 21_000_000, 768, 16 << 30)
@@ -159,7 +160,7 @@ def test_flat_is_exact_and_ivfpq_with_reranking_finds_the_neighbours(tmp_path):
     flat = DenseIndex(folder, corpus, vectors=vectors).search(q, k)
     assert _recall(flat, truth) == 1.0
     folder, plan = _build(tmp_path, vectors, corpus, "ivfpq", name="ivfpq")
-    assert plan.factory == "IVF64,PQ8" and (folder / "index").is_file()
+    assert plan.factory == "IVF64,PQ16x4fs" and (folder / "index").is_file()
     ivf = DenseIndex(folder, corpus, vectors=vectors)
     assert _recall(ivf.search(q, k), truth) >= 0.95
     assert DenseIndex(folder, corpus).refine_factor == 4  # berds.json names the vectors' folder
@@ -167,16 +168,17 @@ def test_flat_is_exact_and_ivfpq_with_reranking_finds_the_neighbours(tmp_path):
     codes_only = DenseIndex(folder, corpus)  # the vectors are gone: the codes alone rank
     assert codes_only.refine_factor == 0 and _recall(codes_only.search(q, k), truth) < 1.0
     meta = json.loads((folder / "berds.json").read_text())
-    assert meta["corpus"]["hash"] == corpus.hash and meta["plan"]["factory"] == "IVF64,PQ8"
+    assert meta["corpus"]["hash"] == corpus.hash and meta["plan"]["factory"] == "IVF64,PQ16x4fs"
 
 
 def test_on_disk_inverted_lists_give_the_in_memory_results(tmp_path):
+    assert plan_index("ivfpq", 3_000, 16, 40_000).factory == "IVF64,PQ4"  # ivfpq on disk: 8-bit codes
     n = 3_000
     x = clustered(n + 20, 16, seed=3)
     corpus = _corpus(n)
     vectors = ArrayVectors(x[:n])
-    mem_folder, mem_plan = _build(tmp_path, vectors, corpus, "ivfpq", budget=1 << 30, name="mem")
-    disk_folder, disk_plan = _build(tmp_path, vectors, corpus, "ivfpq", budget=40_000, name="disk")
+    mem_folder, mem_plan = _build(tmp_path, vectors, corpus, "IVF32,PQ8", budget=1 << 30, name="mem")
+    disk_folder, disk_plan = _build(tmp_path, vectors, corpus, "IVF32,PQ8", budget=40_000, name="disk")
     assert not mem_plan.on_disk and disk_plan.on_disk
     assert (disk_folder / "index.ivfdata").is_file() and not (disk_folder / "blocks").exists()
     a = DenseIndex(mem_folder, corpus, vectors=vectors).search(x[n:], 10)
@@ -317,7 +319,7 @@ def test_cli_dense_ivfpq_on_a_disk_corpus_resumes_a_killed_encode(tmp_path, caps
     monkeypatch.setattr(TextEncoder, "encode_uncached", real)
     assert main(argv) == 0
     info = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert info["index_plan"]["factory"] == "IVF4,PQ96x7" and not info["cache_hit"]  # 200 passages: 7-bit codes
+    assert info["index_plan"]["factory"] == "IVF4,Flat" and not info["cache_hit"]  # 200 passages: no PQ
     shards = sorted(p.name for p in (Path(tmp_path) / "cache" / "vectors").glob("*/shard-*.npy"))
     assert len(shards) == 5
     q = tmp_path / "q.jsonl"
