@@ -108,19 +108,13 @@ def _folder_kind(folder) -> str:
     from pathlib import Path
 
     from ..retrieval.index_dir import is_index_folder
-    from ..retrieval.tantivy_bm25 import META
+    from ..retrieval.tantivy_bm25 import is_tantivy_folder
 
     p = Path(folder)
     if not p.is_dir():
         raise InputError(p, None, "--index-dir", "not found (build it with 'berds index --index-dir')")
-    if (p / META).is_file():
-        import json
-
-        try:
-            if json.loads((p / META).read_text(encoding="utf-8")).get("engine") == "tantivy":
-                return "bm25"
-        except (OSError, ValueError):
-            pass
+    if is_tantivy_folder(p):
+        return "bm25"
     if is_index_folder(p):
         return "dense"
     raise InputError(p, None, "--index-dir", "not an index folder (no berds.json, or no FAISS 'index' + 'docid')")
@@ -131,7 +125,9 @@ def open_corpus(args):
 
     path = args.corpus
     if path is None and _opens_folder(args):
-        path = _built_from(args.index_dir)
+        from ..retrieval import index_corpus_source
+
+        path = index_corpus_source(args.index_dir)
     if path is None:
         raise InputError("--corpus", None, None, "give the corpus the index was built from")
     try:
@@ -153,20 +149,6 @@ def open_corpus(args):
         if isinstance(e, InputError):
             raise
         raise InputError("--corpus-storage", None, None, str(e)) from None
-
-
-def _built_from(folder) -> str | None:
-    """The corpus source an index folder names in its berds.json (None when unknown or moved)."""
-    import json
-    from pathlib import Path
-
-    meta = Path(folder) / "berds.json"
-    try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    src = info.get("corpus_source") or (info.get("corpus") or {}).get("source")
-    return src if src and Path(src).exists() else None
 
 
 def open_retriever(args, corpus):

@@ -65,14 +65,11 @@ def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool
         from .bm25 import BM25Retriever
 
         return BM25Retriever(corpus, progress=progress, cache=cache)
-    if kind.startswith("index:"):  # the spec form: index:<folder>
-        kind, index_dir = "index", kind[len("index:"):]
+    if kind.startswith("index:"):  # the spec form: index:<folder>[|<query encoder>]
+        index_dir, _, encoder = kind[len("index:"):].partition("|")
+        kind, model = "index", model or encoder or None
     if kind == "index":
-        from .index_dir import IndexDirRetriever
-
-        if index_dir is None:
-            raise ValueError("kind 'index' needs index_dir")
-        return IndexDirRetriever(index_dir, corpus, model, device=device, encoding=encoding, nprobe=nprobe)
+        return open_index_dir(index_dir, corpus, model, device=device, encoding=encoding, nprobe=nprobe)
     if kind == "dense":
         from ..corpora.store import is_disk_corpus
 
@@ -87,6 +84,45 @@ def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool
         return DenseRetriever(corpus, model, progress=progress, index=index, device=device, encoding=encoding,
                               cache=cache, on_progress=on_progress)
     raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {kind!r}")
+
+
+def index_spec(folder, query_encoder: str | None = None) -> str:
+    """The retriever spec of a prebuilt index folder: ``index:<folder>[|<query encoder>]``."""
+    return f"index:{folder}" + (f"|{query_encoder}" if query_encoder else "")
+
+
+def open_index_dir(folder, corpus, model: str | None = None, **kw) -> Retriever:
+    """The retriever of a prebuilt index folder: a tantivy BM25 index (``berds index --index-dir``)
+    or a dense FAISS folder (the studio's or Pyserini's layout); never builds anything."""
+    from pathlib import Path
+
+    from ..errors import InputError
+    from .index_dir import IndexDirRetriever, is_index_folder
+    from .tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
+
+    if folder is None:
+        raise ValueError("kind 'index' needs index_dir")
+    p = Path(folder)
+    if is_tantivy_folder(p):
+        return TantivyBM25Retriever(corpus, progress=False, folder=p)
+    if is_index_folder(p):
+        return IndexDirRetriever(p, corpus, model, device=kw.get("device"), encoding=kw.get("encoding"),
+                                 nprobe=kw.get("nprobe"))
+    raise InputError(p, None, "--index-dir", f"not an index folder (a tantivy BM25 index with {META}, or a FAISS "
+                                             "'index' + 'docid' folder)")
+
+
+def index_corpus_source(folder) -> str | None:
+    """The corpus file an index folder was built from, as its ``berds.json`` names it (None: unknown, moved)."""
+    import json
+    from pathlib import Path
+
+    try:
+        info = json.loads((Path(folder) / "berds.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    src = (info.get("corpus") or {}).get("source")
+    return src if src and Path(src).exists() else None
 
 
 def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:

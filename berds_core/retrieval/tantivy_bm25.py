@@ -89,6 +89,17 @@ def text_batches(corpus, size: int = BATCH):
         yield a, texts[a:a + size]
 
 
+def is_tantivy_folder(folder) -> bool:
+    """A complete BM25 index folder made by the studio."""
+    meta = Path(folder) / META
+    if not meta.is_file():
+        return False
+    try:
+        return json.loads(meta.read_text(encoding="utf-8")).get("engine") == "tantivy"
+    except (OSError, ValueError):
+        return False
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name))[:40] or "corpus"
 
