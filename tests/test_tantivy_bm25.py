@@ -241,3 +241,18 @@ def test_a_failed_ingest_leaves_neither_store_nor_index(tmp_path, _cache, fault)
     for sub in ("indexes", "corpora"):
         folder = Path(_cache) / sub
         assert not folder.exists() or list(folder.iterdir()) == [], sub
+
+
+@pytest.mark.parametrize("storage", ["disk", "memory"])
+def test_unwritable_cache_while_indexing_is_one_line_naming_the_cache(tmp_path, storage):
+    from test_cli_newcomer import read_only
+
+    corpus = _jsonl(tmp_path / "c.jsonl")
+    with read_only(tmp_path / "cache") as cache:
+        env = {**os.environ, "BERDS_CACHE": str(cache)}
+        proc = subprocess.run([sys.executable, "-m", "berds_core", "index", "--corpus", str(corpus),
+                               "--corpus-storage", storage, "--quiet"], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "BERDS_CACHE" in proc.stderr and "not writable" in proc.stderr
+        assert list(cache.iterdir()) == []
