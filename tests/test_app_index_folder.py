@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +17,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from berds_core.warmup import WARM_MAX_PASSAGES  # noqa: E402
+from test_app_pages import wait_warm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 600
+TIMEOUT = 600  # a page run may wait for the one-off warm-up
 QUESTIONS = [
     {"id": "q1", "question": "Should schools ban homework?",
      "perspectives": ["Homework harms sleep.", "Homework builds practice."]},
@@ -77,22 +77,6 @@ def no_whole_reads(monkeypatch):
     monkeypatch.setattr(store._Column, "__iter__", refuse)
 
 
-def _wait_warm(at):
-    from berds_core.background import JOBS
-    from pages.common import _config_key
-
-    end = time.monotonic() + TIMEOUT
-    while True:
-        job = JOBS.get(("engine",) + _config_key(at.session_state["config"]))
-        if job is not None and job.over:
-            break
-        assert time.monotonic() < end, "warm-up did not finish"
-        time.sleep(0.5)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _configure(at, qf, folder, encoder: str = "", corpus: str = ""):
     at.selectbox(key="sb_dataset").set_value("File path").run()
     at.text_input(key="sb_dataset_path").set_value(str(qf)).run()
@@ -115,7 +99,7 @@ def test_playground_and_evaluate_on_a_prebuilt_bm25_folder(big, entry, monkeypat
     assert cfg.retriever == f"index:{folder}" and "index bm25-index" in cfg.label()
     at.switch_page(str(ROOT / "pages/playground.py"))
     at.run()
-    _wait_warm(at)
+    wait_warm(at)
     md = "\n".join(m.value for m in at.markdown)
     assert md.count('data-testid="passage-card"') > 0
     assert "Teenagers lose sleep over homework" in md  # the first question's passages, fetched by row
@@ -164,6 +148,6 @@ def test_playground_on_a_pyserini_layout_folder_with_a_typed_query_encoder(entry
     _configure(at, qf, folder, encoder="all-MiniLM-L6-v2", corpus=str(corpus))
     at.switch_page(str(ROOT / "pages/playground.py"))
     at.run()
-    _wait_warm(at)
+    wait_warm(at)
     md = "\n".join(m.value for m in at.markdown)
     assert "Teenagers lose sleep over homework" in md or "Homework builds practice" in md

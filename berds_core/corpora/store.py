@@ -174,17 +174,18 @@ class DiskCorpus:
         got = self._db.execute("SELECT id, title, text FROM passages WHERE row=?", (row,)).fetchone()
         return Passage(*got)
 
+    def _where_in(self, cols: str, key: str, values: list):
+        """Rows ``(key, *cols)`` whose ``key`` is one of ``values`` (looked up 500 at a time)."""
+        uniq = list(dict.fromkeys(values))
+        for a in range(0, len(uniq), 500):
+            part = uniq[a:a + 500]
+            yield from self._db.execute(f"SELECT {key}, {cols} FROM passages WHERE {key} IN "
+                                        f"({','.join('?' * len(part))})", part)
+
     def get_many(self, rows) -> list[Passage]:
         """Passages of ``rows`` (in that order; repeats allowed)."""
         rows = [int(r) for r in rows]
-        found: dict[int, Passage] = {}
-        uniq = list(dict.fromkeys(rows))
-        for a in range(0, len(uniq), 500):
-            part = uniq[a:a + 500]
-            q = ",".join("?" * len(part))
-            for r, pid, title, text in self._db.execute(
-                    f"SELECT row, id, title, text FROM passages WHERE row IN ({q})", part):
-                found[r] = Passage(pid, title, text)
+        found = {r: Passage(pid, title, text) for r, pid, title, text in self._where_in("id, title, text", "row", rows)}
         missing = [r for r in rows if r not in found]
         if missing:
             raise IndexError(missing[0])
@@ -220,12 +221,7 @@ class DiskCorpus:
     def rows_of(self, ids: Sequence[str]) -> list[int | None]:
         """Rows of passage ids (None where absent), in order."""
         ids = [str(i) for i in ids]
-        found: dict[str, int] = {}
-        uniq = list(dict.fromkeys(ids))
-        for a in range(0, len(uniq), 500):
-            part = uniq[a:a + 500]
-            q = ",".join("?" * len(part))
-            found.update(self._db.execute(f"SELECT id, row FROM passages WHERE id IN ({q})", part).fetchall())
+        found = dict(self._where_in("row", "id", ids))
         return [found.get(i) for i in ids]
 
     def passage_dict(self, row: int) -> dict:
