@@ -27,6 +27,7 @@ def test_psgs_w100_tsv_layout_ids_as_given_and_batches(tmp_path):
     assert batches[0].titles[:3] == ["Title 1", "Title 2", "Title 0"]
     assert batches[0].lines[:2] == [2, 3]  # the header is line 1
     assert batches[-1].bytes_done == path.stat().st_size
+    assert batches[-1].to_dict()["id"] == ["21", "22", "23", "24", "25"]
     c = load_corpus(path)
     assert c.ids[:2] == ["1", "2"] and c.name == "psgs_w100" and len(c) == 25
 

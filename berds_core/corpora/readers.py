@@ -67,6 +67,10 @@ class RecordBatch:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def to_dict(self) -> dict[str, list]:
+        """Columns ``line, id, title, text`` (what a dataframe or a Ray Data batch takes)."""
+        return {"line": self.lines, "id": self.ids, "title": self.titles, "text": self.texts}
+
     def append(self, line: int, pid, title, text) -> None:
         self.lines.append(line)
         self.ids.append(pid)

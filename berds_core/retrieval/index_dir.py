@@ -305,16 +305,16 @@ class IndexDirRetriever:
         if self.encoder.dim != self.dense.dim:
             raise InputError("--model", None, None, f"the query encoder gives {self.encoder.dim}-d vectors, the "
                                                     f"index holds {self.dense.dim}-d ones")
-        self.model = spec
-        self.embedder_name = getattr(self.encoder, "key", spec)
         from ..embed import model_key
 
+        self.model = spec
         self.embedder_name = spec if str(spec or "").startswith("dpr:") else model_key(spec)
         self.encoding = self.encoder.encoding
         self.device = self.encoder.device
         plan = self.dense.plan
         self.index_kind = plan.get("spec") or ("prebuilt:" + type(self.dense.index).__name__)
-        self.name = f"dense:{self.embedder_name}+{self.index_kind}"
+        self.name = (f"dense:{self.embedder_name}+{self.index_kind}"
+                     + ("" if self.encoding == "fp32" else f"+{self.encoding}"))  # as the in-memory dense names
         self.cache_path = self.dense.folder
         self.cache_hit = cache_hit
         self.n_encoded = 0
