@@ -280,7 +280,12 @@ def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
                              "first_query_s": lat["first_query_s"], "rss": res["rss"], "load": res["load"]}
     log(f"[{label(n)}] tantivy p50 {out['studio_latency']['p50_ms']:.1f} ms p95 {out['studio_latency']['p95_ms']:.1f} "
         f"ms; open {lat['open_s']:.2f}s, first query {lat['first_query_s'] * 1000:.0f} ms")
-    if n <= bm25s_max:
+    need = _bm25s_estimate(n)
+    if n <= bm25s_max and need is not None and need > 0.6 * mem_available():
+        out["bm25s_skipped"] = (f"estimated {need / 1e9:.1f} GB (linear from the smaller size) against "
+                                f"{mem_available() / 1e9:.1f} GB available on this shared machine")
+        log(f"[{label(n)}] bm25s skipped: {out['bm25s_skipped']}")
+    elif n <= bm25s_max:
         mem_cache = work / f"cache-mem-{label(n)}"
         shutil.rmtree(mem_cache, ignore_errors=True)
         res = berds("index", "--corpus", corpus, "--corpus-storage", "memory", "--bm25-engine", "bm25s",
@@ -295,11 +300,30 @@ def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
                            env={"BERDS_CACHE": str(mem_cache)})
         lat = json.loads(res["stdout"])
         out["bm25s_latency"] = {**percentiles(lat["latencies"]), "open_s": lat["open_s"], "rss": res["rss"]}
+        _BM25S_RSS[n] = out["bm25s_index"]["rss"]
         log(f"[{label(n)}] bm25s retrieve {out['bm25s_retrieve']['seconds']:.1f}s "
             f"{out['bm25s_retrieve']['rss'] / 1e9:.2f} GB; p50 {out['bm25s_latency']['p50_ms']:.1f} ms")
         shutil.rmtree(mem_cache, ignore_errors=True)
     out["corpus_store"] = str(store)
     return out
+
+
+_BM25S_RSS: dict[int, int] = {}
+
+
+def _bm25s_estimate(n: int) -> int | None:
+    """bm25s's peak memory at ``n`` passages, linear from the largest size measured (None: none yet)."""
+    if not _BM25S_RSS:
+        return None
+    m = max(_BM25S_RSS)
+    return int(_BM25S_RSS[m] * n / m)
+
+
+def mem_available() -> int:
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def retrieve_baseline(work: Path) -> dict:
@@ -469,6 +493,13 @@ def bench_quality(data: Path) -> dict:
                                             for k, v in row.items() if isinstance(v, dict)))
     out["pooled"] = {k: {"mrecall@5": float(np.mean(v[0])), "precision@5": float(np.mean(v[1])),
                          "questions": len(v[0])} for k, v in pooled.items()}
+    from berds_core.evaluation import paired_comparison
+
+    # the large-corpus path against today's: pooled paired differences, 95% bootstrap intervals
+    out["differences"] = {
+        f"{b} - {a}": {m: paired_comparison(pooled[a][i], pooled[b][i], n_boot=2000)
+                       for i, m in enumerate(("mrecall@5", "precision@5"))}
+        for a, b in (("bm25 (bm25s)", "bm25 (tantivy)"), ("dense flat", "dense ivfpq"), ("dense flat", "dense hnsw"))}
     return out
 
 
@@ -593,6 +624,11 @@ def markdown(res: dict) -> str:
                 f"{row['top10_overlap_hnsw_flat']:.3f} |")
         lines.append(f"| pooled | {next(iter(q['pooled'].values()))['questions']} | " + " | ".join(
             f"{v['mrecall@5']:.3f} / {v['precision@5']:.3f}" for v in q["pooled"].values()) + " | | | |")
+        lines.append("")
+        for name, d in q.get("differences", {}).items():
+            lines.append(f"- {name}, pooled: " + "; ".join(
+                f"{m} {v['diff']:+.4f} [{v['ci'][0]:+.4f}, {v['ci'][1]:+.4f}] ({v['wins']} better, {v['losses']} worse)"
+                for m, v in d.items()))
         lines.append("")
     if res.get("projection"):
         lines += ["### Projection (from the measured slopes)", "",
