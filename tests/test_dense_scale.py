@@ -329,3 +329,20 @@ def test_cli_dense_ivfpq_on_a_disk_corpus_resumes_a_killed_encode(tmp_path, caps
     assert main(["retrieve", "--index-dir", str(tmp_path / "dense"), "--questions", str(q), "--k", "5", "--out",
                  str(run), "--quiet"]) == 0
     assert all("zoos" in c["text"] for c in read_run(run)[0]["ctxs"])
+
+
+def test_an_index_dir_holding_another_kind_of_index_is_refused(tmp_path, monkeypatch):
+    from berds_core.retrieval.dense_scale import ScaledDenseRetriever
+
+    corpus = _corpus(300)
+    vectors = ArrayVectors(clustered(300, 8))
+    monkeypatch.setattr("berds_core.retrieval.query_encoders.SentenceQueryEncoder.dim", 8)
+    folder = tmp_path / "idx"
+    ScaledDenseRetriever(corpus, index="IVF4,Flat", index_dir=folder, vectors=vectors, progress=False)
+    with pytest.raises(InputError, match="holds a IVF4,Flat index, not HNSW32,Flat"):
+        ScaledDenseRetriever(corpus, index="hnsw", index_dir=folder, vectors=vectors, progress=False)
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not an index folder"):
+        ScaledDenseRetriever(corpus, index="hnsw", index_dir=tmp_path / "junk", vectors=vectors, progress=False)
+    assert (tmp_path / "junk" / "notes.txt").read_text() == "mine"

@@ -80,7 +80,15 @@ class ScaledDenseRetriever:
         self.plan = plan_index(index, len(corpus), self.vectors.dim, memory_budget)
         folder = Path(index_dir) if index_dir is not None else index_folder_for(corpus, encoder.key, self.plan)
         built = False
-        if not (folder / META).is_file():
+        if (folder / META).is_file():
+            from .index_dir import read_meta
+
+            had = (read_meta(folder) or {}).get("plan") or {}
+            if had.get("factory") != self.plan.factory:
+                raise InputError(folder, None, "--index-dir", f"holds a {had.get('factory') or 'flat'} index, not "
+                                                              f"{self.plan.factory or 'flat'}: give another folder, "
+                                                              "or remove this one to rebuild it")
+        else:
             if folder.exists() and any(folder.iterdir()):
                 raise InputError(folder, None, "--index-dir", "exists and is not an index folder; give an empty "
                                                               "or new folder")
