@@ -28,6 +28,9 @@ maximum resident set, from ``wait4``):
   index size, p50/p95 latency at k 10 and 100, recall@100 of IVF-PQ (with and
   without the exact re-ranking) against exact search over the same vectors, and
   exact (flat, memory-mapped) latency for comparison.
+- ``crossover``: corpora in memory, one process (imports done): bm25s and
+  tantivy build time and p50 query latency at ``--crossover-sizes``; where
+  tantivy starts to win is ``retrieval.TANTIVY_MIN_PASSAGES``.
 - ``quality``: on the development corpora (``berds_core.devsets``, gold labels):
   MRecall@5 / Precision@5 of today's bm25 (bm25s) and the tantivy engine, and the
   overlap of their top-10 lists; dense flat against ivfpq and hnsw (MiniLM).
@@ -100,17 +103,40 @@ def dir_bytes(path) -> int:
     return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
+def _sample_memory(pid: int, stop, peaks: dict) -> None:
+    """Peaks of the child's anonymous and file-backed resident memory (/proc/PID/status, every 50 ms)."""
+    while not stop.is_set():
+        try:
+            status = open(f"/proc/{pid}/status").read()
+        except OSError:
+            return
+        for line in status.splitlines():
+            key = line.split(":", 1)[0]
+            if key in ("RssAnon", "RssFile", "VmRSS"):
+                peaks[key] = max(peaks.get(key, 0), int(line.split()[1]) * 1024)
+        stop.wait(0.05)
+
+
 def run_measured(argv, env=None, timeout=None) -> dict:
-    """Run a command; its wall seconds, peak RSS (whole process, bytes), exit code, stdout."""
+    """Run a command; its wall seconds, peak RSS (whole process, bytes: ``wait4``), the peaks of its
+    anonymous memory and of its resident memory-mapped file pages (sampled), exit code, stdout."""
+    import threading
+
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+    stop, peaks = threading.Event(), {}
+    sampler = threading.Thread(target=_sample_memory, args=(proc.pid, stop, peaks), daemon=True)
+    sampler.start()
     out, err = proc.communicate(timeout=timeout)
     wall = time.perf_counter() - t0
+    stop.set()
+    sampler.join()
     rss = getattr(proc, "_berds_maxrss", None)  # recorded when the child was reaped (wait4)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv))} failed ({proc.returncode}): {err[-2000:]}")
-    return {"seconds": wall, "rss": rss, "stdout": out, "stderr": err, "load": load()}
+    return {"seconds": wall, "rss": rss, "rss_anon": peaks.get("RssAnon"), "rss_file": peaks.get("RssFile"),
+            "stdout": out, "stderr": err, "load": load()}
 
 
 class _Popen(subprocess.Popen):
@@ -216,6 +242,20 @@ writer.commit()
 writer.wait_merging_threads()
 '''
 
+BARE_LATENCY = r'''
+import json, re, sys, time, tantivy
+index = tantivy.Index.open(sys.argv[1])
+searcher = index.searcher()
+queries = json.loads(sys.argv[2])
+lat = []
+for q in queries:
+    t = time.perf_counter()
+    hits = searcher.search(index.parse_query(" ".join(re.findall(r"\w+", q.lower())), ["text"]), 10).hits
+    searcher.fast_field_values("row", [a for _, a in hits])
+    lat.append(time.perf_counter() - t)
+print(json.dumps({"latencies": lat}))
+'''
+
 LATENCY_BM25 = r'''
 import json, sys, time
 t0 = time.perf_counter()
@@ -250,10 +290,13 @@ def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
     shutil.rmtree(bare_dir, ignore_errors=True)
     bare_dir.mkdir()
     res = run_measured([sys.executable, "-c", BARE_TANTIVY, str(corpus), str(bare_dir)])
-    out["bare_tantivy"] = {"seconds": res["seconds"], "rss": res["rss"], "index_bytes": dir_bytes(bare_dir),
-                           "load": res["load"]}
+    out["bare_tantivy"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_anon": res["rss_anon"],
+                           "index_bytes": dir_bytes(bare_dir), "load": res["load"]}
+    lat = json.loads(run_measured([sys.executable, "-c", BARE_LATENCY, str(bare_dir), json.dumps(queries)])["stdout"])
+    out["bare_tantivy"].update(percentiles(lat["latencies"]))
     shutil.rmtree(bare_dir, ignore_errors=True)
-    log(f"[{label(n)}] bare tantivy {res['seconds']:.1f}s {res['rss'] / 1e9:.2f} GB (load {res['load']})")
+    log(f"[{label(n)}] bare tantivy {res['seconds']:.1f}s {res['rss'] / 1e9:.2f} GB (load {res['load']}); "
+        f"query p50 {out['bare_tantivy']['p50_ms']:.1f} ms")
     # the studio: berds index (ingest + tantivy), then retrieve
     cache = work / f"cache-{label(n)}"
     shutil.rmtree(cache, ignore_errors=True)
@@ -261,18 +304,23 @@ def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
     info = res["json"]
     store = Path(info["corpus_store"])
     manifest = json.loads((store / "manifest.json").read_text())
-    out["studio_index"] = {"seconds": res["seconds"], "rss": res["rss"], "engine": info["engine"],
+    out["studio_index"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_anon": res["rss_anon"],
+                           "rss_file": res["rss_file"], "engine": info["engine"],
                            "ingest_s": manifest["seconds"], "index_s": info["build_seconds"],
                            "store_bytes": dir_bytes(store), "index_bytes": dir_bytes(info["cache_path"]),
                            "load": res["load"]}
     log(f"[{label(n)}] berds index {res['seconds']:.1f}s (ingest {manifest['seconds']:.1f}s, tantivy "
-        f"{info['build_seconds']:.1f}s) {res['rss'] / 1e9:.2f} GB (load {res['load']})")
+        f"{info['build_seconds']:.1f}s, in one pass) {res['rss'] / 1e9:.2f} GB, anonymous "
+        f"{(res['rss_anon'] or 0) / 1e9:.2f} GB (load {res['load']})")
     res = berds("retrieve", "--corpus", corpus, "--corpus-storage", "disk", "--questions", qfile, "--k", 10,
                 "--out", work / "run.jsonl", cache=cache)
     out["studio_retrieve"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_over_baseline": res["rss"] - baseline["rss"],
+                              "rss_anon": res["rss_anon"], "rss_file": res["rss_file"],
+                              "anon_over_baseline": (res["rss_anon"] or 0) - (baseline.get("rss_anon") or 0),
                               "load": res["load"]}
     log(f"[{label(n)}] berds retrieve {QUESTIONS} questions {res['seconds']:.1f}s {res['rss'] / 1e9:.2f} GB "
-        f"({(res['rss'] - baseline['rss']) / 1e9:+.2f} over baseline)")
+        f"({(res['rss'] - baseline['rss']) / 1e9:+.2f} over baseline; anonymous "
+        f"{out['studio_retrieve']['anon_over_baseline'] / 1e9:+.2f})")
     res = run_measured([sys.executable, "-c", LATENCY_BM25, str(corpus), "disk", "tantivy", json.dumps(queries)],
                        env={"BERDS_CACHE": str(cache)})
     lat = json.loads(res["stdout"])
@@ -290,7 +338,7 @@ def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
         shutil.rmtree(mem_cache, ignore_errors=True)
         res = berds("index", "--corpus", corpus, "--corpus-storage", "memory", "--bm25-engine", "bm25s",
                     cache=mem_cache)
-        out["bm25s_index"] = {"seconds": res["seconds"], "rss": res["rss"],
+        out["bm25s_index"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_anon": res["rss_anon"],
                               "index_bytes": dir_bytes(res["json"]["cache_path"]), "load": res["load"]}
         log(f"[{label(n)}] bm25s index {res['seconds']:.1f}s {res['rss'] / 1e9:.2f} GB")
         res = berds("retrieve", "--corpus", corpus, "--corpus-storage", "memory", "--bm25-engine", "bm25s",
@@ -336,7 +384,7 @@ def retrieve_baseline(work: Path) -> dict:
     res = berds("retrieve", "--corpus", corpus, "--corpus-storage", "disk", "--questions", qfile, "--k", 10,
                 "--out", work / "run-1k.jsonl", cache=cache)
     log(f"baseline: berds retrieve over 1k passages peaks at {res['rss'] / 1e9:.2f} GB")
-    return {"rss": res["rss"], "seconds": res["seconds"], "load": res["load"]}
+    return {"rss": res["rss"], "rss_anon": res["rss_anon"], "seconds": res["seconds"], "load": res["load"]}
 
 
 # ------------------------------------------------------------------ dense
@@ -425,9 +473,11 @@ def bench_dense(n: int, work: Path, store: Path, budget: int, uniform: bool = Fa
                         str(budget)], env=env)
     built = json.loads(res["stdout"])
     out = {"passages": n, "vectors": kind, "plan": built["plan"], "build_s": res["seconds"], "rss": res["rss"],
+           "rss_anon": res["rss_anon"], "rss_file": res["rss_file"],
            "index_bytes": dir_bytes(folder), "vector_bytes": dir_bytes(vec), "load": res["load"]}
     log(f"[{label(n)} {kind}] ivfpq {built['plan']['factory']} built in {res['seconds']:.0f}s, "
-        f"{res['rss'] / 1e9:.2f} GB, index {out['index_bytes'] / 1e6:.0f} MB (load {res['load']})")
+        f"{res['rss'] / 1e9:.2f} GB (anonymous {(res['rss_anon'] or 0) / 1e9:.2f}), index "
+        f"{out['index_bytes'] / 1e6:.0f} MB (load {res['load']})")
     res = run_measured([sys.executable, "-c", DENSE_QUERY, str(store), str(vec), key, str(folder), kind,
                         str(Path(__file__).parent)], env=env)
     q = json.loads(res["stdout"])
@@ -438,6 +488,49 @@ def bench_dense(n: int, work: Path, store: Path, budget: int, uniform: bool = Fa
     log(f"[{label(n)} {kind}] recall@100 {q['recall@100']:.3f} (codes only {q['recall@100_codes_only']:.3f}); "
         f"p50 k10 {out['k10']['p50_ms']:.1f} ms, k100 {out['k100']['p50_ms']:.1f} ms; exact p50 "
         f"{out['exact']['p50_ms']:.0f} ms")
+    return out
+
+
+# ------------------------------------------------------------------ which BM25 engine for corpora in memory
+
+
+def bench_crossover(sizes: list[int], work: Path, repeat: int = 2) -> dict:
+    """In one process (imports done), per size: bm25s and tantivy build seconds and p50 query ms over 200
+    queries, ``repeat`` times each (medians); where tantivy starts to win decides ``TANTIVY_MIN_PASSAGES``."""
+    import tempfile
+
+    import bm25s  # noqa: F401 - imported before timing, as the app has it
+
+    from berds_core.corpus import load_corpus
+    from berds_core.retrieval.bm25 import BM25Retriever
+    from berds_core.retrieval.tantivy_bm25 import TantivyBM25Retriever
+
+    out = {}
+    os.environ["BERDS_CACHE"] = tempfile.mkdtemp(dir=work)
+    for n in sizes:
+        path = make_corpus(work / f"corpus-{label(n)}.tsv", n)
+        queries = make_questions(path, None, LATENCY_QUERIES, rows=n)
+        corpus = load_corpus(path)
+        rows = {"bm25s": {"build": [], "p50": []}, "tantivy": {"build": [], "p50": []}}
+        for _ in range(repeat):
+            for name in rows:
+                t = time.perf_counter()
+                r = (BM25Retriever(corpus, progress=False) if name == "bm25s" else
+                     TantivyBM25Retriever(corpus, progress=False, folder=Path(tempfile.mkdtemp(dir=work)) / "i"))
+                rows[name]["build"].append(time.perf_counter() - t)
+                lat = []
+                for q in queries:
+                    t = time.perf_counter()
+                    r.search([q], 10)
+                    lat.append(time.perf_counter() - t)
+                rows[name]["p50"].append(1000 * statistics.median(lat))
+                shutil.rmtree(r.cache_path, ignore_errors=True)
+        out[label(n)] = {k: {"build_s": statistics.median(v["build"]), "p50_ms": statistics.median(v["p50"])}
+                         for k, v in rows.items()}
+        out[label(n)]["load"] = load()
+        log(f"[{label(n)}] in memory: bm25s build {out[label(n)]['bm25s']['build_s']:.2f}s p50 "
+            f"{out[label(n)]['bm25s']['p50_ms']:.2f} ms; tantivy {out[label(n)]['tantivy']['build_s']:.2f}s "
+            f"{out[label(n)]['tantivy']['p50_ms']:.2f} ms (load {load()})")
     return out
 
 
@@ -586,30 +679,39 @@ def markdown(res: dict) -> str:
     lines = [f"Machine: {res['machine']}; load average at start {res['load_start']}, at end {res.get('load_end')}.", ""]
     if res.get("bm25"):
         lines += ["### BM25", "",
-                  "| passages | bare tantivy index | `berds index` (ingest + tantivy) | ratio | peak memory | "
-                  "index size (store + index) | `berds retrieve` 50 q | retrieve peak (over baseline) | "
-                  "p50 / p95 query | bm25s index | bm25s peak | load |",
+                  "| passages | bare tantivy index | `berds index` (ingest + tantivy, one pass) | ratio | peak RSS "
+                  "(anonymous) | index size (store + index) | `berds retrieve` 50 q | retrieve peak RSS over baseline "
+                  "(anonymous) | p50 / p95 query (bare tantivy p50) | bm25s index | bm25s peak | load |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, r in sorted(res["bm25"].items(), key=lambda kv: kv[1]["passages"]):
             si, bt, sr, sl = r["studio_index"], r["bare_tantivy"], r["studio_retrieve"], r["studio_latency"]
             bi = r.get("bm25s_index")
             lines.append(
                 f"| {k} | {bt['seconds']:.1f} s | {si['seconds']:.1f} s ({si['ingest_s']:.1f} + {si['index_s']:.1f}) | "
-                f"{si['seconds'] / bt['seconds']:.2f}x | {gb(si['rss'])} | "
-                f"{gb(si['store_bytes'])} + {gb(si['index_bytes'])} | {sr['seconds']:.1f} s | {gb(sr['rss'])} "
-                f"({gb(sr['rss_over_baseline'])}) | {sl['p50_ms']:.1f} / {sl['p95_ms']:.1f} ms | "
+                f"{si['seconds'] / bt['seconds']:.2f}x | {gb(si['rss'])} ({gb(si.get('rss_anon'))}) | "
+                f"{gb(si['store_bytes'])} + {gb(si['index_bytes'])} | {sr['seconds']:.1f} s | "
+                f"{gb(sr['rss_over_baseline'])} ({gb(sr.get('anon_over_baseline'))}) | "
+                f"{sl['p50_ms']:.1f} / {sl['p95_ms']:.1f} ms ({bt.get('p50_ms', float('nan')):.1f}) | "
                 f"{'%.1f s' % bi['seconds'] if bi else '–'} | {gb(bi['rss']) if bi else '–'} | {si['load']} |")
         lines.append("")
     if res.get("dense"):
         lines += ["### Dense (IVF-PQ over precomputed vectors)", "",
-                  "| passages | vectors | index | build | peak memory | index size | p50 / p95 k=10 | p50 k=100 | "
+                  "| passages | vectors | index | build | peak RSS (anonymous) | index size | p50 / p95 k=10 | p50 k=100 | "
                   "recall@100 (codes only) | exact p50 | load |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, r in sorted(res["dense"].items(), key=lambda kv: (kv[1]["passages"], kv[1]["vectors"])):
             lines.append(
                 f"| {label(r['passages'])} | {r['vectors']} | {r['plan']['factory']}{' (lists on disk)' if r['plan']['on_disk'] else ''}"
-                f", nprobe {r['plan']['nprobe']} | {r['build_s']:.0f} s | {gb(r['rss'])} | {gb(r['index_bytes'])} | "
+                f", nprobe {r['plan']['nprobe']} | {r['build_s']:.0f} s | {gb(r['rss'])} ({gb(r.get('rss_anon'))}) | "
+                f"{gb(r['index_bytes'])} | "
                 f"{r['k10']['p50_ms']:.1f} / {r['k10']['p95_ms']:.1f} ms | {r['k100']['p50_ms']:.1f} ms | "
                 f"{r['recall@100']:.3f} ({r['recall@100_codes_only']:.3f}) | {r['exact']['p50_ms']:.0f} ms | {r['load']} |")
+        lines.append("")
+    if res.get("crossover"):
+        lines += ["### BM25 in memory: bm25s or tantivy (one process, imports done; medians of 2)", "",
+                  "| passages | bm25s build | tantivy build | bm25s p50 | tantivy p50 | load |", "|---|---|---|---|---|---|"]
+        for k, r in sorted(res["crossover"].items(), key=lambda kv: size_of(kv[0])):
+            lines.append(f"| {k} | {r['bm25s']['build_s']:.2f} s | {r['tantivy']['build_s']:.2f} s | "
+                         f"{r['bm25s']['p50_ms']:.2f} ms | {r['tantivy']['p50_ms']:.2f} ms | {r['load']} |")
         lines.append("")
     if res.get("quality"):
         q = res["quality"]
@@ -655,6 +757,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-budget", default="8G", help="the dense index's --memory-budget")
     ap.add_argument("--uniform-max", default="1M", help="largest size also measured with uniform random vectors")
     ap.add_argument("--encode-sample", type=int, default=2000, help="passages encoded to time MiniLM on this CPU")
+    ap.add_argument("--crossover-sizes", default="1k,2k,5k,20k,50k", help="sizes of the crossover section")
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="development data (quality)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale.json"))
     ap.add_argument("--clean", action="store_true", help="delete --work at the end")
@@ -692,6 +795,8 @@ def main(argv=None) -> int:
                         shutil.rmtree(work / f"vectors-{label(n)}-uniform", ignore_errors=True)
                 out_path.parent.mkdir(parents=True, exist_ok=True)
                 out_path.write_text(json.dumps(res, indent=1))
+        if "crossover" in sections:
+            res["crossover"] = bench_crossover([size_of(x) for x in args.crossover_sizes.split(",")], work)
         if "quality" in sections:
             if not Path(args.data).is_dir():
                 log(f"{args.data} not found: quality section skipped")

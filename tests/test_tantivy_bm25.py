@@ -78,8 +78,10 @@ def test_index_is_cached_on_disk_and_reopened(_cache):
 def test_engine_follows_where_the_corpus_lives(tmp_path):
     path = _jsonl(tmp_path / "c.jsonl")
     disk, mem = ingest(path), _corpus()
-    assert bm25_engine(disk) == "tantivy" and bm25_engine(mem) == "bm25s"
+    assert bm25_engine(disk) == "tantivy" and bm25_engine(mem) == "bm25s"  # on disk / small, in memory
     assert bm25_engine(mem, "tantivy") == "tantivy"
+    big = corpus_from_passages([Passage(f"b{i}", "", f"text {i}") for i in range(5_000)], "big")
+    assert bm25_engine(big) == "tantivy"  # from 5,000 passages tantivy is faster in memory too
     r = get_retriever("bm25", disk, progress=False)
     assert r.engine == "tantivy" and disk.ids[r.search(["zoos cruel"], 1)[0][0][0]] == "p4"
     with pytest.raises(ValueError, match="BM25 engine"):
