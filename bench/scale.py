@@ -135,8 +135,8 @@ def run_measured(argv, env=None, timeout=None) -> dict:
     rss = getattr(proc, "_berds_maxrss", None)  # recorded when the child was reaped (wait4)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv))} failed ({proc.returncode}): {err[-2000:]}")
-    return {"seconds": wall, "rss": rss, "rss_anon": peaks.get("RssAnon"), "rss_file": peaks.get("RssFile"),
-            "stdout": out, "stderr": err, "load": load()}
+    return {"seconds": wall, "cpu_s": getattr(proc, "_berds_cpu", None), "rss": rss, "rss_anon": peaks.get("RssAnon"),
+            "rss_file": peaks.get("RssFile"), "stdout": out, "stderr": err, "load": load()}
 
 
 class _Popen(subprocess.Popen):
@@ -150,6 +150,7 @@ class _Popen(subprocess.Popen):
             ru = None
         if ru is not None and pid == self.pid:
             self._berds_maxrss = ru.ru_maxrss * 1024
+            self._berds_cpu = ru.ru_utime + ru.ru_stime
         return pid, sts
 
 
@@ -278,39 +279,60 @@ def percentiles(lat) -> dict:
     return {"p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * lat[int(0.95 * (len(lat) - 1))]}
 
 
-def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict) -> dict:
+def index_pair(n: int, corpus: Path, work: Path, repeat: int) -> tuple[dict, dict, dict]:
+    """Bare tantivy and ``berds index`` of the same file, interleaved ``repeat`` times (each on a fresh
+    cache): the medians of wall and CPU seconds, so a load change between two runs does not decide
+    the ratio. Returns (bare, studio, the last studio JSON)."""
+    bare, studio, info = [], [], None
+    cache = work / f"cache-{label(n)}"
+    for _ in range(repeat):
+        bare_dir = work / f"bare-{label(n)}"
+        shutil.rmtree(bare_dir, ignore_errors=True)
+        bare_dir.mkdir()
+        bare.append(run_measured([sys.executable, "-c", BARE_TANTIVY, str(corpus), str(bare_dir)]))
+        bare[-1]["index_bytes"] = dir_bytes(bare_dir)
+        bare[-1]["dir"] = bare_dir
+        shutil.rmtree(cache, ignore_errors=True)
+        res = berds("index", "--corpus", corpus, "--corpus-storage", "disk", "--retriever", "bm25", cache=cache)
+        studio.append(res)
+        info = res["json"]
+
+    def med(runs, key):
+        vals = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    def summary(runs):
+        return {**{k: med(runs, k) for k in ("seconds", "cpu_s", "rss", "rss_anon", "rss_file")},
+                "runs": [{k: r.get(k) for k in ("seconds", "cpu_s", "load")} for r in runs], "load": runs[-1]["load"]}
+
+    b, st = summary(bare), summary(studio)
+    b["index_bytes"] = bare[-1]["index_bytes"]
+    return b, st, info
+
+
+def bench_bm25(n: int, work: Path, bm25s_max: int, baseline: dict, repeat: int = 1) -> dict:
     corpus = make_corpus(work / f"corpus-{label(n)}.tsv", n)
     qfile = work / f"questions-{label(n)}.jsonl"
     queries = make_questions(corpus, None, LATENCY_QUERIES, rows=min(n, 100_000))[:LATENCY_QUERIES]
     qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "perspectives": ["a", "b"]}) + "\n"
                              for i, q in enumerate(queries[:QUESTIONS])), encoding="utf-8")
     out = {"passages": n, "corpus_bytes": dir_bytes(corpus)}
-    # the bare tantivy index of the same file, same run
+    # the bare tantivy index of the same file and the studio's berds index (ingest + tantivy), interleaved
+    bare, res, info = index_pair(n, corpus, work, repeat)
     bare_dir = work / f"bare-{label(n)}"
-    shutil.rmtree(bare_dir, ignore_errors=True)
-    bare_dir.mkdir()
-    res = run_measured([sys.executable, "-c", BARE_TANTIVY, str(corpus), str(bare_dir)])
-    out["bare_tantivy"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_anon": res["rss_anon"],
-                           "index_bytes": dir_bytes(bare_dir), "load": res["load"]}
     lat = json.loads(run_measured([sys.executable, "-c", BARE_LATENCY, str(bare_dir), json.dumps(queries)])["stdout"])
-    out["bare_tantivy"].update(percentiles(lat["latencies"]))
+    out["bare_tantivy"] = {**bare, **percentiles(lat["latencies"])}
     shutil.rmtree(bare_dir, ignore_errors=True)
-    log(f"[{label(n)}] bare tantivy {res['seconds']:.1f}s {res['rss'] / 1e9:.2f} GB (load {res['load']}); "
-        f"query p50 {out['bare_tantivy']['p50_ms']:.1f} ms")
-    # the studio: berds index (ingest + tantivy), then retrieve
+    log(f"[{label(n)}] bare tantivy {bare['seconds']:.1f}s (CPU {bare['cpu_s']:.1f}s) {bare['rss'] / 1e9:.2f} GB "
+        f"(load {bare['load']}); query p50 {out['bare_tantivy']['p50_ms']:.1f} ms")
     cache = work / f"cache-{label(n)}"
-    shutil.rmtree(cache, ignore_errors=True)
-    res = berds("index", "--corpus", corpus, "--corpus-storage", "disk", "--retriever", "bm25", cache=cache)
-    info = res["json"]
     store = Path(info["corpus_store"])
     manifest = json.loads((store / "manifest.json").read_text())
-    out["studio_index"] = {"seconds": res["seconds"], "rss": res["rss"], "rss_anon": res["rss_anon"],
-                           "rss_file": res["rss_file"], "engine": info["engine"],
-                           "ingest_s": manifest["seconds"], "index_s": info["build_seconds"],
-                           "store_bytes": dir_bytes(store), "index_bytes": dir_bytes(info["cache_path"]),
-                           "load": res["load"]}
-    log(f"[{label(n)}] berds index {res['seconds']:.1f}s (ingest {manifest['seconds']:.1f}s, tantivy "
-        f"{info['build_seconds']:.1f}s, in one pass) {res['rss'] / 1e9:.2f} GB, anonymous "
+    out["studio_index"] = {**res, "engine": info["engine"], "ingest_s": manifest["seconds"],
+                           "index_s": info["build_seconds"], "store_bytes": dir_bytes(store),
+                           "index_bytes": dir_bytes(info["cache_path"])}
+    log(f"[{label(n)}] berds index {res['seconds']:.1f}s (CPU {res['cpu_s']:.1f}s; ingest {manifest['seconds']:.1f}s, "
+        f"tantivy {info['build_seconds']:.1f}s, in one pass) {res['rss'] / 1e9:.2f} GB, anonymous "
         f"{(res['rss_anon'] or 0) / 1e9:.2f} GB (load {res['load']})")
     res = berds("retrieve", "--corpus", corpus, "--corpus-storage", "disk", "--questions", qfile, "--k", 10,
                 "--out", work / "run.jsonl", cache=cache)
@@ -679,7 +701,7 @@ def markdown(res: dict) -> str:
     lines = [f"Machine: {res['machine']}; load average at start {res['load_start']}, at end {res.get('load_end')}.", ""]
     if res.get("bm25"):
         lines += ["### BM25", "",
-                  "| passages | bare tantivy index | `berds index` (ingest + tantivy, one pass) | ratio | peak RSS "
+                  "| passages | bare tantivy index | `berds index` (ingest + tantivy in one pass) | ratio | peak RSS "
                   "(anonymous) | index size (store + index) | `berds retrieve` 50 q | retrieve peak RSS over baseline "
                   "(anonymous) | p50 / p95 query (bare tantivy p50) | bm25s index | bm25s peak | load |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -687,8 +709,9 @@ def markdown(res: dict) -> str:
             si, bt, sr, sl = r["studio_index"], r["bare_tantivy"], r["studio_retrieve"], r["studio_latency"]
             bi = r.get("bm25s_index")
             lines.append(
-                f"| {k} | {bt['seconds']:.1f} s | {si['seconds']:.1f} s ({si['ingest_s']:.1f} + {si['index_s']:.1f}) | "
-                f"{si['seconds'] / bt['seconds']:.2f}x | {gb(si['rss'])} ({gb(si.get('rss_anon'))}) | "
+                f"| {k} | {bt['seconds']:.1f} s (CPU {bt.get('cpu_s') or 0:.0f} s) | {si['seconds']:.1f} s (CPU "
+                f"{si.get('cpu_s') or 0:.0f} s) | {si['seconds'] / bt['seconds']:.2f}x (CPU "
+                f"{(si.get('cpu_s') or 0) / max(bt.get('cpu_s') or 1, 1e-9):.2f}x) | {gb(si['rss'])} ({gb(si.get('rss_anon'))}) | "
                 f"{gb(si['store_bytes'])} + {gb(si['index_bytes'])} | {sr['seconds']:.1f} s | "
                 f"{gb(sr['rss_over_baseline'])} ({gb(sr.get('anon_over_baseline'))}) | "
                 f"{sl['p50_ms']:.1f} / {sl['p95_ms']:.1f} ms ({bt.get('p50_ms', float('nan')):.1f}) | "
@@ -757,6 +780,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-budget", default="8G", help="the dense index's --memory-budget")
     ap.add_argument("--uniform-max", default="1M", help="largest size also measured with uniform random vectors")
     ap.add_argument("--encode-sample", type=int, default=2000, help="passages encoded to time MiniLM on this CPU")
+    ap.add_argument("--repeat", type=int, default=1, help="bare / studio BM25 index runs, interleaved (medians)")
     ap.add_argument("--crossover-sizes", default="1k,2k,5k,20k,50k", help="sizes of the crossover section")
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="development data (quality)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale.json"))
@@ -778,7 +802,8 @@ def main(argv=None) -> int:
             baseline = retrieve_baseline(work) if "bm25" in sections else None
             for n in sizes:
                 if "bm25" in sections:
-                    res.setdefault("bm25", {})[label(n)] = bench_bm25(n, work, size_of(args.bm25s_max), baseline)
+                    res.setdefault("bm25", {})[label(n)] = bench_bm25(n, work, size_of(args.bm25s_max), baseline,
+                                                                      args.repeat)
                     res["bm25_baseline"] = baseline
                 if "dense" in sections:
                     store = res.get("bm25", {}).get(label(n), {}).get("corpus_store")
