@@ -95,8 +95,11 @@ def test_killed_encode_resumes_at_the_first_shard_not_done(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         shards.encode(killed.texts_of, killed, dim=16)
     assert killed.calls == 3 and not (folder / "complete.json").exists()
+    torn = folder / ".shard-00003.npy.999999999.tmp"  # what a process killed while writing leaves
+    torn.write_bytes(b"\x93NUMPY half")
     resumed = CountingEncoder(x)
     again = VectorShards(folder, 1000, "h" * 40, "enc", shard_rows=128).encode(resumed.texts_of, resumed, dim=16)
+    assert not torn.exists()
     assert resumed.rows == 1000 - 3 * 128 and again.n_encoded == resumed.rows and again.complete
     assert np.array_equal(again.get(np.arange(1000)), x)
     assert np.array_equal(again.get([999, 0, 500]), x[[999, 0, 500]])

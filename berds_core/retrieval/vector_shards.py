@@ -148,6 +148,20 @@ class VectorShards:
         tmp_meta.write_text(json.dumps(info), encoding="utf-8")
         os.replace(tmp_meta, meta)
 
+    def _remove_torn_writes(self) -> None:
+        """Temporary shard files of processes that are gone (a run killed while writing)."""
+        from ..build_dir import _alive
+
+        if not self.folder.is_dir():
+            return
+        for p in self.folder.glob(".shard-*.tmp"):
+            try:
+                pid = int(p.name.rsplit(".", 2)[-2])
+            except ValueError:
+                continue
+            if not _alive(pid):
+                p.unlink(missing_ok=True)
+
     def finish(self, dim: int) -> None:
         info = {"format": FORMAT, "n": self.n, "dim": int(dim), "shard_rows": self.shard_rows,
                 "corpus_hash": self.corpus_hash, "encoder": self.encoder_key,
@@ -163,6 +177,7 @@ class VectorShards:
             return self
         from tqdm.auto import tqdm
 
+        self._remove_torn_writes()
         todo = []
         for i in range(self.n_shards):
             if self._meta(i).is_file():
