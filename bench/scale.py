@@ -646,8 +646,8 @@ def encode_rate(work: Path, sample: int) -> dict:
 # arithmetic, not measurement: forward FLOPs = 2 x non-embedding parameters x tokens (128 per passage),
 # at 40% of an H100 SXM's 989 dense bf16 TFLOP/s
 GPU_FLOPS = 0.4 * 989e12
-ENCODERS = {"MiniLM-L6 (384-d)": (21.3e6, 384), "DPR / BERT-base (768-d)": (85e6, 768),
-            "NV-Embed-v2 (4096-d)": (7.1e9, 4096)}
+ENCODERS = {"MiniLM-L6 (384-d)": (10.6e6, 384), "DPR / BERT-base (768-d)": (85e6, 768),
+            "NV-Embed-v2 (4096-d)": (7.1e9, 4096)}  # non-embedding parameters
 
 
 def projection(results: dict, encode: dict | None) -> dict:
@@ -758,7 +758,8 @@ def markdown(res: dict) -> str:
     if res.get("projection"):
         lines += ["### Projection (from the measured slopes)", "",
                   "| passages | BM25 index (this machine) | BM25 disk | BM25 peak memory | IVF-PQ | IVF-PQ build | "
-                  "IVF-PQ size | vectors 384-d / 4096-d | MiniLM encode, this CPU | GPU-hours MiniLM / DPR / NV-Embed-v2 |",
+                  "IVF-PQ size | vectors 384-d / 4096-d | MiniLM encode, this CPU | encode on 1 / 8 GPUs: MiniLM, DPR, "
+                  "NV-Embed-v2 (arithmetic) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for n, r in res["projection"].items():
             g = r["gpu_hours"]
@@ -767,7 +768,7 @@ def markdown(res: dict) -> str:
                 f"{gb(r.get('bm25_index_peak_rss'))} | {r.get('ivfpq_factory', '–')} | {r.get('ivfpq_hours', 0):.1f} h | "
                 f"{gb(r.get('ivfpq_index_bytes'))} | {gb(r.get('vector_bytes_384d'))} / {gb(r.get('vector_bytes_4096d'))} | "
                 f"{r.get('minilm_cpu_hours', float('nan')):.0f} h | "
-                + " / ".join(f"{v:.1f}" for v in g.values()) + " |")
+                + ", ".join(f"{v:.1f} / {v / 8:.2f} h" for v in g.values()) + " |")
     return "\n".join(lines)
 
 
