@@ -240,3 +240,18 @@ def test_the_no_split_shortcut_agrees_with_splitting():
         t = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
         if _normalised(t):
             assert " ".join(t.split()) == t, repr(t)
+
+
+def test_hash_runs_stay_sorted_and_small():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    runs, keys = HashRuns(), []
+    for a in range(0, 50_000, 5_000):
+        k = rng.integers(0, 2 ** 63, 5_000, dtype=np.uint64)
+        keys.append(k)
+        runs.add(k, np.arange(a, a + 5_000))
+    keys = np.concatenate(keys)
+    for k, r in runs.runs:
+        assert np.all(k[:-1] <= k[1:]) and np.array_equal(keys[r], k)  # sorted, each key with its row
+    assert runs.nbytes == 12 * 50_000  # 8-byte keys, 4-byte rows

@@ -3,10 +3,11 @@
 The on-disk store must drop a passage whose text repeats an earlier one and
 refuse a repeated id, as the in-memory loader does, without holding 21M texts
 or ids in a Python set. Each text (id) is hashed to 64 bits; the
-``(hash, row)`` pairs live in sorted numpy runs (16 bytes a passage), merged
-log-structured (a new run merges into the previous one while it is at least
-half its size), so a lookup is one binary search per run and memory stays
-linear and small. A hash match is only a *candidate*: the caller compares the
+``(hash, row)`` pairs live in sorted numpy runs (12 bytes a passage: rows are
+32-bit up to 2^31 passages), merged log-structured (a new run merges into the
+previous one while it is at least half its size) by insertion at binary-searched
+positions (no sort, no 64-bit permutation array), so a lookup is one binary
+search per run and memory stays linear and small. A hash match is only a *candidate*: the caller compares the
 real text (id) of the candidate row, so a 64-bit collision never drops a
 passage.
 """
@@ -40,14 +41,14 @@ class HashRuns:
         rows = np.asarray(rows, dtype=np.int64)
         if not len(keys):
             return
-        order = np.argsort(keys, kind="stable")
-        self.runs.append((keys[order], rows[order]))
+        row_type = np.int32 if rows.max() < 2 ** 31 else np.int64
+        order = np.argsort(keys, kind="stable")  # one batch: small
+        self.runs.append((keys[order], rows[order].astype(row_type)))
         while len(self.runs) > 1 and len(self.runs[-1][0]) * 2 >= len(self.runs[-2][0]):
             (k2, r2), (k1, r1) = self.runs.pop(), self.runs.pop()
-            k = np.concatenate([k1, k2])
-            r = np.concatenate([r1, r2])
-            order = np.argsort(k, kind="stable")  # two sorted runs: timsort merges them in linear time
-            self.runs.append((k[order], r[order]))
+            at = np.searchsorted(k1, k2, side="right")  # where each of the newer keys goes, in order
+            rt = np.promote_types(r1.dtype, r2.dtype)
+            self.runs.append((np.insert(k1, at, k2), np.insert(r1.astype(rt, copy=False), at, r2.astype(rt))))
 
     def candidates(self, keys) -> dict[int, list[int]]:
         """``{position in keys: [rows with the same key]}`` for the keys already present."""
