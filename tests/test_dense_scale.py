@@ -349,3 +349,89 @@ def test_an_index_dir_holding_another_kind_of_index_is_refused(tmp_path, monkeyp
     with pytest.raises(InputError, match="not an index folder"):
         ScaledDenseRetriever(corpus, index="hnsw", index_dir=tmp_path / "junk", vectors=vectors, progress=False)
     assert (tmp_path / "junk" / "notes.txt").read_text() == "mine"
+
+
+def _cli_error(capsys, argv) -> str:
+    from berds_core.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    return err
+
+
+def test_retrieve_from_an_index_dir_refuses_options_that_would_build_another_index(tmp_path, capsys, monkeypatch):
+    """``berds retrieve --index-dir`` searches the folder as built: another --index, a --memory-budget or
+    another --retriever is one line naming what the folder holds, never silently ignored."""
+    from berds_core.cli import main
+
+    corpus = _corpus(300)
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": p.id, "text": p.text}) + "\n" for p in corpus), encoding="utf-8")
+    from berds_core.corpus import load_corpus
+
+    loaded = load_corpus(path)
+    monkeypatch.setattr("berds_core.retrieval.query_encoders.SentenceQueryEncoder.dim", 8)
+    from berds_core.retrieval.dense_scale import ScaledDenseRetriever
+
+    folder = tmp_path / "idx"
+    ScaledDenseRetriever(loaded, index="IVF4,Flat", index_dir=folder, vectors=ArrayVectors(clustered(300, 8)),
+                         progress=False)
+    meta = json.loads((folder / "berds.json").read_text())
+    meta["corpus"]["source"] = str(path)
+    (folder / "berds.json").write_text(json.dumps(meta))
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "q", "question": "passage", "perspectives": ["a", "b"]}) + "\n")
+    base = ["retrieve", "--index-dir", str(folder), "--questions", str(q), "--out", str(tmp_path / "r.jsonl"),
+            "--quiet"]
+    err = _cli_error(capsys, base + ["--index", "hnsw"])
+    assert "holds a IVF4,Flat index" in err and "not hnsw" in err and "--index" in err
+    err = _cli_error(capsys, base + ["--index", "flat"])
+    assert "holds a IVF4,Flat index" in err
+    err = _cli_error(capsys, base + ["--memory-budget", "1G"])
+    assert "--memory-budget" in err and "as it was built" in err
+    err = _cli_error(capsys, base + ["--retriever", "bm25"])
+    assert "holds a dense (FAISS) index, not a bm25 one" in err
+    # building a BM25 index into the dense folder is refused too, and the folder is left as it was
+    before = sorted((p.name, p.stat().st_size) for p in folder.iterdir())
+    err = _cli_error(capsys, ["index", "--corpus", str(path), "--retriever", "bm25", "--index-dir", str(folder),
+                              "--quiet"])
+    assert "holds a dense (FAISS) index, not a bm25 one" in err
+    assert sorted((p.name, p.stat().st_size) for p in folder.iterdir()) == before
+    # a query encoder other than the one it was built with (the default embedder) is refused before any work
+    err = _cli_error(capsys, base + ["--model", "someone/other-model"])
+    assert "was built with 'sentence-transformers/all-MiniLM-L6-v2', not 'someone/other-model'" in err
+    # the folder's own kind, by its factory string, is accepted; so is leaving --index out
+    from berds_core.cli import build_parser
+    from berds_core.cli.retrieve_cmd import _check
+
+    for extra in (["--index", "IVF4,Flat"], [], ["--retriever", "dense"]):
+        args = build_parser().parse_args(base + extra)
+        _check(args)
+        assert args.retriever == "dense" and args.index in ("IVF4,Flat", "flat")
+
+
+def test_a_dense_build_into_a_bm25_index_dir_is_refused_before_encoding(tmp_path, capsys, monkeypatch):
+    from berds_core.cli import main
+    from berds_core.embed_store import TextEncoder
+
+    def no_encoding(self, *a, **kw):
+        raise AssertionError("passages encoded before the folder was checked")
+
+    monkeypatch.setattr(TextEncoder, "encode_uncached", no_encoding)
+    monkeypatch.setattr(TextEncoder, "embed", no_encoding)
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": f"passage number {i} about zoos"}) + "\n"
+                            for i in range(50)), encoding="utf-8")
+    bm = tmp_path / "bm"
+    assert main(["index", "--corpus", str(path), "--retriever", "bm25", "--index-dir", str(bm), "--quiet"]) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in bm.rglob("*"))
+    err = _cli_error(capsys, ["index", "--corpus", str(path), "--retriever", "dense", "--index", "ivfpq",
+                              "--index-dir", str(bm), "--quiet"])
+    assert "holds a BM25 (tantivy) index, not a dense one" in err
+    assert sorted(p.name for p in bm.rglob("*")) == before
+    err = _cli_error(capsys, ["retrieve", "--index-dir", str(bm), "--retriever", "dense", "--questions",
+                              str(path), "--out", str(tmp_path / "r.jsonl"), "--quiet"])
+    assert "holds a BM25 (tantivy) index, not a dense one" in err

@@ -31,9 +31,9 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
     p.add_argument("--model", default=None,
                    help="dense only: sentence-transformers hub id or local path (default all-MiniLM-L6-v2); for a "
                         "prebuilt --index-dir without berds.json, its query encoder (dpr:<model> for DPR)")
-    p.add_argument("--index", default="flat", metavar="KIND",
-                   help="dense only: flat (exact), hnsw, ivfpq (sized from the corpus and --memory-budget) or a "
-                        "FAISS index factory string (e.g. IVF65536,PQ64)")
+    p.add_argument("--index", default=None, metavar="KIND",
+                   help="dense only: flat (exact; default), hnsw, ivfpq (sized from the corpus and --memory-budget) "
+                        "or a FAISS index factory string (e.g. IVF65536,PQ64)")
     p.add_argument("--memory-budget", default=None, metavar="SIZE",
                    help="dense only: memory the index may take (e.g. 4G; default half this machine's memory); "
                         "IVF inverted lists go to disk beyond it")
@@ -72,8 +72,13 @@ def register(sub) -> None:
 
 
 def _check(args) -> None:
+    index_given = args.index is not None
+    if args.index is None:
+        args.index = "flat"
+    if _opens_folder(args):
+        _check_folder_options(args, index_given)
     if args.retriever is None:
-        args.retriever = _folder_kind(args.index_dir) if _opens_folder(args) else "bm25"
+        args.retriever = "bm25"
     if args.retriever == "bm25":
         if args.model is not None:
             raise InputError("--model", None, None, "bm25 takes no model (use --retriever dense)")
@@ -101,6 +106,36 @@ def _check(args) -> None:
 def _opens_folder(args) -> bool:
     """``berds retrieve --index-dir``: the folder is read, not built."""
     return args.index_dir is not None and getattr(args, "func", None) is run_retrieve
+
+
+def _check_folder_options(args, index_given: bool) -> None:
+    """``berds retrieve --index-dir``: the folder is searched as it was built, so options that would build
+    something else (another retriever, index kind or memory budget) are refused, never silently ignored."""
+    from pathlib import Path
+
+    kind = _folder_kind(args.index_dir)
+    folder = Path(args.index_dir)
+    if args.retriever is not None and args.retriever != kind:
+        held = "a BM25 (tantivy)" if kind == "bm25" else "a dense (FAISS)"
+        raise InputError(folder, None, "--index-dir", f"holds {held} index, not a {args.retriever} one")
+    args.retriever = kind
+    if args.memory_budget is not None:
+        raise InputError("--memory-budget", None, None, "sizes an index when 'berds index' builds it; 'berds "
+                                                        "retrieve --index-dir' searches the folder as it was built")
+    if kind != "dense" or not index_given:
+        return
+    from ..retrieval.index_dir import read_meta
+
+    meta = read_meta(folder)
+    if meta is None:
+        raise InputError("--index", None, None, f"{folder} is a prebuilt FAISS folder: its index file decides the "
+                                                "index kind; leave --index out")
+    plan = meta.get("plan") or {}
+    held = {str(plan.get("spec") or "flat"), str(plan.get("factory") or "flat")}
+    if args.index not in held:
+        raise InputError(folder, None, "--index", f"holds a {plan.get('factory') or 'flat'} index "
+                                                  f"(--index {plan.get('spec') or 'flat'}), not {args.index}: leave "
+                                                  "--index out, or build that index with 'berds index --index-dir'")
 
 
 def _folder_kind(folder) -> str:
@@ -165,9 +200,13 @@ def _open_retriever(args, corpus):
     kind = "index" if _opens_folder(args) and args.retriever == "dense" else args.retriever
     try:
         if kind == "bm25" and args.index_dir is not None:
-            from ..retrieval.tantivy_bm25 import META, TantivyBM25Retriever
+            from ..retrieval.index_dir import is_index_folder
+            from ..retrieval.tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
             from pathlib import Path
 
+            if is_index_folder(args.index_dir) and not is_tantivy_folder(args.index_dir):
+                raise InputError(args.index_dir, None, "--index-dir", "holds a dense (FAISS) index, not a bm25 one: "
+                                                                      "give another folder")
             if args.bm25_engine == "bm25s":
                 raise InputError("--bm25-engine", None, None, "an --index-dir BM25 index is a tantivy index")
             if _opens_folder(args) and not (Path(args.index_dir) / META).is_file():
@@ -193,7 +232,7 @@ def _retriever_info(retriever) -> dict:
         "engine": getattr(retriever, "engine", None),
         "model": getattr(retriever, "embedder_name", None),
         "index": getattr(retriever, "index_kind", None),
-        "index_plan": plan.to_json() if hasattr(plan, "to_json") else None,
+        "index_plan": plan.to_json() if hasattr(plan, "to_json") else (plan or None) if isinstance(plan, dict) else None,
         "encoding": getattr(retriever, "encoding", None),
         "cache_path": str(retriever.cache_path) if retriever.cache_path else None,
         "cache_hit": bool(retriever.cache_hit),

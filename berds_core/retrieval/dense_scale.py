@@ -73,14 +73,18 @@ class ScaledDenseRetriever:
         from .query_encoders import SentenceQueryEncoder
 
         t0 = time.perf_counter()
+        from .tantivy_bm25 import is_tantivy_folder
+
         encoder = SentenceQueryEncoder(model, device, encoding)
-        self.vectors = vectors if vectors is not None else passage_vectors(corpus, encoder, progress=progress,
-                                                                           on_progress=on_progress)
-        n_encoded = self.vectors.n_encoded if hasattr(self.vectors, "n_encoded") else 0
-        self.plan = plan_index(index, len(corpus), self.vectors.dim, memory_budget)
+        # the plan and the folder are checked before any passage is encoded (hours at 21M passages)
+        self.plan = plan_index(index, len(corpus), vectors.dim if vectors is not None else encoder.dim,
+                               memory_budget)
         folder = Path(index_dir) if index_dir is not None else index_folder_for(corpus, encoder.key, self.plan)
-        built = False
-        if (folder / META).is_file():
+        if is_tantivy_folder(folder):
+            raise InputError(folder, None, "--index-dir", "holds a BM25 (tantivy) index, not a dense one: give "
+                                                          "another folder")
+        exists = (folder / META).is_file()
+        if exists:
             from .index_dir import read_meta
 
             had = (read_meta(folder) or {}).get("plan") or {}
@@ -88,10 +92,14 @@ class ScaledDenseRetriever:
                 raise InputError(folder, None, "--index-dir", f"holds a {had.get('factory') or 'flat'} index, not "
                                                               f"{self.plan.factory or 'flat'}: give another folder, "
                                                               "or remove this one to rebuild it")
-        else:
-            if folder.exists() and any(folder.iterdir()):
-                raise InputError(folder, None, "--index-dir", "exists and is not an index folder; give an empty "
-                                                              "or new folder")
+        elif folder.exists() and any(folder.iterdir()):
+            raise InputError(folder, None, "--index-dir", "exists and is not an index folder; give an empty "
+                                                          "or new folder")
+        self.vectors = vectors if vectors is not None else passage_vectors(corpus, encoder, progress=progress,
+                                                                           on_progress=on_progress)
+        n_encoded = self.vectors.n_encoded if hasattr(self.vectors, "n_encoded") else 0
+        built = False
+        if not exists:
             if folder.exists():
                 folder.rmdir()
             with building(folder, "dense index") as tmp:

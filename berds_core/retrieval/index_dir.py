@@ -290,12 +290,12 @@ class IndexDirRetriever:
                                                     "(for Pyserini's DPR indexes: "
                                                     "dpr:facebook/dpr-question_encoder-multiset-base)")
         spec = model if model else built.get("model")
-        if meta is not None and model and built.get("model") not in (None, model):
+        if meta is not None and model:
             from ..embed import model_key
 
-            if model_key(model) != model_key(built.get("model")):
-                raise InputError("--model", None, None, f"{folder} was built with {built.get('model')!r}, "
-                                                        f"not {model!r}")
+            if model_key(model) != model_key(built.get("model")):  # model None: the default embedder
+                raise InputError("--model", None, None, f"{folder} was built with "
+                                                        f"{model_key(built.get('model'))!r}, not {model!r}")
         try:
             self.encoder = query_encoder(spec, device, encoding or built.get("encoding"))
         except OSError as e:
@@ -311,7 +311,7 @@ class IndexDirRetriever:
         self.embedder_name = spec if str(spec or "").startswith("dpr:") else model_key(spec)
         self.encoding = self.encoder.encoding
         self.device = self.encoder.device
-        plan = self.dense.plan
+        plan = self.plan = self.dense.plan
         self.index_kind = plan.get("spec") or ("prebuilt:" + type(self.dense.index).__name__)
         self.name = (f"dense:{self.embedder_name}+{self.index_kind}"
                      + ("" if self.encoding == "fp32" else f"+{self.encoding}"))  # as the in-memory dense names
