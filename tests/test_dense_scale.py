@@ -435,3 +435,44 @@ def test_a_dense_build_into_a_bm25_index_dir_is_refused_before_encoding(tmp_path
     err = _cli_error(capsys, ["retrieve", "--index-dir", str(bm), "--retriever", "dense", "--questions",
                               str(path), "--out", str(tmp_path / "r.jsonl"), "--quiet"])
     assert "holds a BM25 (tantivy) index, not a dense one" in err
+
+
+def test_faiss_gpu_is_used_when_present_and_the_cpu_otherwise(tmp_path, monkeypatch):
+    """With a GPU FAISS sees (faked here: no GPU on CI), IVF training's k-means and the search of an in-memory
+    index go to it; on-disk lists, HNSW and ``device='cpu'`` stay on the CPU; without a GPU nothing moves."""
+    import faiss
+
+    from berds_core.retrieval import faiss_index
+
+    moved, params = [], []
+
+    def to_gpus(index):
+        moved.append(type(index).__name__)
+        return index  # the CPU index stands in for its GPU copy: results must not change
+
+    class ParameterSpace:
+        def set_index_parameter(self, index, name, value):
+            params.append((name, value))
+
+    monkeypatch.setattr(faiss, "index_cpu_to_all_gpus", to_gpus, raising=False)
+    monkeypatch.setattr(faiss, "GpuParameterSpace", ParameterSpace, raising=False)
+    n = 3_000
+    x = clustered(n + 20, 16, seed=3)
+    corpus = _corpus(n)
+    vectors = ArrayVectors(x[:n])
+    monkeypatch.setattr(faiss_index, "gpu_count", lambda: 0)
+    cpu_folder, _ = _build(tmp_path, vectors, corpus, "IVF32,PQ8", budget=1 << 30, name="cpu")
+    cpu = DenseIndex(cpu_folder, corpus, vectors=vectors)
+    assert moved == [] and cpu.index_gpu is None
+    monkeypatch.setattr(faiss_index, "gpu_count", lambda: 1)
+    gpu_folder, _ = _build(tmp_path, vectors, corpus, "IVF32,PQ8", budget=1 << 30, name="gpu")
+    assert moved == ["IndexFlatL2"]  # the k-means of training
+    gpu = DenseIndex(gpu_folder, corpus, vectors=vectors)
+    assert gpu.index_gpu is not None and moved[-1].startswith("IndexIVF") and params == [("nprobe", gpu.nprobe)]
+    assert gpu.search(x[n:], 10) == cpu.search(x[n:], 10)
+    assert DenseIndex(gpu_folder, corpus, vectors=vectors, device="cpu").index_gpu is None
+    disk_folder, plan = _build(tmp_path, vectors, corpus, "IVF32,PQ8", budget=40_000, name="disk")
+    assert plan.on_disk and DenseIndex(disk_folder, corpus, vectors=vectors).index_gpu is None
+    hnsw_folder, _ = _build(tmp_path, vectors, corpus, "hnsw", budget=1 << 30, name="hnsw")
+    count = len(moved)
+    assert DenseIndex(hnsw_folder, corpus, vectors=vectors).index_gpu is None and len(moved) == count
