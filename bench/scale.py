@@ -533,21 +533,26 @@ def bench_crossover(sizes: list[int], work: Path, repeat: int = 2) -> dict:
         path = make_corpus(work / f"corpus-{label(n)}.tsv", n)
         queries = make_questions(path, None, LATENCY_QUERIES, rows=n)
         corpus = load_corpus(path)
-        rows = {"bm25s": {"build": [], "p50": []}, "tantivy": {"build": [], "p50": []}}
+        rows = {"bm25s": {"build": [], "build_cpu": [], "p50": [], "query_cpu": []},
+                "tantivy": {"build": [], "build_cpu": [], "p50": [], "query_cpu": []}}
         for _ in range(repeat):
             for name in rows:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()  # CPU seconds of every thread: robust to load
                 r = (BM25Retriever(corpus, progress=False) if name == "bm25s" else
                      TantivyBM25Retriever(corpus, progress=False, folder=Path(tempfile.mkdtemp(dir=work)) / "i"))
                 rows[name]["build"].append(time.perf_counter() - t)
+                rows[name]["build_cpu"].append(time.process_time() - c)
                 lat = []
+                c = time.process_time()
                 for q in queries:
                     t = time.perf_counter()
                     r.search([q], 10)
                     lat.append(time.perf_counter() - t)
+                rows[name]["query_cpu"].append(1000 * (time.process_time() - c) / len(queries))
                 rows[name]["p50"].append(1000 * statistics.median(lat))
                 shutil.rmtree(r.cache_path, ignore_errors=True)
-        out[label(n)] = {k: {"build_s": statistics.median(v["build"]), "p50_ms": statistics.median(v["p50"])}
+        out[label(n)] = {k: {"build_s": statistics.median(v["build"]), "build_cpu_s": statistics.median(v["build_cpu"]),
+                             "p50_ms": statistics.median(v["p50"]), "query_cpu_ms": statistics.median(v["query_cpu"])}
                          for k, v in rows.items()}
         out[label(n)]["load"] = load()
         log(f"[{label(n)}] in memory: bm25s build {out[label(n)]['bm25s']['build_s']:.2f}s p50 "
@@ -650,6 +655,9 @@ ENCODERS = {"MiniLM-L6 (384-d)": (10.6e6, 384), "DPR / BERT-base (768-d)": (85e6
             "NV-Embed-v2 (4096-d)": (7.1e9, 4096)}  # non-embedding parameters
 
 
+HASH_RUN_BYTES = 24  # the on-disk store's de-duplication: 12 bytes a passage for texts, 12 for ids
+
+
 def projection(results: dict, encode: dict | None) -> dict:
     bm = [results["bm25"][k] for k in sorted(results.get("bm25", {}), key=lambda s: results["bm25"][s]["passages"])]
     dn = [results["dense"][k] for k in sorted(results.get("dense", {}), key=lambda s: results["dense"][s]["passages"])
@@ -671,7 +679,10 @@ def projection(results: dict, encode: dict | None) -> dict:
             d, d0 = slope(bm, lambda r: r["studio_index"]["store_bytes"] + r["studio_index"]["index_bytes"])
             row["bm25_hours"] = (t0 + t * n) / 3600
             row["bm25_disk_bytes"] = d0 + d * n
-            row["bm25_index_peak_rss"] = max(r["studio_index"]["rss"] for r in bm)  # bounded: does not grow
+            # bounded but for one part: the ingest's de-duplication runs (texts and ids: 2 x 12 bytes a passage,
+            # corpora/hashset.py) grow with the corpus; the rest (tantivy's writer heap, batches) does not
+            top = max(bm, key=lambda r: r["passages"])
+            row["bm25_index_peak_rss"] = top["studio_index"]["rss"] + HASH_RUN_BYTES * (n - top["passages"])
         if dn:
             t, t0 = slope(dn, lambda r: r["build_s"])
             from berds_core.retrieval.index_plan import ivf_nlist, plan_index, pq_m
@@ -730,11 +741,16 @@ def markdown(res: dict) -> str:
                 f"{r['recall@100']:.3f} ({r['recall@100_codes_only']:.3f}) | {r['exact']['p50_ms']:.0f} ms | {r['load']} |")
         lines.append("")
     if res.get("crossover"):
-        lines += ["### BM25 in memory: bm25s or tantivy (one process, imports done; medians of 2)", "",
-                  "| passages | bm25s build | tantivy build | bm25s p50 | tantivy p50 | load |", "|---|---|---|---|---|---|"]
+        lines += ["### BM25 in memory: bm25s or tantivy (one process, imports done; medians of 2; CPU seconds of "
+                  "all threads in brackets)", "",
+                  "| passages | bm25s build | tantivy build | bm25s p50 query (CPU a query) | tantivy p50 query (CPU a "
+                  "query) | load |", "|---|---|---|---|---|---|"]
         for k, r in sorted(res["crossover"].items(), key=lambda kv: size_of(kv[0])):
-            lines.append(f"| {k} | {r['bm25s']['build_s']:.2f} s | {r['tantivy']['build_s']:.2f} s | "
-                         f"{r['bm25s']['p50_ms']:.2f} ms | {r['tantivy']['p50_ms']:.2f} ms | {r['load']} |")
+            b, t = r["bm25s"], r["tantivy"]
+            lines.append(f"| {k} | {b['build_s']:.2f} s ({b.get('build_cpu_s', float('nan')):.2f}) | "
+                         f"{t['build_s']:.2f} s ({t.get('build_cpu_s', float('nan')):.2f}) | "
+                         f"{b['p50_ms']:.2f} ms ({b.get('query_cpu_ms', float('nan')):.2f}) | "
+                         f"{t['p50_ms']:.2f} ms ({t.get('query_cpu_ms', float('nan')):.2f}) | {r['load']} |")
         lines.append("")
     if res.get("quality"):
         q = res["quality"]
@@ -767,7 +783,7 @@ def markdown(res: dict) -> str:
                 f"| {int(n):,} | {r.get('bm25_hours', 0):.1f} h | {gb(r.get('bm25_disk_bytes'))} | "
                 f"{gb(r.get('bm25_index_peak_rss'))} | {r.get('ivfpq_factory', '–')} | {r.get('ivfpq_hours', 0):.1f} h | "
                 f"{gb(r.get('ivfpq_index_bytes'))} | {gb(r.get('vector_bytes_384d'))} / {gb(r.get('vector_bytes_4096d'))} | "
-                f"{r.get('minilm_cpu_hours', float('nan')):.0f} h | "
+                f"{'%.0f h' % r['minilm_cpu_hours'] if r.get('minilm_cpu_hours') else 'not measured'} | "
                 + ", ".join(f"{v:.1f} / {v / 8:.2f} h" for v in g.values()) + " |")
     return "\n".join(lines)
 

@@ -17,9 +17,10 @@ from typing import Callable, Iterable, Protocol
 
 RETRIEVERS = ("bm25", "dense", "index")
 BM25_ENGINES = ("auto", "bm25s", "tantivy")
-# auto: bm25s below this many passages (it builds faster there: 0.13 s against tantivy's 0.27 s at 1,000
-# passages), tantivy from here up and for every on-disk corpus (faster to build and to query from about
-# 5,000 passages: 3.4 s / 0.66 ms against 6.7 s / 0.87 ms at 50,000; docs/scale.md)
+# auto: bm25s (today's engine) below this many passages, tantivy from here up and for every on-disk corpus.
+# bench/scale.py --sections crossover (2026-11-26 10:45, load 14-21, CPU seconds of all threads): at 1k and
+# 2k the two cost the same (0.07-0.11 s to build, 0.05-0.13 ms a query), from 5k tantivy takes half the CPU
+# to build (0.23 s against 0.51 s; 1.95 s against 4.33 s at 50k) and less a query (docs/scale.md)
 TANTIVY_MIN_PASSAGES = 5_000
 
 
