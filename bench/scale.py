@@ -31,7 +31,7 @@ maximum resident set, from ``wait4``):
 - ``crossover``: corpora in memory, one process (imports done): bm25s and
   tantivy build time and p50 query latency at ``--crossover-sizes``; where
   tantivy starts to win is ``retrieval.TANTIVY_MIN_PASSAGES``.
-- ``quality``: on the development corpora (``berds_core.devsets``, gold labels):
+- ``quality``: on the development corpora (``berds_core.datasets.devsets``, gold labels):
   MRecall@5 / Precision@5 of today's bm25 (bm25s) and the tantivy engine, and the
   overlap of their top-10 lists; dense flat against ivfpq and hnsw (MiniLM).
   Nothing is tuned here, so nothing is cross-validated: every number is a plain
@@ -414,7 +414,7 @@ def retrieve_baseline(work: Path) -> dict:
 
 DENSE_BUILD = r'''
 import json, sys, time
-from berds_core.build_dir import building
+from berds_core.files.build_dir import building
 from berds_core.corpora.store import DiskCorpus
 from berds_core.retrieval.faiss_build import build_folder
 from berds_core.retrieval.index_plan import plan_index
@@ -566,8 +566,8 @@ def bench_crossover(sizes: list[int], work: Path, repeat: int = 2) -> dict:
 
 def bench_quality(data: Path) -> dict:
     from berds_core.corpus import corpus_from_passages
-    from berds_core.devsets import dev_bundles
-    from berds_core.metrics import mrecall_at_k, precision_at_k
+    from berds_core.datasets.devsets import dev_bundles
+    from berds_core.eval.measures import mrecall_at_k, precision_at_k
     from berds_core.retrieval import get_retriever
     from berds_core.runs import gold_matrix
 
@@ -613,7 +613,7 @@ def bench_quality(data: Path) -> dict:
                                             for k, v in row.items() if isinstance(v, dict)))
     out["pooled"] = {k: {"mrecall@5": float(np.mean(v[0])), "precision@5": float(np.mean(v[1])),
                          "questions": len(v[0])} for k, v in pooled.items()}
-    from berds_core.evaluation import paired_comparison
+    from berds_core.eval.evaluation import paired_comparison
 
     # the large-corpus path against today's: pooled paired differences, 95% bootstrap intervals
     out["differences"] = {
@@ -628,7 +628,7 @@ def bench_quality(data: Path) -> dict:
 
 ENCODE_CPU = r'''
 import json, sys, time
-from berds_core.embed_store import text_encoder
+from berds_core.embeddings.store import text_encoder
 te = text_encoder()
 texts = [line.split("\t")[1] for line in open(sys.argv[1], encoding="utf-8").readlines()[1:int(sys.argv[2]) + 1]]
 te.encode_uncached(texts[:64])

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 from .corpora.readers import (_strip_suffixes, as_id, as_text, as_title, list_shards, make_shard, read_shard,
                               shard_files, shard_format)
 from .errors import InputError
-from .jsonio import read_text
+from .files.jsonio import read_text
 from .records import Passage
 
 PASSAGE_WORDS = 100
@@ -188,14 +188,47 @@ def _add_shards(builder: _Builder, shards) -> None:
                 builder.add(text, title, pid, f"{base}-{no}", (path, no))
 
 
+_BOILERPLATE = ("//nav | //aside | //noscript | //template | //form[@role='search']"
+                " | //header[not(ancestor::article) and not(ancestor::main)]"
+                " | //footer[not(ancestor::article) and not(ancestor::main)]"
+                " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']")
+
+
+def without_boilerplate(html: str):
+    """The page (an lxml tree) without the elements its own markup names as boilerplate: navigation,
+    the site's header and footer (not an article's), asides, search forms; None when it cannot be parsed."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return None
+    for el in doc.xpath(_BOILERPLATE):
+        if el.getparent() is not None:
+            el.drop_tree()
+    return doc
+
+
 def html_to_text(html: str, path) -> tuple[str, str]:
-    """Main text and title of an HTML page (trafilatura; all visible text as a fallback)."""
+    """Main text and title of an HTML page: trafilatura on the page without its boilerplate elements
+    (:func:`without_boilerplate`), so that trafilatura's own fallbacks, which take over when its main
+    extraction finds too little (an article of one short paragraph), never keep a navigation line;
+    then the page as it is; then all visible text."""
+    import lxml.html
     import trafilatura
 
-    doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
-                                      include_tables=True)
-    title = (getattr(doc, "title", None) or "") if doc is not None else ""
-    text = (getattr(doc, "text", None) or "") if doc is not None else ""
+    tree = without_boilerplate(html)
+    clean = None if tree is None else lxml.html.tostring(tree, encoding="unicode")  # trafilatura edits trees
+    text, title = "", ""
+    for source in ([clean] if clean is not None else []) + [html]:
+        doc = trafilatura.bare_extraction(source, with_metadata=True, include_comments=False, include_tables=True)
+        title = title or ((getattr(doc, "title", None) or "") if doc is not None else "")
+        text = (getattr(doc, "text", None) or "") if doc is not None else ""
+        if text.strip():
+            break
+    if not text.strip() and clean is not None:
+        text = trafilatura.html2txt(clean) or ""
     if not text.strip():
         text = trafilatura.html2txt(html) or ""
     if not text.strip():

@@ -21,8 +21,8 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/agreement.py
 import plotly.graph_objects as go  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from berds_core.access import AccessDenied, Lab  # noqa: E402
-from berds_core.store import Store, StoreError  # noqa: E402
+from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
+from berds_core.lab.store import Store, StoreError  # noqa: E402
 from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
@@ -83,16 +83,15 @@ def breakdown_rows(blocks: dict, by: str) -> list[dict]:
 
 
 def run_judge_on_labels(store: Store, spec: str) -> int:
-    from berds_core.tasks import judge_probabilities
+    from berds_core.lab.tasks import judge_probabilities
     from pages.common import cached_judge
 
     judge = cached_judge(spec)
     ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold())
                  | set(store.reference_labels()))
     preds = judge_probabilities(store.pairs(ids), judge.predict) if ids else {}
-    store.set_judge_preds(spec, preds)
-    if judge.name != spec:
-        store.set_judge_preds(judge.name, preds)
+    store.set_judge_preds(judge.name, preds)  # once, under the judge's stable name (one row in every table)
+    st.session_state["agr_pick"] = judge.name  # selected on the next run (the select box exists already)
     return len(preds)
 
 
@@ -103,7 +102,7 @@ def adjudicate(lab: Lab, pair_id: str, label: int) -> None:
         if not who:
             ss["agr_flash"] = "Type your name as adjudicator first."
             return
-        from berds_core.access import Actor
+        from berds_core.lab.access import Actor
 
         lab = Lab(lab.store, Actor(who, "admin", open_mode=True))
     try:
@@ -130,12 +129,18 @@ def main() -> None:
     flash = st.session_state.pop("agr_flash", None)
     if flash:
         st.toast(esc(flash))
-    judges = store.judges()
+    from berds_core.lab.agreement import distinct_judges
+
+    judges = list(distinct_judges(store))
+    if "agr_pick" in st.session_state:
+        st.session_state["agr_judge"] = st.session_state.pop("agr_pick")
+    if st.session_state.get("agr_judge") not in judges + ["(none stored)"]:
+        st.session_state.pop("agr_judge", None)  # an alias or a judge of another database
     c = st.columns([2, 2, 1])
     judge = c[0].selectbox("Judge", judges or ["(none stored)"], key="agr_judge")
     judge = judge if judges else None
     spec = c[1].text_input("Run a judge on the labelled pairs", value="embedded", key="agr_spec",
-                           help="Judge spec; its answers are stored under the spec and the judge's name.")
+                           help="Judge spec; its answers are stored under the judge's name.")
     if c[2].button("Run judge", key="agr_run"):
         try:
             with st.spinner("Judging the labelled pairs…"):
@@ -284,7 +289,7 @@ def browse(lab: Lab, judge: str | None) -> None:
 
 
 def export_tab(lab: Lab, report: dict) -> None:
-    from berds_core.exports import EXPORT_COLUMNS, to_csv, to_jsonl
+    from berds_core.lab.exports import EXPORT_COLUMNS, to_csv, to_jsonl
 
     st.caption("Tables as CSV, the whole report as JSON; labels (admins) as CSV or JSON Lines. No account data.")
     c = st.columns(3)

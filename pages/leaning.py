@@ -1,16 +1,14 @@
 """Leaning: stance leaning, retriever sycophancy and corpus coverage (BERDS section 8), interactive."""
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from berds_core.evaluation import passages_needed, union_coverage
-from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
+from berds_core.eval.evaluation import passages_needed, union_coverage
+from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
 from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
                           judge_matrix, page_engine, rank, retriever_job, wait_for)
@@ -105,13 +103,10 @@ def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
 
 
 def to_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    if rows:
-        fields = list(dict.fromkeys(key for row in rows for key in row))
-        w = csv.DictWriter(buf, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    """The CSV download (formula cells neutralised: ``berds_core.lab.exports``)."""
+    from berds_core.lab.exports import to_csv as csv_text
+
+    return csv_text(rows) if rows else ""
 
 
 def chart_config(name: str, fmt: str) -> dict:

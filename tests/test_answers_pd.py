@@ -94,25 +94,45 @@ def test_left_truncation_keeps_the_partial_answer_whole(models):
     assert kept[0] == gen.tokenizer.bos_token_id and len(kept) + len(pa_ids) == limit
     hand = math.exp(-hand_logprobs(gen, kept, pa_ids).mean())
     assert row["ppl"][0] == pytest.approx(hand, rel=1e-4)
-    # the released script cuts on the right: the partial answer is gone, nothing of it is scored
+    # the released script cuts on the right: the partial answer is gone, it scores exp(0) = 1
     (rel,) = perspective_diversity(gen, [long_answer], [[PA]], max_length=limit, mode="released")
-    assert rel["tokens"] == [0] and rel["cut"] == 1 and rel["ppl"] == [None] and rel["pd_sum"] is None
+    assert rel["tokens"] == [0] and rel["cut"] == 1 and rel["unscored"] == 1
+    assert rel["ppl"] == [1.0] and rel["pd_sum"] == rel["pd_mean"] == 1.0
 
 
-def test_released_mode_divides_by_all_input_tokens_and_cuts_on_the_right(models):
-    gen = HFGenerator(str(models["gpt2"]), device="cpu")
+def test_released_mode_divides_by_all_input_tokens_less_one_and_cuts_on_the_right(models):
+    """GPT-2 (no chat template): the old default template, answer + EOS; the partial answer's tokens
+    summed, divided by context + partial answer tokens - 1 (tests/test_answers_pd_released.py checks the
+    released computation itself on three tokenizers)."""
+    gen = HFGenerator(str(models["gpt2"]), device="cpu").load()
     a = "the war was about money and tax"
-    ctx_ids, pa_ids = ids_of(gen, pd_context(gen, a)), ids_of(gen, PA)
+    ctx_ids, pa_ids = ids_of(gen, a + gen.tokenizer.eos_token), ids_of(gen, PA)
     (row,) = perspective_diversity(gen, [a], [[PA]], mode="released")
     lp = hand_logprobs(gen, ctx_ids, pa_ids)
-    assert row["ppl"][0] == pytest.approx(math.exp(-lp.sum() / (len(ctx_ids) + len(pa_ids))), rel=1e-4)
+    assert row["ppl"][0] == pytest.approx(math.exp(-lp.sum() / (len(ctx_ids) + len(pa_ids) - 1)), rel=1e-5)
     (defined,) = perspective_diversity(gen, [a], [[PA]])
-    assert defined["ppl"][0] == pytest.approx(math.exp(-lp.mean()), rel=1e-4) and defined["ppl"][0] > row["ppl"][0]
+    assert defined["ppl"][0] > row["ppl"][0]
     # a limit that cuts the partial answer: only its first tokens are scored, over the truncated input
     limit = len(ctx_ids) + 3
     (cut,) = perspective_diversity(gen, [a], [[PA]], mode="released", max_length=limit)
-    assert cut["tokens"] == [3] and cut["cut"] == 1
-    assert cut["ppl"][0] == pytest.approx(math.exp(-lp[:3].sum() / limit), rel=1e-4)
+    assert cut["tokens"] == [3] and cut["cut"] == 1 and cut["unscored"] == 0
+    assert cut["ppl"][0] == pytest.approx(math.exp(-lp[:3].sum() / (limit - 1)), rel=1e-5)
+
+
+def test_n_counts_the_answers_averaged_and_unscored_partial_answers_are_reported(models):
+    """Defined mode: a partial answer with no token to score has no value; an answer none of whose partial
+    answers has one is left out of the means, and ``n`` says how many answers were averaged."""
+    gen = HFGenerator(str(models["llama"]), device="cpu")
+    res = perspective_diversity(gen, ANSWERS, [[PA, ""], [""], ["peace"]])
+    assert res[0]["ppl"][1] is None and res[0]["unscored"] == 1 and res[0]["pd_mean"] == res[0]["ppl"][0]
+    assert res[1]["pd_sum"] is None and res[1]["pd_mean"] is None and res[1]["unscored"] == 1
+    summ = summarize_pd(res)
+    assert summ["n"] == 2 and summ["answers"] == 3 and summ["partial_answers"] == 4
+    assert summ["partial_answers_unscored"] == 2 and summ["partial_answers_cut"] == 0  # empty, not cut
+    assert summ["pd_mean"] == pytest.approx((res[0]["pd_mean"] + res[2]["pd_mean"]) / 2)
+    # a partial answer longer than the limit keeps its head and is reported cut
+    (long,) = perspective_diversity(gen, [ANSWERS[0]], [[" ".join([PA] * 10)]], max_length=32)
+    assert long["cut"] == 1 and long["unscored"] == 0 and summarize_pd([long])["partial_answers_cut"] == 1
 
 
 def test_truncate_ids_rule():
@@ -130,7 +150,8 @@ def test_truncate_ids_rule():
 def test_perplexity_modes_on_given_logprobs():
     s = ScoredText(np.log([0.5, 0.25]), n_continuation=2, n_context=6, n_input=8)
     assert perplexity(s) == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.25)) / 2))
-    assert perplexity(s, "released") == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.25)) / 8))
+    assert perplexity(s, "released") == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.25)) / 7))
     assert math.isnan(perplexity(ScoredText(np.zeros(0), 3, 5, 5)))
+    assert perplexity(ScoredText(np.zeros(0), 3, 5, 5), "released") == 1.0  # cut away entirely: exp(0)
     with pytest.raises(ValueError):
         perplexity(s, "paper")

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from berds_core.warmup import WARM_MAX_PASSAGES  # noqa: E402
+from berds_core.studio.warmup import WARM_MAX_PASSAGES  # noqa: E402
 from test_app_pages import wait_warm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_a_folder_outside_the_allowed_roots_is_refused(big, entry, monkeypatch, 
 def test_playground_on_a_pyserini_layout_folder_with_a_typed_query_encoder(entry, monkeypatch, tmp_path):
     import faiss
 
-    from berds_core.embed_store import text_encoder
+    from berds_core.embeddings.store import text_encoder
 
     monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path))
     corpus = tmp_path / "c.jsonl"

@@ -4,6 +4,7 @@
     path = make_tiny_causal_lm(tmp_path)            # folder loadable by AutoModelForCausalLM/AutoTokenizer
     gpt2 = make_tiny_causal_lm(tmp_path, arch="gpt2")   # GPT-2-shaped, no chat template (like GPT-2)
     copy = make_tiny_copy_lm(tmp_path)              # a GPT-2 built to favour tokens seen in its context
+    chatml = make_tiny_chatml_lm(tmp_path)          # Qwen2-Instruct's ChatML template, no BOS
     adapter = make_tiny_lora_adapter(path, tmp_path / "lora")
 
 The tokenizer is a word-level ``tokenizers`` model whose vocabulary holds the
@@ -66,7 +67,6 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
 
     ``gpt2`` is GPT-2-shaped (learned positions, LayerNorm, tied embeddings) and, like GPT-2, has no chat template.
     """
-    import torch
     from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     path = Path(tmp_path) / f"tiny-{arch}-{seed}"
@@ -77,14 +77,7 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
 
         cfg = GPT2Config(vocab_size=len(tok), n_positions=1024, n_embd=hidden, n_layer=layers, n_head=4,
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-        torch.manual_seed(seed)
-        model = GPT2LMHeadModel(cfg)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.normal_(0.0, 0.2)
-        model.save_pretrained(str(path))
-        return path
+        return _save_random(GPT2LMHeadModel, cfg, path, seed)
     common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
                   num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
                   max_position_embeddings=1024, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -95,6 +88,13 @@ def make_tiny_causal_lm(tmp_path, arch: str = "llama", seed: int = 0, hidden: in
         cfg, cls = MistralConfig(sliding_window=None, **common), MistralForCausalLM
     else:
         raise ValueError(f"arch must be llama or mistral, not {arch!r}")
+    return _save_random(cls, cfg, path, seed)
+
+
+def _save_random(cls, cfg, path: Path, seed: int) -> Path:
+    """``cls(cfg)`` with seeded random weights, saved to ``path``."""
+    import torch
+
     torch.manual_seed(seed)
     model = cls(cfg)
     with torch.no_grad():  # larger random weights so Yes/No logits differ visibly between prompts
@@ -159,6 +159,40 @@ def make_tiny_copy_lm(tmp_path, extra_text: str = "", dim: int = 96, strength: f
         block.attn.c_proj.weight.copy_(strength * eye)
     model.save_pretrained(str(path))
     return path
+
+
+# Qwen2-Instruct's ChatML template as published with the model (adds a default system turn; no BOS).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def make_tiny_chatml_lm(tmp_path, seed: int = 0, hidden: int = 32, layers: int = 2, extra_text: str = "") -> Path:
+    """A tiny random Llama with a word-level tokenizer and Qwen2-Instruct's ChatML template: special tokens
+    ``<|im_start|>``, ``<|im_end|>`` (EOS) and ``<|endoftext|>`` (pad), no BOS. Returns the folder.
+    (Llama-shaped: transformers would load a word-level tokenizer of a ``qwen2`` folder as Qwen2's BPE.)"""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    path = Path(tmp_path) / f"tiny-chatml-{seed}"
+    path.mkdir(parents=True, exist_ok=True)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    vocab = {w: i for i, w in enumerate(specials + [w for w in _vocab("system You are helpful assistant user "
+                                                                       + extra_text) if w not in specials])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens(specials)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   unk_token="<unk>")
+    fast.chat_template = CHATML_TEMPLATE
+    fast.save_pretrained(str(path))
+    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024, bos_token_id=None,
+                      eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id, tie_word_embeddings=False)
+    return _save_random(LlamaForCausalLM, cfg, path, seed)
 
 
 # --------------------------------------------------------------------------- the real Mistral v1 tokenizer

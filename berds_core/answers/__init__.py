@@ -4,8 +4,8 @@
   top-k passages (cited by rank) through any generator (``hf:``/``openai:``),
   greedy and cached by (generator, prompt, question, passages);
 - :mod:`.pd`: Perspective Diversity (DebateQA): perplexity of each reference
-  perspective after the answer, as defined (``mode="defined"``) or as the
-  released script computes it (``mode="released"``);
+  perspective after the answer, as defined (``mode="defined"``) or as
+  DebateQA's released script computes it, step by step (``mode="released"``, hf: models);
 - :mod:`.da`: Dispute Awareness from the next-token log-probabilities of
   "Yes"/"No" after our own few-shot prompt;
 - :mod:`.coverage`: the perspective-detection judge applied to the answer as a
@@ -17,11 +17,12 @@
 from .compare import AnswerConfig, answer_config, ranked_entries
 from .coverage import answer_matrix, evaluate_answers, retrieval_matrix, table_row
 from .da import DA_OPTIONS, da_messages, dispute_awareness
-from .debateqa import load_answers, load_debateqa, partial_answer_text
+from ..datasets.debateqa import load_answers, load_debateqa, partial_answer_text
 from .generate import PROMPTS, AnswersIncomplete, answer_messages, answer_rows
-from .pd import MODES, RESTATE, pd_context, perplexity, perspective_diversity
+from .pd import MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context, summarize_pd
 
 __all__ = ["AnswerConfig", "AnswersIncomplete", "answer_config", "ranked_entries", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
            "answer_rows", "da_messages", "dispute_awareness", "evaluate_answers", "load_answers",
-           "load_debateqa", "partial_answer_text", "pd_context", "perplexity", "perspective_diversity",
+           "load_debateqa", "partial_answer_text", "pd_context", "perplexity", "perspective_diversity", "released_context",
+           "summarize_pd",
            "retrieval_matrix"]

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..corpus import split_words
-from ..metrics import mrecall_at_k
+from ..eval.measures import mrecall_at_k
 
 ANSWER_WORDS = 100
 
@@ -64,7 +64,7 @@ def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
 
 
 def _mean_ci(values, n_boot: int, seed: int) -> dict:
-    from ..evaluation import bootstrap_ci
+    from ..eval.evaluation import bootstrap_ci
 
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
     if v.size == 0:
@@ -102,7 +102,8 @@ def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, 
                                    [r.get("references") or r["perspectives"] for r in rows],
                                    mode=pd_mode, max_length=max_length)
         for out, p in zip(per_q, pd):
-            out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"])
+            out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"],
+                       pd_unscored=p["unscored"])
     if da_generator is not None:
         from .da import dispute_awareness
 
@@ -116,6 +117,7 @@ def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, 
     if pd_generator is not None:
         summary["pd_mode"] = pd_mode
         summary["pd_partial_answers_cut"] = int(sum(q["pd_cut"] for q in per_q))
+        summary["pd_partial_answers_unscored"] = int(sum(q["pd_unscored"] for q in per_q))
     return {"summary": summary, "per_question": per_q}
 
 

@@ -29,6 +29,9 @@ def add_ingest(kinds) -> None:
                    help="split texts into passages of this many words (0: keep texts whole)")
     p.add_argument("--name", default=None, help="the corpus name (default: the file name without suffixes)")
     p.set_defaults(func=run_ingest)
+    from ..files.outputs import declare
+
+    declare(p, inputs=("corpus",))  # writes only the store in the cache
 
 
 def run_ingest(args) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..files.outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -25,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="answers JSONL ({id, question, perspectives, generation, ctxs, ...})")
     add_backend_args(p)
     p.set_defaults(func=run_answer)
+    declare(p, inputs=("run",), outputs=("out",), servers=("generator",),
+            derived=lambda args: [("--out", partial_path(args.out))])
 
     e = sub.add_parser("answer-eval", help="retrieval MRecall@k, answer coverage, P.D. and D.A. side by side")
     e.add_argument("--answers", nargs="+", required=True, metavar="ANSWERS", help="answers files (one per configuration)")
@@ -38,17 +41,20 @@ def register(sub) -> None:
     add_generator_args(e, "--pd-model", dest="pd_model", required=False, help="causal LM for P.D. (hf:... or openai:...)")
     add_generator_args(e, "--da-model", dest="da_model", required=False, help="instruction-tuned LLM for D.A.")
     e.add_argument("--compat", choices=["released"], help="P.D. as DebateQA's released script computes it")
-    e.add_argument("--max-length", type=int, dest="max_length", help="P.D.: input tokens at most (default: the model's)")
+    e.add_argument("--max-length", type=int, dest="max_length", help="P.D.: input tokens at most (default: the model's; "
+                                                                     "--compat released: the tokenizer's model_max_length)")
     e.add_argument("--k", type=int, help="retrieval depth / answer MRecall bar (default: each answer's own k)")
     e.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
     e.add_argument("--per-question", dest="per_question", help="write per-question values (JSONL)")
     add_backend_args(e)
     e.set_defaults(func=run_eval)
+    declare(e, inputs=("answers", "questions", "gold"), outputs=("per_question",),
+            servers=("judge", "answer_judge", "pd_model", "da_model"))
 
 
 def run_answer(args) -> dict:
     from ..answers import AnswersIncomplete, answer_rows
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
     from ..runs import read_run
 
     if args.k < 1:
@@ -84,15 +90,16 @@ def partial_path(out) -> Path:
 
 def run_eval(args) -> dict:
     from ..answers.coverage import evaluate_answers, table_row
-    from ..answers.debateqa import load_questions_and_references, join_questions, load_answers
+    from ..datasets.debateqa import load_questions_and_references, join_questions, load_answers
     from ..generators import GenerationError
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
 
     if args.names and len(args.names) != len(args.answers):
         raise InputError("--names", None, None, f"give one name per answers file ({len(args.answers)})")
     if args.k is not None and args.k < 1:
         raise InputError("--k", None, None, "k must be at least 1")
-    questions, refs = load_questions_and_references(args.questions) if args.questions else (None, None)
+    questions, refs = (load_questions_and_references(args.questions, args.compat or "defined")  # P.D.'s texts
+                       if args.questions else (None, None))
     gold = None
     if args.gold:
         from ..datasets import load_gold

@@ -10,6 +10,7 @@ Runs are aligned by question id; they must hold the same questions.
 from __future__ import annotations
 
 from ..errors import InputError
+from ..files.outputs import declare
 from ..runs import read_run
 from .evaluate_cmd import matrices_of
 
@@ -23,11 +24,12 @@ def register(sub) -> None:
     p.add_argument("--n", type=int, default=5, help="top passages taken from each run (default 5)")
     p.add_argument("--per-question", action="store_true", help="include per-question values")
     p.set_defaults(func=run)
+    declare(p, inputs=("runs", "gold"))
 
 
 def run(args) -> dict:
     from ..datasets import load_gold
-    from ..evaluation import passages_needed, union_coverage
+    from ..eval.evaluation import passages_needed, union_coverage
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")

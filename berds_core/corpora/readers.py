@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError
+from ..files.csvio import explain
 
 BATCH_ROWS = 10_000
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".tsv": "tsv", ".csv": "csv", ".parquet": "parquet"}
@@ -248,13 +249,15 @@ def _read_table(shard: Shard, batch_rows: int) -> Iterator[RecordBatch]:
     path = shard.path
     csv.field_size_limit(sys.maxsize)
     lines = _Lines(shard)
-    reader = csv.reader(lines, delimiter=TABLE_DELIMITERS[shard.format])
+    delimiter = TABLE_DELIMITERS[shard.format]
+    # strict quoting (files/csvio.py): an unterminated quote is an error at the line it opens, not merged lines
+    reader = csv.reader(lines, delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
     try:
         header = next(reader)
     except StopIteration:
         raise InputError(path, None, None, "corpus is empty (no header line)") from None
     except csv.Error as e:
-        raise InputError(path, 1, None, f"malformed header ({e})") from None
+        raise InputError(path, 1, None, explain(e, 1, reader.line_num, delimiter)) from None
     header = [h.strip().lower() for h in header]
     if "text" not in header:
         raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
@@ -265,9 +268,11 @@ def _read_table(shard: Shard, batch_rows: int) -> Iterator[RecordBatch]:
     batch = RecordBatch(shard)
     append_line, append_id, append_title, append_text = (batch.lines.append, batch.ids.append,
                                                          batch.titles.append, batch.texts.append)
+    start = reader.line_num + 1  # where the next record begins (for errors)
     try:
         for row in reader:
             no = reader.line_num  # the physical line where the row ends
+            start = no + 1
             if len(row) != width or not row[text_i].strip():
                 if not row or all(not c.strip() for c in row):
                     continue  # a blank line
@@ -285,7 +290,7 @@ def _read_table(shard: Shard, batch_rows: int) -> Iterator[RecordBatch]:
                 append_line, append_id, append_title, append_text = (batch.lines.append, batch.ids.append,
                                                                      batch.titles.append, batch.texts.append)
     except csv.Error as e:
-        raise InputError(path, reader.line_num, None, f"malformed row ({e})") from None
+        raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
     batch.bytes_done = shard.size
     if len(batch):
         yield batch

@@ -25,7 +25,7 @@ passage length): a changed file makes a new store, with a new content hash, so
 an index built on the old content is never used with the new one; the old store
 is removed once the new one is complete. A malformed row stops the ingest with
 one ``InputError`` line (file, line, field) and nothing is left in the cache;
-so does Ctrl-C (:mod:`berds_core.build_dir`).
+so does Ctrl-C (:mod:`berds_core.files.build_dir`).
 
 :class:`DiskCorpus` reads the store as a corpus: ``len``, ``corpus[row]``
 (one SQLite look-up, the file memory-mapped), ``get_many(rows)``,
@@ -333,7 +333,7 @@ def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None
     sees every batch of kept passages as it is stored (``[(row, id, title, text,
     shard, line), ...]``): an index can be built in the same pass.
     """
-    from ..build_dir import building
+    from ..files.build_dir import building
     from ..corpus import corpus_name
 
     shards = list_shards(path)

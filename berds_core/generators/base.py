@@ -14,7 +14,8 @@ A generator answers chat prompts. Two questions are asked of it:
   every token of a given continuation after a given context (perplexity of a
   reference text, DebateQA's P.D.), with the input cut to ``max_length``
   tokens from the left of the context (default) or from the right;
-  :func:`truncate_ids` is the rule.
+  :func:`truncate_ids` is the rule; ``score_token_ids`` scores token ids
+  the caller made itself (hf: only; DebateQA's released P.D.).
 
 A prompt is a string (one user turn) or a list of chat messages
 ``[{"role": "system"|"user"|"assistant", "content": str}]``.
@@ -273,6 +274,19 @@ class Generator:
         if not contexts:
             return []
         return self._score_continuations(contexts, continuations, max_length, truncation)
+
+    scores_token_ids = False  # backends that score given token ids (hf:) set it
+
+    def score_token_ids(self, contexts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
+                        n_continuation: Sequence[int] | None = None) -> list[ScoredText]:
+        """Like :meth:`score_continuations` on token ids the caller made (no tokenisation, no truncation).
+
+        ``n_continuation[i]``: the continuation's length before the caller
+        truncated it (default ``len(continuations[i])``), so that
+        :attr:`ScoredText.complete` tells a cut continuation. With an empty
+        context the continuation's first token conditions the rest.
+        """
+        raise GenerationError(f"generator {self.name} cannot score given token ids (an hf: model can)")
 
     def render(self, messages: Messages, add_generation_prompt: bool = True) -> str:
         """Chat messages as prompt text ending where the answer begins (backends with a template override)."""

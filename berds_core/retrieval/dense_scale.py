@@ -33,7 +33,7 @@ def _safe(text: str, n: int = 40) -> str:
 def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None, shard_rows: int | None = None):
     """The unit vectors of every passage (rows = corpus rows): shards on disk for a disk corpus."""
     from ..corpora.store import is_disk_corpus
-    from ..embed_store import embed_text
+    from ..embeddings.store import embed_text
     from .vector_shards import SHARD_ROWS, ArrayVectors, VectorShards, vectors_folder
 
     te = encoder.text_encoder
@@ -66,7 +66,7 @@ class ScaledDenseRetriever:
     def __init__(self, corpus, model: str | None = None, *, index: str = "flat", memory_budget: int | None = None,
                  index_dir=None, device: str | None = None, encoding: str | None = None, progress: bool = True,
                  on_progress=None, nprobe: int | None = None, vectors=None):
-        from ..build_dir import building
+        from ..files.build_dir import building
         from .faiss_build import META, build_folder
         from .index_dir import IndexDirRetriever
         from .index_plan import plan_index

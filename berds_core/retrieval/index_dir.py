@@ -291,7 +291,7 @@ class IndexDirRetriever:
                                                     "dpr:facebook/dpr-question_encoder-multiset-base)")
         spec = model if model else built.get("model")
         if meta is not None and model:
-            from ..embed import model_key
+            from ..embeddings.models import model_key
 
             if model_key(model) != model_key(built.get("model")):  # model None: the default embedder
                 raise InputError("--model", None, None, f"{folder} was built with "
@@ -305,7 +305,7 @@ class IndexDirRetriever:
         if self.encoder.dim != self.dense.dim:
             raise InputError("--model", None, None, f"the query encoder gives {self.encoder.dim}-d vectors, the "
                                                     f"index holds {self.dense.dim}-d ones")
-        from ..embed import model_key
+        from ..embeddings.models import model_key
 
         self.model = spec
         self.embedder_name = spec if str(spec or "").startswith("dpr:") else model_key(spec)

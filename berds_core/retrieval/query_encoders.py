@@ -26,7 +26,7 @@ class SentenceQueryEncoder:
     normalized = True
 
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None):
-        from ..embed_store import text_encoder
+        from ..embeddings.store import text_encoder
 
         self.text_encoder = text_encoder(model, device, encoding)
         self.model = model
@@ -54,8 +54,8 @@ class DPRQueryEncoder:
         import torch
         from transformers import AutoTokenizer, DPRQuestionEncoder
 
-        from ..embed import pick_device
-        from ..model_lock import model_loading
+        from ..embeddings.models import pick_device
+        from ..runtime.model_lock import model_loading
 
         self.device = pick_device(device)
         self.key = f"{DPR_PREFIX}{path}"

@@ -18,7 +18,7 @@ overlap of the top-10 lists; ``docs/scale.md``).
 The index folder (``cache_dir("indexes")/<corpus name>-<hash>-bm25-tantivy...``)
 holds tantivy's files and ``berds.json`` (the corpus it indexes: name, hash,
 passages); it is built in a temporary folder and renamed when complete
-(:mod:`berds_core.build_dir`), so Ctrl-C or a full disk leaves nothing that
+(:mod:`berds_core.files.build_dir`), so Ctrl-C or a full disk leaves nothing that
 loads. Each document stores only its corpus row (a fast field); passages come
 from the corpus by row.
 """
@@ -174,7 +174,7 @@ class IngestIndexer:
     """
 
     def __init__(self, *, threads: int | None = None, heap_bytes: int = HEAP_BYTES):
-        from ..build_dir import building
+        from ..files.build_dir import building
         from ..cache import cache_dir
 
         self._build = building(cache_dir("indexes") / "bm25-being-ingested", "BM25 index")
@@ -230,7 +230,7 @@ class TantivyBM25Retriever:
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True, folder=None,
                  threads: int | None = None, heap_bytes: int = HEAP_BYTES):
-        from ..build_dir import building
+        from ..files.build_dir import building
         from ..cache import cache_dir
 
         self.corpus = corpus

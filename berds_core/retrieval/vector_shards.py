@@ -150,7 +150,7 @@ class VectorShards:
 
     def _remove_torn_writes(self) -> None:
         """Temporary shard files of processes that are gone (a run killed while writing)."""
-        from ..build_dir import _alive
+        from ..files.build_dir import _alive
 
         if not self.folder.is_dir():
             return
