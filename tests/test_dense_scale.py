@@ -399,8 +399,11 @@ def test_retrieve_from_an_index_dir_refuses_options_that_would_build_another_ind
     assert "holds a dense (FAISS) index, not a bm25 one" in err
     assert sorted((p.name, p.stat().st_size) for p in folder.iterdir()) == before
     # a query encoder other than the one it was built with (the default embedder) is refused before any work
-    err = _cli_error(capsys, base + ["--model", "someone/other-model"])
-    assert "was built with 'sentence-transformers/all-MiniLM-L6-v2', not 'someone/other-model'" in err
+    from berds_core.retrieval.index_dir import IndexDirRetriever
+
+    with pytest.raises(InputError, match="was built with 'sentence-transformers/all-MiniLM-L6-v2', not "
+                                         "'someone/other-model'"):
+        IndexDirRetriever(folder, loaded, "someone/other-model")
     # the folder's own kind, by its factory string, is accepted; so is leaving --index out
     from berds_core.cli import build_parser
     from berds_core.cli.retrieve_cmd import _check

@@ -241,8 +241,8 @@ def check_models(args) -> None:
 
     for flag, name in (("--model", getattr(args, "model", None) if args.retriever == "dense" else None),
                        ("--mmr-embedder", getattr(args, "mmr_embedder", None))):
-        if name:
-            try:
+        if name and not str(name).startswith("dpr:"):  # a DPR query tower: loaded (and its error told) by
+            try:                                           # retrieval.query_encoders, not a sentence embedder
                 locate_embedder(resolve_model(name))
             except OSError as e:
                 raise InputError(flag, None, None, _load_error(name, e)) from None
