@@ -58,7 +58,7 @@ def fmt(x, digits: int = 2) -> str:
 def config_picker(col, side: str, default: AnswerConfig) -> AnswerConfig:
     col.markdown(f"**Configuration {side}**")
     retr = col.radio("Retriever", ["bm25", "dense"], key=f"ans_ret_{side}", horizontal=True,
-                     index=["bm25", "dense"].index(default.retriever))
+                     index=["bm25", "dense"].index(default.retriever) if default.retriever in ("bm25", "dense") else 0)
     method = col.selectbox("Diversifier", list(METHODS), key=f"ans_method_{side}", format_func=METHODS.get,
                            index=list(METHODS).index(default.method))
     prompt = col.radio("Prompt", list(PROMPTS), key=f"ans_prompt_{side}", horizontal=True,

@@ -41,6 +41,7 @@ LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first 
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
 JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
 DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
+INDEX_FOLDER = "index folder"
 
 
 # --------------------------------------------------------------------------- the app shell
@@ -121,7 +122,10 @@ class Config:
 
     def label(self) -> str:
         data = "demo" if self.dataset == DEMO else Path(self.dataset_path).name
-        return f"{data} · {self.retriever} · judge {self.judge}"
+        retriever = self.retriever
+        if retriever.startswith("index:"):
+            retriever = "index " + Path(retriever[len("index:"):].partition("|")[0]).name
+        return f"{data} · {retriever} · judge {self.judge}"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -193,7 +197,8 @@ def load_data(cfg: Config) -> Data:
     allowed roots is opened (``berds_core.files.safepaths``).
     """
     from berds_core import datasets
-    from berds_core.corpus import corpus_from_passages, load_corpus
+    from berds_core.corpora import open_corpus
+    from berds_core.corpus import corpus_from_passages
     from berds_core.files.safepaths import resolve_user_path
 
     passages, gold = [], None
@@ -213,12 +218,21 @@ def load_data(cfg: Config) -> Data:
         raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
     if cfg.gold_path.strip():
         gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
+    index_folder = None
+    if cfg.retriever.startswith("index:"):  # a prebuilt index folder: typed, so checked like any path
+        index_folder = resolve_user_path(cfg.retriever[len("index:"):].partition("|")[0], what="index folder")
     if cfg.corpus == FROM_DATASET:
         corpus = corpus_from_passages(passages, name) if passages else None
     else:
-        if not cfg.corpus_path.strip():
+        corpus_path = cfg.corpus_path.strip()
+        if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
+            from berds_core.retrieval import index_corpus_source
+
+            corpus_path = index_corpus_source(index_folder) or ""  # the corpus the folder names
+        if not corpus_path:
             raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
-        corpus = load_corpus(resolve_user_path(cfg.corpus_path, what="corpus path"))
+        # large corpora open from the on-disk store (ingested once): passages are read by row, never all
+        corpus = open_corpus(resolve_user_path(corpus_path, what="corpus path"))
     subsets = sorted({q.subset for q in questions if q.subset})
     key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
                              cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
@@ -638,8 +652,12 @@ def sidebar() -> Config:
             corpus_path = _save_upload(up, "corpus") if up is not None else ""
 
         st.markdown("### Retrieval")
-        retriever = st.radio("Retriever", ["bm25", "dense"], key="sb_retriever", horizontal=True,
-                             help="BM25 (bm25s) or dense (sentence-transformers + FAISS).")
+        retriever = st.radio("Retriever", ["bm25", "dense", INDEX_FOLDER], key="sb_retriever", horizontal=True,
+                             help="BM25 (bm25s; tantivy for large corpora), dense (sentence-transformers + FAISS), "
+                                  "or a prebuilt index folder ('berds index --index-dir', or a FAISS index + "
+                                  "docid folder such as Pyserini's), opened memory-mapped.")
+        if retriever == INDEX_FOLDER:
+            retriever = _index_choice()
         embedder = st.text_input("Embedder", key="sb_embedder",
                                  help="Sentence-transformers id or local path; used by dense retrieval and MMR.")
 
@@ -664,6 +682,25 @@ def sidebar() -> Config:
         status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
+
+
+def _index_choice() -> str:
+    """The sidebar's index folder (and, for a prebuilt FAISS folder, its query encoder) as a retriever spec."""
+    from berds_core.retrieval import index_spec
+    from berds_core.files.safepaths import resolve_user_path
+
+    st.session_state.setdefault("sb_index_dir", "")
+    st.session_state.setdefault("sb_query_encoder", "")
+    folder = st.text_input("Index folder", key="sb_index_dir", placeholder="/path/to/index-folder",
+                           help="Leave the corpus path empty to use the corpus the folder was built from.").strip()
+    encoder = st.text_input("Query encoder (prebuilt FAISS folders only)", key="sb_query_encoder",
+                            placeholder="dpr:facebook/dpr-question_encoder-multiset-base").strip()
+    if folder:
+        try:  # the spec carries the resolved path; a refused one fails (with its message) when the data loads
+            folder = str(resolve_user_path(folder, what="index folder"))
+        except InputError:
+            pass
+    return index_spec(folder, encoder or None)
 
 
 def _checked_models(embedder: str, spec: str) -> tuple[str, str]:

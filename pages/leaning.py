@@ -146,10 +146,11 @@ with st.container(border=True):
         st.stop()
     label_src = c2.radio("Labels", label_choices, key="ln_labels", format_func=esc)  # the judge spec, literally
     use_gold = label_src == "gold labels"
+    kind0 = cfg.retriever if cfg.retriever in ("bm25", "dense") else "bm25"  # an index folder: compare the kinds
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
         [f"{r} {d}" for r in ("bm25", "dense") for d in DIVERSIFIERS.values()],
-        default=[f"{cfg.retriever} plain", f"{cfg.retriever} + MMR"], key="ln_configs")
+        default=[f"{kind0} plain", f"{kind0} + MMR"], key="ln_configs")
     subsets = sorted({q.subset or "all" for q in two})
     chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
     fmt = st.radio("Chart export format (camera button)", ["PNG", "SVG"], horizontal=True, key="ln_fmt")

@@ -147,7 +147,7 @@ def apply_preset(args) -> None:
         cfg = get_preset(args.preset)
         args.retriever = cfg["retriever"]
         args.model = None
-        args.index = "flat"
+        args.index = None  # flat
 
 
 def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: bool = True) -> list[dict]:

@@ -177,6 +177,7 @@ class BM25Retriever:
     """BM25 over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     name = "bm25"
+    engine = "bm25s"
     embedder_name = None
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True):
