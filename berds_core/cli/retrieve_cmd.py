@@ -28,6 +28,9 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
     p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")
+    from ._ray import add_ray_args  # --ray, --ray-dir, --shard-rows (issue 27)
+
+    add_ray_args(p, shards=True)
 
 
 def register(sub) -> None:
@@ -98,6 +101,10 @@ def _retriever_info(retriever) -> dict:
 
 
 def run_index(args) -> dict:
+    from . import _ray
+
+    if _ray.address(args):
+        return _ray.run_index(args)
     _check(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
@@ -125,6 +132,10 @@ def run_retrieve(args) -> dict:
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
+    from . import _ray
+
+    if _ray.address(args):
+        return _ray.run_retrieve(args, div)
     if (args.corpus is None) == (args.corpus_per_question is None):
         raise InputError("--corpus", None, None, "give either --corpus or --corpus-per-question")
     t0 = time.perf_counter()

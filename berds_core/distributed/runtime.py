@@ -1,0 +1,110 @@
+"""Ray for one job: connect (or start it on this machine), say what the cluster offers, stop what was started.
+
+::
+
+    with ray_session("local", progress=False) as session:
+        session.cpus, session.gpus, session.nodes
+        ds = session.actor_map(ds, Actor, kwargs, gpu=False, items=n)
+
+``local`` starts a Ray instance (every CPU and GPU of this machine) and shuts
+it down when the block ends, even on an error or Ctrl-C; any other address
+connects to a running cluster and only disconnects. When this process is
+already connected (a test, a notebook), the session reuses that connection
+and leaves it open.
+
+Worker output stays in Ray's session logs (``log_to_driver=False``): with
+``--json`` stdout holds one JSON object and nothing else. Ray Data's progress
+bars go to stderr, off with ``--quiet``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+
+@dataclass
+class Session:
+    """A connected Ray: the address asked for and what the cluster offers."""
+
+    address: str
+    started: bool  # this job started the Ray instance (``local``) and stops it after
+    cpus: int
+    gpus: int
+    nodes: int
+    progress: bool = True
+    stats: dict = field(default_factory=dict)
+
+    def describe(self) -> dict:
+        return {"address": self.address, "nodes": self.nodes, "cpus": self.cpus, "gpus": self.gpus}
+
+    def pool_size(self, items: int, gpu: bool) -> int:
+        """Actors for ``items`` batches: one per GPU (``gpu``) or one per CPU, never more than the batches."""
+        slots = self.gpus if gpu else self.cpus
+        return max(1, min(int(items), max(1, int(slots))))
+
+    def actor_map(self, ds, cls, kwargs: dict, *, gpu: bool, items: int):
+        """``ds.map_batches`` through a pool of ``cls`` actors, one batch (row) per call, one call in
+        flight per actor (a batch is a large unit of work: the next goes to whichever actor is free).
+
+        Ray Data restarts an actor whose process dies and runs its batch again
+        (its actor pools default to ``max_restarts=-1`` and ``max_task_retries=-1``):
+        a worker killed in the middle of a job changes nothing in the output.
+        """
+        import ray.data
+
+        size = self.pool_size(items, gpu)
+        return ds.map_batches(cls, fn_constructor_kwargs=kwargs, batch_size=1, batch_format="numpy",
+                              compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1),
+                              num_cpus=1, num_gpus=1 if gpu else None)
+
+
+def _cluster_info(ray) -> tuple[int, int, int]:
+    res = ray.cluster_resources()
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    return int(res.get("CPU", 0)), int(res.get("GPU", 0)), nodes
+
+
+def _configure_data(progress: bool) -> None:
+    import ray.data
+
+    if not progress:  # --quiet: Ray Data's notes ("execution finished", "progress bars disabled") too
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = bool(progress)
+    ctx.enable_operator_progress_bars = bool(progress)
+    ctx.print_on_execution_start = False
+    ctx.verbose_stats_logs = False
+
+
+@contextmanager
+def ray_session(address: str, *, progress: bool = True):
+    """A :class:`Session` on ``address`` (``local``, ``auto``, ``ray://host:port`` or ``host:port``)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from a job (and no network here)
+    import ray
+
+    started = connected = False
+    if not ray.is_initialized():
+        opts = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
+        try:
+            if address == "local":
+                ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one
+                started = True
+            else:
+                ray.init(address=address, **opts)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError("--ray", None, None, f"cannot {'start' if address == 'local' else 'reach'} Ray at "
+                                                  f"{address!r}: {first}") from None
+        connected = True
+    try:
+        cpus, gpus, nodes = _cluster_info(ray)
+        _configure_data(progress)
+        yield Session(address=address, started=started, cpus=cpus, gpus=gpus, nodes=nodes, progress=progress)
+    finally:
+        if connected:
+            ray.shutdown()  # ``local``: stops the instance this job started; otherwise disconnects
