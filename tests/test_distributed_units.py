@@ -308,3 +308,49 @@ def test_vllm_judge_without_ray_or_vllm_is_one_line(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "vLLM" in err and "ray[llm]" in err
     assert not (tmp_path / "j.jsonl").exists()
+
+
+@pytest.mark.parametrize("address,env", [("127.0.0.1:1", None), ("auto", "127.0.0.1:1"), ("ray://127.0.0.1:1", None)])
+def test_an_address_that_answers_nothing_is_one_line_at_once(address, env, tmp_path, capsys, monkeypatch):
+    """ray.init waits minutes for an address that answers nothing; the CLI probes it first."""
+    pytest.importorskip("ray")
+    from berds_core.cli import main
+
+    if env:
+        monkeypatch.setenv("RAY_ADDRESS", env)
+    write_corpus(tmp_path / "c.jsonl", 10)
+    t0 = __import__("time").perf_counter()
+    assert main(["index", "--corpus", str(tmp_path / "c.jsonl"), "--retriever", "dense", "--ray", address]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--ray: cannot reach Ray" in err and ":1" in err
+    assert __import__("time").perf_counter() - t0 < 60
+
+
+def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
+    """--index hnsw: one graph per vector shard (what the graph-building Ray task writes), searched per
+    shard and merged: k hits per query, nearly all of the exact top-k."""
+    from berds_core.distributed.index import _build_graph, _vector_shards, write_vector_shards
+    from berds_core.distributed.search import DenseSearcher
+    from berds_core.distributed.shards import ShardSet
+    from berds_core.embed_store import embed_text
+    from berds_core.retrieval import get_retriever
+
+    corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 600, words=6))
+    r = get_retriever("dense", corpus, progress=False)
+    vec = _vector_shards(tmp_path / "d", corpus, r.text_encoder.key, 256)
+    write_vector_shards(vec, [embed_text(p) for p in corpus], r.text_encoder.key)
+    ident = {**vec.ident, "kind": "hnsw"}
+    for spec in vec.specs():
+        assert _build_graph(spec, str(tmp_path / "d" / "hnsw"), vec.n, vec.shard_rows, ident) == spec["shard"]
+    graphs = ShardSet(tmp_path / "d" / "hnsw", vec.n, vec.shard_rows, "faiss", ident)
+    assert graphs.todo() == []
+    specs = [{**s, "index": g["path"]} for s, g in zip(vec.specs(), graphs.specs())]
+    queries = passage_texts(25, words=5, seed=4)
+    exact = r.search(queries, 10)
+    per_shard = DenseSearcher(specs, "hnsw").search(r.encode(queries), 10)
+    overlap = []
+    for j, want in enumerate(exact):
+        rows, _ = merge_topk([sh[j] for sh in per_shard], 10)
+        assert len(rows) == 10
+        overlap.append(len(set(rows.tolist()) & {i for i, _ in want}) / 10)
+    assert np.mean(overlap) > 0.9

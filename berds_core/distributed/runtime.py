@@ -81,6 +81,39 @@ def _configure_data(progress: bool) -> None:
     ctx.verbose_stats_logs = False
 
 
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """One TCP connection to the cluster's address before ``ray.init`` (which waits minutes for an
+    address that answers nothing): an InputError naming ``--ray`` and the address at once."""
+    import socket
+
+    if address.startswith("ray://"):
+        hostport = address[len("ray://"):]
+    else:
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:  # a Ray without this helper: let ray.init find out
+            return
+        try:  # auto: RAY_ADDRESS or the cluster `ray start` left on this node; localhost: this node's address
+            hostport = canonicalize_bootstrap_address(address)
+        except (ConnectionError, ValueError) as e:
+            raise InputError("--ray", None, None, f"no Ray cluster at {address!r}: {_first_line(e).split('. ')[0]} (start one "
+                                                  "with 'ray start --head', or use --ray local)") from None
+        if hostport is None:
+            raise InputError("--ray", None, None, f"no running Ray cluster found for {address!r} (start one with "
+                                                  "'ray start --head', or use --ray local)")
+    host, _, port = hostport.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as e:
+        why = getattr(e, "strerror", None) or _first_line(e)
+        raise InputError("--ray", None, None, f"cannot reach Ray at {address!r} ({hostport}: {why})") from None
+
+
 @contextmanager
 def ray_session(address: str, *, progress: bool = True):
     """A :class:`Session` on ``address`` (``local``, ``auto``, ``ray://host:port`` or ``host:port``)."""
@@ -95,11 +128,13 @@ def ray_session(address: str, *, progress: bool = True):
                 ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one
                 started = True
             else:
+                check_reachable(address)
                 ray.init(address=address, **opts)
+        except InputError:
+            raise
         except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise InputError("--ray", None, None, f"cannot {'start' if address == 'local' else 'reach'} Ray at "
-                                                  f"{address!r}: {first}") from None
+                                                  f"{address!r}: {_first_line(e)}") from None
         connected = True
     try:
         cpus, gpus, nodes = _cluster_info(ray)
