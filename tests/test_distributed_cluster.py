@@ -325,3 +325,19 @@ def test_any_judge_backend_runs_in_the_actor_pool(cluster, tmp_path):
     assert len(one) == 200 and one == rr  # float64 values, compared exactly
     again, _ = berds(["judge-eval", "--pairs", str(tsv), *spec], caches["ray"], ray_address=cluster)
     assert again["ray"] == {"address": cluster, "started": False, "pairs_left": 0, "sent": 0}
+
+
+def test_a_judge_failing_on_a_worker_is_one_line(cluster, tmp_path):
+    """An openai: judge whose server answers nothing fails inside its actor: the command exits 2 with one
+    line naming --judge (not a Ray traceback) and writes nothing."""
+    from berds_core.runs import write_run
+
+    write_run(tmp_path / "run.jsonl", run_entries(2, 3, perspectives=1))
+    out = tmp_path / "judged.jsonl"
+    _, p = berds(["judge", "--run", str(tmp_path / "run.jsonl"), "--judge", "openai:m@http://127.0.0.1:1/v1",
+                  "--retries", "0", "--timeout", "2", "--out", str(out)], tmp_path / "cache", check=False,
+                 ray_address=cluster)
+    assert p.returncode == 2 and p.stdout == ""
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("berds judge: error: --judge:") and "Traceback" not in p.stderr
+    assert not out.exists()

@@ -22,6 +22,7 @@ Pairs already in the cache are never sent (``Judge.uncached``).
 """
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -54,7 +55,7 @@ class JudgeActor:
             after = dict(getattr(self.judge, "decided_by", None) or {})
             out["chunk"].append(int(chunk))
             out["probs"].append(probs.tobytes())
-            out["decided"].append(repr({k: after.get(k, 0) - before.get(k, 0) for k in after}))
+            out["decided"].append(json.dumps({k: after.get(k, 0) - before.get(k, 0) for k in after}))
             out["node"].append(self.node)
             out["pid"].append(os.getpid())
         return {k: np.array(v, dtype=object if k in ("probs", "decided", "node") else None)
@@ -130,9 +131,7 @@ def _actors(session, judge, todo, on_batch) -> dict:
             probs = np.frombuffer(blob, dtype=np.float64)
             cache.put_many(judge.cache_key, list(zip(keys, probs)))
             if decided:
-                from ast import literal_eval
-
-                for k, v in literal_eval(str(dec)).items():
+                for k, v in json.loads(str(dec)).items():
                     decided[k] = decided.get(k, 0) + int(v)
             nodes.add(str(node))
             pids.add((str(node), int(pid)))
