@@ -4,6 +4,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.common import shell, sidebar, start_warmup
+from pages.lab_ui import gate
 
 ROOT = Path(__file__).parent
 
@@ -25,7 +26,12 @@ TOOLS = [
 ]
 
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TOOLS if (ROOT / f).exists()]
-nav = st.navigation(pages)
+# Lab mode (BERDS_AUTH=lab): one gate for every page, the sidebar, uploads and warm-ups. A visitor who
+# has not signed in gets the sign-in form only; the address (a deep link) is kept for after the sign-in.
+allowed = gate()
+nav = st.navigation(pages, position="sidebar" if allowed else "hidden")
+if not allowed:
+    st.stop()
 sidebar()
 try:
     with shell():

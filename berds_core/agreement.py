@@ -404,6 +404,38 @@ def paper_table(report: dict) -> list[dict]:
     return rows
 
 
+def distinct_judges(store) -> dict[str, list[str]]:
+    """The stored judges, one entry per judge: ``{name: [other names of the same answers]}``.
+
+    Earlier versions stored a judge's answers twice, under the spec typed
+    (``embedded``) and under the judge's stable name
+    (``embedded-minilm-v2-bf16-t0.183806``). Names whose answers are identical,
+    probabilities included, on every pair are one judge: it keeps the longest
+    name (the stable one) and lists the others as aliases. Judges that stored
+    labels only are never merged (two judges may agree on a few labels).
+    """
+    groups: dict[tuple, list[str]] = {}
+    for name in store.judges():
+        preds = store.judge_preds(name)
+        if preds and all(p is not None for p, _ in preds.values()):
+            key = tuple(sorted((pid, round(float(p), 9), int(lab)) for pid, (p, lab) in preds.items()))
+        else:
+            key = ("labels only", name)
+        groups.setdefault(key, []).append(name)
+    out = {}
+    for names in groups.values():
+        main = max(names, key=lambda n: (len(n), n))
+        out[main] = [n for n in names if n != main]
+    return dict(sorted(out.items()))
+
+
+def canonical_judge(store, name: str | None) -> str | None:
+    """The name :func:`distinct_judges` lists for ``name`` (itself when it is not an alias)."""
+    if not name:
+        return name
+    return next((main for main, aliases in distinct_judges(store).items() if name in aliases), name)
+
+
 def _vs_judge_block(store, name: str, labels, info, n_boot: int, seed: int) -> dict:
     preds = store.judge_preds(name)
     qmap = {pid: p.question_key for pid, p in info.items()}
@@ -437,9 +469,10 @@ def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed:
     ratings: dict[str, dict[str, int]] = defaultdict(dict)
     for lab in labels:
         ratings[lab.annotator][lab.pair_id] = int(lab.label)
+    judge_name = canonical_judge(store, judge_name)
     out: dict = {"judge": judge_name}
     judges = {}
-    for name in store.judges():
+    for name in distinct_judges(store):  # one row per judge, not one per name it was stored under
         judges[name] = _vs_judge_block(store, name, labels, info, n_boot, seed)
     if judge_name and judge_name not in judges:
         judges[judge_name] = _vs_judge_block(store, judge_name, labels, info, n_boot, seed)

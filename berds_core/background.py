@@ -12,6 +12,11 @@ has come instead of a spinner. Two small pieces, no Streamlit:
   ``fn(report)`` where ``report(stage, done=None, total=None)`` updates its
   :class:`JobState`, which any thread may read (``fraction``, ``text``).
   Submitting a key that is queued, running or finished returns the same state.
+  ``report.ready()`` marks the part pages need as done (``JobState.ready``:
+  the models are loaded); what follows (encoding passages ahead of time) only
+  makes later work faster. While a page computes in the foreground
+  (``with JOBS.foreground():``), the running job pauses at its next ``report``,
+  so a visitor's question never shares the two cores with the warm-up.
 
 ``MEMO`` and ``JOBS`` are the process-wide instances the pages use. At exit
 the worker is asked to stop at its next ``report`` and joined (a daemon thread
@@ -23,6 +28,7 @@ import atexit
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
@@ -86,6 +92,8 @@ class JobState:
     started: float | None = None
     finished: float | None = None
     stages: list = field(default_factory=list)  # (stage, seconds) of finished stages
+    ready: bool = False  # the part pages need is done (the rest only makes later work faster)
+    ready_at: float | None = None
 
     @property
     def finished_ok(self) -> bool:
@@ -149,6 +157,28 @@ class Jobs:
         self._yield_to: Hashable | None = None
         self._thread: threading.Thread | None = None
         self._keep = keep
+        self._foreground = 0  # pages computing now: the running job waits at its next report
+        self.max_pause = 120.0  # seconds a job waits for the foreground at one report, at most
+
+    @contextmanager
+    def foreground(self):
+        """Page work that should not share the CPU with a background job: the running job pauses at its
+        next ``report`` until every foreground block is over (or ``max_pause`` seconds have passed)."""
+        with self._cv:
+            self._foreground += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._foreground -= 1
+                self._cv.notify_all()
+
+    def _pause_for_foreground(self) -> None:
+        end = time.perf_counter() + self.max_pause
+        with self._cv:
+            while (self._foreground > 0 and not self._stopping.is_set() and not self._cancelling.is_set()
+                   and time.perf_counter() < end):
+                self._cv.wait(0.05)
 
     def get(self, key: Hashable) -> JobState | None:
         with self._cv:
@@ -240,12 +270,21 @@ class Jobs:
                     raise JobCancelled("cancelled")
                 if self._yield_to is not None:
                     raise JobYielded(self._yield_to)
+                if self._foreground:
+                    self._pause_for_foreground()
+                    if self._stopping.is_set() or self._cancelling.is_set():
+                        raise JobCancelled("cancelled")
                 now = time.perf_counter()
                 if stage != last[0]:
                     st.stages.append((last[0], round(now - last[1], 3)))
                     last[0], last[1] = stage, now
                 st.stage, st.done, st.total = stage, done, total
 
+            def ready() -> None:
+                if not st.ready:
+                    st.ready, st.ready_at = True, time.perf_counter()
+
+            report.ready = ready
             try:
                 fn(report)
             except JobYielded:

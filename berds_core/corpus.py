@@ -186,7 +186,7 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
     text = read_text(path)
     csv.field_size_limit(sys.maxsize)
     lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines, delimiter=delimiter)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)  # an unterminated quote is an error, not a merge
     try:
         header = next(reader)
     except StopIteration:
@@ -195,16 +195,19 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
     if "text" not in header:
         raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
     cols = {name: header.index(name) for name in ("id", "text", "title") if name in header}
+    start = reader.line_num + 1  # where the next record begins (for errors)
     try:
         for row in reader:
-            no = reader.line_num
+            no, start = reader.line_num, reader.line_num + 1
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(header):
                 raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
             yield no, {name: row[i] for name, i in cols.items()}
     except csv.Error as e:
-        raise InputError(path, reader.line_num, None, f"malformed row ({e})") from None
+        from .csvio import explain
+
+        raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
 
 
 def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dict]]) -> None:
@@ -215,14 +218,47 @@ def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dic
                     f"{stem}-{no}", (path, no))
 
 
+_BOILERPLATE = ("//nav | //aside | //noscript | //template | //form[@role='search']"
+                " | //header[not(ancestor::article) and not(ancestor::main)]"
+                " | //footer[not(ancestor::article) and not(ancestor::main)]"
+                " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search']")
+
+
+def without_boilerplate(html: str):
+    """The page (an lxml tree) without the elements its own markup names as boilerplate: navigation,
+    the site's header and footer (not an article's), asides, search forms; None when it cannot be parsed."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):
+        return None
+    for el in doc.xpath(_BOILERPLATE):
+        if el.getparent() is not None:
+            el.drop_tree()
+    return doc
+
+
 def html_to_text(html: str, path) -> tuple[str, str]:
-    """Main text and title of an HTML page (trafilatura; all visible text as a fallback)."""
+    """Main text and title of an HTML page: trafilatura on the page without its boilerplate elements
+    (:func:`without_boilerplate`), so that trafilatura's own fallbacks, which take over when its main
+    extraction finds too little (an article of one short paragraph), never keep a navigation line;
+    then the page as it is; then all visible text."""
+    import lxml.html
     import trafilatura
 
-    doc = trafilatura.bare_extraction(html, with_metadata=True, include_comments=False,
-                                      include_tables=True)
-    title = (getattr(doc, "title", None) or "") if doc is not None else ""
-    text = (getattr(doc, "text", None) or "") if doc is not None else ""
+    tree = without_boilerplate(html)
+    clean = None if tree is None else lxml.html.tostring(tree, encoding="unicode")  # trafilatura edits trees
+    text, title = "", ""
+    for source in ([clean] if clean is not None else []) + [html]:
+        doc = trafilatura.bare_extraction(source, with_metadata=True, include_comments=False, include_tables=True)
+        title = title or ((getattr(doc, "title", None) or "") if doc is not None else "")
+        text = (getattr(doc, "text", None) or "") if doc is not None else ""
+        if text.strip():
+            break
+    if not text.strip() and clean is not None:
+        text = trafilatura.html2txt(clean) or ""
     if not text.strip():
         text = trafilatura.html2txt(html) or ""
     if not text.strip():

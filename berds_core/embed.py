@@ -41,14 +41,28 @@ def pick_device(device: str | None = None) -> str:
     return "cpu"
 
 
+def locate_embedder(path: str) -> bool:
+    """``local_files_only`` for a sentence-transformers name (``berds_core.hub.locate``: local files
+    first, the hub only when reachable); OSError (one line) when it cannot load without trying."""
+    from .hub import locate
+
+    ids = (path,) if "/" in path or os.path.isdir(path) else (path, f"sentence-transformers/{path}")
+    tried = [locate(name, "embedder", probes=("modules.json", "config.json")) for name in ids]
+    ok = next((t for t in tried if t[1] is None), None)
+    if ok is None:
+        raise OSError(tried[0][1])
+    return ok[0]
+
+
 @functools.lru_cache(maxsize=4)
 def load_embedder(model: str | None = None, device: str | None = None):
     """A SentenceTransformer for a hub id or a local path (same call either way)."""
+    path = resolve_model(model)
+    local = locate_embedder(path)  # before importing sentence-transformers: a missing model fails fast
     from sentence_transformers import SentenceTransformer
 
-    path = resolve_model(model)
     with model_loading():
-        st = SentenceTransformer(path, device=pick_device(device), local_files_only=os.path.isdir(path))
+        st = SentenceTransformer(path, device=pick_device(device), local_files_only=local)
     st.berds_model_id = model  # lets the diversifiers map a loaded embedder to the shared store
     return st
 

@@ -38,10 +38,14 @@ def read_run(path) -> list[dict]:
 def read_run_lines(path) -> tuple[list[dict], list[int]]:
     """The run's entries and the line number of each (for errors that name a question's line).
 
-    Question ids must be unique (a repeated id would be scored twice). A
-    passage's ``score`` is a finite number, null, or a string holding one (the
-    original BERDS / Contriever scripts write scores as strings); it is read
-    as a float. Anything else (``"high"``, ``NaN``, ``Infinity``) is an error.
+    Question ids must be unique (a repeated id would be scored twice), and so
+    must the passage ids of one question's ranking: a passage listed twice
+    would count twice in Precision@k, so the file is refused at the question's
+    line, naming the passage and its two ranks (a ranking lists each passage
+    once; fix the run that made it). A passage's ``score`` is a finite
+    number, null, or a string holding one (the original BERDS / Contriever
+    scripts write scores as strings); it is read as a float. Anything else
+    (``"high"``, ``NaN``, ``Infinity``) is an error.
     """
     entries, lines = [], []
     seen: dict[str, int] = {}
@@ -60,8 +64,14 @@ def read_run_lines(path) -> tuple[list[dict], list[int]]:
             raise InputError(path, no, "id", f"duplicate question id {obj['id']!r} (first on line "
                                              f"{seen[obj['id']]}); each question must appear once")
         seen[obj["id"]] = no
+        ranks: dict[str, int] = {}
         for i, c in enumerate(ctxs):
             c["id"] = str(c.get("id", f"{obj['id']}-{i}"))
+            if c["id"] in ranks:
+                raise InputError(path, no, f"ctxs[{i}].id", f"passage {c['id']!r} is ranked twice in question "
+                                                            f"{obj['id']!r} (ranks {ranks[c['id']]} and {i + 1}); "
+                                                            "a ranking lists each passage once")
+            ranks[c["id"]] = i + 1
             # no title is added: a missing title changes what the evaluator reads
             c["score"] = _score(c.get("score"), path, no, i)
             for key, val in c.items():

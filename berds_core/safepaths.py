@@ -14,12 +14,19 @@ Allowed roots, in order (the first is where relative paths resolve):
    ``BERDS_ANNOTATIONS_DB``);
 3. the cache's ``uploads`` folder (where uploaded files are stored).
 
+Models are named the same way (``hf:<model>``, an embedder): a hub id
+(``org/name``) passes, anything that reads as a path -- or names something
+that exists beside the app -- goes through the same check
+(:func:`resolve_user_model`), so a typed model cannot open or probe server
+folders either.
+
 Error messages never quote a file's contents and never list the server's
 folders to the visitor; they say what to do instead.
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from .errors import InputError
@@ -73,3 +80,21 @@ def resolve_user_path(text: str, *, what: str = "path", must_exist: bool = True,
     if must_exist and not resolved.exists():
         raise InputError(what, None, None, f"'{raw}' does not exist")
     return resolved
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(?:/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
+
+
+def resolve_user_model(text: str, *, what: str = "model path", roots: list[Path] | None = None) -> str:
+    """A model typed into the app -> a hub id as typed, or an absolute folder under an allowed root.
+
+    A hub id (``name`` or ``org/name``, no ``..``) that does not exist as a
+    local path passes unchanged (the loader fetches it from the hub or its
+    cache). Anything else -- ``/...``, ``./...``, ``~/...``, a name that exists
+    beside the app -- is a path: :func:`resolve_user_path` (allowed roots
+    only, the same error for a missing and a forbidden folder outside them).
+    """
+    raw = str(text or "").strip()
+    if _HUB_ID.fullmatch(raw) and ".." not in raw and not Path(raw).exists():
+        return raw
+    return str(resolve_user_path(raw, what=what, roots=roots))

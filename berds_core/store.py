@@ -189,6 +189,19 @@ SCHEMA_VERSION = max(MIGRATIONS)
 ASSIGNMENT_KINDS = ("task", "calibration", "routed")
 
 
+def _create_private(path: Path) -> None:
+    """Create an empty database file readable by its owner only (0600: it may hold password hashes).
+
+    SQLite creates the WAL and shared-memory files with the database file's
+    permissions, so they are private too. An existing file is left as it is.
+    """
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 def default_db_path() -> Path:
     """``$BERDS_ANNOTATIONS_DB`` or ``annotations/berds.db``."""
     return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
@@ -295,6 +308,7 @@ class Store:
         if not create and not self.path.is_file():
             raise StoreError(f"{self.path}: no annotation database here")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0
         self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
@@ -305,6 +319,23 @@ class Store:
         self._conn.execute("PRAGMA synchronous = FULL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
+
+    def restrict_permissions(self) -> bool:
+        """Make the database (and its WAL and shared-memory files) readable by the owner only (0600).
+
+        New databases are created so; this tightens an older one, e.g. when a
+        password hash goes in. Returns True when a mode changed.
+        """
+        changed = False
+        for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            try:
+                mode = p.stat().st_mode & 0o777
+            except FileNotFoundError:
+                continue
+            if mode & 0o077:
+                os.chmod(p, mode & 0o700)
+                changed = True
+        return changed
 
     # ---- connection plumbing ----
 

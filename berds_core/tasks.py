@@ -64,6 +64,9 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         raise InputError(where, None, None, "file is empty") from None
     except csv.Error:
         raise InputError(where, 1, None, "malformed TSV header") from None
+    from .exports import is_export_header, unneutralise
+
+    exported = is_export_header(header)  # one of our label exports: its cells carry the formula guard
     header = [h.strip() for h in header]
     for need in ("question", "id", "document", "perspective"):
         if need not in header:
@@ -77,13 +80,17 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
             row = next(reader)
         except StopIteration:
             break
-        except csv.Error:
-            raise InputError(where, start, None, "malformed TSV (unbalanced quotes?)") from None
+        except csv.Error as e:
+            from .csvio import explain
+
+            raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
         line, start = start, reader.line_num + 1
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != len(header):
             raise InputError(where, line, None, f"expected {len(header)} tab-separated fields, got {len(row)}")
+        if exported:
+            row = [unneutralise(c) for c in row]
         rec = {name: row[i] for name, i in col.items()}
         for name in ("question", "id", "document", "perspective"):
             if not rec[name].strip():

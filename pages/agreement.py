@@ -90,9 +90,8 @@ def run_judge_on_labels(store: Store, spec: str) -> int:
     ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold())
                  | set(store.reference_labels()))
     preds = judge_probabilities(store.pairs(ids), judge.predict) if ids else {}
-    store.set_judge_preds(spec, preds)
-    if judge.name != spec:
-        store.set_judge_preds(judge.name, preds)
+    store.set_judge_preds(judge.name, preds)  # once, under the judge's stable name (one row in every table)
+    st.session_state["agr_pick"] = judge.name  # selected on the next run (the select box exists already)
     return len(preds)
 
 
@@ -130,12 +129,18 @@ def main() -> None:
     flash = st.session_state.pop("agr_flash", None)
     if flash:
         st.toast(esc(flash))
-    judges = store.judges()
+    from berds_core.agreement import distinct_judges
+
+    judges = list(distinct_judges(store))
+    if "agr_pick" in st.session_state:
+        st.session_state["agr_judge"] = st.session_state.pop("agr_pick")
+    if st.session_state.get("agr_judge") not in judges + ["(none stored)"]:
+        st.session_state.pop("agr_judge", None)  # an alias or a judge of another database
     c = st.columns([2, 2, 1])
     judge = c[0].selectbox("Judge", judges or ["(none stored)"], key="agr_judge")
     judge = judge if judges else None
     spec = c[1].text_input("Run a judge on the labelled pairs", value="embedded", key="agr_spec",
-                           help="Judge spec; its answers are stored under the spec and the judge's name.")
+                           help="Judge spec; its answers are stored under the judge's name.")
     if c[2].button("Run judge", key="agr_run"):
         try:
             with st.spinner("Judging the labelled pairs…"):

@@ -82,7 +82,8 @@ def other_annotator(lab: Lab, name: str) -> None:
     except AccessDenied as e:
         refuse(e)
         return
-    st.subheader(f"Labels of {name}")
+    st.subheader("Labels of another annotator")
+    st.text(f"Annotator: {name}")  # a name from the address: plain text, never Markdown (no link, no image)
     st.caption("Read only. You label as yourself.")
     st.dataframe([{"pair": l.pair_id, "label": l.value, "unsure": l.unsure, "at": l.updated_at} for l in labels],
                  hide_index=True)

@@ -1,8 +1,6 @@
 """Answers: two retrieval configurations, the RAG answers written from them, and the DebateQA answer metrics."""
 from __future__ import annotations
 
-import csv
-import io
 import os
 
 import plotly.graph_objects as go
@@ -13,6 +11,7 @@ from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
 from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from pages.local_server import server_help
 
 ensure_shell()
 
@@ -20,10 +19,9 @@ METHODS = {"none": "plain", "mmr": "MMR", "qe": "query expansion", "coverage": "
            "preset": "diverse preset"}
 NO_GENERATOR = (
     "No generator is configured, so no answers are written (the passages of both configurations are shown). "
-    "Give one above: a local OpenAI-compatible server — vLLM (`vllm serve Qwen/Qwen2-1.5B-Instruct`), Ollama or "
-    "llama.cpp's server — as `openai:<model>@http://127.0.0.1:8000`, or a local model folder as "
-    "`hf:/path/to/model` (under a folder listed in BERDS_DATA_ROOTS). The P.D. and D.A. models default to the "
-    "generator. The environment variable BERDS_GENERATOR pre-fills the field.")
+    "Give one above: a local OpenAI-compatible server as `openai:<model>@<url>` (how to start one: below), or a "
+    "local model folder as `hf:/path/to/model` (under a folder listed in BERDS_DATA_ROOTS). The P.D. and D.A. "
+    "models default to the generator. The environment variable BERDS_GENERATOR pre-fills the field.")
 
 
 # --------------------------------------------------------------------------- engine glue (no widgets)
@@ -44,12 +42,10 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
 
 
 def to_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(key for r in rows for key in r)))
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    """The CSV download (formula cells neutralised: ``berds_core.exports``)."""
+    from berds_core.exports import to_csv as csv_text
+
+    return csv_text(rows) if rows else ""
 
 
 def fmt(x, digits: int = 2) -> str:
@@ -138,6 +134,7 @@ def main() -> None:
         show_error(why, "Generator: ")
     elif gen is None:
         st.info(NO_GENERATOR)
+    server_help("ans_gen", expanded=gen is None, needs="P.D. reads prompt log-probabilities: vLLM gives them")
     for label, reason, spec in (("P.D. model", pd_why, pd_spec), ("D.A. model", da_why, da_spec)):
         if reason and spec:
             show_error(reason, f"{label}: ")
@@ -187,7 +184,7 @@ def main() -> None:
                 continue
             got = result.get(side, {})
             if "error" in got:
-                col.error(f"Configuration {side}: {got['error']}")
+                col.error(esc(f"Configuration {side}: {got['error']}"))
             scores = got.get("scores") or retrieval_scores(sides[side], int(k), judge=None if use_gold else judge,
                                                            gold=data.gold if use_gold else None)
             draw_side(col, conf, sides[side], scores, got.get("answer"), int(k), labels_from)

@@ -75,7 +75,15 @@ def ensure_shell() -> None:
 
     ctx = get_script_run_ctx()
     if ctx is not None and Path(ctx.main_script_path).resolve() == APP:
-        runpy.run_path(str(APP), run_name="__main__")
+        # as app.py's own runs do: widgets drawn outside a page (lab mode's sign-in form) keep their ids
+        # from this run to the next, so the first click on a deep link is not lost
+        scoped = getattr(ctx, "run_with_active_hash", None)
+        main_hash = getattr(getattr(ctx, "pages_manager", None), "main_script_hash", None)
+        if scoped is not None and main_hash:
+            with scoped(main_hash):
+                runpy.run_path(str(APP), run_name="__main__")
+        else:
+            runpy.run_path(str(APP), run_name="__main__")
         st.stop()
 
 
@@ -369,30 +377,48 @@ def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
 def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
     """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
     from berds_core.retrieval import get_retriever
+    from berds_core.safepaths import resolve_user_model
 
+    model = None if model is None else resolve_user_model(model, what="embedder")
     return MEMO.get(("retriever", kind, corpus_hash, model),
                     lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
 
 
 def cached_judge(spec: str):
-    from berds_core.judges import get_judge
+    """The judge of a spec typed in the app: folders under the allowed roots, servers on the operator's
+    list (``app_judge_spec``: InputError before anything is loaded or requested)."""
+    from berds_core.judges import app_judge_spec, get_judge
 
+    spec = app_judge_spec(spec)
     return MEMO.get(("judge", spec), lambda: get_judge(spec))
 
 
 def cached_embedder(model: str | None):
-    from berds_core.embed import load_embedder
+    """The embedder of MMR and the re-ranker: the shared ``TextEncoder`` of the model (memory, then the
+    embedding store, then the model, loaded at the first text it has not seen). A model typed in the app
+    must name a folder under the allowed roots (or a hub id); a name that cannot be loaded fails here, at
+    once (``embed.locate_embedder``)."""
+    from berds_core.embed import locate_embedder, resolve_model
+    from berds_core.embed_store import text_encoder
+    from berds_core.safepaths import resolve_user_model
 
-    return MEMO.get(("embedder", model), lambda: load_embedder(model))
+    model = None if model is None else resolve_user_model(model, what="embedder")
+
+    def make():
+        locate_embedder(resolve_model(model))
+        return text_encoder(model)
+
+    return MEMO.get(("embedder", model), make)
 
 
 def judge_status(spec: str) -> tuple[bool | None, str]:
     """(usable, one line) for a judge spec: loaded, reachable, or why not; ``None`` while a
     local judge is still loading in the background (nothing is loaded here)."""
-    from berds_core.judges import parse_spec
+    from berds_core.judges import app_judge_spec, parse_spec
 
     try:
         backend, _ = parse_spec(spec)
+        spec = app_judge_spec(spec)  # refused here, before any request, when not allowed
         if backend != "openai" and not MEMO.has(("judge", spec)):
             return None, "loading in the background…"
         res = _remote_status(spec) if backend == "openai" else cached_judge(spec).status()
@@ -421,12 +447,14 @@ def engine_job(cfg: Config) -> JobState:
     key = ("engine",) + _config_key(cfg)
 
     def run(report) -> None:
-        from berds_core.warmup import warm_passages
+        from berds_core.warmup import seed_shipped, warm_passages
 
         report("loading the dataset and corpus")
         data = cached_data(_config_key(cfg), cfg)
         if data.corpus is None:
             return
+        report("reading the demo's precomputed embeddings")
+        seed_shipped(data.corpus)  # the built-in demo: its passages need no encoder at all
         report("loading the judge")
         judge = cached_judge(cfg.judge)
         model = embedder_model(cfg.embedder)
@@ -435,10 +463,16 @@ def engine_job(cfg: Config) -> JobState:
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
         report("loading the embedder")
         embedder = cached_embedder(model)
+        report.ready()  # pages can answer now; encoding every passage ahead of time only speeds later questions
         perspectives = [p for q in data.questions for p in list(q.perspectives) + list(q.generated_perspectives or ())]
         warm_passages(data.corpus, judge, embedder, report, texts=perspectives)
 
     return JOBS.submit(key, "Warm-up", run)
+
+
+def foreground():
+    """``with foreground():`` around a page's own computing: the warm-up pauses at its next step meanwhile."""
+    return JOBS.foreground()
 
 
 def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
@@ -453,14 +487,20 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
     return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
 
 
-def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.") -> None:
-    """Block this page run until ``job`` is over, with a progress bar; stop the page on failure.
+def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.",
+             *, until_ready: bool = False) -> None:
+    """Block this page run until ``job`` is over (``until_ready``: until it has loaded what pages need,
+    :attr:`JobState.ready`; the rest goes on in the background), with a progress bar; stop the page on failure.
 
     The job is promoted: a warm-up of a configuration the visitor left yields to it."""
     JOBS.promote(job.key)
-    if not job.over:
+
+    def waiting() -> bool:
+        return not (job.over or until_ready and job.ready)
+
+    if waiting():
         slot = st.empty()
-        while not job.over:
+        while waiting():
             with slot.container():
                 st.progress(job.fraction, text=esc(job.text))
                 st.caption(note)
@@ -478,7 +518,9 @@ def warmup_status(cfg: Config) -> None:
     if job is None:
         st.caption("Models load in the background once the page is drawn.")
         return
-    if not job.over:
+    if job.ready and not job.over:
+        st.caption("Models ready. Passages are encoded in the background; questions do not wait for it.")
+    elif not job.over:
         st.progress(job.fraction, text=esc(job.text))
     elif job.status == "error":
         st.caption("Warm-up stopped: see the message on the page.")
@@ -534,8 +576,8 @@ def page_engine(*, need_judge: bool = True):
     data = get_data(cfg)
     if data is None:
         st.stop()
-    if data.corpus is not None:
-        wait_for(engine_job(cfg))
+    if data.corpus is not None:  # the models; passages still being encoded are encoded on demand
+        wait_for(engine_job(cfg), "Loading the models for this configuration (once).", until_ready=True)
     retriever, judge, embedder = get_engine(cfg, data)
     if retriever is None or (need_judge and judge is None):
         st.stop()
@@ -611,14 +653,43 @@ def sidebar() -> Config:
             spec = st.text_input("Judge spec", key="sb_judge_spec",
                                  placeholder="berds-evaluator:<url>, hf:<model>[+<adapter>] or openai:<model>@<url>"
                                  ).strip() or "embedded"
-    cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever,
-                 embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
+    embedder, spec = _checked_models(embedder.strip() or DEFAULT_EMBEDDER_LABEL, spec)
+    cfg = Config(src, dataset_path, fmt, gold_path, corpus, corpus_path, retriever, embedder, spec)
     ss["config"] = cfg
     job = JOBS.get(("engine",) + _config_key(cfg))  # started by app.py once the page is drawn
     with st.sidebar:  # the state of the background warm-up; nothing here waits for it
-        status = _status_block if job is not None and job.over else st.fragment(run_every=1.0)(_status_block)
+        # polled (a fragment rerun every second) only until the models are loaded: afterwards pages answer
+        # without the warm-up, and a fragment polling beside them would leave their replaced elements on screen
+        settled = job is not None and (job.over or job.ready)
+        status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
+
+
+def _checked_models(embedder: str, spec: str) -> tuple[str, str]:
+    """The sidebar's embedder and judge as the app may use them: a folder outside the allowed roots or
+    a server not on the operator's list is refused here (one line in the sidebar) and the default
+    is used instead, so no page loads or requests what a visitor typed unchecked."""
+    from berds_core.judges import app_judge_spec
+    from berds_core.safepaths import resolve_user_model
+
+    try:
+        model = embedder_model(embedder)
+        if model is not None:
+            resolve_user_model(model, what="embedder")
+    except InputError as e:
+        with st.sidebar:
+            show_error(e, "Embedder: ")
+        embedder = DEFAULT_EMBEDDER_LABEL
+    try:
+        spec = app_judge_spec(spec)
+    except InputError as e:
+        with st.sidebar:
+            show_error(e, "Judge: ")
+        spec = "embedded"
+    except ValueError:  # not a judge spec at all: the status line below says why
+        pass
+    return embedder, spec
 
 
 def start_warmup() -> JobState:

@@ -10,15 +10,16 @@ from berds_core.convincing import DETERMINISTIC, EDITS, FEATURES
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
 from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from pages.local_server import server_help
 
 ensure_shell()
 
 SIDE_COLORS = {"yes": "#2e7d4f", "no": "#b23b3b"}
 RETRIEVED, CQA = "Retrieved passages (sidebar dataset)", "ConflictingQA file"
 NO_MODEL = ("No model is configured. The answers are read from the next-token log-probabilities of \"Yes\" and "
-            "\"No\": give a local OpenAI-compatible server that returns logprobs (vLLM: `vllm serve "
-            "Qwen/Qwen2-1.5B-Instruct`) as `openai:<model>@http://127.0.0.1:8000`, or a local model folder as "
-            "`hf:/path/to/model` (under a folder listed in BERDS_DATA_ROOTS).")
+            "\"No\": give a local OpenAI-compatible server that returns them as `openai:<model>@<url>` (how to "
+            "start one: below), or a local model folder as `hf:/path/to/model` (under a folder listed in "
+            "BERDS_DATA_ROOTS).")
 
 
 # --------------------------------------------------------------------------- engine glue (no widgets)
@@ -109,6 +110,7 @@ def main() -> None:
         show_error(why, "Model: ")
     elif model is None:
         st.info(NO_MODEL)
+    server_help("cv_model", expanded=model is None, needs="the Yes / No answers are read from its log-probabilities")
 
     try:
         if source == CQA:

@@ -1,9 +1,7 @@
 """Evaluate: a configuration over every question, per subset and macro, with intervals and a failure browser."""
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 
 import numpy as np
@@ -49,10 +47,20 @@ def config_label(cfg, method, lam, qe_source, labels) -> str:
 
 
 def interval_text(m: dict, n: int) -> str:
-    """``mean [lo, hi]``; with fewer than two questions there is no interval to show."""
+    """``mean [lo, hi]``; with fewer than two questions there is no interval: the mean alone (the note under
+    the table, :func:`too_few_note`, says why)."""
     if n < 2:
-        return f"{m['mean']:.3f} (n = {n}: too few questions for an interval)"
+        return f"{m['mean']:.3f}"
     return f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
+
+
+def too_few_note(summary: dict) -> str | None:
+    """One note for the rows of fewer than two questions (their cells show the mean, no interval)."""
+    small = [f"{name} (n = {s['n']})" for name, s in summary.items() if s["n"] < 2]
+    if not small:
+        return None
+    return (f"No interval for {', '.join(small)}: too few questions for an interval (a 95% interval over "
+            "questions needs at least two).")
 
 
 def table_rows(summary: dict) -> list[dict]:
@@ -66,13 +74,14 @@ def table_rows(summary: dict) -> list[dict]:
 
 
 def table_csv(summary: dict, label: str) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")])
-    for name, s in summary.items():
-        w.writerow([label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
-                                            for key, _ in METRICS for part in ("mean", "lo", "hi")])
-    return buf.getvalue()
+    """The table as CSV (formula cells neutralised: ``berds_core.exports``)."""
+    from berds_core.exports import to_csv
+
+    cols = ["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")]
+    rows = [dict(zip(cols, [label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
+                                                    for key, _ in METRICS for part in ("mean", "lo", "hi")]))
+            for name, s in summary.items()]
+    return to_csv(rows, cols)
 
 
 def diversity_per_question(entries: list[dict], qrels) -> dict:
@@ -157,7 +166,7 @@ def main() -> None:
             cancel_slot.empty()
             todo = []
     if todo:
-        st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{label}”. "
+        st.info(f"{len(questions) - len(todo)} of {len(questions)} questions evaluated for “{esc(label)}”. "
                 "Press **Run evaluation**; results are kept for this configuration.")
         if len(todo) == len(questions):
             _show_compare(ss.eval_done)
@@ -180,12 +189,15 @@ def main() -> None:
                                "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
                                          **{k: v.tolist() for k, v in div.items()}},
                                "subsets": [e.get("subset") or "all" for e in entries]}
-        st.subheader(f"Results · {label}")
+        st.subheader(f"Results · {esc(label)}")
     else:  # cancelled part-way: not the configuration's result
-        st.subheader(f"Partial results · {label} · {len(entries)} of {len(questions)} questions")
+        st.subheader(f"Partial results · {esc(label)} · {len(entries)} of {len(questions)} questions")
         st.caption("Evaluation was stopped before every question was done; these figures cover only the questions "
                    "done so far. Press **Run evaluation** to finish.")
     st.dataframe(table_rows(summary), hide_index=True, width="stretch")
+    note = too_few_note(summary)
+    if note:
+        st.caption(note)
     d1, d2, _ = st.columns([1, 1, 3])
     run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
     d1.download_button("Download run (JSONL)", run_text, file_name=f"run-{key}.jsonl", mime="application/jsonl",

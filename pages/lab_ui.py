@@ -12,19 +12,22 @@ one the operator configured (``BERDS_ANNOTATIONS_DB`` or
 page asks for a login. Roles are checked by :class:`berds_core.access.Lab` on
 the server for each request.
 
-How a login works in a Streamlit app: Streamlit has no local accounts and
-cannot set an HTTP cookie from Python. A login checks the argon2 hash
+How a sign-in works in a Streamlit app: Streamlit has no local accounts and
+cannot set an HTTP cookie from Python. A sign-in checks the argon2 hash
 (:class:`berds_core.accounts.Accounts`, rate-limited), creates a server-side
 session (a random token; the database keeps its SHA-256 and its expiry) and
-keeps the token in this tab's ``st.session_state``, which lives on the server
-and is bound to the tab's WebSocket connection. No cookie carries it: there
-is no session cookie to steal, replay or send cross-site; the price is a new
-login after a reload or in a new tab. Every rerun re-checks the session
-(idle and absolute expiry, account still active). The only cookie is
-Streamlit's own XSRF token (``_streamlit_xsrf``, guarding uploads): it is set
-SameSite=Strict in ``.streamlit/config.toml``, cannot be HttpOnly (Streamlit's
-JavaScript reads it, by design) and is Secure when Streamlit serves TLS
-(``server.sslCertFile``); behind a TLS proxy, the proxy adds it.
+keeps the token in this tab's ``st.session_state``. When the server was
+started through ``serve.py`` (Streamlit's ``st.App`` with one extra route,
+:mod:`berds_core.lab_session`), the browser also exchanges a one-time code for
+an HttpOnly, SameSite=Strict cookie holding the token, so a reload or a new
+tab stays signed in; the page reads it back with ``st.context.cookies``. Every
+run re-checks the session (idle and absolute expiry, revocation, account
+still active): sign-out, a password reset or a disabled account end it in
+every tab and browser at once.
+
+In lab mode app.py calls :func:`gate` before anything else: a visitor who has
+not signed in gets the sign-in form and nothing else (no page, no sidebar, no
+upload, no warm-up).
 """
 from __future__ import annotations
 
@@ -32,8 +35,9 @@ import re
 
 import streamlit as st
 
+from berds_core import lab_session
 from berds_core.access import AccessDenied, Actor, Lab
-from berds_core.accounts import Accounts, LoginError, lab_mode
+from berds_core.accounts import Accounts, LoginError, client_address, lab_mode
 from berds_core.errors import InputError
 from berds_core.store import Store, StoreError, default_db_path
 from pages.common import esc
@@ -59,8 +63,11 @@ def refuse(err: AccessDenied) -> None:
 
 
 def safe_markdown(text: str) -> str:
-    """Markdown written by an admin, made safe: HTML is shown as text, links only to http(s)/mailto."""
+    """Markdown written by an admin, made safe: HTML is shown as text, links only to http(s)/mailto, and
+    no image: ``![alt](url)`` becomes a link to the image, so no annotator's browser fetches anything
+    from another server just by opening the guidelines."""
     text = str(text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("![", "&#33;[")
     return re.sub(r"\]\(\s*(?!https?://|mailto:)[^)]*\)", "]", text)
 
 
@@ -110,41 +117,137 @@ def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> 
         error_line(e)
         return None
     if path.is_dir() or (not path.exists() and not path.parent.is_dir()):
-        error_line(f"annotation database: '{text}' is not a file in an existing folder")
+        error_line(f"annotation database: '{text}' is not a file in an existing folder{_relative_hint(text)}")
         return None
     return _open(str(path))
+
+
+def _relative_hint(text: str) -> str:
+    """For a relative path: where it was looked for, and what to type instead (no server folder is named)."""
+    from pathlib import Path
+
+    from berds_core.safepaths import allowed_roots, annotations_root
+
+    p = Path(text).expanduser()
+    if p.is_absolute():
+        return ""
+    root = allowed_roots()[0]
+    where = (f"the annotations folder ({root.name}/)" if root == annotations_root()
+             else "the first folder in BERDS_DATA_ROOTS")
+    hint = f"; relative paths start in {where}, so this names {root.name}/{p.as_posix()}"
+    if p.parts and p.parts[0] in (root.name, "annotations") and len(p.parts) > 1:
+        hint += f": type '{Path(*p.parts[1:]).as_posix()}'"
+    return hint + " (or give a full path)"
 
 
 # --------------------------------------------------------------------------- who is using the page
 
 
-def _client() -> str | None:
+def _client() -> str:
+    """The client address sign-in attempts count against (the operator's proxy header, if named)."""
     try:
-        ip = st.context.ip_address
+        ip, headers = st.context.ip_address, st.context.headers
+    except Exception:  # no browser connection (tests)
+        ip, headers = None, None
+    return client_address(ip if isinstance(ip, str) else None, headers)
+
+
+def _cookie_token() -> str | None:
+    """The session token of the browser's cookie, unless this tab signed it out."""
+    try:
+        token = st.context.cookies.get(lab_session.COOKIE)
     except Exception:
         return None
-    return ip if isinstance(ip, str) else None
+    if not isinstance(token, str) or not token or token == st.session_state.get("lab_signed_out_token"):
+        return None
+    return token
+
+
+def session_token() -> str | None:
+    """This tab's session token, else the one in the browser's cookie (a reload, a new tab)."""
+    return st.session_state.get("lab_token") or _cookie_token()
+
+
+_bridge = st.components.v2.component(
+    "berds_session_bridge",
+    js="""
+export default function ({ data }) {
+  if (!data || !data.nonce || window.__berdsSessionBridge === data.nonce) return;
+  window.__berdsSessionBridge = data.nonce;
+  const init = { method: data.method, credentials: "same-origin", cache: "no-store" };
+  if (data.method === "POST") {
+    init.headers = { "Content-Type": "application/json" };
+    init.body = JSON.stringify({ code: data.code });
+  }
+  fetch(data.url, init).then((r) => { window.__berdsSessionCookie = data.method + " " + r.status; })
+    .catch(() => { window.__berdsSessionCookie = data.method + " failed"; });
+}
+""",
+)
+
+
+def cookie_bridge() -> None:
+    """Let the browser set (after a sign-in) or clear (after a sign-out) the HttpOnly session cookie.
+
+    The request is drawn for a few seconds of runs (a page that reruns at once must not drop it before
+    the browser has mounted it); the browser sends each one once (its nonce), the code works once.
+    """
+    import secrets
+    import time
+
+    ss = st.session_state
+    code, clear = ss.pop("lab_cookie_code", None), ss.pop("lab_cookie_clear", False)
+    if lab_session.installed() and (code or clear):
+        ss["lab_cookie_pending"] = {"data": {"url": lab_session.ROUTE, "method": "DELETE" if clear else "POST",
+                                             "code": code, "nonce": secrets.token_hex(8)},
+                                    "until": time.monotonic() + 20}
+    pending = ss.get("lab_cookie_pending")
+    if not pending:
+        return
+    if time.monotonic() > pending["until"]:
+        ss.pop("lab_cookie_pending", None)
+        return
+    _bridge(key=f"lab_bridge_{pending['data']['nonce']}", data=pending["data"])
+
+
+def sign_out(store: Store) -> None:
+    """End this session on the server (every tab and browser holding it) and clear the cookie."""
+    ss = st.session_state
+    token = ss.pop("lab_token", None)
+    cookie = _cookie_token()
+    for t in {token, cookie} - {None}:
+        Accounts(store).logout(t)
+    if cookie:
+        ss["lab_signed_out_token"] = cookie  # this connection's cookie header is stale until a reload
+    ss["lab_cookie_clear"] = True
+    ss["lab_signed_out"] = True
 
 
 def login_form(store: Store) -> None:
-    """The login form; on success the session token goes into this tab's session state."""
+    """The login form; on success the session token goes into this tab's session state (and cookie)."""
     ss = st.session_state
-    if ss.pop("lab_ended", False):
+    if ss.pop("lab_signed_out", False):
+        st.info("You are signed out.")
+    elif ss.pop("lab_ended", False):
         st.warning("Your session ended (signed out, expired, or the account changed). Sign in again.")
     st.subheader("Sign in")
     with st.form("lab_login", clear_on_submit=True):
         name = st.text_input("User name", key="lab_login_name", max_chars=64)
         password = st.text_input("Password", type="password", key="lab_login_password", max_chars=200)
         go = st.form_submit_button("Sign in", type="primary")
+    cookie_bridge()
     if go:
         try:
-            token, _ = Accounts(store).login(name, password, client=_client())
+            with st.spinner("Checking…"):
+                token, _ = Accounts(store).login(name, password, client=_client())
         except LoginError as e:
             error_line(e)
             return
         finally:
             password = None
         ss["lab_token"] = token
+        ss.pop("lab_signed_out_token", None)
+        ss["lab_cookie_code"] = lab_session.handoff(token)
         st.rerun()
 
 
@@ -156,11 +259,12 @@ def current_actor(store: Store, *, ask_name: bool = True) -> Actor | None:
     """
     ss = st.session_state
     if lab_mode():
-        token = ss.get("lab_token")
+        token = session_token()
         user = Accounts(store).session_user(token) if token else None
         if user is None:
             if token:
                 ss.pop("lab_token", None)
+                ss["lab_signed_out_token"] = token  # a dead cookie is not tried again in this tab
                 ss["lab_ended"] = True
             login_form(store)
             return None
@@ -189,7 +293,7 @@ def account_bar(lab: Lab, slot=None) -> None:
     actor = lab.actor
     cols = slot.columns([5, 1])
     if actor.open_mode:
-        cols[0].markdown(f"Annotator: **{esc(actor.name)}** · open mode (no login)")
+        cols[0].text(f"Annotator: {actor.name} · open mode (no login)")  # a name from the address: plain text
         if cols[1].button("Switch", key="lab_switch", help="Label under another name"):
             st.session_state.pop("ann_annotator", None)
             st.query_params.clear()
@@ -197,8 +301,35 @@ def account_bar(lab: Lab, slot=None) -> None:
         return
     cols[0].markdown(f"Signed in as **{esc(actor.name)}** · {esc(actor.role)}")
     if cols[1].button("Sign out", key="lab_logout"):
-        Accounts(lab.store).logout(st.session_state.pop("lab_token", None))
+        sign_out(lab.store)
         st.rerun()
+
+
+def gate() -> bool:
+    """app.py's check, before the navigation runs a page or draws the sidebar.
+
+    Open mode: True (and the sidebar says it is open mode). Lab mode: True
+    with the signed-in user's line and a sign-out button in the sidebar;
+    otherwise the sign-in form, nothing else, and False.
+    """
+    if not lab_mode():
+        st.sidebar.caption(":material/lock_open: Open mode: no sign-in; anyone who can reach this server can "
+                           "use every page. A lab runs with BERDS_AUTH=lab.")
+        return True
+    store = page_store("gate", must_exist=True)
+    if store is None:
+        return False
+    actor = current_actor(store)
+    if actor is None:
+        return False
+    cookie_bridge()
+    with st.sidebar:
+        c = st.columns([3, 2], vertical_alignment="center")
+        c[0].markdown(f":material/person: **{esc(actor.name)}** · {esc(actor.role)}")
+        if c[1].button("Sign out", key="lab_sidebar_logout"):
+            sign_out(store)
+            st.rerun()
+    return True
 
 
 def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
@@ -209,5 +340,6 @@ def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
     return Lab(store, actor)
 
 
-__all__ = ["AccessDenied", "StoreError", "account_bar", "current_actor", "error_line", "get_store", "lab_for_page",
-           "login_form", "page_store", "refuse", "safe_markdown"]
+__all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate",
+           "get_store", "lab_for_page", "login_form", "page_store", "refuse", "safe_markdown", "session_token",
+           "sign_out"]

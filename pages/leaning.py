@@ -1,9 +1,7 @@
 """Leaning: stance leaning, retriever sycophancy and corpus coverage (BERDS section 8), interactive."""
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 
 import numpy as np
 import plotly.graph_objects as go
@@ -105,13 +103,10 @@ def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
 
 
 def to_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    if rows:
-        fields = list(dict.fromkeys(key for row in rows for key in row))
-        w = csv.DictWriter(buf, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
+    """The CSV download (formula cells neutralised: ``berds_core.exports``)."""
+    from berds_core.exports import to_csv as csv_text
+
+    return csv_text(rows) if rows else ""
 
 
 def chart_config(name: str, fmt: str) -> dict:

@@ -11,8 +11,8 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from pages.common import (ensure_shell, Config, DEPTH, LABEL_SOURCES, best_ranks, cached_data, cached_embedder,
-                          cached_judge, cached_retriever, column_result, embedder_model, esc, judge_caveat,
-                          page_engine, show_error)
+                          cached_judge, cached_retriever, column_result, embedder_model, esc, foreground,
+                          judge_caveat, page_engine, show_error)
 from pages import web_live
 
 ensure_shell()
@@ -24,6 +24,8 @@ COLUMNS = {
     "rerank": ("+ Re-ranker", "perspective-aware: the top 100 re-ranked for judged coverage"),
     "xquad": ("+ xQuAD", "the top 100 re-ranked for the perspectives, one expanded query per perspective"),
     "pm2": ("+ PM-2", "the top 100 re-ranked so the perspectives get proportional seats"),
+    "preset": ("+ Diverse preset", "the studio's own: dense top 10, the first 2 kept, the rest re-ranked by the "
+                                   "trained stance model for both sides (chosen by cross-validation)"),
 }
 PERSPECTIVE_COLUMNS = ("qe", "rerank", "xquad", "pm2")  # columns that use the perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
@@ -77,6 +79,8 @@ def _engine(cfg_key: tuple):
 def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
                   use_gold: bool) -> dict:
     cfg, data, retriever, judge, embedder = _engine(cfg_key)
+    if method == "preset":  # the preset picks its own retriever (dense, default embedder), as --preset does
+        retriever = cached_retriever("dense", data.corpus.hash, None, data.corpus)
     q = _question_from_key(qkey)
     gold = data.gold if q.id in (data.gold or {}) else None
     return column_result(q, data.corpus, retriever, judge, method, k, gold=gold, lam=lam, qe_source=qe_source,
@@ -92,6 +96,7 @@ def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool)
 
 
 POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)
+POOL_DEMO, POOL_PATH, POOL_UPLOAD = "Built-in demo pool", "File path", "Upload a file"
 STANCE_TAG = re.compile(r"^\s*\[(support|undermine|oppose|for|against)\]\s*", re.I)
 
 
@@ -128,8 +133,16 @@ def discover_into_box() -> None:
         ss["pg_discover_msg"] = ("warning", "Type a question first.")
         return
     try:
+        src = ss.get("pg_pool_src", POOL_DEMO)
         upload = ss.get("pg_pool_upload")
-        if upload is not None:
+        if src == POOL_DEMO:
+            from berds_core.datasets.demo import demo_pool_path
+
+            path = demo_pool_path()
+        elif src == POOL_UPLOAD:
+            if upload is None:
+                ss["pg_discover_msg"] = ("warning", "Upload a pool file first (or choose the built-in demo pool).")
+                return
             from pages.common import _save_upload
 
             path = Path(_save_upload(upload, "pool"))
@@ -228,14 +241,25 @@ def main() -> None:
     else:
         text = st.text_input("Your question", key="pg_text", placeholder="Should cities ban cars from their centres?")
         st.session_state.setdefault("pg_pool", os.environ.get(POOL_ENV, ""))
-        with st.expander("Perspective pool (for Discover perspectives)", expanded=not st.session_state["pg_pool"]):
-            st.text_input("Pool file", key="pg_pool", placeholder="/path/to/perspective_pool_v1.0.json",
-                          help="A file of perspective sentences: PERSPECTRUM's pool JSON, JSONL {id, text}, "
-                               "TSV/CSV with a text column, or .txt (one per line). Indexed once, then cached.")
-            st.file_uploader("…or upload one", type=["json", "jsonl", "tsv", "csv", "txt"], key="pg_pool_upload")
-        st.button("Discover perspectives", key="pg_discover", on_click=discover_into_box,
+        st.session_state.setdefault("pg_pool_src", POOL_PATH if os.environ.get(POOL_ENV, "").strip() else POOL_DEMO)
+        with st.expander("Perspective pool (for Discover perspectives)"):
+            pool_src = st.radio("Pool", [POOL_DEMO, POOL_PATH, POOL_UPLOAD], key="pg_pool_src", horizontal=True,
+                                help="Where Discover perspectives looks. The built-in demo pool works offline.")
+            if pool_src == POOL_DEMO:
+                st.caption("Perspective sentences written for this project: the demo questions and a few more "
+                           "claims (cars in city centres, compulsory voting, zoos, voting at 16, plastic bags). "
+                           "For other questions, use PERSPECTRUM's pool (perspective_pool_v1.0.json).")
+            elif pool_src == POOL_PATH:
+                st.text_input("Pool file", key="pg_pool", placeholder="/path/to/perspective_pool_v1.0.json",
+                              help="A file of perspective sentences: PERSPECTRUM's pool JSON, JSONL {id, text}, "
+                                   "TSV/CSV with a text column, or .txt (one per line). Indexed once, then cached.")
+            else:
+                st.file_uploader("Pool file", type=["json", "jsonl", "tsv", "csv", "txt"], key="pg_pool_upload")
+        b1, b2 = st.columns([1, 3])
+        b1.button("Discover perspectives", key="pg_discover", on_click=discover_into_box,
                   help="Find the pool's perspectives on this question: relevant, with their stance, "
                        "equivalent ones merged, sides alternating.")
+        b2.caption("Pool: " + st.session_state["pg_pool_src"].lower())
         msg = st.session_state.get("pg_discover_msg")
         if msg:
             getattr(st, msg[0])(msg[1])
@@ -275,7 +299,7 @@ def main() -> None:
                         help="gold: the dataset's labels (the default where it has them, as on Evaluate); "
                              "judge: the judge chosen in the sidebar.") == "gold"
 
-    t1, t2, t3, t4, t5 = st.columns(5)
+    t1, t2, t3, t4, t5, t6 = st.columns(6)
     shown = ["none"]
     if t1.toggle("MMR", value=True, key="pg_mmr"):
         shown.append("mmr")
@@ -287,6 +311,10 @@ def main() -> None:
         shown.append("xquad")
     if t5.toggle("PM-2", value=False, key="pg_pm2"):
         shown.append("pm2")
+    if t6.toggle("Diverse preset", value=False, key="pg_preset",
+                 help="The studio's own re-ranker (berds retrieve --preset diverse): dense retrieval, the top 2 "
+                      "kept, ranks 3-10 re-ranked by a trained stance model to cover both sides of the question."):
+        shown.append("preset")
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
     stance_of = list(question.stances or []) + [None] * len(question.perspectives)
@@ -296,7 +324,7 @@ def main() -> None:
 
     qkey = _question_key(question)
     results = {}
-    with st.spinner("Retrieving and judging…"):
+    with st.spinner("Retrieving and judging…"), foreground():  # the warm-up pauses meanwhile
         for method in shown:
             try:
                 args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
@@ -336,8 +364,9 @@ def main() -> None:
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}.")
         else:
-            ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
-                     cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
+            with foreground():
+                ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
+                         cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
             lines = []
             for j in missing:
                 r = ranks.get(j)

@@ -12,6 +12,11 @@ configures what the app may use; a visitor only picks among it:
   must lie under the app's allowed roots (:mod:`berds_core.safepaths`);
 - ``BERDS_WEB_ALLOW_PRIVATE=1``: allow pages on private or local addresses (off by
   default, so a search result cannot make the server read its own network).
+
+With no backend configured (a speaker without network), the page replays the
+built-in recording (the ``replay`` backend, :mod:`berds_core.web.replay`): a
+few questions' searches and pages, written for this project, labelled as a
+recording with their fetch dates wherever they are shown.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ ENV_SEARCH = "BERDS_SEARCH"
 ENV_SNAPSHOTS = "BERDS_WEB_SNAPSHOTS"
 ENV_ALLOW_PRIVATE = "BERDS_WEB_ALLOW_PRIVATE"
 TOPS = [10, 20, 50, 100]
+REPLAY = "replay"  # the built-in recording (berds_core.web.replay), offered when no backend is configured
 
 
 def _secret(name: str) -> str | None:
@@ -91,12 +97,10 @@ def corpus_choice() -> dict | None:
         return None
     specs = configured_backends()
     if not specs:
-        st.warning(f"No web search backend is configured. Set {ENV_SEARCH} (for example "
-                   "searxng:http://127.0.0.1:8888, or serper with SERPER_API_KEY) in the environment or in "
-                   ".streamlit/secrets.toml, then reload.", icon=":material/travel_explore:")
-        return {"error": True}
+        return recording_choice()
     c1, c2, c3 = st.columns([1.4, 1, 1])
-    spec = c1.selectbox("Search backend", specs, key="pg_web_backend")
+    spec = c1.selectbox("Search backend", specs + [REPLAY], key="pg_web_backend",
+                        format_func=lambda s: "replay (the built-in recording, no network)" if s == REPLAY else s)
     top = c2.select_slider("Pages to fetch", TOPS, value=20, key="pg_web_top",
                            help="Search results fetched for the question (the paper used 100).")
     extractor = c3.radio("Text extraction", ["trafilatura", "readability"], horizontal=True, key="pg_web_extract",
@@ -106,6 +110,48 @@ def corpus_choice() -> dict | None:
         folder = st.text_input("Save snapshots under (optional)", key="pg_web_dir",
                                help=f"Empty: {ENV_SNAPSHOTS} or the cache. A folder under the app's allowed roots.")
     return {"spec": spec, "top": int(top), "extractor": extractor, "folder": folder}
+
+
+@st.cache_resource(show_spinner=False)
+def demo_recording():
+    """The built-in recording (what ``replay`` replays)."""
+    from berds_core.web.replay import ReplaySearch
+
+    return ReplaySearch()
+
+
+def _ask_recorded() -> None:
+    """Button callback: put the chosen recorded question in the question box."""
+    pick = st.session_state.get("pg_web_recorded")
+    if pick:
+        st.session_state["pg_text"] = pick
+
+
+def recording_label(info: dict) -> str:
+    """One line that says a corpus is a recording, with its dates."""
+    dates = info.get("fetched_from") or "?"
+    if info.get("fetched_to") and info.get("fetched_to") != info.get("fetched_from"):
+        dates += f" to {info['fetched_to']}"
+    return (f"a recording, not the live web: the search of {info.get('searched_at') or '?'} and its pages as "
+            f"fetched on {dates} ({info.get('source')})")
+
+
+def recording_choice() -> dict:
+    """No backend configured: offer the built-in recording, labelled as such, instead of a dead end."""
+    rec = demo_recording()
+    held = rec.questions()
+    info = [rec.recording_info(q) for q in held]
+    searched = sorted({i["searched_at"] for i in info if i.get("searched_at")})
+    st.info(f"No web search backend is configured ({ENV_SEARCH}), so this replays a recording: the web searches "
+            f"of {', '.join(searched)} and their pages, for {len(held)} questions (pages written for this demo, "
+            "fictional sites). It is not the live web.", icon=":material/history:")
+    c1, c2 = st.columns([3, 1])
+    c1.selectbox("Recorded questions", held, key="pg_web_recorded",
+                 help="The questions the recording holds; another question finds nothing in it.")
+    c2.button("Ask this question", key="pg_web_ask", on_click=_ask_recorded)
+    st.caption(f"For the live web, the operator sets {ENV_SEARCH} (e.g. searxng:http://127.0.0.1:8888, or serper "
+               "with SERPER_API_KEY) in the environment or .streamlit/secrets.toml.")
+    return {"spec": REPLAY, "top": 100, "extractor": "trafilatura", "folder": ""}
 
 
 def typed_id(text: str) -> str:
@@ -150,6 +196,8 @@ def _web_engine(folder: str, stamp: str, cfg_key: tuple):
 def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float,
                 qe_source: str, _question: Question) -> dict:
     corpus, retriever, judge, embedder = _web_engine(folder, stamp, cfg_key)
+    if method == "preset":  # the preset picks its own retriever (dense, default embedder)
+        retriever = cached_retriever("dense", corpus.hash, None, corpus)
     return column_result(_question, corpus, retriever, judge, method, k, lam=lam, qe_source=qe_source,
                          embedder=embedder)
 
@@ -171,8 +219,9 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
 
     if settings.get("error"):
         return None
-    try:
-        root = snapshot_root(settings["folder"]) / today()
+    replay = settings["spec"].split(":", 1)[0] == REPLAY
+    try:  # a replayed recording gets its own folder: it never mixes with live snapshots of the same day
+        root = snapshot_root(settings["folder"]) / ("recordings" if replay else today())
         backend = cached_backend(settings["spec"])
     except InputError as e:
         show_error(e)
@@ -194,7 +243,7 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
             bar.progress(info["done"] / max(info["total"], 1),
                          text=f"Fetching pages: {info['done']} / {info['total']}")
 
-    bar.progress(0.0, text="Searching the web…")
+    bar.progress(0.0, text="Replaying the recording…" if replay else "Searching the web…")
     try:
         res = build_question_corpus(q, backend, root, opts, on_event=on_event)
     except (SearchError, OSError) as e:
@@ -203,9 +252,9 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
         return None
     bar.empty()
     if res.search_error:
-        show_error(res.search_error, "Web search failed: ")
+        show_error(res.search_error, "Not in the recording: " if replay else "Web search failed: ")
         return None
-    _show_summary(res, f"{today()}/{res.folder.name}")
+    _show_summary(res, f"{'recordings' if replay else today()}/{res.folder.name}")
     if not res.passages:
         st.warning("No page gave any text: nothing to retrieve from. See the fetch log above.")
         return None
@@ -218,14 +267,18 @@ def open_engine(question: Question, settings: dict) -> WebEngine | None:
 def _show_summary(res, where: str) -> None:
     """Counts, the fetch log and the snapshot's folder (relative to the snapshot root: the page never
     shows the server's own folders)."""
-    how = "saved snapshot" if res.reused else "fetched now"
-    st.markdown(f'<div class="bc-desc">Web corpus ({esc(how)}): {res.fetched} of {res.results} pages gave text, '
-                f'{res.passages} passages; {res.failed} failed, {res.skipped} skipped.</div>',
-                unsafe_allow_html=True)
+    from berds_core.web import read_manifest
+
+    recording = (read_manifest(res.folder) or {}).get("recording")
+    how = recording_label(recording) if recording else "saved snapshot" if res.reused else "fetched now"
+    st.markdown(f'<div class="bc-desc" data-testid="web-corpus-summary">Web corpus ({esc(how)}): {res.fetched} of '
+                f'{res.results} pages gave text, {res.passages} passages; {res.failed} failed, {res.skipped} skipped.'
+                '</div>', unsafe_allow_html=True)
     with st.expander(f"Fetch log ({len(res.log)} pages) and snapshot folder"):
         st.caption("Snapshot saved in the snapshot folder under:")
         st.code(where, language=None)
         rows = [{"url": r.get("url"), "outcome": r.get("outcome"), "status": r.get("status"),
-                 "reason": r.get("reason"), "passages": r.get("passages", 0)} for r in res.log]
+                 "reason": r.get("reason"), "passages": r.get("passages", 0), "fetched at": r.get("fetched_at")}
+                for r in res.log]
         if rows:
             st.dataframe(rows, hide_index=True, width="stretch")

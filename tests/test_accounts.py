@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from argon2 import PasswordHasher
 
-from berds_core.accounts import MAX_FAILURES, WINDOW, AccountError, Accounts, LoginError
+from berds_core.accounts import (MAX_CLIENT_FAILURES, MIN_PASSWORD, NAME_FREE_FAILURES, NAME_MAX_DELAY, WINDOW,
+                                 AccountError, Accounts, LoginError, client_address)
 from berds_core.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,15 +21,21 @@ SECRET = "correct horse battery"
 class Clock:
     def __init__(self, t=1_000_000.0):
         self.t = t
+        self.slept = []
 
     def __call__(self):
         return self.t
+
+    def sleep(self, seconds):  # a login that waits moves this clock instead of the test's time
+        self.slept.append(seconds)
+        self.t += seconds
 
 
 @pytest.fixture()
 def acc(tmp_path):
     store = Store(tmp_path / "lab.db")
-    yield Accounts(store, hasher=FAST, clock=Clock())
+    clock = Clock()
+    yield Accounts(store, hasher=FAST, clock=clock, sleep=clock.sleep)
     store.close()
 
 
@@ -44,10 +51,10 @@ def test_password_stored_only_as_salted_argon2_hash(acc, tmp_path):
 
 
 def test_policy_names_roles_and_duplicates(acc):
-    with pytest.raises(AccountError, match="at least 8"):
+    with pytest.raises(AccountError, match=f"at least {MIN_PASSWORD}"):
         acc.add("alice", "annotator", "short")
     with pytest.raises(AccountError, match="user name"):
-        acc.add("alice123", "annotator", "ALICE123")
+        acc.add("alice.the.annotator", "annotator", "ALICE.THE.ANNOTATOR")
     with pytest.raises(AccountError, match="role"):
         acc.add("alice", "boss", SECRET)
     with pytest.raises(AccountError, match="letters"):
@@ -92,25 +99,158 @@ def test_sessions_expire_idle_and_absolute(acc, monkeypatch):
     assert acc.session_user(token) is None
 
 
-def test_wrong_passwords_are_rate_limited(acc):
+def test_wrong_passwords_slow_a_name_down_but_never_refuse_the_right_one(acc):
     acc.add("alice", "annotator", SECRET)
-    for _ in range(MAX_FAILURES):
+    clock = acc.clock
+    for i in range(20):  # an attacker at 10.0.0.9 tries 20 passwords for alice
         with pytest.raises(LoginError, match="wrong name or password"):
-            acc.login("alice", "not the password", client="10.0.0.9")
-    # blocked now, even with the right password, without checking it
-    with pytest.raises(LoginError, match="too many"):
+            acc.login("alice", f"guess number {i}", client="10.0.0.9")
+    waits = [w for w in clock.slept if w > 0]
+    assert len(waits) == 20 - NAME_FREE_FAILURES  # the first ones are free, then every attempt waits ...
+    assert waits == sorted(waits) and waits[0] == 1.0 and max(waits) == NAME_MAX_DELAY  # ... longer, up to the cap
+    # the 21st attempt from that address waits: refused without checking the password
+    n_attempts = acc.store._read("SELECT COUNT(*) FROM login_attempts")[0][0]
+    with pytest.raises(LoginError, match="too many failed sign-ins from this address"):
         acc.login("alice", SECRET, client="10.0.0.9")
-    rows = acc.store._read("SELECT COUNT(*) FROM login_attempts")[0][0]
-    assert rows == MAX_FAILURES  # the refused attempt was not even tried
-    acc.clock.t += WINDOW + 1
-    token, _ = acc.login("alice", SECRET)
-    assert acc.session_user(token).name == "alice"
+    assert acc.store._read("SELECT COUNT(*) FROM login_attempts")[0][0] == n_attempts  # not even tried
+    assert acc.client_wait("10.0.0.9") > 0
+    # alice herself, from her own address, signs in with the right password (after the name's wait)
+    before = len(clock.slept)
+    token, user = acc.login("alice", SECRET, client="10.0.0.5")
+    assert user.name == "alice" and acc.session_user(token).name == "alice"
+    assert clock.slept[before:] and clock.slept[-1] <= NAME_MAX_DELAY  # delayed, never refused
     # unknown names get the same answer as wrong passwords (no user enumeration)
     with pytest.raises(LoginError, match="wrong name or password"):
-        acc.login("mallory", SECRET)
+        acc.login("mallory", SECRET, client="10.0.0.7")
     audit = acc.store.audit_log(refused_only=True)
-    assert any(a["detail"] == "rate limited" for a in audit)
-    assert all(SECRET not in json.dumps(a) and "not the password" not in json.dumps(a) for a in acc.store.audit_log())
+    assert any(a["detail"] == "rate limited (address)" for a in audit)
+    assert all(SECRET not in json.dumps(a) and "guess number" not in json.dumps(a) for a in acc.store.audit_log())
+    # the address may try again once its failures have left the window
+    clock.t += WINDOW + 1
+    assert acc.client_wait("10.0.0.9") == 0
+    acc.login("alice", SECRET, client="10.0.0.9")
+
+
+def test_a_success_does_not_reset_an_address(acc):
+    """An attacker with an account of their own cannot clear their address's count by signing in."""
+    acc.add("alice", "annotator", SECRET)
+    acc.add("mallory", "annotator", SECRET)
+    for i in range(MAX_CLIENT_FAILURES - 1):
+        with pytest.raises(LoginError):
+            acc.login("alice" if i % 2 else f"user{i}", "nope nope nope", client="10.0.0.66")
+    acc.login("mallory", SECRET, client="10.0.0.66")  # success in between
+    with pytest.raises(LoginError, match="wrong name"):
+        acc.login("alice", "nope nope nope", client="10.0.0.66")  # the 20th failure
+    with pytest.raises(LoginError, match="too many failed sign-ins"):
+        acc.login("mallory", SECRET, client="10.0.0.66")  # the 21st attempt waits
+
+
+def test_client_address_uses_only_the_proxy_header_the_operator_names(monkeypatch):
+    monkeypatch.delenv("BERDS_PROXY_HEADER", raising=False)
+    monkeypatch.delenv("BERDS_PROXY_HOPS", raising=False)
+    headers = {"X-Forwarded-For": "6.6.6.6, 203.0.113.7", "X-Real-IP": "198.51.100.2"}
+    assert client_address(None, headers) == "127.0.0.1"  # localhost (Streamlit says None): still an address
+    assert client_address("192.0.2.1", headers) == "192.0.2.1"  # headers ignored unless the operator names one
+    monkeypatch.setenv("BERDS_PROXY_HEADER", "X-Forwarded-For")
+    assert client_address(None, headers) == "203.0.113.7"  # the entry our proxy appended, not the client's own
+    monkeypatch.setenv("BERDS_PROXY_HOPS", "2")
+    assert client_address(None, headers) == "6.6.6.6"
+    monkeypatch.setenv("BERDS_PROXY_HEADER", "X-Real-IP")
+    assert client_address(None, headers) == "198.51.100.2"
+    assert client_address("192.0.2.1", {}) == "192.0.2.1"  # header missing: the connection's address
+
+
+class CountingHasher(PasswordHasher):
+    def __init__(self):
+        super().__init__(time_cost=1, memory_cost=1024, parallelism=1)
+        self.calls = {"hash": 0, "verify": 0}
+
+    def hash(self, *a, **k):
+        self.calls["hash"] += 1
+        return super().hash(*a, **k)
+
+    def verify(self, *a, **k):
+        self.calls["verify"] += 1
+        return super().verify(*a, **k)
+
+
+def test_known_and_unknown_names_cost_one_hash_each(tmp_path):
+    store = Store(tmp_path / "lab.db")
+    hasher = CountingHasher()
+    Accounts(store, hasher=hasher).add("alice", "annotator", SECRET)
+    for who in ("alice", "nobody", "alice", "nobody2"):
+        for _ in range(2):  # a new Accounts per request, as the pages make them
+            before = dict(hasher.calls)
+            with pytest.raises(LoginError):
+                Accounts(store, hasher=hasher).login(who, "wrong wrong wrong", client=f"10.1.{len(who)}.{_}")
+            spent = {k: hasher.calls[k] - before[k] for k in before}
+            assert spent["verify"] == 1 and spent["hash"] == 0, (who, spent)  # the dummy hash exists once
+    store.close()
+
+
+@pytest.mark.slow
+def test_login_timing_does_not_tell_which_names_exist(tmp_path):
+    """The production hasher (argon2id m=65536, t=3, p=4): wrong password for a real name vs an unknown name,
+    30 tries each, interleaved; the medians are within 10% of each other."""
+    import statistics
+    import time
+
+    store = Store(tmp_path / "lab.db")
+    acc = Accounts(store)
+    acc.add("alice", "annotator", SECRET)
+    no_wait = dict(sleep=lambda seconds: None)  # the name's growing delay is not what is measured here
+    with pytest.raises(LoginError):
+        acc.login("nobody", "warm up", client=None)  # the process's first login makes the dummy hash
+    times = {"alice": [], "nobody": []}
+    for i in range(30):
+        for who in (("alice", "nobody") if i % 2 else ("nobody", "alice")):
+            t0 = time.perf_counter()
+            with pytest.raises(LoginError):
+                Accounts(store, **no_wait).login(who, "not the password", client=None)
+            times[who].append(time.perf_counter() - t0)
+    store.close()
+    known, unknown = statistics.median(times["alice"]), statistics.median(times["nobody"])
+    assert abs(known - unknown) / max(known, unknown) < 0.10, (known, unknown)
+
+
+def test_sign_in_purges_ended_sessions(acc):
+    acc.add("alice", "annotator", SECRET)
+    old, _ = acc.login("alice", SECRET)
+    gone, _ = acc.login("alice", SECRET)
+    acc.logout(gone)
+    acc.clock.t += 13 * 3600  # past the 12 h lifetime of `old`
+    acc.login("alice", SECRET)
+    hashes = [r[0] for r in acc.store._read("SELECT token_hash FROM sessions")]
+    assert len(hashes) == 1 and acc.session_user(old) is None
+
+
+def test_lab_database_is_private(tmp_path):
+    db = tmp_path / "new.db"
+    with Store(db) as s:
+        Accounts(s, hasher=FAST).add("alice", "annotator", SECRET)
+    for p in tmp_path.glob("new.db*"):
+        assert p.stat().st_mode & 0o777 == 0o600, p
+    old = tmp_path / "old.db"
+    Store(old).close()
+    os.chmod(old, 0o644)  # a database made before this rule
+    with Store(old) as s:
+        Accounts(s, hasher=FAST).add("bob", "annotator", SECRET)  # a hash goes in: owner only from now on
+    assert old.stat().st_mode & 0o777 == 0o600
+
+
+def test_password_policy_follows_nist(acc):
+    from berds_core.accounts import MAX_PASSWORD, check_password_policy
+
+    check_password_policy("tea kettle on the windowsill", "alice")  # a passphrase: spaces and all lower case
+    check_password_policy("Ünïcödé is fine here too", "alice")
+    for bad, why in [("fourteen chars", "at least"), ("1234567890qwerty", "common passwords"),
+                     ("passwordpassword", "too easy"), ("alicealicealice1", "too easy"),
+                     ("x" * (MAX_PASSWORD + 1), "at most")]:
+        with pytest.raises(AccountError, match=why) as e:
+            check_password_policy(bad, "alice")
+        assert bad not in str(e.value)
+    with pytest.raises(AccountError, match="common passwords"):
+        acc.add("carol", "annotator", "1234qwerasdfzxcv")
 
 
 def test_disable_and_reset_end_sessions(acc):
@@ -156,7 +296,7 @@ def test_users_cli_add_list_disable_reset(tmp_path):
     assert json.loads(out.stdout) == {"db": db, "user": "alice", "role": "admin", "active": True}
     assert SECRET not in out.stdout + out.stderr
     out = _cli("add", "bob", "--role", "annotator", "--db", db, "--password-stdin", stdin="short\n")
-    assert out.returncode == 2 and "at least 8" in out.stderr and "short" not in out.stderr.replace("at least", "")
+    assert out.returncode == 2 and f"at least {MIN_PASSWORD}" in out.stderr and "short" not in out.stderr.replace("at least", "")
     assert len(out.stderr.strip().splitlines()) == 1
     out = _cli("add", "bob", "--role", "annotator", "--db", db, "--password-stdin", stdin="")
     assert out.returncode == 2 and "no password" in out.stderr

@@ -411,3 +411,43 @@ def test_build_task_set_from_a_run_file(db, tmp_path, monkeypatch):
         assert len(s.queue("alice", "from-file")) == 6 and len(s.queue("bob", "from-file")) == 6
         assert all(p.title and p.title.startswith("RT") for p in s.pairs(s.queue("bob", "from-file")))
         assert len(s.judge_preds("jj")) >= 6
+
+
+def test_agreement_lists_one_row_per_judge(db):
+    """issue 24: answers stored under a spec and under the judge's name (earlier versions did) are one judge:
+    one row in the paper table, one choice in the Judge box; a judge run from the page is stored once."""
+    _label_both(db)
+    with Store(db) as s:
+        same = s.judge_preds("judgeX")
+        s.set_judge_preds("judgeX-long-stable-name", same)  # the same answers under a second name
+        s.set_judge_preds("labelsonly", {pid: (None, lab) for pid, (_, lab) in same.items()})  # never merged
+    from berds_core.agreement import agreement_report, distinct_judges
+
+    with Store(db) as s:
+        assert distinct_judges(s) == {"judgeX-long-stable-name": ["judgeX"], "labelsonly": []}
+        rep = agreement_report(s, "judgeX", n_boot=50)
+    assert rep["judge"] == "judgeX-long-stable-name" and set(rep["judges"]) == {"judgeX-long-stable-name", "labelsonly"}
+    at = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=120).run()
+    assert not at.exception
+    assert at.selectbox(key="agr_judge").options == ["judgeX-long-stable-name", "labelsonly"]
+    paper = next(d.value for d in at.dataframe if "comparison" in d.value.columns)
+    assert list(paper["comparison"]).count("human vs judgeX-long-stable-name") == 1
+    assert "human vs judgeX" not in list(paper["comparison"])
+    # "Run judge" stores the answers once, under the judge's stable name, and selects it
+    at.button(key="agr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    with Store(db) as s:
+        names = s.judges()
+    assert "embedded" not in names and any(n.startswith("embedded-") for n in names)
+    assert at.selectbox(key="agr_judge").value.startswith("embedded-")
+    assert sum(o.startswith("embedded") for o in at.selectbox(key="agr_judge").options) == 1
+
+
+def test_annotation_database_relative_path_message_says_where_it_starts(db):
+    """issue 24: 'annotations/new.db' is refused with a message that says relative paths start in annotations/."""
+    at = _annotate()
+    at.text_input(key="ann_db").input("annotations/new.db").run()
+    err = " ".join(e.value for e in at.error)
+    assert "relative paths start in the annotations folder" in html.unescape(err)
+    assert "type 'new.db'" in html.unescape(err)
+    assert str(db.parent) not in err  # no server folder is named

@@ -31,9 +31,16 @@ def test_two_answers_side_by_side_in_the_browser(served, browser_page):
     wait_for_app(page)
     page.get_by_role("link", name="Answers").first.click()
     page.wait_for_selector("text=Write both answers", timeout=240_000)
+    # the page draws its controls before both configurations' passages are retrieved (the models are ready,
+    # the rest follows): wait until both sides are drawn before clicking
+    da_js = ("() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')]"
+             ".map(e => e.innerText).filter(t => t.startsWith('D.A.'))")
+    page.wait_for_function(f"() => ({da_js})().length === 2", timeout=240_000)
     wait_idle(page, 240_000)
     page.get_by_role("button", name="Write both answers").click()
     page.wait_for_function("() => document.querySelectorAll('.an-answer').length === 2", timeout=240_000)
+    page.wait_for_function(f"() => {{ const d = ({da_js})(); return d.length === 2 && d.every(t => !t.endsWith('–')); }}",
+                           timeout=240_000)
     wait_idle(page, 240_000)
     answers = page.locator(".an-answer").all_inner_texts()
     assert all(a.startswith("Some people disagree. <b>not bold</b>") for a in answers)

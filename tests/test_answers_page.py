@@ -36,14 +36,31 @@ def metrics(at) -> dict:
 
 
 def test_without_a_generator_the_page_says_what_to_configure(page):
+    from berds_core.generators import local_server as ls
+
     infos = [i.value for i in page.info]
-    assert any("No generator is configured" in i and "openai:<model>@http://127.0.0.1:8000" in i
+    assert any("No generator is configured" in i and "openai:<model>@<url>" in i
                and "hf:/path/to/model" in i for i in infos)
+    # the exact command that starts a local server, and the spec to paste (copyable code blocks)
+    codes = [c.value for c in page.code]
+    assert ls.COMMAND in codes and ls.SPEC in codes and ls.CPU_COMMAND in codes
+    assert ls.COMMAND == "vllm serve Qwen/Qwen2-1.5B-Instruct --host 127.0.0.1 --port 8000"
+    assert ls.SPEC == "openai:Qwen/Qwen2-1.5B-Instruct@http://127.0.0.1:8000"
     assert not page.error
     assert page.button(key="ans_go").disabled
     labels = [m[0] for m in metrics(page)]
     assert labels.count("MRecall@5 (passages)") == 2  # both configurations still retrieve and score
     assert all(v in ("0", "1") for lab, v in metrics(page) if lab == "MRecall@5 (passages)")
+
+
+def test_paste_this_spec_fills_the_generator_field(page):
+    from berds_core.generators import local_server as ls
+
+    page.button(key="ans_gen_paste").click().run()
+    assert page.text_input(key="ans_gen").value == ls.SPEC
+    # nothing listens there here: one line, no traceback, the page still draws
+    assert not page.exception
+    page.text_input(key="ans_gen").set_value("").run()
 
 
 def test_a_path_outside_the_allowed_folders_is_refused(page, tmp_path):

@@ -56,13 +56,22 @@ def test_answer_cli_cites_passages_by_rank_and_is_cached(server, tmp_path, capsy
     assert main(argv[:8] + ["basic"] + argv[9:]) == 0 and len(server.requests) == 8
 
 
-def test_server_down_is_one_line_and_answers_made_are_kept(tmp_path, capsys):
+def test_server_down_is_one_line_and_answers_made_are_kept(tmp_path, capsys, monkeypatch):
+    import berds_core.reach as reach
+
     srv = answer_server.start()
     spec = f"openai:m@{srv.url}"
     make_run(tmp_path / "run.jsonl")
     base = ["answer", "--run", str(tmp_path / "run.jsonl"), "--generator", spec, "--retries", "0", "--quiet"]
     assert main(base + ["--limit", "2", "--out", str(tmp_path / "first.jsonl")]) == 0
-    answer_server.stop(srv)  # the server goes down
+    # the server goes down after the check that it answers, before the work: the answers made (cached) are kept
+    check = reach.check_servers
+
+    def check_then_stop(pairs):
+        check(pairs)
+        answer_server.stop(srv)
+
+    monkeypatch.setattr(reach, "check_servers", check_then_stop)
     out = tmp_path / "all.jsonl"
     assert main(base + ["--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
@@ -71,11 +80,18 @@ def test_server_down_is_one_line_and_answers_made_are_kept(tmp_path, capsys):
     assert not out.exists()  # --out is left as it was
     kept = [json.loads(line) for line in (tmp_path / "all.partial.jsonl").read_text().splitlines()]
     assert [r["id"] for r in kept] == ["q0", "q1"] and kept[0]["generation"].startswith("Some people disagree")
+    monkeypatch.setattr(reach, "check_servers", check)
+    # down from the start: one line naming the server before any work, nothing written
+    (tmp_path / "all.partial.jsonl").unlink()
+    assert main(base + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"cannot reach the server {srv.url}" in err
+    assert not out.exists() and not (tmp_path / "all.partial.jsonl").exists()
     # D.A. and P.D. against the dead server: one line, exit 2
     assert main(["da", "--answers", str(tmp_path / "first.jsonl"), "--model", spec, "--retries", "0"]) == 2
     assert main(["pd", "--answers", str(tmp_path / "first.jsonl"), "--model", spec, "--retries", "0"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and all("cannot connect" in ln and ln.startswith("berds ") for ln in lines)
+    assert len(lines) == 2 and all("cannot reach the server" in ln and ln.startswith("berds ") for ln in lines)
 
 
 def test_dispute_awareness_from_yes_no_logprobs_not_from_the_examples(server):

@@ -138,3 +138,89 @@ def test_cancel_stops_the_running_job_drops_the_queue_and_keeps_the_worker():
         assert jobs.cancel(timeout=1)  # nothing running: returns at once
     finally:
         jobs.shutdown()
+
+
+def test_ready_marks_the_part_pages_need_and_foreground_work_pauses_the_job():
+    """issue 24: a page waits only until the job has loaded what it needs (``ready``), and while the page
+    computes (``foreground``) the job pauses at its next report instead of sharing the CPU."""
+    jobs = Jobs()
+    steps, release = [], threading.Event()
+
+    def job(report):
+        report("loading models")
+        report.ready()
+        for i in range(50):
+            report("encoding passages", i, 50)
+            steps.append(time.perf_counter())
+            time.sleep(0.01)
+
+    st = jobs.submit("warm", "Warm-up", job)
+    try:
+        deadline = time.perf_counter() + 10
+        while not st.ready and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        assert st.ready and not st.over and st.ready_at is not None
+        with jobs.foreground():
+            time.sleep(0.1)  # the step under way may finish
+            paused_at = len(steps)
+            time.sleep(0.4)
+            assert len(steps) <= paused_at + 1  # no progress while the page computes
+            assert not st.over
+        assert st.wait(10) and st.status == "done" and len(steps) == 50
+    finally:
+        release.set()
+        jobs.shutdown()
+
+
+def test_a_job_paused_for_the_foreground_still_stops_on_shutdown():
+    jobs = Jobs()
+
+    def job(report):
+        while True:
+            report("forever")
+            time.sleep(0.01)
+
+    st = jobs.submit("loop", "Loop", job)
+    time.sleep(0.1)
+    with jobs.foreground():
+        jobs.shutdown(5)
+    assert st.status == "error" and isinstance(st.error, JobCancelled)
+
+
+def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tmp_path, monkeypatch):
+    """issue 24: the demo's precomputed embeddings fill the store, so the Playground's first demo question
+    runs with no encoder loaded; the shipped vectors agree with what this machine computes."""
+    import numpy as np
+
+    from berds_core import datasets
+    from berds_core.corpus import corpus_from_passages
+    from berds_core.embed_store import embedding_store, text_encoder
+    from berds_core.judges import get_judge
+    from berds_core.retrieval import get_retriever
+    from berds_core.warmup import seed_shipped
+    from pages.common import SharedSearch, best_ranks, column_result
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    b = datasets.load_demo()
+    corpus = corpus_from_passages(b.passages, "demo")
+    te = text_encoder(None)
+    if te.encoding not in ("bf16", "int8"):
+        pytest.skip(f"this machine encodes in {te.encoding}: nothing shipped for it")
+    n = seed_shipped(corpus)
+    assert n > 800 and embedding_store().count(te.key) == n
+    assert seed_shipped(corpus) == 0  # already there
+    assert seed_shipped(corpus_from_passages(b.passages[:-1], "other")) == 0  # not the demo: nothing
+    judge = get_judge("embedded")
+    retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
+    before = te.n_encoded
+    for q in b.questions[:3]:
+        res = {m: column_result(q, corpus, retriever, judge, m, 5, gold=b.gold, lam=0.75 if m == "mmr" else None,
+                                qe_source="dataset", embedder=te) for m in ("none", "mmr", "qe", "rerank")}
+        best_ranks(q, corpus, retriever, judge, [0, 1])
+        assert all(len(r["passages"]) == 5 for r in res.values())
+    assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
+    # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
+    texts = [p.text for p in b.passages[:20]]
+    fresh = te.encode_uncached(texts)
+    shipped = te.embed(texts)
+    assert float(np.min(np.sum(fresh * shipped, axis=1))) > 0.99

@@ -45,8 +45,14 @@ def page(cqa_file):
 
 
 def test_without_a_model_the_page_says_what_to_configure(page):
-    assert any("No model is configured" in i.value and "openai:<model>@http://127.0.0.1:8000" in i.value
-               for i in page.info)
+    from berds_core.generators import local_server as ls
+
+    assert any("No model is configured" in i.value and "openai:<model>@<url>" in i.value for i in page.info)
+    codes = [c.value for c in page.code]
+    assert ls.COMMAND in codes and ls.SPEC in codes
+    page.button(key="cv_model_paste").click().run()
+    assert page.text_input(key="cv_model").value == ls.SPEC and not page.exception
+    page.text_input(key="cv_model").set_value("").run()
     assert page.button(key="cv_go").disabled and not page.error
     assert page.selectbox(key="cv_q").options  # demo questions with passages on both sides
 

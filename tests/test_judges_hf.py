@@ -234,11 +234,11 @@ def test_missing_local_path_fails_at_once(spec, no_hub_calls, monkeypatch):
 
 
 def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
-    from berds_core.generators import hf
+    from berds_core import hub
     from berds_core.judges import JudgeError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(hf, "hub_reachable", lambda timeout=3.0: pytest.fail("probed the network while offline"))
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: pytest.fail("probed the network while offline"))
     j = get_judge("hf:nonexistent-org/nonexistent-model")
     assert j.status()["ok"] is False and "HF_HUB_OFFLINE" in j.status()["detail"]
     with pytest.raises(JudgeError, match="not in the Hugging Face cache, and HF_HUB_OFFLINE is set"):
@@ -246,7 +246,7 @@ def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
     # online but the hub cannot be reached: the same one line, no retries
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-    monkeypatch.setattr(hf, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(JudgeError, match="hub is unreachable"):
         get_judge("hf:other-org/missing-model").predict([("a", "b")])
     # a missing adapter of a present model fails the same way

@@ -1,9 +1,10 @@
 """Real browser, lab mode: three annotators and a reviewer run a blind double-annotation round end to end.
 
-`streamlit run app.py` with BERDS_AUTH=lab; each person signs in in their own browser context. The
-annotators label by keyboard at the same time, each seeing only their own queue; an annotator's direct
-requests for the reviewer page and for another annotator's labels are refused (and logged); the reviewer
-adjudicates a disagreement. Also: no cookie carries the login, Streamlit's XSRF cookie is SameSite=Strict,
+`streamlit run serve.py` with BERDS_AUTH=lab, as a lab runs it; each person signs in in their own browser
+context. The annotators label by keyboard at the same time, each seeing only their own queue; an annotator's
+direct requests for the reviewer page and for another annotator's labels are refused (and logged); the
+reviewer adjudicates a disagreement. Also: the only cookie holding the login is the HttpOnly, SameSite=Strict
+session cookie (its token's hash is what the database keeps), Streamlit's XSRF cookie is SameSite=Strict,
 and HTML in guidelines and passages is shown as text.
 """
 import hashlib
@@ -48,6 +49,7 @@ def _login(page, url, path, name):
     page.get_by_role("button", name="Sign in").click()
     page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
     wait_idle(page)
+    page.wait_for_function("() => window.__berdsSessionCookie === 'POST 204'", timeout=30_000)
 
 
 def _question(page) -> str:
@@ -82,7 +84,7 @@ def test_lab_round_three_annotators_and_a_reviewer(tmp_path):
     db = tmp_path / "lab.db"
     queues, questions = _make_lab(db)
     env = {"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}
-    with streamlit_server(ROOT / "app.py", env=env, timeout=180) as url, sync_playwright() as pw:
+    with streamlit_server(ROOT / "serve.py", env=env, timeout=180) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         ctxs = {a: browser.new_context(viewport={"width": 1300, "height": 950}) for a in ANNOTATORS + ["rev"]}
         pages = {a: c.new_page() for a, c in ctxs.items()}
@@ -111,28 +113,26 @@ def test_lab_round_three_annotators_and_a_reviewer(tmp_path):
             assert seen[a] == [questions[pid] for pid in queues[a]]
         screenshot(pages["ann1"], "lab-annotator-done")
 
-        # cookies: the login is not in any cookie; Streamlit's XSRF cookie is SameSite=Strict
+        # cookies: the login is in the HttpOnly session cookie only; Streamlit's XSRF cookie is SameSite=Strict
         with Store(db) as s:
             token_hashes = {r[0] for r in s._read("SELECT token_hash FROM sessions")}
         assert len(token_hashes) == 3
-        cookies = ctxs["ann1"].cookies()
-        for c in cookies:
-            assert hashlib.sha256(c["value"].encode()).hexdigest() not in token_hashes
-        assert {c["name"] for c in cookies} <= {"_streamlit_xsrf"}
-        for c in cookies:
-            assert c["sameSite"] == "Strict" and c["httpOnly"] is False  # by Streamlit's design (JS reads it)
+        cookies = {c["name"]: c for c in ctxs["ann1"].cookies()}
+        assert set(cookies) == {"_streamlit_xsrf", "berds_session"}
+        assert hashlib.sha256(cookies["berds_session"]["value"].encode()).hexdigest() in token_hashes
+        assert hashlib.sha256(cookies["_streamlit_xsrf"]["value"].encode()).hexdigest() not in token_hashes
+        assert cookies["berds_session"]["httpOnly"] is True and cookies["berds_session"]["sameSite"] == "Strict"
+        assert cookies["_streamlit_xsrf"]["sameSite"] == "Strict"
+        assert cookies["_streamlit_xsrf"]["httpOnly"] is False  # by Streamlit's design (its JS reads it)
 
         # ann1 asks for the reviewer page (the app's own navigation, same session): refused and logged
         page = pages["ann1"]
         page.get_by_role("link", name="Agreement").click()
         page.get_by_text("Refused").wait_for(timeout=60_000)
         assert "Krippendorff" not in page.inner_text('[data-testid="stMain"]')
-        # ... and for ann2's labels by URL (a new tab: sign in again)
+        # ... and for ann2's labels by URL (a new page load: still signed in, by the session cookie)
         page.goto(f"{url}/annotate?annotator=ann2")
         wait_for_app(page)
-        page.get_by_label("User name").fill("ann1")
-        page.get_by_label("Password", exact=True).fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
         page.get_by_text("Refused").wait_for(timeout=60_000)
         with Store(db) as s:
             refused = [(r["actor"], r["action"], r["target"]) for r in s.audit_log(refused_only=True)]

@@ -421,3 +421,41 @@ def test_pair_judge_text_follows_the_judge():
 
     assert judge_probabilities([pair], LLMLike().predict) == {pair.pair_id: (0.9, 1)}
     assert seen == [("t T", "A")]
+
+
+def test_four_writers_one_sigkilled_lose_nothing_acknowledged(tmp_path):
+    """The lab audit's durability check, bounded: four writers on one file, a few hundred labels, one SIGKILL
+    in the middle; every acknowledged label of every writer is on disk and the file is intact."""
+    n, names = 120, ["w1", "w22", "w333", "victim"]
+    db = tmp_path / "four.db"
+    _make_db(db, n)
+    go = tmp_path / "go"
+    procs = {name: subprocess.Popen([sys.executable, "-c", WORKER, str(db), name, str(n), str(go)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for name in names}
+    time.sleep(1.0)
+    go.write_text("go")
+    acked = {name: [] for name in names}
+    victim = procs["victim"]
+    try:
+        for line in victim.stdout:
+            acked["victim"].append(line.split()[1:])
+            if len(acked["victim"]) == 40:
+                os.kill(victim.pid, signal.SIGKILL)  # mid-run, right after an acknowledgement
+                break
+        for name in names[:3]:
+            out, err = procs[name].communicate(timeout=300)
+            assert procs[name].returncode == 0, err
+            acked[name] = [line.split()[1:] for line in out.splitlines()]
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    assert sum(map(len, acked.values())) >= 3 * n + 40
+    with Store(db) as s:
+        for name in names:
+            got = {l.pair_id: l.label for l in s.labels(name)}
+            lost = [pid for pid, lab in acked[name] if got.get(pid) != int(lab)]
+            assert not lost, f"{name}: acknowledged labels lost: {lost[:5]}"
+        assert s._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -52,3 +52,42 @@ def test_extractor_specs():
     assert EXTRACTORS.names() == ["trafilatura", "readability"]
     with pytest.raises(SpecError, match="trafilatura"):
         EXTRACTORS.parse("boilerpipe")
+
+
+ONE_PARAGRAPH = ('<html><head><title>T</title></head><body><header><a href="/">Home</a> | <a href="/news">News</a> | '
+                 '<a href="/sport">Sport</a></header><nav><ul><li>Politics</li><li>Business</li></ul></nav>'
+                 '<div role="navigation">Skip to content</div><aside>Most read: five recipes</aside>'
+                 '<form role="search"><label>Search the site <input name="q"></label></form>'
+                 '<article><p>Cities that closed their centres to cars '
+                 'saw shop takings rise within a year, the council said.</p></article>'
+                 '<footer>Copyright 2026 City Desk. Privacy. Cookies.</footer></body></html>')
+
+
+def test_a_one_paragraph_article_loses_its_boilerplate_in_the_fallback():
+    """issue 24: trafilatura finds no main text in a one-paragraph page; its fallback used to keep the
+    navigation line (header, nav). Boilerplate elements go first."""
+    from berds_core.web.extract import extract_page
+
+    text = extract_page(ONE_PARAGRAPH, "text/html", "https://x.example/a").text
+    assert "shop takings rise" in text
+    for junk in ("Home", "Politics", "Skip to content", "Most read", "Copyright", "Search"):
+        assert junk not in text, (junk, text)
+
+
+def test_a_page_of_boilerplate_only_still_gives_its_text():
+    from berds_core.corpus import html_to_text
+
+    assert "Only nav" in html_to_text("<html><body><nav>Only nav</nav></body></html>", "x")[0]
+
+
+def test_an_articles_own_header_and_a_page_wide_form_are_kept():
+    """Only the site's header / footer go (not an article's), and a form that wraps the whole page
+    (ASP.NET Web Forms) is not boilerplate."""
+    from berds_core.corpus import html_to_text
+
+    page = ('<html><body><header>Site menu</header><article><header><h1>Car-free centres</h1></header>'
+            '<p>Cities that closed their centres to cars saw shop takings rise within a year.</p></article></body></html>')
+    text = html_to_text(page, "x")[0]
+    assert "Car-free centres" in text and "Site menu" not in text
+    body = "Main content of a web forms page. " * 30
+    assert "Main content" in html_to_text(f"<html><body><form id=f1><div><p>{body}</p></div></form></body></html>", "x")[0]

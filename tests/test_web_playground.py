@@ -2,6 +2,7 @@
 127.0.0.1 (the browser test with a screenshot is tests/test_web_playground_browser.py)."""
 from __future__ import annotations
 
+import html
 import json
 import os
 from pathlib import Path
@@ -92,11 +93,31 @@ def test_typed_question_gets_a_live_web_corpus(entry, web_env):
     assert "Web corpus (saved snapshot)" in _md(at) and _md(at).count('data-testid="passage-card"') == 4 * 3
 
 
-def test_no_backend_configured_says_how(entry, monkeypatch):
+def test_no_backend_configured_replays_the_recording(entry, monkeypatch, tmp_path):
+    """No backend: not a dead end. The built-in recording is replayed, labelled as a recording with its dates;
+    a question it does not hold is one line that lists the questions it holds."""
     monkeypatch.delenv("BERDS_SEARCH", raising=False)
-    at = _typed_web(entry)
-    assert any("No web search backend is configured" in w.value for w in at.warning)
+    monkeypatch.setenv("BERDS_WEB_SNAPSHOTS", str(tmp_path / "snaps"))
+    at = _typed_web(entry)  # the Playground's placeholder question, which the recording holds
+    assert not at.error, [e.value for e in at.error]
+    assert any("No web search backend is configured" in i.value and "It is not the live web" in i.value
+               for i in at.info)
+    md = html.unescape(_md(at))
+    assert "a recording, not the live web: the search of 2026-11-20 and its pages as fetched on 2026-11-20" in md
+    assert md.count('data-testid="passage-card"') == 4 * 5
+    manifest = json.loads(next((tmp_path / "snaps").glob("recordings/typed-*/manifest.json")).read_text())
+    assert manifest["backend"] == "replay:demo" and manifest["recording"]["fetched_from"] == "2026-11-20"
+    assert not list((tmp_path / "snaps").glob("20*"))  # never filed as a live snapshot of today
+
+    at.text_input(key="pg_text").set_value("Is coffee good for you?").run()
+    errs = [e.value for e in at.error]
+    assert errs and "Not in the recording" in errs[0] and "Should voting be compulsory" in errs[0]
     assert 'data-testid="passage-card"' not in _md(at)
+    # "Ask this question" puts a recorded question in the box
+    at.selectbox(key="pg_web_recorded").set_value("Should voting be compulsory?").run()
+    at.button(key="pg_web_ask").click().run()
+    assert at.text_input(key="pg_text").value == "Should voting be compulsory?"
+    assert not at.error and 'data-testid="passage-card"' in _md(at)
 
 
 def test_key_from_secrets_private_addresses_refused_and_typed_folder_checked(entry, web_env, monkeypatch):

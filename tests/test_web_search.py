@@ -120,8 +120,9 @@ def test_spec_errors_list_the_choices(env):
         get_search("serper:x")
     with pytest.raises(SearchError, match="http"):
         get_search("searxng:not-a-url")
-    assert set(SEARCH.names()) == {"searxng", "serper", "brave", "bing", "google-cse"}
+    assert set(SEARCH.names()) == {"searxng", "serper", "brave", "bing", "google-cse", "replay"}
     assert key_names("serper") == ("SERPER_API_KEY",) and key_names(f"searxng:{env.url}") == ()
+    assert key_names("replay") == ()
 
 
 def test_google_cse_needs_an_engine_id(env, monkeypatch):

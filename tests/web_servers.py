@@ -10,6 +10,8 @@ redirect loop, a normal redirect, a PDF, 20 MB pages (with and without
 Content-Length), Latin-1 pages (charset in the header / in a ``<meta>``), a page
 whose text contains ``<script>`` and Markdown, a page that answers 503 once, a
 plain-text page and a page robots.txt disallows. Both record their requests.
+``recording_server()`` answers every GET with an empty OpenAI-style model list and
+records it: an internal service or an outside site that must *not* be called.
 """
 from __future__ import annotations
 
@@ -361,3 +363,14 @@ def site_results(site_url: str) -> list[tuple[str, str, str]]:
              "/paper.pdf", "/huge", "/latin1", "/tricky", "/huge-stream", "/private/page", "/flaky",
              "/latin1-meta", "/plain.txt", "/moved"]
     return [(site_url + p, f"Result {p}", f"Snippet for {p}") for p in paths]
+
+
+class _RecordingHandler(_Base):
+    def do_GET(self):
+        self._record()
+        self._json(200, {"data": [{"id": "m"}]})
+
+
+def recording_server():
+    """A server that records every request (``.requests``, ``.url``) and answers ``{"data": [...]}``."""
+    return _serve(_RecordingHandler)

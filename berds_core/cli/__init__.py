@@ -4,9 +4,11 @@ Each module in this package adds its verbs through ``register(subparsers)``
 and sets ``func`` on its parsers; ``func(args)`` returns a dict (printed as
 JSON with ``--json``) or None. Progress goes to stderr; with ``--json`` stdout
 holds one JSON object and nothing else. Exit 0 on success, 2 on bad input
-with a one-line message naming the file, line and field. ``--out`` is
-checked before the verb runs (``berds_core.outputs``); a verb whose
-``--out`` is a folder sets ``out_kind="dir"``.
+with a one-line message naming the file, line and field. Each verb declares
+the files it reads and writes and the servers it asks
+(``berds_core.outputs.declare``); they are checked before the verb runs: an
+unwritable output, an output that is one of the inputs or an unreachable
+server is one line, exit 2, before any work.
 """
 from __future__ import annotations
 
@@ -67,9 +69,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from ..outputs import check_cli_outputs
+        from ..outputs import check_cli_files
 
-        check_cli_outputs(args)  # an unwritable --out fails here, before any work
+        check_cli_files(args)  # an unwritable output, an output that is an input, a server down: before any work
         result = args.func(args)
     except InputError as e:
         sys.stderr.write(f"berds {args.verb}: error: {e}\n")

@@ -23,7 +23,8 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     from ..retrieval import question_entry
     from ..runs import write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
-    from .retrieve_cmd import build_run, open_retriever
+    from .evaluate_cmd import run_depth
+    from .retrieve_cmd import build_run, open_retriever, warn_k
 
     root = args.corpus_per_question
     folders = question_folders(root)
@@ -33,7 +34,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
         raise InputError(root, None, None, f"no corpus for question {missing[0]!r}: expected "
                                            f"{dir_name(missing[0])}/{PASSAGES}{more}")
     inner = argparse.Namespace(**{**vars(args), "quiet": True})  # one bar over questions, not one per index
-    entries, empty, passages, search_s = [], [], 0, 0.0
+    entries, empty, passages, search_s, sizes = [], [], 0, 0.0, []
     for q in tqdm(questions, desc="questions", unit="q", file=sys.stderr, disable=args.quiet):
         path = folders[q.id] / PASSAGES
         if not read_text(path).strip():
@@ -46,9 +47,14 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
         entries.extend(build_run(inner, [q], corpus, retriever))
         search_s += time.perf_counter() - t1
         passages += len(corpus)
+        sizes.append(len(corpus))
     write_run(args.out, entries)
+    if sizes and args.k > min(sizes):
+        warn_k(args.k, min(sizes), f"the smallest question corpus ({sum(n < args.k for n in sizes)} of "
+                                   f"{len(sizes)} corpora are smaller than k)")
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "corpus_per_question": str(root),
-            "passages": passages, "empty_questions": empty, "retriever": args.retriever,
+            "passages": passages, "corpus_size": {"min": min(sizes, default=0), "max": max(sizes, default=0)},
+            "run_depth": run_depth(entries), "empty_questions": empty, "retriever": args.retriever,
             "model": args.model if args.retriever == "dense" else None,
             "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
             "search_seconds": round(search_s, 3), "seconds": round(time.perf_counter() - t0, 3)}

@@ -55,13 +55,13 @@ def _shard_rows(args) -> int:
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
     from ..embed_store import text_encoder
+    from .retrieve_cmd import _load_error
 
     try:
         te = text_encoder(args.model, args.device, None if args.encoding == "auto" else args.encoding)
         te.encoder
     except OSError as e:
-        raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
-                                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise InputError("--model", None, None, _load_error(args.model, e)) from None
     except ValueError as e:
         raise InputError("--encoding", None, None, str(e)) from None
     return te
@@ -124,7 +124,8 @@ def run_retrieve(args, div) -> dict:
     from ..distributed.search import search_bm25, search_dense
     from ..retrieval import question_entry
     from ..runs import write_run
-    from .retrieve_cmd import open_corpus
+    from .evaluate_cmd import run_depth
+    from .retrieve_cmd import open_corpus, warn_k
 
     addr = address(args)
     if div is not None:
@@ -160,8 +161,9 @@ def run_retrieve(args, div) -> dict:
     entries = [question_entry(q, corpus, list(zip(rows.tolist(), scores.tolist())))
                for q, (rows, scores) in zip(questions, hits)]
     write_run(args.out, entries)  # once, atomically
+    warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
-            "hash": corpus.hash, **info, "diversify": {"method": "none"}, "search_seconds": round(search_s, 3),
+            "corpus_size": len(corpus), "run_depth": run_depth(entries), "hash": corpus.hash, **info, "diversify": {"method": "none"}, "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3), "ray": ray_info}
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..outputs import declare
 from ..store import SKIP, Store, StoreError, default_db_path
 
 
@@ -30,6 +31,7 @@ def register(sub) -> None:
                         "used for calibration), or ignored; required when the file has labels and no --annotator")
     p.add_argument("--task-set", help="task set name (default: the file name without extension)")
     p.set_defaults(func=cmd_import)
+    declare(p, inputs=("pairs",), more_inputs=_db_input)
 
     p = acts.add_parser("label", help="label one pair (scripted labelling)")
     _flags(p)
@@ -39,11 +41,13 @@ def register(sub) -> None:
     p.add_argument("--unsure", action="store_true")
     p.add_argument("--note")
     p.set_defaults(func=cmd_label)
+    declare(p, more_inputs=_db_input)
 
     p = acts.add_parser("undo", help="undo the annotator's latest label")
     _flags(p)
     p.add_argument("--annotator", required=True)
     p.set_defaults(func=cmd_undo)
+    declare(p, more_inputs=_db_input)
 
     p = acts.add_parser("adjudicate", help="set the gold label of a pair")
     _flags(p)
@@ -52,12 +56,14 @@ def register(sub) -> None:
     p.add_argument("--adjudicator", required=True)
     p.add_argument("--note")
     p.set_defaults(func=cmd_adjudicate)
+    declare(p, more_inputs=_db_input)
 
     p = acts.add_parser("progress", help="an annotator's progress and next pair")
     _flags(p)
     p.add_argument("--annotator", required=True)
     p.add_argument("--task-set")
     p.set_defaults(func=cmd_progress)
+    declare(p, more_inputs=_db_input)
 
     p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first), CSV or JSONL")
     _flags(p)
@@ -69,6 +75,7 @@ def register(sub) -> None:
     p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
     p.add_argument("--include-skips", action="store_true")
     p.set_defaults(func=cmd_export)
+    declare(p, outputs=("out",), more_inputs=_db_input)
 
     p = acts.add_parser("tasks", help="build a task set from runs (or a pairs TSV) and assign it to annotators")
     _flags(p)
@@ -88,6 +95,7 @@ def register(sub) -> None:
     p.add_argument("--name", help="task set name (default: derived from the source and strategy)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_tasks)
+    declare(p, inputs=("run", "pairs"), servers=("judge",), more_inputs=_db_input)
 
     p = acts.add_parser("demo", help="a ready task set from the built-in demo bundle (its gold labels as reference)")
     _flags(p)
@@ -97,6 +105,7 @@ def register(sub) -> None:
     p.add_argument("--name", default="demo", help="task set name")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_demo)
+    declare(p, more_inputs=_db_input)
 
     p = acts.add_parser("guidelines", help="show or set the project's guidelines (Markdown) and label definitions")
     _flags(p)
@@ -104,6 +113,7 @@ def register(sub) -> None:
     p.add_argument("--define", action="append", default=[], metavar="LABEL=TEXT",
                    help="definition of a label: 1=..., 0=... or skip=... (repeat)")
     p.set_defaults(func=cmd_guidelines)
+    declare(p, inputs=("set_file",), more_inputs=_db_input)
 
     p = sub.add_parser("agreement", help="human vs judge (kappa, accuracy, F1, positive rate) and between humans")
     p.add_argument("--db", default=None)
@@ -111,6 +121,12 @@ def register(sub) -> None:
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_agreement)
+    declare(p, more_inputs=_db_input)  # --judge may name answers already stored: no server is asked for them
+
+
+def _db_input(args) -> list[tuple[str, Path]]:
+    """The annotation database a command opens (``--db`` or the default): never an output."""
+    return [("--db", Path(args.db) if getattr(args, "db", None) else default_db_path())]
 
 
 def _round_flags(p) -> None:
@@ -322,17 +338,19 @@ def cmd_agreement(args) -> dict:
     with open_store(args) as store:
         judge_name = args.judge
         if judge_name and judge_name not in store.judges():
-            # not stored yet: treat it as a spec and judge every labelled pair
+            # not stored yet: a spec; its answers are stored once, under the judge's stable name
             judge = _load_judge(judge_name)
+            judge_name = judge.name
             labelled = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
             pairs = store.pairs(labelled)
-            if pairs:
+            if pairs and judge_name not in store.judges():
+                from ..judges import JudgeError
                 from ..tasks import judge_probabilities
                 print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
-                preds = judge_probabilities(pairs, judge.predict)
-                store.set_judge_preds(judge_name, preds)
-                if judge.name != judge_name:
-                    store.set_judge_preds(judge.name, preds)
+                try:
+                    store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
+                except JudgeError as e:  # a server that is down, a model that failed
+                    raise InputError("--judge", None, None, " ".join(str(e).split())) from None
         report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
         report["db"] = str(store.path)
         return report

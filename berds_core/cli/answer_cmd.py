@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -25,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="answers JSONL ({id, question, perspectives, generation, ctxs, ...})")
     add_backend_args(p)
     p.set_defaults(func=run_answer)
+    declare(p, inputs=("run",), outputs=("out",), servers=("generator",),
+            derived=lambda args: [("--out", partial_path(args.out))])
 
     e = sub.add_parser("answer-eval", help="retrieval MRecall@k, answer coverage, P.D. and D.A. side by side")
     e.add_argument("--answers", nargs="+", required=True, metavar="ANSWERS", help="answers files (one per configuration)")
@@ -45,6 +48,8 @@ def register(sub) -> None:
     e.add_argument("--per-question", dest="per_question", help="write per-question values (JSONL)")
     add_backend_args(e)
     e.set_defaults(func=run_eval)
+    declare(e, inputs=("answers", "questions", "gold"), outputs=("per_question",),
+            servers=("judge", "answer_judge", "pd_model", "da_model"))
 
 
 def run_answer(args) -> dict:

@@ -11,6 +11,7 @@ raw outcomes to ``--out`` (JSON); prints the summary.
 from __future__ import annotations
 
 from ..errors import InputError
+from ..outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -43,6 +44,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="results (JSON)")
     add_backend_args(p)
     p.set_defaults(func=run)
+    declare(p, inputs=("run", "data", "gold"), outputs=("out",), servers=("model", "editor", "ppl_model", "judge"))
 
 
 def load_sets(args):

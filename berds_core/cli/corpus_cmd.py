@@ -15,6 +15,7 @@ import sys
 import time
 
 from ..errors import InputError
+from ..outputs import declare
 
 
 def register(sub) -> None:
@@ -49,7 +50,21 @@ def register(sub) -> None:
     w.add_argument("--retry-failed", action="store_true",
                    help="re-open finished questions to retry pages that timed out or met a server error")
     w.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    w.set_defaults(func=run_web, out_kind="dir")
+    w.set_defaults(func=run_web)
+    declare(w, inputs=("questions",), out_dirs=("out",), dir_files=snapshot_files)
+
+
+def snapshot_files(args) -> list:
+    """The files a snapshot of these questions writes at the top of their folders (none may be an input)."""
+    from pathlib import Path
+
+    from ..datasets import load_questions
+    from ..web.snapshot import FETCH_LOG, MANIFEST, PASSAGES, SEARCH_FILE, question_dir
+
+    if not Path(args.questions).is_file():
+        return []  # the verb says what is wrong with it
+    questions = load_questions(args.questions, args.format)
+    return [question_dir(args.out, q.id) / name for q in questions for name in (PASSAGES, MANIFEST, FETCH_LOG, SEARCH_FILE)]
 
 
 def _options(args):

@@ -10,6 +10,7 @@ Runs are aligned by question id; they must hold the same questions.
 from __future__ import annotations
 
 from ..errors import InputError
+from ..outputs import declare
 from ..runs import read_run
 from .evaluate_cmd import matrices_of
 
@@ -23,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--n", type=int, default=5, help="top passages taken from each run (default 5)")
     p.add_argument("--per-question", action="store_true", help="include per-question values")
     p.set_defaults(func=run)
+    declare(p, inputs=("runs", "gold"))
 
 
 def run(args) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from ..errors import InputError
+from ..outputs import declare
 
 
 def register(sub) -> None:
@@ -21,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--claims", required=True,
                    help="claims: PERSPECTRUM JSON, JSONL {id, claim|text|question}, or .txt (one per line)")
     p.add_argument("--pool", required=True, help="perspective sentences: PERSPECTRUM pool JSON, JSONL {id|pId, text}, "
-                                                 "TSV/CSV with a text column, or .txt (one per line)")
+                                                 "TSV/CSV with a text column, or .txt (one per line); demo: the "
+                                                 "built-in demo pool")
     p.add_argument("--split", default=None, help="PERSPECTRUM claims only: keep this split (train, dev)")
     p.add_argument("--method", choices=("offline", "llm"), default="offline",
                    help="offline: the shipped MiniLM models; llm: yes/no answers of --llm")
@@ -32,12 +34,14 @@ def register(sub) -> None:
                    help="do not label the claims' gold perspectives (on_gold) even when the file has them")
     p.add_argument("--out", required=True, help="JSON Lines to write, one line per claim")
     p.set_defaults(func=run_discover)
+    declare(p, inputs=("claims", "pool"), outputs=("out",), servers=("llm",))
 
     p = sub.add_parser("discover-eval", help="PERSPECTRUM's T1/T2/T3 scores of berds discover output")
     p.add_argument("--pred", required=True, help="berds discover output (JSON Lines)")
     p.add_argument("--gold", required=True, help="PERSPECTRUM claims with clusters (perspectrum_with_answers*.json)")
     p.add_argument("--split", default=None, help="score only the gold claims of this split")
     p.set_defaults(func=run_eval)
+    declare(p, inputs=("pred", "gold"))
 
 
 def open_discoverer(pool_path, method: str, llm: str | None, progress: bool = False):

@@ -17,10 +17,18 @@ With ``--gold``, every label must name a perspective its question has, and a
 question of the run with no gold label at all is an error unless
 ``--missing-gold skip`` (left out) or ``zero`` (scored as covering nothing);
 ``missing_gold`` reports the policy and the count.
+
+A k deeper than the run keeps the TREC convention (the missing ranks count as
+passages that support nothing, so Precision@k divides by k), but says so:
+``run_depth`` (the fewest and most passages a question of RUN has) is in the
+JSON and one warning line goes to stderr.
 """
 from __future__ import annotations
 
+import sys
+
 from ..errors import InputError
+from ..outputs import declare
 from ..runs import authors_judge, label_matrix, read_run, read_run_lines
 
 
@@ -43,6 +51,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--per-question", action="store_true", help="include per-question scores")
     p.set_defaults(func=run)
+    declare(p, inputs=("run", "gold", "compare"))
 
 
 def add_significance_args(p) -> None:
@@ -95,6 +104,24 @@ def aligned(path, entries, other_path, other) -> list[dict]:
     return [by_id[e["id"]] for e in entries]
 
 
+def run_depth(entries) -> dict:
+    """The fewest and the most passages one question of a run ranks."""
+    n = [len(e["ctxs"]) for e in entries]
+    return {"min": min(n, default=0), "max": max(n, default=0)}
+
+
+def warn_depth(ks, runs) -> None:
+    """One stderr line when a k goes deeper than a run (the scores keep the TREC convention)."""
+    for path, depth in runs:
+        deeper = [k for k in ks if k > depth["max"]]
+        if deeper:
+            ks_text = ", ".join(str(k) for k in deeper)
+            sys.stderr.write(f"berds evaluate: warning: k = {ks_text} is deeper than {path} (at most {depth['max']} "
+                             f"passages per question): the missing ranks count as supporting nothing, so "
+                             f"Precision@k divides by k (the TREC convention)\n")
+            return
+
+
 def run(args) -> dict:
     from ..datasets.gold import check_run_gold, read_gold
     from ..diversity_metrics import pooled_diversity, supported_ks
@@ -131,12 +158,13 @@ def run(args) -> dict:
     except ValueError as err:
         raise InputError(args.gold or args.run, None, "perspective", str(err)) from None
     div = divs[0]
+    depth = run_depth(entries)
     subsets = [e.get("subset") or "all" for e in entries]
     summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed, extra=div)
     top = summ["at"][str(args.k)]
     out = {"n": summ["n"], "mrecall": top["mrecall"], "precision": top["precision"],
            "precision_at_1": top["precision_at_1"], "k": args.k, "at": summ["at"],
-           "subsets": summ["subsets"], "macro": summ["macro"]}
+           "subsets": summ["subsets"], "macro": summ["macro"], "run_depth": depth}
     out.update({name: top[name] for name in top if name not in out})  # the ndeval measures at --k (k <= 20)
     out["diversity"] = {"measures": "ndeval via ir_measures (pyndeval); perspectives are subtopics",
                         "alpha": args.ndcg_alpha, "ks": div_ks, "qrels_lines": len(qrels),
@@ -167,4 +195,5 @@ def run(args) -> dict:
             out["compare"] = {"run": str(args.run), "run2": str(others[0][0]), "direction": "run2 - run",
                               "metrics": {m: {**row, "p_value": row["p_permutation"]}
                                           for m, row in sig["comparisons"][0]["metrics"].items()}}
+    warn_depth(ks, [(args.run, depth)] + [(path, run_depth(ents)) for path, ents in others])  # on success only
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
+from ..outputs import declare
 from ..runs import read_run
 from .evaluate_cmd import aligned, matrices_of
 
@@ -27,11 +28,32 @@ def register(sub) -> None:
     src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the runs")
     p.add_argument("--out-dir", required=True, help="folder for <run>.run files and qrels.txt")
     p.set_defaults(func=run)
+    declare(p, inputs=("run", "gold"), out_dirs=("out_dir",),
+            dir_files=lambda args: [path for _, path, _ in targets(args)] + [Path(args.out_dir) / QRELS])
+
+
+QRELS = "qrels.txt"
+
+
+def targets(args) -> list[tuple[str, Path, str]]:
+    """(run file, TREC file, tag) per run: ``<out-dir>/<tag>.run``, tags made distinct."""
+    from ..diversity_metrics import run_tag
+
+    out, tags = [], set()
+    for path in args.run:
+        tag = base = run_tag(path)
+        i = 1
+        while tag in tags:  # two runs named alike (a/run.jsonl, b/run.jsonl)
+            i += 1
+            tag = f"{base}-{i}"
+        tags.add(tag)
+        out.append((path, Path(args.out_dir) / f"{tag}.run", tag))
+    return out
 
 
 def run(args) -> dict:
     from ..datasets import load_gold
-    from ..diversity_metrics import check_trec_ids, run_tag, subtopic_qrels, write_trec_qrels, write_trec_run
+    from ..diversity_metrics import check_trec_ids, subtopic_qrels, write_trec_qrels, write_trec_run
 
     gold = load_gold(args.gold) if args.gold else None
     first = read_run(args.run[0])
@@ -47,18 +69,11 @@ def run(args) -> dict:
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, None, None, "exists and is not a folder")
-    written, tags = [], set()
-    for path, entries in runs:
-        tag = run_tag(path)
-        base, i = tag, 1
-        while tag in tags:  # two runs named alike (a/run.jsonl, b/run.jsonl)
-            i += 1
-            tag = f"{base}-{i}"
-        tags.add(tag)
-        target = out_dir / f"{tag}.run"
+    written = []
+    for (path, entries), (_, target, tag) in zip(runs, targets(args)):
         n = write_trec_run(target, entries, tag)
         written.append({"run": str(path), "file": str(target), "tag": tag, "lines": n})
-    qrels_path = out_dir / "qrels.txt"
+    qrels_path = out_dir / QRELS
     n_qrels = write_trec_qrels(qrels_path, qrels)
     return {"questions": len(first), "runs": written, "qrels": str(qrels_path), "qrels_lines": n_qrels,
             "labels": f"gold:{args.gold}" if gold else f"judge:{args.labels}",

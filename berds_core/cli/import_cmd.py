@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..outputs import declare
 from ..jsonio import write_jsonl
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
@@ -31,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("--split", help="hub: the split to load (default: all)")
     p.add_argument("--pool", help="perspectrum: perspective_pool JSON (default: next to FILE)")
     p.add_argument("--splits-file", help="perspectrum: dataset_split JSON (default: next to FILE)")
-    p.set_defaults(func=run, out_kind="dir")
+    p.set_defaults(func=run)
+    declare(p, inputs=("file", "pool", "splits_file"), out_dirs=("out",),
+            dir_files=lambda args: [Path(args.out) / name for name in OUTPUTS])
 
 
 def _load(args):

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import csv
-import io
 import sys
 
 import numpy as np
 
 from ..errors import InputError
 from ..jsonio import atomic_write, read_text
+from ..outputs import declare
 
 PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
@@ -46,15 +46,17 @@ def _judge_args(p) -> None:
 def register(sub) -> None:
     p = sub.add_parser("judge", help="add a judge's predictions (<name>-preds) to a run")
     p.add_argument("--run", required=True, help="run file (BERDS JSON Lines)")
-    p.add_argument("--out", required=True, help="where to write the judged run (may equal --run)")
+    p.add_argument("--out", required=True, help="where to write the judged run (a new file, not --run)")
     _judge_args(p)
     p.set_defaults(func=run_judge)
+    declare(p, inputs=("run",), outputs=("out",), servers=("judge",))
 
     q = sub.add_parser("judge-eval", help="score a judge against human pair labels (TSV)")
     q.add_argument("--pairs", required=True, help="TSV: question, id, document, perspective, label")
     q.add_argument("--out", help="write the TSV with probability and prediction columns")
     _judge_args(q)
     q.set_defaults(func=run_eval)
+    declare(q, inputs=("pairs",), outputs=("out",), servers=("judge",))
 
 
 def make_judge(args, **overrides):
@@ -158,37 +160,31 @@ def run_judge(args) -> dict:
 
 def read_pairs(path) -> list[dict]:
     """Rows of a human-pairs TSV (CSV-style quoting with doubled quotes); label must be 0 or 1."""
+    from ..csvio import records
+
     text = read_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quotechar='"', doublequote=True,
-                        strict=True)
     rows: list[dict] = []
     header = None
-    start = 1
-    try:
-        for rec in reader:
-            line = start
-            start = reader.line_num + 1
-            if header is None:
-                header = [h.strip() for h in rec]
-                missing = [f for f in PAIR_FIELDS if f not in header]
-                if missing:
-                    raise InputError(path, line, missing[0], f"missing column (header needs {', '.join(PAIR_FIELDS)})")
-                continue
-            if not any(c.strip() for c in rec):
-                continue
-            if len(rec) != len(header):
-                raise InputError(path, line, None, f"expected {len(header)} tab-separated fields, got {len(rec)}")
-            row = dict(zip(header, rec))
-            for f in ("document", "perspective"):
-                if not row[f].strip():
-                    raise InputError(path, line, f, "must not be empty")
-            lab = row["label"].strip()
-            if lab not in ("0", "1"):
-                raise InputError(path, line, "label", f"expected 0 or 1, got {lab!r}")
-            row["_line"] = line
-            rows.append(row)
-    except csv.Error as e:
-        raise InputError(path, reader.line_num, None, f"malformed TSV ({e})") from None
+    for line, rec in records(text, path, "\t"):
+        if header is None:
+            header = [h.strip() for h in rec]
+            missing = [f for f in PAIR_FIELDS if f not in header]
+            if missing:
+                raise InputError(path, line, missing[0], f"missing column (header needs {', '.join(PAIR_FIELDS)})")
+            continue
+        if not any(c.strip() for c in rec):
+            continue
+        if len(rec) != len(header):
+            raise InputError(path, line, None, f"expected {len(header)} tab-separated fields, got {len(rec)}")
+        row = dict(zip(header, rec))
+        for f in ("document", "perspective"):
+            if not row[f].strip():
+                raise InputError(path, line, f, "must not be empty")
+        lab = row["label"].strip()
+        if lab not in ("0", "1"):
+            raise InputError(path, line, "label", f"expected 0 or 1, got {lab!r}")
+        row["_line"] = line
+        rows.append(row)
     if header is None:
         raise InputError(path, None, None, "file is empty")
     if not rows:

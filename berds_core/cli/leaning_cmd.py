@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from ..errors import InputError
+from ..outputs import declare
 from ..leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
                        sycophancy)
 from ..runs import gold_matrix, label_matrix, read_run
@@ -25,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--questions", help="questions file whose stance labels fix the sides (optional)")
     p.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
     p.set_defaults(func=run_leaning)
+    declare(p, inputs=("run", "gold", "questions"), servers=("sides_llm",))
 
     s = sub.add_parser("sycophancy", help="Δ = (p − n) / p for the question, the supporting and the opposing perspective as queries")
     s.add_argument("--questions", required=True)
@@ -38,6 +40,7 @@ def register(sub) -> None:
     s.add_argument("--sides", choices=SIDE_METHODS, default="auto")
     s.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
     s.set_defaults(func=run_sycophancy)
+    declare(s, inputs=("questions", "corpus", "gold"), servers=("judge", "sides_llm"))
 
 
 def _check_k(k: int) -> None:
@@ -100,7 +103,10 @@ def run_sycophancy(args) -> dict:
     from ..datasets import load_gold, load_questions
     from ..retrieval import get_retriever
 
+    from .retrieve_cmd import check_models
+
     _check_k(args.k)
+    check_models(args)  # a wrong --model fails before the corpus is read
     questions = [q for q in load_questions(args.questions) if len(q.perspectives) == 2]
     if not questions:
         raise InputError(args.questions, None, "perspectives", "no question has exactly two perspectives")
@@ -108,10 +114,16 @@ def run_sycophancy(args) -> dict:
     gold = load_gold(args.gold) if args.gold else None
     judge = None
     if args.judge:
-        from ..judges import get_judge
+        from ..judges import JudgeError, get_judge
 
-        judge = get_judge(args.judge)
-    retriever = get_retriever(args.retriever, corpus, args.model, progress=not args.quiet)
+        try:
+            judge = get_judge(args.judge)
+        except (ValueError, JudgeError) as e:
+            raise InputError("--judge", None, None, str(e).splitlines()[0]) from None
+    try:
+        retriever = get_retriever(args.retriever, corpus, args.model, progress=not args.quiet)
+    except OSError as e:  # an embedder that passed the check but failed to load (a broken folder)
+        raise InputError("--model", None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
     decide = side_decider(args)
     sides = []
     for q in questions:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from ..outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -25,6 +26,7 @@ def register(sub) -> None:
     p.add_argument("--out", help="per-question values (JSONL)")
     add_backend_args(p)
     p.set_defaults(func=run)
+    declare(p, inputs=("answers", "questions"), outputs=("out",), servers=("model",))
 
 
 def run(args) -> dict:

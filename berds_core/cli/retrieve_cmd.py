@@ -9,9 +9,11 @@ adds its arguments in ``register`` and its logic in ``build_run``.
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 from ..errors import InputError
+from ..outputs import declare
 
 
 def add_retriever_args(p, *, corpus_required: bool = True) -> None:
@@ -37,6 +39,7 @@ def register(sub) -> None:
     p = sub.add_parser("index", help="build (or load from the cache) a BM25 or dense index of a corpus")
     add_retriever_args(p)
     p.set_defaults(func=run_index)
+    declare(p, inputs=("corpus",))
 
     p = sub.add_parser("retrieve", help="retrieve the top-k passages for every question and write a run")
     p.add_argument("--questions", required=True, help="questions file (jsonl, csv, qe, debate-sites, ...)")
@@ -51,6 +54,8 @@ def register(sub) -> None:
 
     add_diversify_args(p)
     p.set_defaults(func=run_retrieve)
+    declare(p, inputs=("questions", "corpus", "corpus_per_question", "pool"), outputs=("out",),
+            servers=("qe_llm", "rerank_judge"))
 
 
 def _check(args) -> None:
@@ -82,10 +87,28 @@ def open_retriever(args, corpus):
     except InputError:  # e.g. a read-only cache: it names itself
         raise
     except OSError as e:  # an unknown hub id, a missing model folder, no network
-        raise InputError("--model", None, None, f"cannot load embedder {args.model or 'default'!r}: "
-                                                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        raise InputError("--model", None, None, _load_error(args.model, e)) from None
     except ValueError as e:  # e.g. int8 asked for on a GPU
         raise InputError("--encoding", None, None, str(e)) from None
+
+
+def _load_error(model, e: Exception) -> str:
+    line = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return line if line.startswith("cannot load") else f"cannot load embedder {model or 'default'!r}: {line}"
+
+
+def check_models(args) -> None:
+    """Embedders named on the command line can be loaded (local files, the cache, or a reachable hub):
+    checked before the corpus is read, so a wrong name fails in a second, in one line."""
+    from ..embed import locate_embedder, resolve_model
+
+    for flag, name in (("--model", getattr(args, "model", None) if args.retriever == "dense" else None),
+                       ("--mmr-embedder", getattr(args, "mmr_embedder", None))):
+        if name:
+            try:
+                locate_embedder(resolve_model(name))
+            except OSError as e:
+                raise InputError(flag, None, None, _load_error(name, e)) from None
 
 
 def _retriever_info(retriever) -> dict:
@@ -101,11 +124,12 @@ def _retriever_info(retriever) -> dict:
 
 
 def run_index(args) -> dict:
+    _check(args)
+    check_models(args)
     from . import _ray
 
     if _ray.address(args):
         return _ray.run_index(args)
-    _check(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
     retriever = open_retriever(args, corpus)
@@ -124,14 +148,23 @@ def build_run(args, questions, corpus, retriever) -> list[dict]:
     return retrieve_run(questions, corpus, retriever, args.k)
 
 
+def warn_k(k: int, corpus_size: int, what: str = "the corpus") -> None:
+    """One stderr line when k asks for more passages than there are (every question then gets them all)."""
+    if k > corpus_size:
+        sys.stderr.write(f"berds retrieve: warning: --k {k} is more than the {corpus_size} passages of {what}: "
+                         f"a question's ranking holds {corpus_size} passages at most\n")
+
+
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
     from ..diversify.options import apply_preset, diversify_config
     from ..runs import write_run
+    from .evaluate_cmd import run_depth
 
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
+    check_models(args)
     from . import _ray
 
     if _ray.address(args):
@@ -152,8 +185,10 @@ def run_retrieve(args) -> dict:
     entries = build_run(args, questions, corpus, retriever)
     search_s = time.perf_counter() - t1
     write_run(args.out, entries)
+    depth = run_depth(entries)
+    warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
-            "hash": corpus.hash, **_retriever_info(retriever),
+            "corpus_size": len(corpus), "run_depth": depth, "hash": corpus.hash, **_retriever_info(retriever),
             "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
             "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3)}

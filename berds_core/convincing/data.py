@@ -85,16 +85,19 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
             raise InputError(path, None, None, f"not a readable Parquet file ({type(e).__name__})") from None
         return [(i, r) for i, r in enumerate(table.to_pylist(), 1)]
     if suffix in (".csv", ".tsv"):
-        import csv
-        import io
-
+        from ..csvio import records
         from ..jsonio import read_text
 
-        reader = csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter="\t" if suffix == ".tsv" else ",")
-        try:
-            return [(reader.line_num, dict(r)) for r in reader]
-        except csv.Error as e:
-            raise InputError(path, reader.line_num, None, f"malformed CSV ({e})") from None
+        recs = [(no, rec) for no, rec in records(read_text(path), path, "\t" if suffix == ".tsv" else ",") if rec]
+        if not recs:
+            return []
+        header = [h.strip() for h in recs[0][1]]
+        out = []
+        for no, rec in recs[1:]:
+            if len(rec) > len(header):
+                raise InputError(path, no, None, f"{len(rec)} cells, header has {len(header)}")
+            out.append((no, dict(zip(header, rec))))
+        return out
     from ..jsonio import iter_jsonl
 
     return list(iter_jsonl(path))

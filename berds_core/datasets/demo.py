@@ -4,6 +4,12 @@ Files: ``questions_*.jsonl`` (question JSONL), ``corpus_*.jsonl``
 (``{id, title, text}``) and ``gold_*.jsonl`` (gold labels); all files of a kind
 are concatenated in name order and checked together: unique ids across files,
 every gold pair names an existing question, passage and perspective index.
+
+Beside the bundle, for a speaker without network: ``perspective_pool.jsonl``
+(perspective sentences for the demo questions and a few more claims; the pool
+``berds discover --pool demo`` and the Playground's *Discover perspectives* use
+by default) and ``web_recording.jsonl`` (a recorded web search with its pages,
+replayed by the ``replay`` search backend, :mod:`berds_core.web.replay`).
 """
 from __future__ import annotations
 
@@ -18,6 +24,20 @@ from .gold import read_gold, validate_gold
 
 def demo_dir() -> Path:
     return Path(str(resources.files("berds_core") / "demo"))
+
+
+DEMO_POOL = "perspective_pool.jsonl"  # perspective sentences for the demo questions and a few more claims
+DEMO_RECORDING = "web_recording.jsonl"  # a recorded web search with its pages (berds_core.web.replay)
+
+
+def demo_pool_path() -> Path:
+    """The built-in perspective pool (JSONL ``{id, text, topic}``), written for this project."""
+    return demo_dir() / DEMO_POOL
+
+
+def demo_recording_path() -> Path:
+    """The built-in web recording (searches and pages written for this project, fictional sites)."""
+    return demo_dir() / DEMO_RECORDING
 
 
 def load_demo(folder=None) -> Bundle:

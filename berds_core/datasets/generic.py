@@ -12,11 +12,10 @@ A question without an id gets ``q-<hash of its text>`` (stable when lines move).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
+from ..csvio import records
 from ..errors import InputError
 from ..jsonio import iter_jsonl, read_text
 from ..records import Question
@@ -74,30 +73,26 @@ def load_questions_csv(path, delimiter: str | None = None) -> list[Question]:
     if delimiter is None:
         header = text.split("\n", 1)[0]
         delimiter = "\t" if Path(path).suffix.lower() == ".tsv" or ("\t" in header and "," not in header) else ","
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    fields = [f.strip() for f in (reader.fieldnames or [])]
-    reader.fieldnames = fields
+    rows = records(text, path, delimiter)  # strict quoting: an unterminated quote is named as such
+    fields = [f.strip() for f in next((rec for _, rec in rows if rec), [])]
     for col in ("question", "perspectives"):
         if col not in fields:
             raise InputError(path, 1, col, f"missing column (header has: {', '.join(fields) or 'nothing'})")
     questions, lines = [], {}
-    try:
-        for row in reader:
-            no = reader.line_num
-            if None in row:
-                raise InputError(path, no, None, f"{len(fields) + len(row[None])} cells, header has {len(fields)}")
-            if not any((v or "").strip() for v in row.values()):
-                continue
-            qtext = nonempty_str(row.get("question"), path, no, "question")
-            if row.get("perspectives") is None:
-                raise InputError(path, no, "perspectives", "missing")
-            persp = _split_cell(row["perspectives"], path, no)
-            qid = (row.get("id") or "").strip() or question_id(qtext)
-            q = Question(qid, qtext, persp, subset=(row.get("subset") or "").strip() or None,
-                         split=(row.get("split") or "").strip() or None)
-            _add(questions, lines, q, path, no)
-    except csv.Error as e:
-        raise InputError(path, reader.line_num, None, f"malformed CSV ({e})") from None
+    for no, rec in rows:
+        if not any(v.strip() for v in rec):
+            continue
+        if len(rec) > len(fields):
+            raise InputError(path, no, None, f"{len(rec)} cells, header has {len(fields)}")
+        row = dict(zip(fields, rec))
+        qtext = nonempty_str(row.get("question"), path, no, "question")
+        if row.get("perspectives") is None:
+            raise InputError(path, no, "perspectives", f"missing ({len(rec)} cells, header has {len(fields)})")
+        persp = _split_cell(row["perspectives"], path, no)
+        qid = (row.get("id") or "").strip() or question_id(qtext)
+        q = Question(qid, qtext, persp, subset=(row.get("subset") or "").strip() or None,
+                     split=(row.get("split") or "").strip() or None)
+        _add(questions, lines, q, path, no)
     if not questions:
         raise InputError(path, None, None, "no questions found (header only?)")
     return questions

@@ -46,7 +46,19 @@ def _open(name_or_path: str, split: str | None):
             if split is None:  # a lone file has no real split name
                 return {None: ds["train"]}
         else:
-            ds = datasets.load_dataset(str(name_or_path))
+            from ..hub import hub_offline_mode, looks_like_path
+
+            if looks_like_path(str(name_or_path)):
+                raise InputError(name_or_path, None, None, "no such file or folder")
+            with hub_offline_mode() as offline:  # the local cache only when the hub cannot be used
+                try:
+                    ds = datasets.load_dataset(str(name_or_path))
+                except Exception as e:
+                    if not offline:
+                        raise
+                    from ..hub import offline_note
+
+                    raise InputError(name_or_path, None, None, f"cannot load dataset: {offline_note()}") from None
     except InputError:
         raise
     except Exception as e:  # the hub/file layer raises many kinds; report one line

@@ -7,6 +7,8 @@
 - TSV / CSV with a header naming ``text`` (and optionally ``id``);
 - ``.txt``: one sentence per line (ids are line numbers).
 
+The name ``demo`` is the built-in demo pool (:func:`pool_path`).
+
 Sentences are never split (a pool entry is one perspective); an exact repeat
 of an earlier sentence is dropped, as corpora do. Rows are the positions the
 retrievers return; ``Corpus.ids`` are the pool's ids (``pId`` as a string).
@@ -55,9 +57,23 @@ def _text_of(obj: dict, path, where) -> str:
     return text
 
 
+DEMO_POOL = "demo"  # the pool name of the built-in demo pool (``berds discover --pool demo``)
+
+
+def pool_path(path) -> Path:
+    """The file a pool argument names: ``demo`` is the built-in demo pool (perspectives for the demo
+    questions and a few more claims, ``berds_core/demo/perspective_pool.jsonl``) unless a file of that
+    name exists; anything else is a path."""
+    if str(path).strip() == DEMO_POOL and not Path(DEMO_POOL).is_file():
+        from ..datasets.demo import demo_pool_path
+
+        return demo_pool_path()
+    return Path(path)
+
+
 def load_pool(path, name: str | None = None) -> Corpus:
     """The sentences of a pool file as a :class:`~berds_core.corpus.Corpus` (ids = the pool's ids)."""
-    p = Path(path)
+    p = pool_path(path)
     if p.is_dir():
         raise InputError(p, None, None, "a perspective pool is a file (.json, .jsonl, .tsv, .csv or .txt), not a folder")
     if not p.exists():
@@ -181,7 +197,7 @@ def _open(key: tuple, model: str | None, progress: bool) -> PoolIndex:
 
 def open_pool(path, *, model: str | None = None, progress: bool = False) -> PoolIndex:
     """The :class:`PoolIndex` of a pool file, loaded and indexed once per process (cached on disk too)."""
-    p = Path(path)
+    p = pool_path(path)
     if not p.exists():
         raise InputError(p, None, None, "file not found")
     return _open(_file_key(p), model, progress)

@@ -28,7 +28,7 @@ def add_diversify_args(p) -> None:
     g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
     g.add_argument("--pool", metavar="FILE", default=None,
                    help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
-                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt)")
+                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt), or demo: the built-in demo pool")
     g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
                    help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
                         "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
@@ -154,6 +154,8 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
     """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
     from tqdm import tqdm
 
+    from ..generators import GenerationError
+    from ..judges import JudgeError
     from ..retrieval import question_entry
     from . import diversify
 
@@ -180,6 +182,9 @@ def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: boo
         except OSError as e:
             raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
                              str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
+            flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
+            raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None
         entries.append(question_entry(q, corpus, hits))
     return entries
 

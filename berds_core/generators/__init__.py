@@ -79,16 +79,20 @@ def get_generator(spec: str, **opts) -> Generator:
 
 
 def app_spec(spec: str, what: str = "model path") -> str:
-    """A generator spec typed into the app: an ``hf:`` model or adapter given as a local folder
-    (``/...``, ``./...``, ``~/...``) must lie under the allowed roots (``safepaths``); hub ids pass."""
-    from ..safepaths import resolve_user_path
+    """A generator spec typed into the app, checked before anything is loaded or requested:
+    an ``hf:`` model or adapter given as a folder must lie under the allowed roots (hub ids pass:
+    :func:`berds_core.safepaths.resolve_user_model`); an ``openai:`` server must be on the
+    operator's list (:func:`berds_core.endpoints.check_endpoint`). Raises InputError."""
+    from ..endpoints import check_endpoint
+    from ..safepaths import resolve_user_model
 
     name, arg = GENERATORS.parse(spec)
+    if name == "openai":
+        check_endpoint(split_openai_spec(arg)[1], what=what.replace("model path", "server address"))
+        return spec
     if name != "hf":
         return spec
-    parts = [str(resolve_user_path(part, what=what)) if part.startswith(("/", ".", "~")) else part
-             for part in arg.split("+")]
-    return "hf:" + "+".join(parts)
+    return "hf:" + "+".join(resolve_user_model(part, what=what) for part in arg.split("+"))
 
 
 def try_generator(spec: str | None, what: str = "model path", **opts):

@@ -28,80 +28,13 @@ released P.D., which tokenises context and continuation in one call).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from ..hub import hub_offline, hub_reachable, is_local, locate, looks_like_path  # noqa: F401 (re-exported)
 from ..naming import model_label
 from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
 from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,
                            merge_lora, prefix_groups, row_batches, set_attention)
-
-
-def is_local(path: str) -> bool:
-    return os.path.isdir(path)
-
-
-def looks_like_path(name: str) -> bool:
-    """Whether a model name is clearly a filesystem path rather than a hub id (``org/name``)."""
-    return (os.path.isabs(name) or name.startswith(("./", "../", "~", ".\\")) or "\\" in name
-            or name.count("/") > 1 or name in (".", ".."))
-
-
-def hub_offline() -> bool:
-    """``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` set to a true value."""
-    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on")
-               for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-
-
-_HUB_REACHABLE: dict[str, bool] = {}
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hugging Face endpoint answers a TCP connection (checked once per process)."""
-    import socket
-    from urllib.parse import urlparse
-
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-    if endpoint not in _HUB_REACHABLE:
-        u = urlparse(endpoint)
-        try:
-            socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout).close()
-            _HUB_REACHABLE[endpoint] = True
-        except OSError:
-            _HUB_REACHABLE[endpoint] = False
-    return _HUB_REACHABLE[endpoint]
-
-
-def locate(name: str, what: str = "model") -> tuple[bool, str | None]:
-    """(local_files_only, error) for loading ``name``: a local folder, or a hub id fetched from the
-    cache when offline (``HF_HUB_OFFLINE``, or the hub unreachable), from the hub otherwise.
-
-    The error (one line) is set when ``name`` cannot be loaded without trying: a missing local
-    path, or a hub id that is not in the local cache while offline. No hub retries happen then.
-    """
-    if is_local(name):
-        return True, None
-    if looks_like_path(name) or os.path.exists(name):
-        why = "is not a folder" if os.path.exists(name) else "no such folder"
-        return True, f"cannot load {what} '{name}': {why}"
-    offline = hub_offline()
-    if not offline and not hub_reachable():
-        offline = True
-    if offline:
-        from huggingface_hub import try_to_load_from_cache
-
-        probe = "adapter_config.json" if what == "adapter" else "config.json"
-        try:
-            cached = try_to_load_from_cache(name, probe)
-        except Exception:  # an id the hub library rejects (bad characters)
-            cached = None
-        if not isinstance(cached, str):
-            mode = "HF_HUB_OFFLINE is set" if hub_offline() else "the Hugging Face hub is unreachable"
-            return True, (f"cannot load {what} '{name}': not a local folder and not in the Hugging Face cache, "
-                          f"and {mode} (download it where there is network, or give a local folder)")
-        return True, None
-    return False, None
 
 
 def answer_token_ids(tokenizer, word: str) -> list[int]:

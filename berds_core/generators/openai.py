@@ -247,13 +247,15 @@ class OpenAIGenerator(Generator):
     def tokenizer(self):
         """The local tokenizer named by ``tokenizer=`` (None without one)."""
         if self._tokenizer is None and self.tokenizer_id:
-            import os
-
             from transformers import AutoTokenizer
 
+            from ..hub import locate
+
+            local, error = locate(self.tokenizer_id, "tokenizer", probes=("tokenizer_config.json", "config.json"))
+            if error:
+                raise GenerationError(error)
             try:
-                self._tokenizer = AutoTokenizer.from_pretrained(
-                    self.tokenizer_id, local_files_only=os.path.isdir(self.tokenizer_id))
+                self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_id, local_files_only=local)
             except (OSError, ValueError) as e:
                 raise GenerationError(f"cannot load tokenizer '{self.tokenizer_id}': {str(e).splitlines()[0]}") from None
         return self._tokenizer

@@ -42,7 +42,7 @@ BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
 BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
 BERDS_EVALUATOR_MODULE = "berds-evaluator"  # the LoRA module name the README's `vllm serve` command registers
 
-__all__ = ["JUDGES", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError",
+__all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError",
            "PredictionCache", "prediction_cache", "parse_spec", "describe_judge", "BERDS_EVALUATOR_MODEL",
            "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]
 
@@ -135,6 +135,31 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     if arg:
         return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
     return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}
+
+
+def app_judge_spec(spec: str, what: str = "judge") -> str:
+    """A judge spec typed into the app, checked before anything is loaded or requested.
+
+    ``hf:`` models and adapters given as folders must lie under the allowed
+    roots (hub ids pass; :func:`berds_core.safepaths.resolve_user_model`), and
+    server addresses (``openai:<model>@<url>``, ``berds-evaluator:<url>``) must
+    be on the operator's list (:func:`berds_core.endpoints.check_endpoint`).
+    Returns the spec (folders made absolute); raises InputError / SpecError.
+    """
+    from ..endpoints import check_endpoint
+    from ..safepaths import resolve_user_model
+
+    spec = (spec or "embedded").strip()
+    name, arg = JUDGES.parse(spec)
+    if name == "hf":
+        model, adapter = _split_hf(arg)
+        parts = [resolve_user_model(p, what=f"{what} model path") for p in (model, adapter) if p]
+        return "hf:" + "+".join(parts)
+    if name == "openai":
+        check_endpoint(split_openai_spec(arg)[1], what=f"{what} server address")
+    elif name == "berds-evaluator" and arg:
+        check_endpoint(arg, what=f"{what} server address")
+    return spec
 
 
 def get_judge(spec: str = "embedded", **opts) -> Judge:

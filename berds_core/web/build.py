@@ -97,7 +97,8 @@ def _search(question: Question, backend: SearchBackend, qdir: Path, opts: WebOpt
     if (saved and not opts.refresh and saved.get("backend") == backend.name and saved.get("query") == query
             and saved.get("top") == opts.top and isinstance(saved.get("results"), list)):
         return [SearchResult(**r) for r in saved["results"]], saved.get("date"), True
-    date = opts.date or today()
+    recorded = getattr(backend, "searched_at", None)  # a replayed search keeps the date it was made
+    date = opts.date or (recorded(query) if recorded else None) or today()
     results, hit = cached_search(backend, query, opts.top, date=date)
     snap.write_json(qdir / snap.SEARCH_FILE, {"backend": backend.name, "query": query, "date": date,
                                               "top": opts.top, "results": [r.to_json() for r in results]})
@@ -131,6 +132,8 @@ def build_question_corpus(question: Question, backend: SearchBackend, root, opti
     manifest = {"format": snap.FORMAT, "question_id": question.id, "question": question.question, "query": query,
                 "backend": backend.name, "date": None, "top": opts.top, "extractor": opts.extractor,
                 "passage_words": opts.passage_words, "user_agent": opts.fetch.user_agent}
+    if getattr(backend, "is_recording", False):  # what the app labels as a recording, never as the live web
+        manifest["recording"] = backend.recording_info(query)
     try:
         results, date, res.search_from_cache = _search(question, backend, qdir, opts, query)
     except SearchError as e:
@@ -166,6 +169,7 @@ def build_question_corpus(question: Question, backend: SearchBackend, root, opti
 
     def on_page(i: int, page: PageResult) -> None:
         rec = page.log_record()
+        rec.setdefault("fetched_at", _now())
         if page.ok:
             snap.write_page(qdir, page.url, page.text)
         snap.append_log(qdir, rec)
@@ -173,8 +177,8 @@ def build_question_corpus(question: Question, backend: SearchBackend, root, opti
         done[0] += 1
         emit("page", {"done": done[0], "total": len(todo), "record": rec})
 
-    if todo:
-        fetch_pages(todo, opts.fetch, on_page)
+    if todo:  # a replayed search answers from its recording, with no request
+        (getattr(backend, "fetch_pages", None) or fetch_pages)(todo, opts.fetch, on_page)
 
     # ---- extract and split, in search-rank order
     extractor = EXTRACTORS.create(opts.extractor)

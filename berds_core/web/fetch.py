@@ -86,6 +86,7 @@ class PageResult:
     bytes: int = 0
     seconds: float = 0.0
     transient: bool = False  # worth trying again later (timeouts, 5xx, connection errors)
+    fetched_at: str | None = None  # when the answer came (UTC, ISO 8601); set for recorded pages
 
     @property
     def ok(self) -> bool:
@@ -100,6 +101,8 @@ class PageResult:
             rec.update(fetched=True, content_type=self.content_type, charset=self.charset, bytes=self.bytes)
         if self.transient:
             rec["transient"] = True
+        if self.fetched_at:
+            rec["fetched_at"] = self.fetched_at
         rec["seconds"] = round(self.seconds, 3)
         return rec
 

@@ -348,13 +348,22 @@ def _cse(arg, **opts):
     return GoogleCSESearch(arg, **opts)
 
 
+@SEARCH.register("replay", usage="replay[:<recording.jsonl>]", takes_arg=True,
+                 help="replays a recorded search and its pages, no network (bare: the built-in demo recording)")
+def _replay(arg, **opts):
+    from .replay import ReplaySearch
+
+    return ReplaySearch(arg or None)
+
+
 BACKENDS = {"searxng": SearxngSearch, "serper": SerperSearch, "brave": BraveSearch, "bing": BingSearch,
             "google-cse": GoogleCSESearch}
 
 
 def key_names(spec: str) -> tuple[str, ...]:
     """The environment variables (or secrets) a spec's backend reads its key from; () for none."""
-    return BACKENDS[SEARCH.parse(spec)[0]].key_env
+    cls = BACKENDS.get(SEARCH.parse(spec)[0])
+    return cls.key_env if cls is not None else ()
 
 
 def get_search(spec: str, **opts) -> SearchBackend:
