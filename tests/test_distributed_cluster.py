@@ -341,3 +341,66 @@ def test_a_judge_failing_on_a_worker_is_one_line(cluster, tmp_path):
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("berds judge: error: --judge:") and "Traceback" not in p.stderr
     assert not out.exists()
+
+
+def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
+    """An IVF index on the cluster: trained once on a sample read from the vector shards (a Ray task), each
+    shard's lists filled by a Ray task; searching the shards and merging gives exactly what one index
+    holding every shard's lists (FAISS's own merge) gives; a lost shard of lists is filled again alone;
+    and ``index``/``retrieve --ray --index IVF..`` through the CLI."""
+    import faiss
+
+    from berds_core.distributed.index import IVF_NPROBE, DenseShards, build_ivf
+    from berds_core.distributed.runtime import ray_session
+    from berds_core.distributed.search import search_dense
+    from berds_core.distributed.shards import ShardSet, save_npy
+
+    rng = np.random.default_rng(0)
+    n, dim, rows = 3000, 32, 1000
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = rng.standard_normal((30, dim)).astype(np.float32)
+    vec = ShardSet(tmp_path / "idx" / "vectors", n, rows, "npy", {"corpus_hash": "h", "encoder": "e"})
+    for i in range(vec.n_shards):
+        save_npy(vec, i, x[i * rows:(i + 1) * rows], dim=dim)
+    vec.finish(dim=dim)
+    factory = "IVF64,Flat"
+    assert IVF_NPROBE < 64  # approximate: not every list is searched
+    ray.init(address=cluster)
+    try:
+        with ray_session(cluster, progress=False) as session:
+            lists, built = build_ivf(session, vec, tmp_path / "idx", factory)
+            assert built == 1 + 3 and lists.complete
+            hits, where = search_dense(session, DenseShards(tmp_path / "idx", factory, vec, lists), q, 10)
+            assert where["nodes_used"] == 2
+            (lists.folder / "shard-00002.json").unlink()  # as if killed before the shard was done
+            (lists.folder / "complete.json").unlink()
+            again, built = build_ivf(session, vec, tmp_path / "idx", factory)
+            assert built == 1
+            hits2, _ = search_dense(session, DenseShards(tmp_path / "idx", factory, vec, again), q, 10)
+    finally:
+        ray.shutdown()
+    trained = next((tmp_path / "idx").glob("ivf-*/trained.faiss"))
+    merged = faiss.read_index(str(trained))
+    for spec in lists.specs():
+        merged.merge_from(faiss.read_index(spec["path"]), 0)
+    assert merged.ntotal == n
+    faiss.extract_index_ivf(merged).nprobe = IVF_NPROBE
+    scores, ids = merged.search(q, 10)
+    exact = np.argsort(-(q @ x.T), axis=1)[:, :10]
+    assert any(set(e) != set(i) for e, i in zip(exact, ids))  # the lists really are probed, not all rows
+    for (r, s), (r2, s2), want_r, want_s in zip(hits, hits2, ids, scores):
+        np.testing.assert_array_equal(r, want_r)
+        np.testing.assert_array_equal(s, want_s)
+        np.testing.assert_array_equal(r2, want_r)
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl", 600, words=8)
+    questions = write_questions(tmp_path / "questions.jsonl", 5)
+    opts = ["--corpus", str(corpus), "--retriever", "dense", "--index", "IVF16,Flat", "--shard-rows", "200"]
+    idx, _ = berds(["index", *opts], tmp_path / "cache", ray_address=cluster)
+    assert idx["index"] == "IVF16,Flat" and idx["ray"]["shards"] == 3 and idx["ray"]["graphs_built"] == 4
+    res, _ = berds(["retrieve", "--questions", str(questions), *opts, "--k", "7", "--out", str(tmp_path / "r.jsonl")],
+                   tmp_path / "cache", ray_address=cluster)
+    assert res["ray"]["graphs_built"] == 0 and res["ray"]["encode"]["encoded"] == 0
+    run = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert len(run) == 5 and all(len(e["ctxs"]) == 7 for e in run)

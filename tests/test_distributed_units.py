@@ -354,3 +354,18 @@ def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
         assert len(rows) == 10
         overlap.append(len(set(rows.tolist()) & {i for i, _ in want}) / 10)
     assert np.mean(overlap) > 0.9
+
+
+@pytest.mark.parametrize("kind, why", [("IVF64,Flat", "IVF indexes are built with --ray ADDRESS"),
+                                        ("IVFx,Flat", "expected flat, hnsw or a FAISS IVF factory string"),
+                                        ("IVF64,PQ7", "FAISS cannot build 'IVF64,PQ7'")])
+def test_index_kind_checked_before_any_work(kind, why, tmp_path, capsys, monkeypatch):
+    """``--index`` takes flat, hnsw or (with --ray) a FAISS IVF factory string; anything else is one line."""
+    from berds_core.cli import main
+
+    monkeypatch.delenv("BERDS_RAY_ADDRESS", raising=False)
+    corpus = write_corpus(tmp_path / "c.jsonl", 5)
+    ray_opts = [] if "--ray" in why else ["--ray", "127.0.0.1:1"]
+    assert main(["index", "--corpus", str(corpus), "--retriever", "dense", "--index", kind, *ray_opts]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--index" in err[0] and why in err[0], err

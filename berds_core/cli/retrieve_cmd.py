@@ -8,6 +8,7 @@ adds its arguments in ``register`` and its logic in ``build_run``.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -22,8 +23,9 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
     p.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
     p.add_argument("--model", default=None,
                    help="dense only: sentence-transformers hub id or local path (default all-MiniLM-L6-v2)")
-    p.add_argument("--index", choices=("flat", "hnsw"), default="flat",
-                   help="dense only: exact inner product (flat) or approximate HNSW")
+    p.add_argument("--index", default="flat", metavar="KIND",
+                   help="dense only: exact inner product (flat), approximate HNSW, or with --ray a FAISS IVF "
+                        "factory string (e.g. IVF1024,Flat: trained on a sample, filled shard by shard)")
     p.add_argument("--encoding", choices=("auto", "fp32", "bf16", "int8"), default="auto",
                    help="dense only: encoder precision (auto: bf16 on CPUs with native bf16, else int8; "
                         "fp32 on GPU)")
@@ -64,6 +66,16 @@ def _check(args) -> None:
             raise InputError("--model", None, None, "bm25 takes no model (use --retriever dense)")
         if args.index != "flat":
             raise InputError("--index", None, None, "bm25 has no index kind (use --retriever dense)")
+    elif args.index not in ("flat", "hnsw"):
+        from ..distributed.index import check_kind, is_ivf
+
+        try:
+            check_kind(args.index)
+        except ValueError as e:
+            raise InputError("--index", None, None, str(e)) from None
+        if is_ivf(args.index) and getattr(args, "ray", None) is None and not os.environ.get("BERDS_RAY_ADDRESS"):
+            raise InputError("--index", None, None, f"{args.index}: IVF indexes are built with --ray ADDRESS "
+                                                    "(trained on a sample, filled shard by shard)")
     if args.passage_words < 0:
         raise InputError("--passage-words", None, None, "must be 0 or more")
     if getattr(args, "k", 1) < 1:

@@ -10,6 +10,9 @@ ascending): for exact search this is the ranking of one index over all rows.
   ``faiss_index.search``, the very call one process makes (NumPy for a few
   questions, FAISS for many), so the scores are the same floats;
 - dense ``hnsw``: one HNSW graph per shard (approximate, like one HNSW graph);
+- dense ``IVF<nlist>,...``: each shard's inverted lists (one trained quantizer for all, ids = global
+  rows), ``nprobe`` lists searched in each: the merged top-k is what one index holding every shard's
+  lists returns (approximate as that index is);
 - BM25: a shard holds its rows of the BM25 score matrix, built once over the
   whole corpus (global IDF and average length), and scores a query with
   bm25s' own kernel; a passage's score is the same sum in the same order as
@@ -37,21 +40,30 @@ class DenseSearcher(_Searcher):
 
     def __init__(self, shards: list[dict], kind: str):
         from ..retrieval import faiss_index
+        from .index import IVF_NPROBE, is_ivf
 
         self.kind, self.shards = kind, []
         for s in shards:
+            if is_ivf(kind):  # the shard's inverted lists; its ids are global rows already
+                import faiss
+
+                index = faiss_index.load_index(Path(s["index"]))
+                ivf = faiss.extract_index_ivf(index)
+                ivf.nprobe = min(IVF_NPROBE, ivf.nlist)
+                self.shards.append((0, int(s["rows"]), None, index))
+                continue
             emb = np.ascontiguousarray(np.load(s["path"]), dtype=np.float32)
             index = (faiss_index.load_index(Path(s["index"])) if kind != "flat"
                      else faiss_index.build_index(emb, "flat"))
-            self.shards.append((int(s["start"]), emb, index))
+            self.shards.append((int(s["start"]), len(emb), emb, index))
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         from ..retrieval import faiss_index
 
         out = []
-        for start, emb, index in self.shards:
-            kk = min(int(k), len(emb))
-            scores, rows = faiss_index.search(index, self.kind, queries, kk,
+        for start, n, emb, index in self.shards:
+            kk = min(int(k), n)
+            scores, rows = faiss_index.search(index, "flat" if emb is None else self.kind, queries, kk,
                                               emb=emb if self.kind == "flat" else None)
             out.append([(r[r >= 0].astype(np.int64) + start, s[r >= 0]) for r, s in zip(rows, scores)])
         return out
