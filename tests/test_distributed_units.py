@@ -369,3 +369,18 @@ def test_index_kind_checked_before_any_work(kind, why, tmp_path, capsys, monkeyp
     assert main(["index", "--corpus", str(corpus), "--retriever", "dense", "--index", kind, *ray_opts]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--index" in err[0] and why in err[0], err
+
+
+def test_ray_that_cannot_start_is_one_line(tmp_path):
+    """``--ray local`` where Ray cannot start (here: an unusable RAY_TMPDIR; on a loaded machine, a raylet
+    that does not register in Ray's 30 s, a bare Exception) exits 2 with one line naming --ray."""
+    pytest.importorskip("ray")
+    import os
+
+    corpus = write_corpus(tmp_path / "c.jsonl", 3)
+    env = {**os.environ, "RAY_TMPDIR": "/proc/berds-no-such-dir", "BERDS_CACHE": str(tmp_path / "cache")}
+    env.pop("BERDS_RAY_ADDRESS", None)
+    p = subprocess.run([sys.executable, "-m", "berds_core", "index", "--corpus", str(corpus), "--retriever", "dense",
+                        "--ray", "local", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert p.stderr.strip().splitlines()[-1].startswith("berds index: error: --ray: cannot start Ray at 'local'")

@@ -132,7 +132,8 @@ def ray_session(address: str, *, progress: bool = True):
                 ray.init(address=address, **opts)
         except InputError:
             raise
-        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+        except Exception as e:  # noqa: BLE001 - Ray raises bare Exception (a raylet that did not register in
+            # 30 s on a loaded machine), OSError (an unusable RAY_TMPDIR), ConnectionError, RuntimeError, ...
             raise InputError("--ray", None, None, f"cannot {'start' if address == 'local' else 'reach'} Ray at "
                                                   f"{address!r}: {_first_line(e)}") from None
         connected = True
