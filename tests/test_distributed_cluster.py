@@ -46,15 +46,29 @@ def ray_tmpdir():
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+CLIENT_PORT = {}
+
+
 @pytest.fixture(scope="module")
 def cluster(ray_tmpdir):
+    """The module's one cluster: a head (with a Ray Client server, for ray://) and a second node."""
     from ray.cluster_utils import Cluster
 
+    port = _free_port()
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 150 * 2**20,
-                                                      "include_dashboard": False})
+                                                      "include_dashboard": False, "ray_client_server_port": port})
     try:
         c.add_node(num_cpus=1, object_store_memory=150 * 2**20)
         c.wait_for_nodes()
+        CLIENT_PORT["port"] = port
         yield c.address
     finally:
         if ray.is_initialized():
@@ -404,3 +418,36 @@ def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
     assert res["ray"]["graphs_built"] == 0 and res["ray"]["encode"]["encoded"] == 0
     run = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert len(run) == 5 and all(len(e["ctxs"]) == 7 for e in run)
+
+
+def test_ray_client_and_auto_from_the_environment(cluster, tmp_path):
+    """The other address forms on the same cluster: ``ray://`` (Ray Client: the encoder pool runs as plain
+    actors there, as Ray Data cannot run a pipeline through a client) for the embedded judge, and
+    ``BERDS_RAY_ADDRESS=auto`` (the cluster ``RAY_ADDRESS`` names) for BM25 retrieval: the files one
+    process writes."""
+    from berds_core.runs import write_run
+
+    write_run(tmp_path / "run.jsonl", run_entries(8, 140, perspectives=2, words=8))  # several parts
+    client = f"ray://127.0.0.1:{CLIENT_PORT['port']}"
+    for mode, addr in (("one", None), ("client", client)):
+        judged, _ = berds(["judge", "--run", str(tmp_path / "run.jsonl"), "--out", str(tmp_path / f"{mode}.jsonl")],
+                          tmp_path / f"cache-{mode}", ray_address=addr)
+        if addr:
+            assert judged["ray"]["address"] == client and judged["ray"]["mode"] == "encode"
+            assert judged["ray"]["parts"] >= 2 and judged["ray"]["nodes_used"] == 2
+    assert (tmp_path / "client.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl", 1100, words=8)
+    questions = write_questions(tmp_path / "questions.jsonl", 6)
+    env = {**os.environ, "BERDS_CACHE": str(tmp_path / "cache-auto"), "BERDS_RAY_ADDRESS": "auto",
+           "RAY_ADDRESS": cluster}
+    p = subprocess.run([sys.executable, "-m", "berds_core", "retrieve", "--questions", str(questions), "--corpus",
+                        str(corpus), "--retriever", "bm25", "--k", "15", "--shard-rows", "300",
+                        "--out", str(tmp_path / "auto.jsonl"), "--json", "--quiet"],
+                       capture_output=True, text=True, timeout=900, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    info = json.loads(p.stdout)
+    assert info["ray"]["address"] == "auto" and info["ray"]["nodes"] == 2 and info["ray"]["shards"] == 4
+    berds(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--retriever", "bm25", "--k", "15",
+           "--out", str(tmp_path / "bm25-one.jsonl")], tmp_path / "cache-one")
+    assert (tmp_path / "auto.jsonl").read_bytes() == (tmp_path / "bm25-one.jsonl").read_bytes()

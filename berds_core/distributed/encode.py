@@ -64,16 +64,12 @@ def encode_parts(session, spec: EncoderSpec, plan: Plan, on_part=None) -> dict:
              "nodes_used": 0, "workers": 0, "seconds": 0.0}
     if not plan.parts:
         return stats
-    import ray.data
-
     t0 = time.perf_counter()
     gpu = use_gpus(session, spec)
     rows = [{"part": i, "texts": part} for i, part in enumerate(plan.parts)]
-    ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-    ds = session.actor_map(ds, EncodeActor, {**spec.kwargs(), "gpu": gpu}, gpu=gpu, items=len(rows))
     store = embedding_store()
     nodes, pids, done = set(), set(), 0
-    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+    for batch in session.map_rows(rows, EncodeActor, {**spec.kwargs(), "gpu": gpu}, gpu=gpu):
         for part, blob, dim, node, pid in zip(batch["part"], batch["vecs"], batch["dim"], batch["node"],
                                               batch["pid"]):
             texts = plan.parts[int(part)]

@@ -114,17 +114,13 @@ def _actors(session, judge, todo, on_batch) -> dict:
     stats = {"chunks": len(chunks), "sent": len(todo), "nodes_used": 0, "workers": 0}
     if not chunks:
         return stats
-    import ray.data
-
     gpu = judge.backend == "hf" and session.gpus > 0 and not str(getattr(judge, "device", "") or "").startswith("cpu")
     rows = [{"chunk": i, "docs": [p for _, (p, _s) in c], "persps": [s for _, (_p, s) in c]}
             for i, c in enumerate(chunks)]
-    ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-    ds = session.actor_map(ds, JudgeActor, {"judge": judge}, gpu=gpu, items=len(rows))
     cache = prediction_cache()
     nodes, pids, done = set(), set(), 0
     decided = dict(getattr(judge, "decided_by", None) or {})
-    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+    for batch in session.map_rows(rows, JudgeActor, {"judge": judge}, gpu=gpu):
         for chunk, blob, dec, node, pid in zip(batch["chunk"], batch["probs"], batch["decided"], batch["node"],
                                                batch["pid"]):
             keys = [k for k, _ in chunks[int(chunk)]]
@@ -175,6 +171,9 @@ def _vllm(session, judge, todo) -> dict:
     stats = {"sent": len(todo)}
     if not todo:
         return stats
+    if session.client:
+        raise JudgeError("the vllm judge runs a Ray Data pipeline, which Ray Client (ray://) cannot drive: run "
+                         "berds on a node of the cluster with --ray auto (or submit it with 'ray job submit')")
     import ray.data
 
     processor = vllm_processor(judge, session)

@@ -4,7 +4,7 @@
 
     with ray_session("local", progress=False) as session:
         session.cpus, session.gpus, session.nodes
-        ds = session.actor_map(ds, Actor, kwargs, gpu=False, items=n)
+        for batch in session.map_rows(rows, Actor, kwargs, gpu=False): ...
 
 ``local`` starts a Ray instance (every CPU and GPU of this machine) and shuts
 it down when the block ends, even on an error or Ctrl-C; any other address
@@ -36,6 +36,7 @@ class Session:
     gpus: int
     nodes: int
     progress: bool = True
+    client: bool = False  # connected through Ray Client (ray://)
     stats: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
@@ -46,20 +47,56 @@ class Session:
         slots = self.gpus if gpu else self.cpus
         return max(1, min(int(items), max(1, int(slots))))
 
-    def actor_map(self, ds, cls, kwargs: dict, *, gpu: bool, items: int):
-        """``ds.map_batches`` through a pool of ``cls`` actors, one batch (row) per call, one call in
-        flight per actor (a batch is a large unit of work: the next goes to whichever actor is free).
+    def map_rows(self, rows: list[dict], cls, kwargs: dict, *, gpu: bool):
+        """Each row through a pool of ``cls`` actors (``cls(**kwargs)``, ``__call__(batch)`` on a one-row
+        numpy batch); yields the result batches as they come back, in no set order.
 
-        Ray Data restarts an actor whose process dies and runs its batch again
-        (its actor pools default to ``max_restarts=-1`` and ``max_task_retries=-1``):
+        Ray Data (``map_batches`` with an actor pool, one row per call, one call in flight per actor:
+        a row is a large unit of work, the next goes to whichever actor is free). Through Ray Client
+        (``ray://``), where Ray Data cannot run a pipeline, the same actors in a ``ray.util.ActorPool``.
+        Either way an actor whose process dies is restarted and its row run again (Ray Data's pools
+        default to ``max_restarts=-1`` and ``max_task_retries=-1``; the client pool declares them):
         a worker killed in the middle of a job changes nothing in the output.
         """
+        if not rows:
+            return
+        size = self.pool_size(len(rows), gpu)
+        if self.client:
+            yield from _client_pool(rows, cls, kwargs, size=size, gpu=gpu)
+            return
         import ray.data
 
-        size = self.pool_size(items, gpu)
-        return ds.map_batches(cls, fn_constructor_kwargs=kwargs, batch_size=1, batch_format="numpy",
-                              compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1),
-                              num_cpus=1, num_gpus=1 if gpu else None)
+        ds = ray.data.from_items(rows, override_num_blocks=len(rows))
+        ds = ds.map_batches(cls, fn_constructor_kwargs=kwargs, batch_size=1, batch_format="numpy",
+                            compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1),
+                            num_cpus=1, num_gpus=1 if gpu else None)
+        yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+
+
+def _one_row_batch(row: dict) -> dict:
+    """A row as Ray Data hands it to ``map_batches`` with ``batch_size=1``: a numpy array per column."""
+    import numpy as np
+
+    out = {}
+    for k, v in row.items():
+        a = np.empty(1, dtype=object if isinstance(v, (list, tuple, str)) else None)
+        a[0] = v
+        out[k] = a
+    return out
+
+
+def _client_pool(rows, cls, kwargs, *, size: int, gpu: bool):
+    import ray
+    from ray.util import ActorPool
+
+    actor = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_restarts=-1, max_task_retries=-1)(cls)
+    actors = [actor.remote(**kwargs) for _ in range(size)]
+    try:
+        pool = ActorPool(actors)
+        yield from pool.map_unordered(lambda a, batch: a.__call__.remote(batch), [_one_row_batch(r) for r in rows])
+    finally:
+        for a in actors:
+            ray.kill(a)
 
 
 def _cluster_info(ray) -> tuple[int, int, int]:
@@ -140,7 +177,8 @@ def ray_session(address: str, *, progress: bool = True):
     try:
         cpus, gpus, nodes = _cluster_info(ray)
         _configure_data(progress)
-        yield Session(address=address, started=started, cpus=cpus, gpus=gpus, nodes=nodes, progress=progress)
+        yield Session(address=address, started=started, cpus=cpus, gpus=gpus, nodes=nodes, progress=progress,
+                      client=address.startswith("ray://"))
     finally:
         if connected:
             ray.shutdown()  # ``local``: stops the instance this job started; otherwise disconnects
