@@ -146,6 +146,7 @@ def test_bm25_shards_merged_equal_one_index(tmp_path, fresh_cache):
     assert [s for _, s in whole[2]] == [0.0] * 60 and [i for i, _ in whole[2]] == list(range(60))
 
 
+@pytest.mark.slow
 def test_dense_shards_merged_equal_one_index(tmp_path, fresh_cache):
     """Vector shards searched with the one-process call and merged: the rows of DenseRetriever over the
     whole corpus, in its order. Scores: the same floats with FAISS (20 queries or more, any shard size)
@@ -214,6 +215,7 @@ def _record_parts(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_judge_plan_lists_the_parts_the_embedded_judge_encodes(tmp_path, fresh_cache, monkeypatch):
     """The plan is the sequence of encode calls one process makes (chunks of commit_every pairs, each
     chunk's passages then perspectives, nothing twice, CHUNK texts a call), including a warm store."""
@@ -239,6 +241,7 @@ def test_judge_plan_lists_the_parts_the_embedded_judge_encodes(tmp_path, fresh_c
     assert sum(map(len, calls)) == 240 + 12 - 1 - 7 - 15 - 2  # less the repeat, the warm texts, the judged ones
 
 
+@pytest.mark.slow
 def test_corpus_plan_lists_the_parts_dense_indexing_encodes(tmp_path, fresh_cache, monkeypatch):
     import berds_core.distributed.plan as plan_mod
     import berds_core.embed_store as es
@@ -326,6 +329,7 @@ def test_an_address_that_answers_nothing_is_one_line_at_once(address, env, tmp_p
     assert __import__("time").perf_counter() - t0 < 60
 
 
+@pytest.mark.slow
 def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
     """--index hnsw: one graph per vector shard (what the graph-building Ray task writes), searched per
     shard and merged: k hits per query, nearly all of the exact top-k."""
