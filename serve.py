@@ -4,12 +4,12 @@
 with one extra route, ``/berds/session``, that sets the lab's HttpOnly,
 SameSite=Strict session cookie (so a sign-in survives a reload and a new
 tab), and a guard that refuses file uploads from visitors who have not signed
-in (:mod:`berds_core.lab_session`). A lab (``BERDS_AUTH=lab``) runs this;
+in (:mod:`berds_core.lab.session`). A lab (``BERDS_AUTH=lab``) runs this;
 ``streamlit run app.py`` still works, with sign-ins that last one tab.
 """
 import streamlit as st
 
-from berds_core.lab_session import middleware, routes
+from berds_core.lab.session import middleware, routes
 
 app = st.App("app.py", routes=routes(), middleware=middleware())
 

@@ -57,7 +57,7 @@ OBSERVER = """
 
 
 def _db(path: Path, n: int) -> None:
-    from berds_core.store import Pair, Store
+    from berds_core.lab.store import Pair, Store
 
     with Store(path) as s:
         s.add_pairs([Pair(f"b{i}", f"Bench question number {i}?", f"Passage {i}: " + "words of the passage " * 12,

@@ -226,7 +226,7 @@ def procon_qe(args):
     from berds_core.datasets import load_debate_sites
     from berds_core.discovery import Discoverer, claim_of, open_pool
     from berds_core.diversify import diversify
-    from berds_core.evaluation import paired_comparison, scores
+    from berds_core.eval.evaluation import paired_comparison, scores
     from berds_core.retrieval import get_retriever
     from berds_core.runs import label_matrix
 
@@ -316,7 +316,7 @@ def main(argv=None) -> int:
             print(procon_markdown(results["procon_qe"]))
         else:
             print(f"skip procon: {args.procon} not found", file=sys.stderr)
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     with atomic_write(args.out) as fh:
         json.dump(results, fh, indent=1, ensure_ascii=False, default=float)

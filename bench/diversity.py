@@ -4,7 +4,7 @@
     python bench/diversity.py --data ../shared/data --timing           # + berds retrieve timings (cold / warm)
     python bench/diversity.py --data ../shared/data --timing-only      # timings only
 
-Development corpora (``berds_core.devsets``), all in the debate-sites gold
+Development corpora (``berds_core.datasets.devsets``), all in the debate-sites gold
 form (perspective 0 the claim, 1 its negation, each passage labelled with the
 side it argues): ``procon`` (debate-sites/procon.json), ``perspectrum``
 (PERSPECTRUM train + dev claims, their perspective sentences as passages; the
@@ -174,7 +174,7 @@ def _cosine_sides(qc, alpha, candidates, temperature, keep=0):
     """The coverage re-ranker with the cosine-to-sides rule (the ``diverse`` preset's method until 2026-11-25);
     ``keep``: the dense top ``keep`` stay in place."""
     from berds_core.diversify import coverage_rerank, stance_probs
-    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.vectors import encode
     from berds_core.diversify.facets import yes_no_sides
 
     rows, sc = qc.pool("dense", candidates)
@@ -243,7 +243,7 @@ def build_contexts(bundles: dict, progress: bool) -> list[QuestionCtx]:
 
 
 def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int) -> dict:
-    from berds_core.devsets import grouped_folds, question_groups
+    from berds_core.datasets.devsets import grouped_folds, question_groups
 
     groups = question_groups([qc.question for qc in qcs])
     folds = grouped_folds(groups, n_folds, seed)
@@ -316,7 +316,7 @@ def stance_out_of_fold(qcs: list[QuestionCtx], n_folds: int, opts: dict, cache: 
 def prepare_sides(qcs: list[QuestionCtx]) -> None:
     """Embed every question's offline yes/no sides in one encoder call (``qc.memo["sides"]``): one call per
     question is slow on a loaded CPU."""
-    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.vectors import encode
     from berds_core.diversify.facets import yes_no_sides
 
     texts = [s for qc in qcs for s in yes_no_sides(qc.question.question)]
@@ -330,7 +330,7 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
     rule puts them on their side. Model: P(yes) > P(no). Cosine rule: ``coverage.stance_probs``
     (difference of cosines to the offline yes/no sides, centred on the pool's median), as the old preset."""
     from berds_core.diversify import stance_probs
-    from berds_core.diversify.embeddings import encode
+    from berds_core.diversify.vectors import encode
     from berds_core.diversify.facets import yes_no_sides
 
     from train_stance import side_of
@@ -362,7 +362,7 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
 # ------------------------------------------------------------------ evaluation and selection
 
 def per_question(qc: QuestionCtx, rows) -> np.ndarray:
-    from berds_core.metrics import mrecall_at_k, precision_at_k
+    from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
     L = qc.labels(list(rows)[:K])
     return np.array([mrecall_at_k(L, 5), precision_at_k(L, 5), mrecall_at_k(L, 10), precision_at_k(L, 10)])
@@ -425,7 +425,7 @@ def evaluate(qcs: list[QuestionCtx], configs: list[Config], n_folds: int, progre
 
 
 def tables(qcs, results, n_boot: int = 2000) -> dict:
-    from berds_core.evaluation import paired_comparison
+    from berds_core.eval.evaluation import paired_comparison
 
     corpora = np.array([qc.corpus.name for qc in qcs])
     views = {name: np.flatnonzero(corpora == name) for name in dict.fromkeys(corpora)}
@@ -550,7 +550,7 @@ def timing_corpus(data_dir: Path, n_questions: int = 400, n_passages: int = 7000
 
 
 def time_retrieve(data_dir: Path, n_questions: int, n_passages: int, repeat: int, progress: bool) -> dict:
-    from berds_core.jsonio import write_jsonl
+    from berds_core.files.jsonio import write_jsonl
 
     questions, passages = timing_corpus(data_dir, n_questions, n_passages)
     words = [len(p.text.split()) for p in passages]
@@ -649,7 +649,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.encoding != "auto":
-        from berds_core import embed
+        from berds_core.embeddings import models as embed
 
         embed.cpu_has_fast_bf16 = (lambda: True) if args.encoding == "bf16" else (lambda: False)
     data = Path(args.data)
@@ -657,14 +657,14 @@ def main(argv=None) -> int:
         print(f"skip: {data} not found", file=sys.stderr)
         return 0
     progress = not args.quiet
-    from berds_core.embed import resolve_encoding
+    from berds_core.embeddings.models import resolve_encoding
 
     results: dict = {"k": K, "protocol": "question-grouped CV; every figure out of fold",
                      "encoding": resolve_encoding(None, "cpu")}
     if not args.timing_only:
         import train_stance
 
-        from berds_core.devsets import dev_bundles
+        from berds_core.datasets.devsets import dev_bundles
 
         bundles, missing = dev_bundles(data, args.corpora.split(","))
         if missing:
@@ -723,7 +723,7 @@ def main(argv=None) -> int:
             results["timing"] = time_retrieve(data, args.timing_questions, args.timing_passages, args.repeat, progress)
             print()
             print(timing_markdown(results["timing"]))
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     with atomic_write(args.out) as fh:
         json.dump(results, fh, indent=1, ensure_ascii=False, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))

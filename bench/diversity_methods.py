@@ -54,8 +54,8 @@ def configs(ret_kind: str):
 
 def run_config(bundle, corpus, retriever, cfg, gold):
     from berds_core.diversify import diversify
-    from berds_core.diversity_metrics import diversity_scores, subtopic_qrels
-    from berds_core.evaluation import scores
+    from berds_core.eval.diversity import diversity_scores, subtopic_qrels
+    from berds_core.eval.evaluation import scores
     from berds_core.runs import label_matrix
 
     mats, secs, entries = [], [], []
@@ -156,7 +156,7 @@ def markdown(rows, title):
 
 def time_mmr(bundle, corpus, retriever, repeat):
     from berds_core.diversify import mmr, mmr_reference
-    from berds_core.diversify.embeddings import passage_embeddings
+    from berds_core.diversify.vectors import passage_embeddings
 
     fast, slow, same = [], [], 0
     questions = bundle.questions
@@ -185,7 +185,7 @@ def time_mmr(bundle, corpus, retriever, repeat):
 
 
 def paired(per_q, a, b):
-    from berds_core.evaluation import paired_comparison
+    from berds_core.eval.evaluation import paired_comparison
 
     return {m: paired_comparison(per_q[a][m], per_q[b][m], n_boot=2000, seed=0)
             for m in ("mrecall@5", "precision@5", "mrecall@10", "precision@10")}
@@ -216,7 +216,7 @@ SIG_METRICS = ("mrecall@5", "precision@5", "alpha_ndcg@5")
 
 def significance(per_q):
     """Each diversifier against plain dense: randomisation tests, Holm-corrected per metric across them."""
-    from berds_core.significance import compare
+    from berds_core.eval.significance import compare
 
     runs = {"dense plain": {m: per_q["dense plain"][m] for m in SIG_METRICS}}
     runs.update({name: {m: per_q[name][m] for m in SIG_METRICS} for name in SIG_ROWS if name in per_q})
@@ -269,7 +269,7 @@ def main(argv=None) -> int:
             print()
             print(markdown(dres["rows"], f"demo: {dres['questions']} questions, {dres['passages']} passages"))
             print_significance(dres["significance_vs_dense"])
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     with atomic_write(args.out) as fh:
         json.dump(results, fh, indent=1, ensure_ascii=False)

@@ -46,7 +46,7 @@ def passage_string(p, what: str) -> str:
 
 
 def scores(bundle, P, Q) -> dict:
-    from berds_core.metrics import mrecall_at_k, precision_at_k
+    from berds_core.eval.measures import mrecall_at_k, precision_at_k
     from berds_core.runs import gold_matrix
 
     top = np.argsort(-(Q @ P.T), axis=1)[:, :5]
@@ -60,7 +60,7 @@ def scores(bundle, P, Q) -> dict:
 
 def interleaved(encoders, passages, repeat: int, chunk: int = 64):
     """Embeddings per choice (from the first round) and passages/s per choice (median over rounds)."""
-    from berds_core.embed_store import encode_normalized
+    from berds_core.embeddings.store import encode_normalized
 
     emb = {c: [] for c in CHOICES}
     rate = {c: [] for c in CHOICES}
@@ -87,9 +87,9 @@ def main(argv=None) -> int:
     ap.add_argument("--encoding", default="auto", help="auto (the CPU default), fp32, bf16 or int8")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "embedding_choices.json"))
     args = ap.parse_args(argv)
-    from berds_core.devsets import dev_bundles
-    from berds_core.embed import load_encoder, resolve_encoding
-    from berds_core.embed_store import encode_normalized
+    from berds_core.datasets.devsets import dev_bundles
+    from berds_core.embeddings.models import load_encoder, resolve_encoding
+    from berds_core.embeddings.store import encode_normalized
 
     bundles, missing = dev_bundles(args.data, ["procon", "demo"])
     if "procon" not in bundles:
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         cells = [f"{q[b]['mrecall@5']:.3f} | {q[b]['precision@5']:.3f}" for b in names]
         sp = [f"{res['speed'][lab][key]:.1f} ({res['speed'][lab][key] / base[lab]:.2f}x)" for lab in res["speed"]]
         print(f"| {key} | " + " | ".join(cells) + " | " + " | ".join(sp) + " |")
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     with atomic_write(args.out) as fh:
         json.dump(res, fh, indent=1)

@@ -64,7 +64,7 @@ def texts_for(n: int, tsv: str | None) -> list[str]:
 def minilm(path: str | None, device: str):
     from sentence_transformers import SentenceTransformer
 
-    from berds_core.embed import resolve_model
+    from berds_core.embeddings.models import resolve_model
 
     path = path or resolve_model(None)
     if not os.path.isdir(path):
@@ -253,7 +253,7 @@ def main(argv=None) -> int:
     gpu = device.startswith("cuda")
     if args.threads or args.tiny:
         torch.set_num_threads(args.threads or 1)
-    from berds_core.embed import resolve_model
+    from berds_core.embeddings.models import resolve_model
 
     n = args.n or (32 if args.tiny else 20000 if gpu else 1000)
     batch = args.batch_size or (256 if gpu else 64 if not args.tiny else 16)

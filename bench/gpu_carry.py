@@ -52,7 +52,7 @@ def minilm_fp16(dest: Path) -> None:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from berds_core.embed import resolve_model
+    from berds_core.embeddings.models import resolve_model
 
     src = Path(resolve_model(None))
     if not src.is_dir():

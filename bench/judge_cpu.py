@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     import torch
 
     from berds_core.cli.judge_cmd import agreement
-    from berds_core.embed import load_embedder, resolve_encoding
+    from berds_core.embeddings.models import load_embedder, resolve_encoding
     from berds_core.judges.embedded import EmbeddedJudge
     from berds_core.judges.features import Featurizer
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from berds_core.accounts import Accounts, LoginError  # noqa: E402
-from berds_core.store import Store  # noqa: E402
+from berds_core.lab.accounts import Accounts, LoginError  # noqa: E402
+from berds_core.lab.store import Store  # noqa: E402
 
 
 def _cpu() -> str:

@@ -25,7 +25,7 @@ progress on stderr):
    before): models loaded, an empty cache, each demo question asked for the
    first time encodes the passages it needs (``cold_no_warmup_ms_per_question``).
 3. **With the warm-up** (what the app does now): a second empty cache,
-   ``berds_core.warmup.warm_passages`` encodes every passage and the dataset's
+   ``berds_core.studio.warmup.warm_passages`` encodes every passage and the dataset's
    perspectives once, as the app's warm-up does (``warmup_s``),
    then each question is asked for the first time (``cold_ms_per_question``,
    ``cold_ms_per_question_max``: the target is under 1 s for every question) and
@@ -150,11 +150,11 @@ def main(argv=None) -> int:
 
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages, load_corpus
-    from berds_core.diversify import embeddings as div_emb
-    from berds_core.embed import load_embedder
+    from berds_core.diversify import vectors as div_emb
+    from berds_core.embeddings.models import load_embedder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
-    from berds_core.warmup import warm_passages
+    from berds_core.studio.warmup import warm_passages
     from pages.common import SharedSearch, best_ranks, column_result
 
     if args.questions:

@@ -149,7 +149,7 @@ def bench_encoding(corpus, questions, gold, chunk: int, limit: int | None) -> di
     """Plain sentence-transformers fp32 (the baseline) vs our bf16 and int8 encoders."""
     import torch
 
-    from berds_core.embed import cpu_has_fast_bf16, load_embedder, load_encoder, resolve_encoding
+    from berds_core.embeddings.models import cpu_has_fast_bf16, load_embedder, load_encoder, resolve_encoding
     from berds_core.retrieval.dense import encode_normalized
 
     texts = corpus.texts[:limit] if limit else corpus.texts
@@ -190,7 +190,7 @@ def bench_encoding(corpus, questions, gold, chunk: int, limit: int | None) -> di
             out[f"overlap_at_10_{name}"] = float(np.mean([len(set(a) & set(b)) / 10
                                                           for a, b in zip(tops["fp32"], tops[name])]))
         if gold:
-            from berds_core.metrics import mrecall_at_k, precision_at_k
+            from berds_core.eval.measures import mrecall_at_k, precision_at_k
             from berds_core.runs import label_matrix
 
             ids = corpus.ids[:len(texts)]

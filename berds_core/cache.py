@@ -19,7 +19,7 @@ def cache_dir(sub: str | None = None) -> Path:
     happened to write there first.
     """
     from .errors import InputError
-    from .outputs import probe_writable
+    from .files.outputs import probe_writable
 
     env = os.environ.get("BERDS_CACHE")
     if env:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import InputError
-from .jsonio import iter_jsonl, read_text
+from .files.jsonio import iter_jsonl, read_text
 from .records import Passage
 
 PASSAGE_WORDS = 100
@@ -205,7 +205,7 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
                 raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
             yield no, {name: row[i] for name, i in cols.items()}
     except csv.Error as e:
-        from .csvio import explain
+        from .files.csvio import explain
 
         raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .jsonio import iter_jsonl, require, write_jsonl
+from .files.jsonio import iter_jsonl, require, write_jsonl
 from .records import Gold
 
 PREDS_SUFFIX = "-preds"

@@ -21,8 +21,8 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/agreement.py
 import plotly.graph_objects as go  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from berds_core.access import AccessDenied, Lab  # noqa: E402
-from berds_core.store import Store, StoreError  # noqa: E402
+from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
+from berds_core.lab.store import Store, StoreError  # noqa: E402
 from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
@@ -83,7 +83,7 @@ def breakdown_rows(blocks: dict, by: str) -> list[dict]:
 
 
 def run_judge_on_labels(store: Store, spec: str) -> int:
-    from berds_core.tasks import judge_probabilities
+    from berds_core.lab.tasks import judge_probabilities
     from pages.common import cached_judge
 
     judge = cached_judge(spec)
@@ -102,7 +102,7 @@ def adjudicate(lab: Lab, pair_id: str, label: int) -> None:
         if not who:
             ss["agr_flash"] = "Type your name as adjudicator first."
             return
-        from berds_core.access import Actor
+        from berds_core.lab.access import Actor
 
         lab = Lab(lab.store, Actor(who, "admin", open_mode=True))
     try:
@@ -129,7 +129,7 @@ def main() -> None:
     flash = st.session_state.pop("agr_flash", None)
     if flash:
         st.toast(esc(flash))
-    from berds_core.agreement import distinct_judges
+    from berds_core.lab.agreement import distinct_judges
 
     judges = list(distinct_judges(store))
     if "agr_pick" in st.session_state:
@@ -289,7 +289,7 @@ def browse(lab: Lab, judge: str | None) -> None:
 
 
 def export_tab(lab: Lab, report: dict) -> None:
-    from berds_core.exports import EXPORT_COLUMNS, to_csv, to_jsonl
+    from berds_core.lab.exports import EXPORT_COLUMNS, to_csv, to_jsonl
 
     st.caption("Tables as CSV, the whole report as JSON; labels (admins) as CSV or JSON Lines. No account data.")
     c = st.columns(3)

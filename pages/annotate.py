@@ -24,8 +24,8 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/annotate.py
 
 import streamlit as st  # noqa: E402
 
-from berds_core.access import AccessDenied, Lab  # noqa: E402
-from berds_core.store import SKIP, StoreError  # noqa: E402
+from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
+from berds_core.lab.store import SKIP, StoreError  # noqa: E402
 from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
@@ -110,7 +110,7 @@ def reveal_last(lab: Lab) -> None:
 
 
 def my_downloads(lab: Lab) -> None:
-    from berds_core.exports import to_csv, to_jsonl
+    from berds_core.lab.exports import to_csv, to_jsonl
 
     rows = [r for r in lab.export_rows("labels", include_skips=True) if r["annotator"] == lab.actor.name]
     with st.expander(f"My labels ({len(rows)})"):

@@ -1,17 +1,17 @@
 """The admin panel of the Annotate page: import pairs, build task sets, guidelines, exports.
 
-Every action goes through :class:`berds_core.access.Lab`, which refuses (and
+Every action goes through :class:`berds_core.lab.access.Lab`, which refuses (and
 logs) it for any role but admin, whatever the page draws. Files come by
-upload, or by a path under the allowed roots (:mod:`berds_core.safepaths`);
+upload, or by a path under the allowed roots (:mod:`berds_core.files.safepaths`);
 errors name the uploaded file and never quote its contents.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from berds_core.access import AccessDenied, Lab
+from berds_core.lab.access import AccessDenied, Lab
 from berds_core.errors import InputError
-from berds_core.store import StoreError
+from berds_core.lab.store import StoreError
 from pages.common import esc
 from pages.lab_ui import error_line
 
@@ -34,7 +34,7 @@ def _attempt(action):
 
 def _file(prefix: str, label: str, types: list[str]) -> tuple[str | None, str | None]:
     """(stored path, name shown in errors) from an upload or a path under the allowed roots."""
-    from berds_core.safepaths import resolve_user_path
+    from berds_core.files.safepaths import resolve_user_path
     from pages.common import _save_upload
 
     how = st.radio(f"{label} from", ["Upload", "Path on the server"], key=f"{prefix}_how", horizontal=True)
@@ -69,7 +69,7 @@ def _annotator_choice(lab: Lab, key: str, *, multi: bool, label: str):
 
 
 def import_tab(lab: Lab) -> None:
-    from berds_core.tasks import read_pairs_tsv
+    from berds_core.lab.tasks import read_pairs_tsv
 
     st.caption("A human-pairs TSV: question, id, document, perspective, label (optional); optional title, side, "
                "question_id, subset.")
@@ -105,7 +105,7 @@ def import_tab(lab: Lab) -> None:
 def _run_source(lab: Lab):
     """(pairs, stored judge labels, source name) from the current Evaluate run, an upload, or the demo."""
     from berds_core.runs import read_run
-    from berds_core.tasks import demo_candidates, pairs_from_runs
+    from berds_core.lab.tasks import demo_candidates, pairs_from_runs
 
     ss = st.session_state
     done = ss.get("eval_done") or {}
@@ -137,7 +137,7 @@ def _run_source(lab: Lab):
 
 
 def build_tab(lab: Lab) -> None:
-    from berds_core.tasks import STRATEGIES
+    from berds_core.lab.tasks import STRATEGIES
 
     got = _run_source(lab)
     if not got:
@@ -188,7 +188,7 @@ def build_tab(lab: Lab) -> None:
 
 def quick_start(lab: Lab) -> None:
     """One click to a ready demo round for the current user (open mode) or chosen annotators."""
-    from berds_core.tasks import demo_candidates
+    from berds_core.lab.tasks import demo_candidates
 
     if st.button("Start the demo task set (40 pairs from the built-in demo)", key="ann_demo_btn", type="primary"):
         pairs, ref = demo_candidates()
@@ -210,7 +210,7 @@ def guidelines_tab(lab: Lab) -> None:
 
 
 def exports_tab(lab: Lab) -> None:
-    from berds_core.exports import EXPORT_COLUMNS, to_csv, to_jsonl
+    from berds_core.lab.exports import EXPORT_COLUMNS, to_csv, to_jsonl
 
     st.caption("Labels with their provenance (time spent, judge visible, app version). No account data.")
     for what in ("labels", "gold", "reference"):

@@ -5,7 +5,7 @@ iframe) shows one pair; y / n / s / u decide, skip or undo. The server sends
 the next :data:`PREFETCH` undecided pairs with each run, so a keypress shows
 the next pair from that buffer without waiting for the server; the decision
 travels in the component's ``outbox`` state, is stored by
-:func:`berds_core.labelling.apply_events` (role and queue checks, once per
+:func:`berds_core.lab.labelling.apply_events` (role and queue checks, once per
 event id) and acknowledged in the next run. Pairs reach the browser under
 opaque per-tab references, never their ids; all text is set as text
 (``assets/annotator.js``).
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from berds_core.access import Lab
-from berds_core.labelling import Applied, apply_events
+from berds_core.lab.access import Lab
+from berds_core.lab.labelling import Applied, apply_events
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PREFETCH = 5

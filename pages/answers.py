@@ -42,8 +42,8 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
 
 
 def to_csv(rows: list[dict]) -> str:
-    """The CSV download (formula cells neutralised: ``berds_core.exports``)."""
-    from berds_core.exports import to_csv as csv_text
+    """The CSV download (formula cells neutralised: ``berds_core.lab.exports``)."""
+    from berds_core.lab.exports import to_csv as csv_text
 
     return csv_text(rows) if rows else ""
 

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from berds_core.background import JOBS, MEMO, JobState
+from berds_core.runtime.background import JOBS, MEMO, JobState
 from berds_core.errors import InputError
-from berds_core.metrics import mrecall_at_k, precision_at_k
+from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
 DEMO = "Built-in demo"
 FROM_PATH = "File path"
@@ -190,11 +190,11 @@ def load_data(cfg: Config) -> Data:
 
     Every path comes from a visitor of the page (typed, or an upload's stored
     copy): it goes through ``resolve_user_path`` first, so nothing outside the
-    allowed roots is opened (``berds_core.safepaths``).
+    allowed roots is opened (``berds_core.files.safepaths``).
     """
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages, load_corpus
-    from berds_core.safepaths import resolve_user_path
+    from berds_core.files.safepaths import resolve_user_path
 
     passages, gold = [], None
     if cfg.dataset == DEMO:
@@ -318,14 +318,14 @@ METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precis
 def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0,
               extra: dict | None = None) -> dict:
     """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
-    95% percentile-bootstrap intervals (``berds_core.evaluation``, same seed as ``berds evaluate``).
+    95% percentile-bootstrap intervals (``berds_core.eval.evaluation``, same seed as ``berds evaluate``).
 
     ``extra``: more per-question arrays (e.g. ``alpha_ndcg@5`` from ``diversity_metrics``),
     summarised the same way. Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ...,
     "macro": {...}}``; the macro average is the mean of the subset means, its interval a
     stratified bootstrap.
     """
-    from berds_core.evaluation import scores
+    from berds_core.eval.evaluation import scores
 
     per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
     return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
@@ -333,7 +333,7 @@ def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: i
 
 def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
     """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
-    from berds_core.evaluation import bootstrap_ci
+    from berds_core.eval.evaluation import bootstrap_ci
 
     groups = np.asarray([str(g) for g in subsets])
     names = list(dict.fromkeys(groups.tolist()))
@@ -365,7 +365,7 @@ def show_error(err, prefix: str = "") -> None:
     st.error(esc(prefix + line), icon=":material/error:")
 
 
-# Engine objects live in one process-wide store (``berds_core.background.MEMO``, like
+# Engine objects live in one process-wide store (``berds_core.runtime.background.MEMO``, like
 # ``st.cache_resource``) so that the background warm-up thread, which has no Streamlit
 # context, and the pages share them: a model is loaded once, whoever asks first.
 
@@ -377,7 +377,7 @@ def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
 def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
     """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
     from berds_core.retrieval import get_retriever
-    from berds_core.safepaths import resolve_user_model
+    from berds_core.files.safepaths import resolve_user_model
 
     model = None if model is None else resolve_user_model(model, what="embedder")
     return MEMO.get(("retriever", kind, corpus_hash, model),
@@ -398,9 +398,9 @@ def cached_embedder(model: str | None):
     embedding store, then the model, loaded at the first text it has not seen). A model typed in the app
     must name a folder under the allowed roots (or a hub id); a name that cannot be loaded fails here, at
     once (``embed.locate_embedder``)."""
-    from berds_core.embed import locate_embedder, resolve_model
-    from berds_core.embed_store import text_encoder
-    from berds_core.safepaths import resolve_user_model
+    from berds_core.embeddings.models import locate_embedder, resolve_model
+    from berds_core.embeddings.store import text_encoder
+    from berds_core.files.safepaths import resolve_user_model
 
     model = None if model is None else resolve_user_model(model, what="embedder")
 
@@ -447,7 +447,7 @@ def engine_job(cfg: Config) -> JobState:
     key = ("engine",) + _config_key(cfg)
 
     def run(report) -> None:
-        from berds_core.warmup import seed_shipped, warm_passages
+        from berds_core.studio.warmup import seed_shipped, warm_passages
 
         report("loading the dataset and corpus")
         data = cached_data(_config_key(cfg), cfg)
@@ -595,7 +595,7 @@ def _save_upload(upload, kind: str) -> str:
     suffix = Path(upload.name).suffix.lower()
     path = cache_dir("uploads") / f"{kind}-{hashlib.sha1(data).hexdigest()[:16]}{suffix}"
     if not path.exists():
-        from berds_core.jsonio import atomic_write
+        from berds_core.files.jsonio import atomic_write
 
         with atomic_write(path, "wb") as fh:
             fh.write(data)
@@ -671,7 +671,7 @@ def _checked_models(embedder: str, spec: str) -> tuple[str, str]:
     a server not on the operator's list is refused here (one line in the sidebar) and the default
     is used instead, so no page loads or requests what a visitor typed unchecked."""
     from berds_core.judges import app_judge_spec
-    from berds_core.safepaths import resolve_user_model
+    from berds_core.files.safepaths import resolve_user_model
 
     try:
         model = embedder_model(embedder)

@@ -114,7 +114,7 @@ def main() -> None:
 
     try:
         if source == CQA:
-            from berds_core.safepaths import resolve_user_path
+            from berds_core.files.safepaths import resolve_user_path
 
             path = st.text_input("ConflictingQA file (JSONL, CSV or Parquet)", key="cv_cqa_path")
             if not path.strip():

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from berds_core.metrics import mrecall_at_k, precision_at_k
+from berds_core.eval.measures import mrecall_at_k, precision_at_k
 from berds_core.runs import label_matrix
 from pages.common import (LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize,
                           summarize_scores)
@@ -74,8 +74,8 @@ def table_rows(summary: dict) -> list[dict]:
 
 
 def table_csv(summary: dict, label: str) -> str:
-    """The table as CSV (formula cells neutralised: ``berds_core.exports``)."""
-    from berds_core.exports import to_csv
+    """The table as CSV (formula cells neutralised: ``berds_core.lab.exports``)."""
+    from berds_core.lab.exports import to_csv
 
     cols = ["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")]
     rows = [dict(zip(cols, [label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
@@ -85,8 +85,8 @@ def table_csv(summary: dict, label: str) -> str:
 
 
 def diversity_per_question(entries: list[dict], qrels) -> dict:
-    """The ndeval measures of each question at k = 5 and 10 (``berds_core.diversity_metrics``)."""
-    from berds_core.diversity_metrics import diversity_scores
+    """The ndeval measures of each question at k = 5 and 10 (``berds_core.eval.diversity``)."""
+    from berds_core.eval.diversity import diversity_scores
 
     return diversity_scores(entries, qrels, (5, 10))
 
@@ -176,7 +176,7 @@ def main() -> None:
     mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
             for e in entries]
     scores = [per_question(e, L) for e, L in zip(entries, mats)]
-    from berds_core.diversity_metrics import subtopic_qrels
+    from berds_core.eval.diversity import subtopic_qrels
 
     label_args = {"gold": data.gold} if labels == "gold" else {"judge": judge.name}
     div = diversity_per_question(entries, subtopic_qrels([entries], **label_args))
@@ -247,8 +247,8 @@ def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: lis
     configurations' judged passages), so every configuration has the same ideal ranking; the bars
     then show those figures. Returns (result or None, summaries for the chart).
     """
-    from berds_core.diversity_metrics import subtopic_qrels
-    from berds_core.significance import compare
+    from berds_core.eval.diversity import subtopic_qrels
+    from berds_core.eval.significance import compare
 
     summaries = {label: done[label]["summary"] for label in chosen}
     if any(done[c]["labels"].keys() != done[baseline]["labels"].keys() or

@@ -3,22 +3,22 @@
 **Open mode** (the default; ``BERDS_AUTH`` unset or ``open``): one person on
 a laptop, no login. The actor is an admin named by the page (``?annotator=``).
 A database typed into a page goes through
-:func:`berds_core.safepaths.resolve_user_path` (allowed roots only, checked
+:func:`berds_core.files.safepaths.resolve_user_path` (allowed roots only, checked
 before anything is read or created); a database can also be uploaded.
 
 **Lab mode** (``BERDS_AUTH=lab``, set by the operator): the database is the
 one the operator configured (``BERDS_ANNOTATIONS_DB`` or
 ``annotations/berds.db``), accounts come from ``berds users add``, and every
-page asks for a login. Roles are checked by :class:`berds_core.access.Lab` on
+page asks for a login. Roles are checked by :class:`berds_core.lab.access.Lab` on
 the server for each request.
 
 How a sign-in works in a Streamlit app: Streamlit has no local accounts and
 cannot set an HTTP cookie from Python. A sign-in checks the argon2 hash
-(:class:`berds_core.accounts.Accounts`, rate-limited), creates a server-side
+(:class:`berds_core.lab.accounts.Accounts`, rate-limited), creates a server-side
 session (a random token; the database keeps its SHA-256 and its expiry) and
 keeps the token in this tab's ``st.session_state``. When the server was
 started through ``serve.py`` (Streamlit's ``st.App`` with one extra route,
-:mod:`berds_core.lab_session`), the browser also exchanges a one-time code for
+:mod:`berds_core.lab.session`), the browser also exchanges a one-time code for
 an HttpOnly, SameSite=Strict cookie holding the token, so a reload or a new
 tab stays signed in; the page reads it back with ``st.context.cookies``. Every
 run re-checks the session (idle and absolute expiry, revocation, account
@@ -35,11 +35,11 @@ import re
 
 import streamlit as st
 
-from berds_core import lab_session
-from berds_core.access import AccessDenied, Actor, Lab
-from berds_core.accounts import Accounts, LoginError, client_address, lab_mode
+from berds_core.lab import session as lab_session
+from berds_core.lab.access import AccessDenied, Actor, Lab
+from berds_core.lab.accounts import Accounts, LoginError, client_address, lab_mode
 from berds_core.errors import InputError
-from berds_core.store import Store, StoreError, default_db_path
+from berds_core.lab.store import Store, StoreError, default_db_path
 from pages.common import esc
 
 DEFAULT_DB_TEXT = str(default_db_path())
@@ -85,7 +85,7 @@ def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> 
     Lab mode: the operator's database, never a field. Open mode: the default
     database, or a path under the allowed roots, or an uploaded file.
     """
-    from berds_core.safepaths import resolve_user_path
+    from berds_core.files.safepaths import resolve_user_path
 
     if lab_mode():
         path = default_db_path()
@@ -126,7 +126,7 @@ def _relative_hint(text: str) -> str:
     """For a relative path: where it was looked for, and what to type instead (no server folder is named)."""
     from pathlib import Path
 
-    from berds_core.safepaths import allowed_roots, annotations_root
+    from berds_core.files.safepaths import allowed_roots, annotations_root
 
     p = Path(text).expanduser()
     if p.is_absolute():

@@ -7,8 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from berds_core.evaluation import passages_needed, union_coverage
-from berds_core.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
+from berds_core.eval.evaluation import passages_needed, union_coverage
+from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
 from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
                           judge_matrix, page_engine, rank, retriever_job, wait_for)
@@ -103,8 +103,8 @@ def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
 
 
 def to_csv(rows: list[dict]) -> str:
-    """The CSV download (formula cells neutralised: ``berds_core.exports``)."""
-    from berds_core.exports import to_csv as csv_text
+    """The CSV download (formula cells neutralised: ``berds_core.lab.exports``)."""
+    from berds_core.lab.exports import to_csv as csv_text
 
     return csv_text(rows) if rows else ""
 

@@ -124,7 +124,7 @@ def parse_perspectives(text: str) -> tuple[list[str], list[str | None]]:
 def discover_into_box() -> None:
     """Button callback: fill the perspectives box from the pool (runs before the page, so the box can change)."""
     from berds_core.discovery import claim_of
-    from berds_core.safepaths import resolve_user_path
+    from berds_core.files.safepaths import resolve_user_path
 
     ss = st.session_state
     ss.pop("pg_discover_msg", None)

@@ -9,7 +9,7 @@ configures what the app may use; a visitor only picks among it:
   the engine and never shown, logged or used in a cache key;
 - ``BERDS_WEB_SNAPSHOTS``: where snapshots are saved (default: the cache's
   ``web/snapshots``), one folder per day and question; a folder typed in the page
-  must lie under the app's allowed roots (:mod:`berds_core.safepaths`);
+  must lie under the app's allowed roots (:mod:`berds_core.files.safepaths`);
 - ``BERDS_WEB_ALLOW_PRIVATE=1``: allow pages on private or local addresses (off by
   default, so a search result cannot make the server read its own network).
 
@@ -77,7 +77,7 @@ def cached_backend(spec: str):
 def snapshot_root(typed: str) -> Path:
     """Where snapshots go: a typed folder (allowed roots only), ``BERDS_WEB_SNAPSHOTS`` or the cache."""
     if typed.strip():
-        from berds_core.safepaths import resolve_user_path
+        from berds_core.files.safepaths import resolve_user_path
 
         return resolve_user_path(typed, what="snapshot folder", must_exist=False)
     env = os.environ.get(ENV_SNAPSHOTS, "").strip()

@@ -1,5 +1,5 @@
 """Write ``berds_core/demo/embeddings.npz``: the demo's embeddings, shipped so a fresh server answers its
-first demo question without loading or running the encoder (``berds_core.warmup.seed_shipped``).
+first demo question without loading or running the encoder (``berds_core.studio.warmup.seed_shipped``).
 
     python scripts/precompute_demo_embeddings.py [--out berds_core/demo/embeddings.npz]
 
@@ -35,10 +35,10 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     os.environ["BERDS_CACHE"] = tempfile.mkdtemp(prefix=f"berds-demo-{encoding}-")
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages
-    from berds_core.embed_store import embedding_store, text_encoder
+    from berds_core.embeddings.store import embedding_store, text_encoder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
-    from berds_core.warmup import warm_passages
+    from berds_core.studio.warmup import warm_passages
     from pages.common import SharedSearch, best_ranks, column_result
 
     b = datasets.load_demo()
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     order = sorted(h for h in hashes if all(h in per[e] for e in ENCODINGS))
     template = keys[ENCODINGS[0]].replace(f"|{ENCODINGS[0]}|", "|{encoding}|")
     assert all(keys[e] == template.replace("{encoding}", e) for e in ENCODINGS), keys
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     with atomic_write(args.out, "wb") as fh:
         np.savez_compressed(fh, hashes=np.array(order), corpus_hash=np.array(corpus_hash),

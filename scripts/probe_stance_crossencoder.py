@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     from transformers import AutoModel, AutoTokenizer
 
     from berds_core.cli.judge_cmd import read_pairs
-    from berds_core.embed import resolve_model
+    from berds_core.embeddings.models import resolve_model
     from berds_core.judges import get_judge
 
     rng = random.Random(args.seed)

@@ -492,7 +492,7 @@ def fit_and_tune(args, index, a, b) -> dict:
     arrays["choice"] = np.array(json.dumps(choice))
     arrays["knobs"] = np.array(json.dumps(knobs))
     arrays["report"] = np.array(json.dumps(report))
-    from berds_core.jsonio import atomic_write
+    from berds_core.files.jsonio import atomic_write
 
     out = WEIGHTS / "discovery_heads_v1.npz"
     with atomic_write(out, "wb") as fh:

@@ -83,7 +83,7 @@ def perspectrum_pairs(folder: Path):
 def train_relevance_head(folder: Path, seed: int = 0) -> tuple[np.ndarray, float, dict]:
     from sklearn.linear_model import LogisticRegression
 
-    from berds_core.embed import load_embedder
+    from berds_core.embeddings.models import load_embedder
 
     rows = perspectrum_pairs(folder)
     texts = sorted({r[1] for r in rows} | {r[2] for r in rows})
@@ -185,7 +185,7 @@ def explore(pairs, y, g, X_all, human: Path, C: float, max_seq_length: int | Non
         if s not in persp.setdefault(q, []):
             persp[q].append(s)
     texts = sorted({p for p, _ in pairs} | {s for _, s in pairs} | set(qs))
-    from berds_core.embed import load_encoder
+    from berds_core.embeddings.models import load_encoder
 
     E = dict(zip(texts, load_encoder(None, None, "fp32", max_seq_length).encode(
         texts, normalize_embeddings=True, batch_size=32)))

@@ -7,7 +7,7 @@
 What it learns: for a question and a candidate passage, whether the passage
 argues for the question's yes-answer, for its no-answer, or is off the
 question (``berds_core.diversify.stance``). Examples come from the
-development corpora in gold form (``berds_core.devsets.dev_bundles``):
+development corpora in gold form (``berds_core.datasets.devsets.dev_bundles``):
 
 - every passage labelled with exactly one side of a question (the side is the
   stance of the perspective it supports: ``support`` -> yes, ``oppose`` -> no;
@@ -117,7 +117,7 @@ def train_network(examples, *, base: str | None = None, layers: int = 6, lora_r:
     from transformers import AutoTokenizer
 
     from berds_core.diversify.stance import build_network
-    from berds_core.embed import resolve_model
+    from berds_core.embeddings.models import resolve_model
 
     base = base or resolve_model(None)
     torch.manual_seed(seed)
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    from berds_core.devsets import dev_bundles
+    from berds_core.datasets.devsets import dev_bundles
 
     if args.threads:
         import torch

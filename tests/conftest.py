@@ -28,6 +28,6 @@ def _no_background_jobs_across_modules():
     yield
     import sys
 
-    background = sys.modules.get("berds_core.background")
+    background = sys.modules.get("berds_core.runtime.background")
     if background is not None:
         background.JOBS.cancel(timeout=120)

@@ -3,8 +3,8 @@ import logging
 
 import pytest
 
-from berds_core.access import AccessDenied, Actor, Lab
-from berds_core.store import Pair, Store
+from berds_core.lab.access import AccessDenied, Actor, Lab
+from berds_core.lab.store import Pair, Store
 
 
 @pytest.fixture()

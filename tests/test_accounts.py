@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from argon2 import PasswordHasher
 
-from berds_core.accounts import (MAX_CLIENT_FAILURES, MIN_PASSWORD, NAME_FREE_FAILURES, NAME_MAX_DELAY, WINDOW,
+from berds_core.lab.accounts import (MAX_CLIENT_FAILURES, MIN_PASSWORD, NAME_FREE_FAILURES, NAME_MAX_DELAY, WINDOW,
                                  AccountError, Accounts, LoginError, client_address)
-from berds_core.store import Store
+from berds_core.lab.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)  # same algorithm, cheap for tests
@@ -239,7 +239,7 @@ def test_lab_database_is_private(tmp_path):
 
 
 def test_password_policy_follows_nist(acc):
-    from berds_core.accounts import MAX_PASSWORD, check_password_policy
+    from berds_core.lab.accounts import MAX_PASSWORD, check_password_policy
 
     check_password_policy("tea kettle on the windowsill", "alice")  # a passphrase: spaces and all lower case
     check_password_policy("Ünïcödé is fine here too", "alice")

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score as sk_f1
 
-from berds_core.agreement import (agreement_report, binary_scores, bootstrap_ci, calibration_bins,
+from berds_core.lab.agreement import (agreement_report, binary_scores, bootstrap_ci, calibration_bins,
                                   cohen_kappa, confusion_matrix, disagreements, f1_score,
                                   human_vs_judge, inter_annotator, krippendorff_alpha)
-from berds_core.store import Pair, Store
+from berds_core.lab.store import Pair, Store
 
 # human: 3 positives out of 10; judge: 3 positives, 2 of them right.
 HUMAN = [1, 1, 1, 0, 0, 0, 0, 0, 0, 0]
@@ -167,7 +167,7 @@ def test_agreement_report_and_disagreements_from_store(tmp_path):
 
 # ---- PABAK, Gwet's AC1, question bootstrap, breakdowns, paper table ----
 
-from berds_core.agreement import (_alpha_from_sums, alpha_ci, bootstrap_replicates, gwet_ac1,  # noqa: E402
+from berds_core.lab.agreement import (_alpha_from_sums, alpha_ci, bootstrap_replicates, gwet_ac1,  # noqa: E402
                                   pabak, paper_table, scores_with_ci, small_n_warnings)
 
 

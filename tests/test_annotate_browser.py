@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from berds_core.store import Pair, Store
+from berds_core.lab.store import Pair, Store
 from browser_harness import ROOT, chromium_page, screenshot, skip_reason, streamlit_server, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

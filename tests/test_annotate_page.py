@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from berds_core.accounts import Accounts
-from berds_core.store import Pair, Store
+from berds_core.lab.accounts import Accounts
+from berds_core.lab.store import Pair, Store
 
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = '<img src=x onerror="alert(1)"> **bold** [link](http://x)'
@@ -239,7 +239,7 @@ def test_exports_on_both_pages_hold_no_secrets(db):
     at2 = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=60).run()
     labels = [b for b in at2.get("download_button") if "Labels (CSV)" in b.proto.label]
     assert labels and len(at2.get("download_button")) >= 5
-    from berds_core.exports import export_rows, to_csv, to_jsonl
+    from berds_core.lab.exports import export_rows, to_csv, to_jsonl
     with Store(db) as s:
         dumped = to_csv(export_rows(s)) + to_jsonl(export_rows(s))
     assert "$argon2" not in dumped and PASSWORD not in dumped and "alice" in dumped
@@ -283,7 +283,7 @@ def test_build_task_set_from_the_current_evaluate_run(db):
 
 
 def test_guidelines_html_is_shown_as_text(db):
-    from berds_core.access import Actor, Lab
+    from berds_core.lab.access import Actor, Lab
     with Store(db) as s:
         Lab(s, Actor("lead", "admin")).set_guidelines("# Rules\n<script>alert(1)</script> [x](javascript:alert(2))",
                                                       {"1": "<b>backs</b> it"})
@@ -421,7 +421,7 @@ def test_agreement_lists_one_row_per_judge(db):
         same = s.judge_preds("judgeX")
         s.set_judge_preds("judgeX-long-stable-name", same)  # the same answers under a second name
         s.set_judge_preds("labelsonly", {pid: (None, lab) for pid, (_, lab) in same.items()})  # never merged
-    from berds_core.agreement import agreement_report, distinct_judges
+    from berds_core.lab.agreement import agreement_report, distinct_judges
 
     with Store(db) as s:
         assert distinct_judges(s) == {"judgeX-long-stable-name": ["judgeX"], "labelsonly": []}

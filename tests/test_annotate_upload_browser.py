@@ -3,7 +3,7 @@ A bad file gets one error line naming the uploaded file, line and field, and imp
 file's pairs and reference labels reach the database, shown as text."""
 import pytest
 
-from berds_core.store import Store
+from berds_core.lab.store import Store
 from browser_harness import ROOT, chromium_page, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

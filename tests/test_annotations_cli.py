@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from berds_core.cli import main
-from berds_core.store import Store
-from berds_core.tasks import read_pairs_tsv
+from berds_core.lab.store import Store
+from berds_core.lab.tasks import read_pairs_tsv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -186,7 +186,7 @@ def test_tasks_uncertain_with_the_embedded_judge(tmp_path, capsys):
         # the chosen pairs are the judge's least certain among all candidates
         judge = judges.get_judge("embedded")
         from berds_core.runs import read_run
-        from berds_core.tasks import judge_probabilities, pairs_from_runs
+        from berds_core.lab.tasks import judge_probabilities, pairs_from_runs
         cands, _ = pairs_from_runs([("bm25", read_run(run))], k=2)
         allp = judge_probabilities(cands, judge.predict)
         worst_chosen = max(abs(p - 0.5) for p in chosen.values())
@@ -246,7 +246,7 @@ def test_import_reference_labels_and_export_formats(tmp_path, tsv, capsys):
     assert res["labels"] == 4 and res["labels_as"] == "reference" and res["task_set"] is None
     with Store(db) as s:
         assert s.reference_labels() == {"101": 1, "102": 0, "103": 1, "104": 0} and s.labels() == []
-        from berds_core.accounts import Accounts
+        from berds_core.lab.accounts import Accounts
         from argon2 import PasswordHasher
         Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)).add(
             "paper", "annotator", "a long password")

@@ -8,12 +8,12 @@ import pytest
 
 from berds_core.answers import answer_matrix, da_messages, dispute_awareness, load_answers, load_debateqa
 from berds_core.answers.coverage import evaluate_answers, retrieval_matrix
-from berds_core.answers.debateqa import scoring_rows
+from berds_core.datasets.debateqa import scoring_rows
 from berds_core.cli import main
 from berds_core.datasets import load_questions
 from berds_core.errors import InputError
 from berds_core.generators.hf import HFGenerator
-from berds_core.metrics import mrecall_at_k
+from berds_core.eval.measures import mrecall_at_k
 from tiny_models import make_tiny_causal_lm
 
 DQA = [{"id": 7, "question": "Should homework be banned?", "partial_answers": [

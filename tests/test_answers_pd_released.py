@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from berds_core.answers.debateqa import partial_answer_text
+from berds_core.datasets.debateqa import partial_answer_text
 from berds_core.answers.pd import perspective_diversity, summarize_pd
 from berds_core.cli import main
 from berds_core.generators import GenerationError

@@ -57,7 +57,7 @@ def test_answer_cli_cites_passages_by_rank_and_is_cached(server, tmp_path, capsy
 
 
 def test_server_down_is_one_line_and_answers_made_are_kept(tmp_path, capsys, monkeypatch):
-    import berds_core.reach as reach
+    import berds_core.net.reach as reach
 
     srv = answer_server.start()
     spec = f"openai:m@{srv.url}"

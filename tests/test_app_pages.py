@@ -45,7 +45,7 @@ def shown(elements) -> list[str]:
 
 def wait_warm(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     """Rerun until the background warm-up of the current configuration is over (models load off the page run)."""
-    from berds_core.background import JOBS
+    from berds_core.runtime.background import JOBS
     from pages.common import _config_key, current_config
 
     end = time.monotonic() + timeout
@@ -346,8 +346,8 @@ def test_evaluate_results_cached_by_configuration(_app):
 @pytest.mark.slow
 def test_evaluate_compares_configurations_with_corrected_significance(_app):
     """Two configurations (plain, xQuAD) on the demo's gold labels: the comparison's p-values are
-    berds_core.significance on the per-question scores, and the chart's stars are its corrected p's."""
-    from berds_core.significance import compare, stars
+    berds_core.eval.significance on the per-question scores, and the chart's stars are its corrected p's."""
+    from berds_core.eval.significance import compare, stars
 
     at = _open(_app(), "pages/evaluate.py")
     at.button(key="ev_run").click().run()
@@ -375,7 +375,7 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
     assert bars[1]["text"] == [stars(rows[m]["p"]) for m in rows] and set(bars[0]["text"]) == {""}
 
     # judge labels: the ndeval measures are scored again on the shared pool of the two configurations
-    from berds_core.diversity_metrics import diversity_scores, subtopic_qrels
+    from berds_core.eval.diversity import diversity_scores, subtopic_qrels
 
     at.radio(key="ev_labels").set_value("judge").run()          # xQuAD, judged: no new retrieval
     at.selectbox(key="ev_method").set_value("none").run()       # plain, judged

@@ -1,4 +1,4 @@
-"""berds_core.background: objects made once across threads; background jobs with progress,
+"""berds_core.runtime.background: objects made once across threads; background jobs with progress,
 promotion (the job a page waits for goes first) and a clean stop."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from berds_core.background import JobCancelled, Jobs, Memo
+from berds_core.runtime.background import JobCancelled, Jobs, Memo
 
 
 def test_memo_makes_each_object_once_across_threads():
@@ -194,10 +194,10 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
 
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages
-    from berds_core.embed_store import embedding_store, text_encoder
+    from berds_core.embeddings.store import embedding_store, text_encoder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
-    from berds_core.warmup import seed_shipped
+    from berds_core.studio.warmup import seed_shipped
     from pages.common import SharedSearch, best_ranks, column_result
 
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))

@@ -129,7 +129,7 @@ def test_numeric_string_scores_load_as_numbers(tmp_path):
 @contextlib.contextmanager
 def read_only(folder: Path):
     """A folder nobody can write to, root included (chmod, plus the immutable flag when root)."""
-    from berds_core.outputs import probe_writable
+    from berds_core.files.outputs import probe_writable
 
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o555)
@@ -223,7 +223,7 @@ def test_read_only_cache_names_the_cache_not_the_model(demo, tmp_path, retriever
 
 def test_unwritable_out_helpers_unit(tmp_path):
     from berds_core.errors import InputError
-    from berds_core.outputs import check_output_dir, check_output_file
+    from berds_core.files.outputs import check_output_dir, check_output_file
 
     assert check_output_file(tmp_path / "new" / "deeper" / "run.jsonl")  # folders still to be made: fine
     assert not (tmp_path / "new").exists()  # the check creates nothing

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from berds_core.devsets import dev_bundles, grouped_folds, question_groups
+from berds_core.datasets.devsets import dev_bundles, grouped_folds, question_groups
 from berds_core.records import Question
 
 

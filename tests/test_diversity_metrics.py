@@ -128,7 +128,7 @@ def test_evaluate_json_equals_hand_values_and_ir_measures_on_exported_files(file
 
 
 def test_scores_ignore_the_retriever_score_and_keep_the_first_duplicate():
-    from berds_core.diversity_metrics import diversity_scores, scored_docs, subtopic_qrels
+    from berds_core.eval.diversity import diversity_scores, scored_docs, subtopic_qrels
 
     # scores rise with rank (as after MMR/QE the retriever's scores do): the rank order still counts
     e = {"id": "q", "perspectives": ["A", "B"], "ctxs": [{"id": "n", "score": 0.1}, {"id": "y", "score": 9.0},

@@ -3,10 +3,10 @@ retrieval, MMR's Sim2, the coverage re-ranker and the embedded judge."""
 import numpy as np
 import pytest
 
-from berds_core import embed_store
+from berds_core.embeddings import store as embed_store
 from berds_core.cache import text_hash
 from berds_core.corpus import corpus_from_passages
-from berds_core.embed_store import MAX_TOKENS, EmbeddingStore, TextEncoder, embed_text, store_key, text_encoder
+from berds_core.embeddings.store import MAX_TOKENS, EmbeddingStore, TextEncoder, embed_text, store_key, text_encoder
 from berds_core.records import Passage, Question
 
 TEXTS = ["Nuclear power cuts carbon emissions.", "Reactors are expensive and risky.",
@@ -96,8 +96,8 @@ def test_embed_text_is_the_text():
 
 
 def test_loaded_embedder_maps_to_the_shared_store(cache, count):
-    from berds_core.diversify.embeddings import get_text_encoder
-    from berds_core.embed import load_embedder
+    from berds_core.diversify.vectors import get_text_encoder
+    from berds_core.embeddings.models import load_embedder
 
     assert get_text_encoder(load_embedder(None)) is text_encoder()
     assert get_text_encoder(None) is text_encoder()

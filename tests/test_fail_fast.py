@@ -142,7 +142,7 @@ def test_a_server_failing_mid_run_is_one_line_not_a_traceback(files, tmp_path, c
 
 
 def test_server_url_of_specs():
-    from berds_core.reach import server_url
+    from berds_core.net.reach import server_url
 
     assert server_url("openai:org/m@v1@http://h:8000") == "http://h:8000"
     assert server_url("berds-evaluator:http://h:8000/v1") == "http://h:8000/v1"
@@ -156,7 +156,7 @@ def test_server_url_of_specs():
 @pytest.fixture()
 def hub_down(monkeypatch):
     """The hub cannot be reached (as on a laptop without network); HF_HUB_OFFLINE is not set."""
-    from berds_core import hub
+    from berds_core.net import hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
@@ -198,7 +198,8 @@ def test_sycophancy_missing_embedder_is_one_line(files, tmp_path, capsys, hub_do
 
 def test_embedder_in_the_local_cache_loads_offline_without_the_hub(hub_down, monkeypatch):
     """A hub id the Hugging Face cache holds is loaded from there (local_files_only), not refused."""
-    from berds_core import embed, hub
+    from berds_core.embeddings import models as embed
+    from berds_core.net import hub
 
     monkeypatch.setattr(hub, "in_cache", lambda name, probe="config.json": name == "org/cached")
     assert embed.locate_embedder("org/cached") is True
@@ -209,7 +210,8 @@ def test_embedder_in_the_local_cache_loads_offline_without_the_hub(hub_down, mon
 
 
 def test_short_sentence_transformers_names_are_found_under_their_org(hub_down, monkeypatch):
-    from berds_core import embed, hub
+    from berds_core.embeddings import models as embed
+    from berds_core.net import hub
 
     monkeypatch.setattr(hub, "in_cache", lambda name, probe="config.json": name == "sentence-transformers/all-mpnet-base-v2")
     assert embed.locate_embedder("all-mpnet-base-v2") is True

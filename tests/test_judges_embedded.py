@@ -120,7 +120,7 @@ def test_embedding_store_reuses_passages_across_featurizers(tmp_path, monkeypatc
     a = Featurizer(needed=["cos"])
     xa = a.features(_pairs())
     assert a.n_encoded == 5 and (tmp_path / "embeddings" / "embeddings.sqlite").exists()
-    from berds_core import embed_store
+    from berds_core.embeddings import store as embed_store
 
     embed_store._shared.cache_clear()  # new process-like state: nothing in memory
     b = Featurizer(needed=["cos"])
@@ -163,7 +163,7 @@ def test_judge_and_dense_retrieval_share_one_embedding_per_passage(tmp_path, mon
     """The judge reads the same 128-token vectors the dense retriever stored: judging retrieved passages encodes
     only the perspectives."""
     from berds_core.corpus import corpus_from_passages
-    from berds_core.embed_store import MAX_TOKENS
+    from berds_core.embeddings.store import MAX_TOKENS
     from berds_core.records import Passage
     from berds_core.retrieval import get_retriever
 

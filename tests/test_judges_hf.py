@@ -160,7 +160,7 @@ def test_judge_run_with_hf_judge(tiny_mistral):
 
 
 def test_free_form_yes_probability(tiny_llama):
-    from berds_core.leaning import infer_sides_llm
+    from berds_core.eval.leaning import infer_sides_llm
 
     j = HFJudge(str(tiny_llama), device="cpu").load()
     prompts = ["Is the sky green? Answer Yes or No.", "Statement: water is wet. Is that so?"]
@@ -234,7 +234,7 @@ def test_missing_local_path_fails_at_once(spec, no_hub_calls, monkeypatch):
 
 
 def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
-    from berds_core import hub
+    from berds_core.net import hub
     from berds_core.judges import JudgeError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

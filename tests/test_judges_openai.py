@@ -236,7 +236,7 @@ def test_cli_judge_eval_against_server(server, tmp_path, capsys):
 
 
 def test_free_form_yes_probability_decides_sides(server):
-    from berds_core.leaning import infer_sides_llm
+    from berds_core.eval.leaning import infer_sides_llm
 
     j = _judge(server.url, concurrency=2)
     probs = j.yes_probability(["Is it indeed so?", "Is it so?"])

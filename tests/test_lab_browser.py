@@ -11,10 +11,10 @@ import hashlib
 
 import pytest
 
-from berds_core.access import Actor, Lab
-from berds_core.accounts import Accounts
-from berds_core.store import Pair, Store
-from berds_core.tasks import build_task_set
+from berds_core.lab.access import Actor, Lab
+from berds_core.lab.accounts import Accounts
+from berds_core.lab.store import Pair, Store
+from berds_core.lab.tasks import build_task_set
 from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -143,7 +143,7 @@ def test_lab_round_three_annotators_and_a_reviewer(tmp_path):
         _login(rev, url, "agreement", "rev")
         _tab(rev, "Disagreements")
         with Store(db) as s:
-            humans = [d for d in __import__("berds_core.agreement", fromlist=["x"]).disagreements(s, "judgeZ")
+            humans = [d for d in __import__("berds_core.lab.agreement", fromlist=["x"]).disagreements(s, "judgeZ")
                       if "humans" in d["kind"]]
         assert humans, "the keys above make the annotators disagree on some pairs"
         rev.get_by_role("button", name="Gold: supports").click()

@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from berds_core.accounts import Accounts  # noqa: E402
-from berds_core.store import Store  # noqa: E402
+from berds_core.lab.accounts import Accounts  # noqa: E402
+from berds_core.lab.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "a long enough password"
@@ -36,7 +36,7 @@ def test_lab_mode_shows_only_the_sign_in_form_until_signed_in(entry, tmp_path, m
     monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(db))
     monkeypatch.setenv("BERDS_AUTH", "lab")
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
-    from berds_core.background import JOBS
+    from berds_core.runtime.background import JOBS
 
     submitted = []
     real_submit = JOBS.submit

@@ -12,9 +12,9 @@ from urllib.parse import quote
 
 import pytest
 
-from berds_core.accounts import Accounts
-from berds_core.store import Pair, Store
-from berds_core.tasks import build_task_set
+from berds_core.lab.accounts import Accounts
+from berds_core.lab.store import Pair, Store
+from berds_core.lab.tasks import build_task_set
 from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
 from web_servers import recording_server
 

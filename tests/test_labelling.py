@@ -1,9 +1,9 @@
 """Browser events: stored once each, in order, through the role checks; bad events rejected one by one."""
 import pytest
 
-from berds_core.access import Actor, Lab
-from berds_core.labelling import apply_events
-from berds_core.store import Pair, Store
+from berds_core.lab.access import Actor, Lab
+from berds_core.lab.labelling import apply_events
+from berds_core.lab.store import Pair, Store
 
 
 @pytest.fixture()

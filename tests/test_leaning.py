@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from berds_core.cli import main
-from berds_core.leaning import (Sides, bucket, delta, exposure, exposure_leaning, ideal_exposure, infer_sides,
+from berds_core.eval.leaning import (Sides, bucket, delta, exposure, exposure_leaning, ideal_exposure, infer_sides,
                                 infer_sides_llm, leaning, query_for, rank_leaning, side_shares, sycophancy)
 
 S = Sides(0, 1, "order")

@@ -5,7 +5,7 @@ thread, comes out untied (a uniform output distribution) or fails with a meta-te
 import threading
 
 from berds_core.answers import perspective_diversity
-from berds_core.embed import load_embedder
+from berds_core.embeddings.models import load_embedder
 from berds_core.generators.hf import HFGenerator
 from tiny_models import make_tiny_copy_lm
 

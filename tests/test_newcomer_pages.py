@@ -195,7 +195,7 @@ def test_evaluate_failure_titles_literal_and_no_interval_for_one_question(_app, 
 
 def test_home_renders_while_models_load_in_the_background(_app, monkeypatch):
     import pages.common as common
-    from berds_core.background import Jobs, Memo
+    from berds_core.runtime.background import Jobs, Memo
 
     monkeypatch.setattr(common, "JOBS", Jobs())
     monkeypatch.setattr(common, "MEMO", Memo())
@@ -238,9 +238,9 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
     """issue 24: a speaker who opens the Playground at once waits for the models, not for every passage to
     be encoded: the first question is drawn while the warm-up's encoding is held back (by the test here;
     by the page's foreground work in the app), and the warm-up then finishes."""
-    import berds_core.warmup as warmup
+    import berds_core.studio.warmup as warmup
     import pages.common as common
-    from berds_core.background import Jobs, Memo
+    from berds_core.runtime.background import Jobs, Memo
 
     monkeypatch.setattr(common, "JOBS", Jobs())
     monkeypatch.setattr(common, "MEMO", Memo())
@@ -252,7 +252,7 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
         assert release.wait(TIMEOUT)
         return original(*a, **k)
 
-    monkeypatch.setattr("berds_core.warmup.warm_passages", held_warm)
+    monkeypatch.setattr("berds_core.studio.warmup.warm_passages", held_warm)
     try:
         at = _app()
         at = _open(at, "pages/playground.py")  # drawn while the encoding cannot finish

@@ -1,6 +1,6 @@
 """No output may overwrite an input (issue 24, item 1), and outputs are written atomically.
 
-Every verb declares what it reads and writes (``berds_core.outputs.declare``); the CLI refuses, before
+Every verb declares what it reads and writes (``berds_core.files.outputs.declare``); the CLI refuses, before
 any work, an output that is the same file as an input: the same path, a path that resolves to it, a
 symbolic or a hard link. The table below names, for every verb that writes, each output and each file
 input it can collide with; a meta-test keeps the table complete when verbs are added.
@@ -206,14 +206,14 @@ UNDECLARED = {"users add", "users list", "users disable", "users enable", "users
 
 
 def test_every_verb_declares_its_files_and_every_writer_is_tested():
-    from berds_core.outputs import VerbFiles
+    from berds_core.files.outputs import VerbFiles
 
     writers = set()
     for name, parser in _leaves(build_parser()):
         vf = parser.get_default("files")
         if name in UNDECLARED:
             continue
-        assert isinstance(vf, VerbFiles), f"berds {name} declares no files (berds_core.outputs.declare)"
+        assert isinstance(vf, VerbFiles), f"berds {name} declares no files (berds_core.files.outputs.declare)"
         dests = {a.dest for a in parser._actions if a.option_strings and a.nargs != 0}
         undeclared = (dests & OUTPUT_DESTS) - set(vf.outputs) - set(vf.out_dirs)
         assert not undeclared, f"berds {name}: output option {undeclared} is not declared"
@@ -227,7 +227,7 @@ def test_every_verb_declares_its_files_and_every_writer_is_tested():
 
 
 def test_atomic_write_keeps_the_old_file_when_the_writer_fails(tmp_path):
-    from berds_core.jsonio import write_jsonl
+    from berds_core.files.jsonio import write_jsonl
 
     target = tmp_path / "run.jsonl"
     target.write_text(KEEP)
@@ -251,7 +251,7 @@ def test_atomic_write_survives_a_killed_process(tmp_path):
     code = f"""
 import os, signal, sys
 sys.path.insert(0, {str(ROOT)!r})
-from berds_core.jsonio import write_jsonl
+from berds_core.files.jsonio import write_jsonl
 def rows():
     for i in range(100000):
         if i == 5000:
@@ -269,7 +269,7 @@ write_jsonl({str(target)!r}, rows())
 @pytest.fixture()
 def crash_on_write(monkeypatch):
     """Once armed, every file opened by ``atomic_write`` dies (as Ctrl-C would) after its first write."""
-    import berds_core.jsonio as jsonio
+    import berds_core.files.jsonio as jsonio
 
     real_fdopen = os.fdopen
 
@@ -334,7 +334,7 @@ def test_no_module_writes_a_file_in_place():
     import re
 
     allowed = {
-        "berds_core/jsonio.py": "atomic_write itself",
+        "berds_core/files/jsonio.py": "atomic_write itself",
         "berds_core/web/snapshot.py": "append_log: an append-only journal, a torn last line is ignored on reading",
         "berds_core/retrieval/bm25.py": "index metadata written inside a temporary folder renamed into place",
     }
@@ -345,4 +345,4 @@ def test_no_module_writes_a_file_in_place():
         for no, line in enumerate(path.read_text().splitlines(), 1):
             if pattern.search(line) and rel not in allowed:
                 found.append(f"{rel}:{no}: {line.strip()}")
-    assert not found, "files written in place (use berds_core.jsonio.atomic_write):\n" + "\n".join(found)
+    assert not found, "files written in place (use berds_core.files.jsonio.atomic_write):\n" + "\n".join(found)

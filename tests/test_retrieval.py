@@ -141,7 +141,7 @@ def test_fast_encodings_keep_ranking_and_are_cached_separately(corpus, fresh_cac
 
 
 def test_auto_encoding_choice(monkeypatch):
-    from berds_core import embed
+    from berds_core.embeddings import models as embed
 
     monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda: True)
     assert embed.resolve_encoding(None, "cpu") == "bf16" and embed.resolve_encoding("auto", "cpu") == "bf16"
@@ -156,7 +156,7 @@ def test_auto_encoding_choice(monkeypatch):
 
 
 def _count_encodes(monkeypatch):
-    from berds_core import embed_store
+    from berds_core.embeddings import store as embed_store
 
     calls = []
     real = embed_store.TextEncoder.encode_uncached
@@ -171,7 +171,7 @@ def _count_encodes(monkeypatch):
 
 def _new_process(monkeypatch):
     """Forget every in-memory encoder, as a new process would (the on-disk store stays)."""
-    from berds_core import embed_store
+    from berds_core.embeddings import store as embed_store
 
     embed_store._shared.cache_clear()
 
@@ -192,7 +192,7 @@ def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypa
 
 def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, fresh_cache, monkeypatch):
     from berds_core.cache import text_hash
-    from berds_core.embed_store import MAX_TOKENS, embedding_store
+    from berds_core.embeddings.store import MAX_TOKENS, embedding_store
 
     r = get_retriever("dense", corpus, progress=False, encoding="fp32")
     assert r.text_encoder.key == f"sentence-transformers/all-MiniLM-L6-v2|fp32|msl{MAX_TOKENS}"
@@ -206,7 +206,7 @@ def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, 
 
 
 def test_dense_interrupted_build_resumes_from_the_store(corpus, fresh_cache, monkeypatch):
-    from berds_core import embed_store
+    from berds_core.embeddings import store as embed_store
 
     monkeypatch.setattr(embed_store, "CHUNK", 4)
     real = embed_store.TextEncoder.encode_uncached

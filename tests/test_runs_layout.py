@@ -121,7 +121,7 @@ def test_evaluate_equals_the_authors_eval_on_their_file(tmp_path, capsys, name, 
 def test_questions_with_more_perspectives_than_k(tmp_path):
     data = authors_file(tmp_path / "a.mistralpred.jsonl")
     entries = read_run(tmp_path / "a.mistralpred.jsonl")
-    from berds_core.metrics import mrecall_at_k, precision_at_k
+    from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
     for d, e in zip(data, entries):
         L = label_matrix(e, judge="mistral")
@@ -191,7 +191,7 @@ def test_the_old_question_level_layout_still_reads_and_is_replaced_on_rejudging(
 
 
 def test_tasks_read_passage_level_verdicts(tmp_path):
-    from berds_core.tasks import pairs_from_runs
+    from berds_core.lab.tasks import pairs_from_runs
 
     e = {"id": "q", "question": "Q?", "perspectives": ["A", "B"],
          "ctxs": [{"id": "p", "title": "", "text": "a", "mistral-preds": [True, False]},

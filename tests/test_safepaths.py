@@ -4,7 +4,7 @@ import os
 import pytest
 
 from berds_core.errors import InputError
-from berds_core.safepaths import allowed_roots, resolve_user_path
+from berds_core.files.safepaths import allowed_roots, resolve_user_path
 from web_servers import recording_server
 
 
@@ -58,7 +58,7 @@ def test_roots_order(roots):
 
 def test_typed_models_hub_ids_pass_folders_only_under_a_root(roots, tmp_path, monkeypatch):
     from berds_core.judges import app_judge_spec
-    from berds_core.safepaths import resolve_user_model
+    from berds_core.files.safepaths import resolve_user_model
 
     assert resolve_user_model("mistralai/Mistral-7B-Instruct-v0.2") == "mistralai/Mistral-7B-Instruct-v0.2"
     assert resolve_user_model("gpt2") == "gpt2"
@@ -100,7 +100,7 @@ def test_lab_mode_calls_only_the_operators_endpoints(monkeypatch):
 
 
 def test_endpoint_matching(monkeypatch):
-    from berds_core.endpoints import check_endpoint, is_allowed
+    from berds_core.net.endpoints import check_endpoint, is_allowed
 
     entries = ["http://127.0.0.1:8000/v1", "https://llm.lab.example/"]
     assert is_allowed("http://127.0.0.1:8000", entries) and is_allowed("http://127.0.0.1:8000/v1/", entries)

@@ -98,7 +98,7 @@ def test_retrieve_k_beyond_the_corpus_warns_and_reports_sizes(demo, env, capsys)
 
 
 def test_retrieve_per_question_k_beyond_the_smallest_corpus_warns(env, capsys):
-    from berds_core.jsonio import write_jsonl
+    from berds_core.files.jsonio import write_jsonl
 
     root = env / "snap"
     for qid, n in (("q1", 3), ("q2", 8)):
@@ -162,7 +162,7 @@ def test_corpus_csv_unterminated_quote(env):
 
 def test_pairs_tsv_unterminated_quote(env):
     from berds_core.cli.judge_cmd import read_pairs
-    from berds_core.tasks import read_pairs_tsv
+    from berds_core.lab.tasks import read_pairs_tsv
 
     f = env / "p.tsv"
     f.write_text('question\tid\tdocument\tperspective\tlabel\nQ?\t1\t"Some passage.\tA view.\t1\nQ?\t2\tB.\tC.\t0\n')
@@ -185,7 +185,7 @@ def test_conflictingqa_csv_unterminated_quote(env):
 def test_explain_names_the_causes():
     import csv
 
-    from berds_core.csvio import explain
+    from berds_core.files.csvio import explain
 
     assert "unterminated quote" in explain(csv.Error("unexpected end of data"), 4, 9, ",")
     assert "a tab" in explain(csv.Error("'\\t' expected after '\"'"), 2, 2, "\t")

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from berds_core import significance as sg
+from berds_core.eval import significance as sg
 from berds_core.cli import main
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from berds_core.errors import InputError
-from berds_core.store import SCHEMA_VERSION, Pair, Store, StoreError, default_db_path
-from berds_core.tasks import assign_pairs, pairs_from_runs, read_pairs_tsv, sample_pairs
+from berds_core.lab.store import SCHEMA_VERSION, Pair, Store, StoreError, default_db_path
+from berds_core.lab.tasks import assign_pairs, pairs_from_runs, read_pairs_tsv, sample_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -196,7 +196,7 @@ def test_assign_pairs_overlap():
 
 WORKER = textwrap.dedent("""
     import sys, time, os
-    from berds_core.store import Store
+    from berds_core.lab.store import Store
     db, annotator, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     store = Store(db)
     while go != "-" and not os.path.exists(go):
@@ -277,7 +277,7 @@ def test_eight_concurrent_annotators_lose_nothing(tmp_path):
 # ---- schema v2: migration, provenance, idempotent browser events, rounds ----
 
 def test_version_1_database_is_upgraded_in_place(tmp_path):
-    from berds_core.store import _SCHEMA_V1
+    from berds_core.lab.store import _SCHEMA_V1
 
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
@@ -297,7 +297,7 @@ def test_version_1_database_is_upgraded_in_place(tmp_path):
 
 
 def test_label_provenance_and_idempotent_client_events(store):
-    from berds_core.store import app_version
+    from berds_core.lab.store import app_version
 
     e1 = store.label("ann", "p0", 1, time_ms=2345, judge_visible=False, client_id="tab1-0001")
     lab = store.get_label("ann", "p0")
@@ -339,7 +339,7 @@ def test_unsure_pairs_are_routed_to_a_second_annotator(store):
 def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
     from types import SimpleNamespace
 
-    from berds_core.tasks import build_task_set
+    from berds_core.lab.tasks import build_task_set
 
     s = Store(tmp_path / "r.db")
     cands = _pairs(30, subset=lambda i: "s")
@@ -388,7 +388,7 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
 
 
 def test_demo_task_set_from_the_bundle(tmp_path):
-    from berds_core.tasks import build_demo_task_set, demo_candidates
+    from berds_core.lab.tasks import build_demo_task_set, demo_candidates
 
     pairs, labels = demo_candidates()
     assert len(pairs) > 500 and 0.1 < sum(labels.values()) / len(labels) < 0.4
@@ -406,7 +406,7 @@ def test_pair_judge_text_follows_the_judge():
     """A pair is judged on the same text as the run passage it came from: the embedded judge reads the
     text (what it was trained on), an LLM judge the evaluator's text + " " + title."""
     from berds_core.judges import get_judge, passage_text
-    from berds_core.tasks import judge_probabilities
+    from berds_core.lab.tasks import judge_probabilities
 
     entry = {"id": "q1", "question": "Q?", "perspectives": ["A"], "ctxs": [{"id": "d", "title": "T", "text": "t"}]}
     (pair,), _ = pairs_from_runs([("r", [entry])], k=1)

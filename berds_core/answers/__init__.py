@@ -17,7 +17,7 @@
 from .compare import AnswerConfig, answer_config, ranked_entries
 from .coverage import answer_matrix, evaluate_answers, retrieval_matrix, table_row
 from .da import DA_OPTIONS, da_messages, dispute_awareness
-from .debateqa import load_answers, load_debateqa, partial_answer_text
+from ..datasets.debateqa import load_answers, load_debateqa, partial_answer_text
 from .generate import PROMPTS, AnswersIncomplete, answer_messages, answer_rows
 from .pd import MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context, summarize_pd
 

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..corpus import split_words
-from ..metrics import mrecall_at_k
+from ..eval.measures import mrecall_at_k
 
 ANSWER_WORDS = 100
 
@@ -64,7 +64,7 @@ def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
 
 
 def _mean_ci(values, n_boot: int, seed: int) -> dict:
-    from ..evaluation import bootstrap_ci
+    from ..eval.evaluation import bootstrap_ci
 
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
     if v.size == 0:

@@ -6,7 +6,7 @@ JSON with ``--json``) or None. Progress goes to stderr; with ``--json`` stdout
 holds one JSON object and nothing else. Exit 0 on success, 2 on bad input
 with a one-line message naming the file, line and field. Each verb declares
 the files it reads and writes and the servers it asks
-(``berds_core.outputs.declare``); they are checked before the verb runs: an
+(``berds_core.files.outputs.declare``); they are checked before the verb runs: an
 unwritable output, an output that is one of the inputs or an unreachable
 server is one line, exit 2, before any work.
 """
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from ..outputs import check_cli_files
+        from ..files.outputs import check_cli_files
 
         check_cli_files(args)  # an unwritable output, an output that is an input, a server down: before any work
         result = args.func(args)

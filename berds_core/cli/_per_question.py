@@ -19,7 +19,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     from tqdm import tqdm
 
     from ..corpus import load_corpus
-    from ..jsonio import read_text
+    from ..files.jsonio import read_text
     from ..retrieval import question_entry
     from ..runs import write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders

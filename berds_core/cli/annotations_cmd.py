@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..outputs import declare
-from ..store import SKIP, Store, StoreError, default_db_path
+from ..files.outputs import declare
+from ..lab.store import SKIP, Store, StoreError, default_db_path
 
 
 def _flags(p) -> None:
@@ -183,7 +183,7 @@ def _quiet(args) -> bool:
 
 
 def cmd_import(args) -> dict:
-    from ..tasks import import_pairs_tsv, read_pairs_tsv
+    from ..lab.tasks import import_pairs_tsv, read_pairs_tsv
 
     rows = read_pairs_tsv(args.pairs)  # the whole file is checked before a database is opened or created
     if any(lab is not None for _, _, lab in rows) and not args.annotator and not args.labels_are:
@@ -229,8 +229,8 @@ def cmd_progress(args) -> dict:
 
 
 def cmd_export(args) -> dict | None:
-    from ..exports import EXPORT_COLUMNS, export_rows, to_csv, to_jsonl, to_tsv
-    from ..jsonio import atomic_write
+    from ..lab.exports import EXPORT_COLUMNS, export_rows, to_csv, to_jsonl, to_tsv
+    from ..files.jsonio import atomic_write
 
     if getattr(args, "json", False) and not args.out:
         raise InputError("--out", None, None, "--json prints a summary; give --out FILE for the exported rows")
@@ -257,7 +257,7 @@ def _load_judge(spec: str):
 
 def cmd_tasks(args) -> dict:
     from ..runs import read_run
-    from ..tasks import build_task_set, pairs_from_runs, read_pairs_tsv
+    from ..lab.tasks import build_task_set, pairs_from_runs, read_pairs_tsv
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
@@ -298,7 +298,7 @@ def cmd_tasks(args) -> dict:
 
 
 def cmd_demo(args) -> dict:
-    from ..tasks import build_demo_task_set
+    from ..lab.tasks import build_demo_task_set
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
@@ -312,8 +312,8 @@ def cmd_demo(args) -> dict:
 
 
 def cmd_guidelines(args) -> dict:
-    from ..access import Actor, Lab
-    from ..jsonio import read_text
+    from ..lab.access import Actor, Lab
+    from ..files.jsonio import read_text
 
     definitions = {}
     for item in args.define:
@@ -331,7 +331,7 @@ def cmd_guidelines(args) -> dict:
 
 
 def cmd_agreement(args) -> dict:
-    from ..agreement import agreement_report
+    from ..lab.agreement import agreement_report
 
     if args.n_boot < 0:
         raise InputError("--n-boot", None, None, "must be 0 or more")
@@ -345,7 +345,7 @@ def cmd_agreement(args) -> dict:
             pairs = store.pairs(labelled)
             if pairs and judge_name not in store.judges():
                 from ..judges import JudgeError
-                from ..tasks import judge_probabilities
+                from ..lab.tasks import judge_probabilities
                 print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
                 try:
                     store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))

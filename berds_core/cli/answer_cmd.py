@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -54,7 +54,7 @@ def register(sub) -> None:
 
 def run_answer(args) -> dict:
     from ..answers import AnswersIncomplete, answer_rows
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
     from ..runs import read_run
 
     if args.k < 1:
@@ -90,9 +90,9 @@ def partial_path(out) -> Path:
 
 def run_eval(args) -> dict:
     from ..answers.coverage import evaluate_answers, table_row
-    from ..answers.debateqa import load_questions_and_references, join_questions, load_answers
+    from ..datasets.debateqa import load_questions_and_references, join_questions, load_answers
     from ..generators import GenerationError
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
 
     if args.names and len(args.names) != len(args.answers):
         raise InputError("--names", None, None, f"give one name per answers file ({len(args.answers)})")

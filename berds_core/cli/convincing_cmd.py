@@ -11,7 +11,7 @@ raw outcomes to ``--out`` (JSON); prints the summary.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -78,7 +78,7 @@ def load_sets(args):
 def run(args) -> dict:
     from ..convincing import EDITS, run_experiment
     from ..generators import GenerationError
-    from ..jsonio import atomic_write
+    from ..files.jsonio import atomic_write
 
     edits = [] if args.edits.strip().lower() == "none" else [e.strip() for e in args.edits.split(",") if e.strip()]
     bad = [e for e in edits if e not in EDITS]

@@ -15,7 +15,7 @@ import sys
 import time
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 
 
 def register(sub) -> None:

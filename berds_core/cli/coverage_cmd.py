@@ -10,7 +10,7 @@ Runs are aligned by question id; they must hold the same questions.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ..runs import read_run
 from .evaluate_cmd import matrices_of
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 def run(args) -> dict:
     from ..datasets import load_gold
-    from ..evaluation import passages_needed, union_coverage
+    from ..eval.evaluation import passages_needed, union_coverage
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -23,9 +23,9 @@ def register(sub) -> None:
 
 def run(args) -> dict:
     from ..answers.da import dispute_awareness
-    from ..answers.debateqa import scoring_rows
+    from ..datasets.debateqa import scoring_rows
     from ..generators import GenerationError
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
 
     if not 0.0 <= args.threshold <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 
 
 def register(sub) -> None:
@@ -66,7 +66,7 @@ def run_discover(args) -> dict:
     from tqdm import tqdm
 
     from ..discovery.claims import load_claims
-    from ..jsonio import atomic_write
+    from ..files.jsonio import atomic_write
 
     if args.max_k is not None and args.max_k < 0:
         raise InputError("--max-k", None, None, "must be 0 (no limit) or more")
@@ -110,7 +110,7 @@ def _knobs(disc, max_k) -> dict:
 
 def read_predictions(path) -> dict[str, dict]:
     """``berds discover`` output keyed by claim id, checked line by line."""
-    from ..jsonio import iter_jsonl
+    from ..files.jsonio import iter_jsonl
 
     preds: dict[str, dict] = {}
     for no, obj in iter_jsonl(path):

@@ -6,9 +6,9 @@ Top-level keys ``n, mrecall, precision, precision_at_1`` are for ``--k``
 seeded bootstrap intervals. Beside MRecall / Precision, every k <= 20 reports
 the TREC diversity measures ``alpha_ndcg``, ``err_ia``, ``p_ia``, ``strecall``
 (ndeval through ir_measures, perspectives as subtopics; see
-``berds_core.diversity_metrics``). ``--compare RUN2 [RUN3 ...]`` adds
+``berds_core.eval.diversity``). ``--compare RUN2 [RUN3 ...]`` adds
 ``significance`` (each run against RUN: randomisation and paired t-tests per
-metric, Holm-corrected, effect sizes with intervals; ``berds_core.significance``),
+metric, Holm-corrected, effect sizes with intervals; ``berds_core.eval.significance``),
 scores the diversity measures of every run on the shared pool (the union of the
 runs' judged passages), and, with a single RUN2, the earlier ``compare`` block
 (RUN2 - RUN per metric).
@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ..runs import authors_judge, label_matrix, read_run, read_run_lines
 
 
@@ -55,8 +55,8 @@ def register(sub) -> None:
 
 
 def add_significance_args(p) -> None:
-    from ..diversity_metrics import DEFAULT_ALPHA
-    from ..significance import CORRECTIONS, DEFAULT_RESAMPLES, TESTS
+    from ..eval.diversity import DEFAULT_ALPHA
+    from ..eval.significance import CORRECTIONS, DEFAULT_RESAMPLES, TESTS
 
     g = p.add_argument_group("diversity measures and significance")
     g.add_argument("--ndcg-alpha", type=float, default=DEFAULT_ALPHA, help="alpha of alpha-nDCG (default 0.5)")
@@ -124,8 +124,8 @@ def warn_depth(ks, runs) -> None:
 
 def run(args) -> dict:
     from ..datasets.gold import check_run_gold, read_gold
-    from ..diversity_metrics import pooled_diversity, supported_ks
-    from ..evaluation import scores, summarize
+    from ..eval.diversity import pooled_diversity, supported_ks
+    from ..eval.evaluation import scores, summarize
 
     if not args.gold and not args.labels:
         args.labels = authors_judge(args.run)  # their --compute_only: the judge the file is named for
@@ -179,7 +179,7 @@ def run(args) -> dict:
         out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()}}
                                for i, e in enumerate(entries)]
     if others:
-        from ..significance import compare
+        from ..eval.significance import compare
 
         per_run = {str(args.run): {**scores(mats, ks), **div}}
         for (path, _), m2, div2 in zip(others, other_mats, divs[1:]):

@@ -8,14 +8,14 @@ index is the subtopic, as TREC diversity qrels and ndeval have it) for the
 shared pool of the runs: the union of their judged passages (and, with
 ``--gold``, every gold-labelled passage). ``ir_measures``, ``ndeval`` and other
 TREC tools read them; ``berds evaluate`` reports the same α-nDCG / ERR-IA /
-P-IA / StRecall on the same pool (``berds_core.diversity_metrics``).
+P-IA / StRecall on the same pool (``berds_core.eval.diversity``).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ..runs import read_run
 from .evaluate_cmd import aligned, matrices_of
 
@@ -37,7 +37,7 @@ QRELS = "qrels.txt"
 
 def targets(args) -> list[tuple[str, Path, str]]:
     """(run file, TREC file, tag) per run: ``<out-dir>/<tag>.run``, tags made distinct."""
-    from ..diversity_metrics import run_tag
+    from ..eval.diversity import run_tag
 
     out, tags = [], set()
     for path in args.run:
@@ -53,7 +53,7 @@ def targets(args) -> list[tuple[str, Path, str]]:
 
 def run(args) -> dict:
     from ..datasets import load_gold
-    from ..diversity_metrics import check_trec_ids, subtopic_qrels, write_trec_qrels, write_trec_run
+    from ..eval.diversity import check_trec_ids, subtopic_qrels, write_trec_qrels, write_trec_run
 
     gold = load_gold(args.gold) if args.gold else None
     first = read_run(args.run[0])

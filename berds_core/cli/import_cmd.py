@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..outputs import declare
-from ..jsonio import write_jsonl
+from ..files.outputs import declare
+from ..files.jsonio import write_jsonl
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
 OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")

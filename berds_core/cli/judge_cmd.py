@@ -7,8 +7,8 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..jsonio import atomic_write, read_text
-from ..outputs import declare
+from ..files.jsonio import atomic_write, read_text
+from ..files.outputs import declare
 
 PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
@@ -160,7 +160,7 @@ def run_judge(args) -> dict:
 
 def read_pairs(path) -> list[dict]:
     """Rows of a human-pairs TSV (CSV-style quoting with doubled quotes); label must be 0 or 1."""
-    from ..csvio import records
+    from ..files.csvio import records
 
     text = read_text(path)
     rows: list[dict] = []

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..outputs import declare
-from ..leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
+from ..files.outputs import declare
+from ..eval.leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
                        sycophancy)
 from ..runs import gold_matrix, label_matrix, read_run
 

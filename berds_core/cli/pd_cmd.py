@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
@@ -30,10 +30,10 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from ..answers.debateqa import scoring_rows
+    from ..datasets.debateqa import scoring_rows
     from ..answers.pd import input_limit, perspective_diversity, summarize_pd
     from ..generators import GenerationError
-    from ..jsonio import write_jsonl
+    from ..files.jsonio import write_jsonl
 
     if args.max_length is not None and args.max_length < 2:
         raise InputError("--max-length", None, None, "must be at least 2")

@@ -14,7 +14,7 @@ import sys
 import time
 
 from ..errors import InputError
-from ..outputs import declare
+from ..files.outputs import declare
 
 
 def add_retriever_args(p, *, corpus_required: bool = True) -> None:
@@ -52,7 +52,7 @@ def register(sub) -> None:
                         "(e.g. made by 'berds corpus web'); each question retrieves within its own")
     p.add_argument("--k", type=int, default=100, help="passages per question")
     p.add_argument("--out", required=True, help="run file to write (BERDS JSON Lines)")
-    from ..diversify.options import add_diversify_args  # --mmr, --qe, --rerank, --preset (issue 4)
+    from ._diversify_options import add_diversify_args  # --mmr, --qe, --rerank, --preset (issue 4)
 
     add_diversify_args(p)
     p.set_defaults(func=run_retrieve)
@@ -112,7 +112,7 @@ def _load_error(model, e: Exception) -> str:
 def check_models(args) -> None:
     """Embedders named on the command line can be loaded (local files, the cache, or a reachable hub):
     checked before the corpus is read, so a wrong name fails in a second, in one line."""
-    from ..embed import locate_embedder, resolve_model
+    from ..embeddings.models import locate_embedder, resolve_model
 
     for flag, name in (("--model", getattr(args, "model", None) if args.retriever == "dense" else None),
                        ("--mmr-embedder", getattr(args, "mmr_embedder", None))):
@@ -151,7 +151,7 @@ def run_index(args) -> dict:
 
 def build_run(args, questions, corpus, retriever) -> list[dict]:
     """The run entries for ``questions``; extend here for options that change retrieval."""
-    from ..diversify.options import diversified_run, diversify_config
+    from ._diversify_options import diversified_run, diversify_config
     from ..retrieval import retrieve_run
 
     cfg = diversify_config(args)
@@ -169,7 +169,7 @@ def warn_k(k: int, corpus_size: int, what: str = "the corpus") -> None:
 
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
-    from ..diversify.options import apply_preset, diversify_config
+    from ._diversify_options import apply_preset, diversify_config
     from ..runs import write_run
     from .evaluate_cmd import run_depth
 

@@ -69,7 +69,7 @@ def read_password(args, name: str) -> str:
 
 
 def _accounts(args, *, create: bool = False):
-    from ..accounts import Accounts
+    from ..lab.accounts import Accounts
     from .annotations_cmd import open_store
 
     store = open_store(args, create=create)
@@ -81,7 +81,7 @@ def _fail(e) -> InputError:
 
 
 def cmd_add(args) -> dict:
-    from ..accounts import AccountError, check_name, check_password_policy
+    from ..lab.accounts import AccountError, check_name, check_password_policy
 
     try:
         check_name(args.name)
@@ -111,7 +111,7 @@ def cmd_list(args) -> dict:
 
 def cmd_active(args) -> dict:
     """``disable`` (ends the user's sessions) or ``enable``."""
-    from ..accounts import AccountError
+    from ..lab.accounts import AccountError
 
     store, acc = _accounts(args)
     with store:
@@ -123,7 +123,7 @@ def cmd_active(args) -> dict:
 
 
 def cmd_reset(args) -> dict:
-    from ..accounts import AccountError
+    from ..lab.accounts import AccountError
 
     store, acc = _accounts(args)
     with store:

@@ -85,8 +85,8 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
             raise InputError(path, None, None, f"not a readable Parquet file ({type(e).__name__})") from None
         return [(i, r) for i, r in enumerate(table.to_pylist(), 1)]
     if suffix in (".csv", ".tsv"):
-        from ..csvio import records
-        from ..jsonio import read_text
+        from ..files.csvio import records
+        from ..files.jsonio import read_text
 
         recs = [(no, rec) for no, rec in records(read_text(path), path, "\t" if suffix == ".tsv" else ",") if rec]
         if not recs:
@@ -98,7 +98,7 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
                 raise InputError(path, no, None, f"{len(rec)} cells, header has {len(header)}")
             out.append((no, dict(zip(header, rec))))
         return out
-    from ..jsonio import iter_jsonl
+    from ..files.jsonio import iter_jsonl
 
     return list(iter_jsonl(path))
 
@@ -159,7 +159,7 @@ def from_run(entries: Sequence[dict], *, gold=None, judge=None, k: int | None = 
     skipped when labels decide (counted in ``skipped_questions``).
     """
     from ..answers.coverage import retrieval_matrix
-    from ..leaning import infer_sides
+    from ..eval.leaning import infer_sides
 
     sets, skipped, no_side = [], 0, 0
     for e in entries:

@@ -90,7 +90,7 @@ def counterfactuals(sets: Sequence[QuestionSet], outcomes: Sequence[dict], parag
     Returns ``{"edits": {name: {"delta", "lo", "hi", "n"}}, "paragraphs": {pid: {name: win_rate, "original": ...}},
     "texts": {pid: {name: text}}}``; ``delta`` is mean(win-rate(edit) - win-rate(control)).
     """
-    from ..evaluation import bootstrap_ci
+    from ..eval.evaluation import bootstrap_ci
 
     edits = list(dict.fromkeys(["control", *edits]))
     by_id = {p.id: (qs, p) for qs in sets for p in qs.paragraphs}

@@ -90,7 +90,7 @@ def paragraph_features(items: Sequence[tuple[str, object]], *, embedder=None, pp
                      "sentiment": sentiment(p.text),
                      "retriever_score": None if getattr(p, "score", None) is None else float(p.score)})
     if with_similarity and items:
-        from ..diversify.embeddings import encode
+        from ..diversify.vectors import encode
 
         qs = list(dict.fromkeys(q for q, _ in items))
         qv = dict(zip(qs, encode(embedder, qs)))

@@ -124,7 +124,7 @@ def win_rates(outcomes: Sequence[dict], *, min_opponents: int = 5, n_boot: int =
 
 
 def _boot(values: np.ndarray, n_boot: int, seed: int, level: float) -> tuple[float, float]:
-    from ..evaluation import bootstrap_ci
+    from ..eval.evaluation import bootstrap_ci
 
     return bootstrap_ci(values, n_boot=max(1, n_boot), seed=seed, level=level)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonio import iter_jsonl
+from ..files.jsonio import iter_jsonl
 from ..records import Gold, Passage, Question
 from .checks import as_id
 

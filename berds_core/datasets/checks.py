@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ..errors import InputError
-from ..jsonio import read_text
+from ..files.jsonio import read_text
 
 STANCES = ("support", "oppose")
 

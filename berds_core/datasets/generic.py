@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..csvio import records
+from ..files.csvio import records
 from ..errors import InputError
-from ..jsonio import iter_jsonl, read_text
+from ..files.jsonio import iter_jsonl, read_text
 from ..records import Question
 from .checks import as_id, nonempty_str, optional_str, short_hash, stance_list, str_list
 

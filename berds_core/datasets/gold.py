@@ -7,7 +7,7 @@ perspective in the question's list.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..jsonio import iter_jsonl, write_jsonl
+from ..files.jsonio import iter_jsonl, write_jsonl
 from ..records import Gold, Passage, Question
 from .checks import as_id
 

@@ -46,7 +46,7 @@ def _open(name_or_path: str, split: str | None):
             if split is None:  # a lone file has no real split name
                 return {None: ds["train"]}
         else:
-            from ..hub import hub_offline_mode, looks_like_path
+            from ..net.hub import hub_offline_mode, looks_like_path
 
             if looks_like_path(str(name_or_path)):
                 raise InputError(name_or_path, None, None, "no such file or folder")
@@ -56,7 +56,7 @@ def _open(name_or_path: str, split: str | None):
                 except Exception as e:
                     if not offline:
                         raise
-                    from ..hub import offline_note
+                    from ..net.hub import offline_note
 
                     raise InputError(name_or_path, None, None, f"cannot load dataset: {offline_note()}") from None
     except InputError:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonio import iter_jsonl
+from ..files.jsonio import iter_jsonl
 from ..records import Question
 from .checks import as_id, nonempty_str, str_list
 

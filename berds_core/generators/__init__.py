@@ -81,10 +81,10 @@ def get_generator(spec: str, **opts) -> Generator:
 def app_spec(spec: str, what: str = "model path") -> str:
     """A generator spec typed into the app, checked before anything is loaded or requested:
     an ``hf:`` model or adapter given as a folder must lie under the allowed roots (hub ids pass:
-    :func:`berds_core.safepaths.resolve_user_model`); an ``openai:`` server must be on the
-    operator's list (:func:`berds_core.endpoints.check_endpoint`). Raises InputError."""
-    from ..endpoints import check_endpoint
-    from ..safepaths import resolve_user_model
+    :func:`berds_core.files.safepaths.resolve_user_model`); an ``openai:`` server must be on the
+    operator's list (:func:`berds_core.net.endpoints.check_endpoint`). Raises InputError."""
+    from ..net.endpoints import check_endpoint
+    from ..files.safepaths import resolve_user_model
 
     name, arg = GENERATORS.parse(spec)
     if name == "openai":

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hub import hub_offline, hub_reachable, is_local, locate, looks_like_path  # noqa: F401 (re-exported)
+from ..net.hub import hub_offline, hub_reachable, is_local, locate, looks_like_path  # noqa: F401 (re-exported)
 from ..naming import model_label
 from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
 from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,
@@ -130,8 +130,8 @@ class HFGenerator(Generator):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ..embed import pick_device
-        from ..model_lock import model_loading
+        from ..embeddings.models import pick_device
+        from ..runtime.model_lock import model_loading
 
         device = pick_device(self.device_name)
         if self.dtype_name:

@@ -249,7 +249,7 @@ class OpenAIGenerator(Generator):
         if self._tokenizer is None and self.tokenizer_id:
             from transformers import AutoTokenizer
 
-            from ..hub import locate
+            from ..net.hub import locate
 
             local, error = locate(self.tokenizer_id, "tokenizer", probes=("tokenizer_config.json", "config.json"))
             if error:

@@ -141,13 +141,13 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
     """A judge spec typed into the app, checked before anything is loaded or requested.
 
     ``hf:`` models and adapters given as folders must lie under the allowed
-    roots (hub ids pass; :func:`berds_core.safepaths.resolve_user_model`), and
+    roots (hub ids pass; :func:`berds_core.files.safepaths.resolve_user_model`), and
     server addresses (``openai:<model>@<url>``, ``berds-evaluator:<url>``) must
-    be on the operator's list (:func:`berds_core.endpoints.check_endpoint`).
+    be on the operator's list (:func:`berds_core.net.endpoints.check_endpoint`).
     Returns the spec (folders made absolute); raises InputError / SpecError.
     """
-    from ..endpoints import check_endpoint
-    from ..safepaths import resolve_user_model
+    from ..net.endpoints import check_endpoint
+    from ..files.safepaths import resolve_user_model
 
     spec = (spec or "embedded").strip()
     name, arg = JUDGES.parse(spec)

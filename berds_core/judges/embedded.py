@@ -10,7 +10,7 @@ measured at ~1.6x the speed of MiniLM's 256, with the same ranking quality on
 the human pairs: out-of-fold AUC 0.664 vs 0.655) and the training report.
 
 ``encoding`` (default ``auto``: bf16 on CPUs with native bf16, else int8 on
-CPU, fp32 on accelerators; see ``berds_core.embed.resolve_encoding``) picks the
+CPU, fp32 on accelerators; see ``berds_core.embeddings.models.resolve_encoding``) picks the
 MiniLM precision; bench/judge_cpu.py measured bf16 at ~1.7x the fp32 speed
 with identical decisions on the human pairs. The encoding is part of the name.
 
@@ -58,7 +58,7 @@ class EmbeddedJudge(Judge):
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
-        from ..embed import resolve_encoding
+        from ..embeddings.models import resolve_encoding
 
         self.head = load_head(str(weights or WEIGHTS))
         try:

@@ -27,7 +27,7 @@ sentence embedding and the normalised token embeddings, and build per pair:
 Fast path: when every feature asked for is a sentence-level one
 (``SENTENCE_FEATURES``: what the shipped head uses), no token-level work is
 done: sentence embeddings come from the one embedding store
-(``berds_core.embed_store.text_encoder``, keyed by model, precision, max tokens
+(``berds_core.embeddings.store.text_encoder``, keyed by model, precision, max tokens
 and sha1 of the text) that dense retrieval, MMR and the coverage re-ranker read
 too, so a passage retrieved or judged once is never encoded again, in this
 process or the next.
@@ -100,7 +100,7 @@ def load_wordllama(dim: int = 256):
                           disable_download=True)
 
 
-from ..embed_store import EmbeddingStore, embedding_store  # noqa: E402,F401  (the one store; re-exported)
+from ..embeddings.store import EmbeddingStore, embedding_store  # noqa: E402,F401  (the one store; re-exported)
 
 
 class _Encoded:
@@ -126,7 +126,7 @@ class Featurizer:
         self.store = store  # persist sentence embeddings in EmbeddingStore
         self._wl: dict[str, np.ndarray] = {}
         self.n_encoded = 0  # texts run through the transformer (tests and benches read it)
-        self.encoding = encoding  # fp32 | bf16 | int8 | auto (berds_core.embed.load_encoder)
+        self.encoding = encoding  # fp32 | bf16 | int8 | auto (berds_core.embeddings.models.load_encoder)
         self.model_id = model
         self.device = device
         self.batch_size = batch_size
@@ -138,9 +138,9 @@ class Featurizer:
     @property
     def model(self):
         if self._model is None:
-            from ..embed import load_encoder
+            from ..embeddings.models import load_encoder
 
-            from ..embed_store import MAX_TOKENS
+            from ..embeddings.store import MAX_TOKENS
 
             self._model = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length or MAX_TOKENS)
         return self._model
@@ -204,7 +204,7 @@ class Featurizer:
     def text_encoder(self):
         """The shared ``embed_store.TextEncoder`` for this model, precision and length (no store: a private one)."""
         if self._text_encoder is None:
-            from ..embed_store import TextEncoder, text_encoder
+            from ..embeddings.store import TextEncoder, text_encoder
 
             if self.store:
                 self._text_encoder = text_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)

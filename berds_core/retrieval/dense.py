@@ -1,6 +1,6 @@
 """Dense retrieval: sentence-transformers embeddings + FAISS inner product.
 
-Passage embeddings come from the one embedding store (``berds_core.embed_store``:
+Passage embeddings come from the one embedding store (``berds_core.embeddings.store``:
 keyed by model, precision, max tokens and text hash) that MMR, the coverage
 re-ranker and the embedded judge read too: a passage is encoded once, by
 whichever of them meets it first, and a second command starts warm. Encoding
@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 from ..cache import cache_dir, slug
-from ..embed import model_key
-from ..embed_store import TextEncoder, embed_text, encode_normalized, text_encoder
+from ..embeddings.models import model_key
+from ..embeddings.store import TextEncoder, embed_text, encode_normalized, text_encoder
 from . import faiss_index
 
 __all__ = ["DenseRetriever", "encode_normalized"]

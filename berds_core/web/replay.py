@@ -40,7 +40,7 @@ def _norm(text: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime: int) -> tuple[dict, ...]:
-    from ..jsonio import iter_jsonl
+    from ..files.jsonio import iter_jsonl
 
     out = []
     for no, obj in iter_jsonl(path):

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
-from ..jsonio import atomic_write, write_jsonl
+from ..files.jsonio import atomic_write, write_jsonl
 
 FORMAT = "berds-web-snapshot/1"
 PASSAGES = "passages.jsonl"

@@ -1,0 +1,221 @@
+"""Diversification options of ``berds retrieve`` (kept here so the verb stays small).
+
+    --mmr LAMBDA [--mmr-embedder ID]     MMR over the top --candidates
+    --qe SOURCE [--qe-llm SPEC]          query expansion, round-robin merge
+    --rerank coverage [--rerank-judge SPEC | --rerank-probs model] [--alpha A] [--perspectives-from SOURCE]
+                      [--candidates-from union] [--mix M] [--keep N]
+    --rerank xquad|pm2 [--lambda L] [--aspect-probs retriever|judge --rerank-judge SPEC] [--perspectives-from SOURCE]
+    --preset diverse                     the configuration chosen by cross-validation on development data
+
+At most one of them. ``--preset`` also picks its retriever (dense, default model).
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+from ..diversify.aspects import ASPECT_PROBS
+from ..diversify.presets import PRESETS, get_preset
+from ..diversify.query_expansion import QE_SOURCES
+
+
+def add_diversify_args(p) -> None:
+    g = p.add_argument_group("diversification (at most one of --mmr, --qe, --rerank, --preset)")
+    g.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR with this lambda in [0, 1] (1 = no change)")
+    g.add_argument("--mmr-embedder", metavar="ID", default=None,
+                   help="embedder for MMR's passage similarity: hub id or path (default all-MiniLM-L6-v2; "
+                        "WhereIsAI/UAE-Large-V1 as in the paper, where the hub is reachable)")
+    g.add_argument("--qe", choices=sorted(QE_SOURCES), metavar="SOURCE",
+                   help="query expansion; perspectives from: " + "; ".join(f"{k} = {v}" for k, v in QE_SOURCES.items()))
+    g.add_argument("--qe-llm", metavar="SPEC", help="for --qe llm: hf:<model> or openai:<model>@<base_url>")
+    g.add_argument("--pool", metavar="FILE", default=None,
+                   help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
+                        "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt), or demo: the built-in demo pool")
+    g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
+                   help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
+                        "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
+    g.add_argument("--lambda", dest="lam", type=float, default=None, metavar="L",
+                   help="xquad / pm2: lambda in [0, 1] (default: the value tuned on development data)")
+    g.add_argument("--aspect-probs", choices=sorted(ASPECT_PROBS), default=None,
+                   help="xquad / pm2: P(passage | aspect) from the retriever's scores on the expanded queries "
+                        "(default) or from --rerank-judge")
+    g.add_argument("--rerank-judge", metavar="SPEC", default=None,
+                   help="judge giving the re-ranker its probabilities (e.g. embedded); default: embedding similarity")
+    g.add_argument("--perspectives-from", choices=sorted(QE_SOURCES), default="offline",
+                   help="perspectives the re-ranker covers (default offline)")
+    g.add_argument("--rerank-probs", choices=("auto", "judge", "model", "stance", "similarity"), default="auto",
+                   help="where the re-ranker's P(candidate covers a perspective) comes from: judge (--rerank-judge), "
+                        "model (the trained stance cross-encoder: the question's yes- and no-side), stance (cosine "
+                        "to the offline sides), similarity; auto: judge when given, else stance or similarity")
+    g.add_argument("--alpha", type=float, default=None, help="re-ranker weight of relevance in [0, 1]")
+    g.add_argument("--candidates-from", choices=("retriever", "union"), default="retriever",
+                   help="candidates of MMR / the re-ranker: the retriever's top --candidates, or the union of the "
+                        "dense and BM25 top --candidates (scored by dense cosine)")
+    g.add_argument("--keep", type=int, default=None, metavar="N",
+                   help="--rerank coverage: the retriever's first N candidates stay on top; the re-ranker fills "
+                        "the ranks below them (default 0)")
+    g.add_argument("--mix", type=float, default=None,
+                   help="--rerank-probs model: relevance = mix * retriever score + (1 - mix) * P(on the question)")
+    g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
+    g.add_argument("--candidates", type=int, default=100,
+                   help="candidates MMR / the re-ranker re-rank (default 100); with a larger --k the retriever's "
+                        "own order follows them")
+
+
+def diversify_config(args) -> dict | None:
+    """The method and options the arguments ask for (None: plain retrieval); checks them."""
+    chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
+    if not chosen:
+        for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
+                         ("--pool", getattr(args, "pool", None)),
+                         ("--rerank-judge", args.rerank_judge), ("--alpha", args.alpha), ("--mix", args.mix),
+                         ("--keep", getattr(args, "keep", None)),
+                         ("--rerank-probs", None if args.rerank_probs == "auto" else args.rerank_probs),
+                         ("--candidates-from", None if args.candidates_from == "retriever" else args.candidates_from),
+                         ("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
+            if val is not None:
+                raise InputError(opt, None, None, "has no effect without --mmr, --qe, --rerank or --preset")
+        return None
+    if len(chosen) > 1:
+        raise InputError("--" + chosen[1], None, None, f"choose one diversification method (also given: --{chosen[0]})")
+    if args.candidates < 1:
+        raise InputError("--candidates", None, None, "must be at least 1")
+    how = chosen[0]
+    keep = getattr(args, "keep", None)
+    if keep is not None and not (how == "rerank" and args.rerank == "coverage"):
+        raise InputError("--keep", None, None, "is for --rerank coverage (the preset sets its own)")
+    pool = getattr(args, "pool", None)
+    wants_pool = (how == "qe" and args.qe == "pool") or (how == "rerank" and args.perspectives_from == "pool")
+    if wants_pool and not pool:
+        raise InputError("--pool", None, None, "perspectives from 'pool' need --pool FILE (a file of perspective sentences)")
+    if pool and not wants_pool:
+        raise InputError("--pool", None, None, "has no effect without --qe pool or --perspectives-from pool")
+    if how == "mmr":
+        if not 0.0 <= args.mmr <= 1.0:
+            raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
+        return {"method": "mmr", "lam": args.mmr, "embedder": args.mmr_embedder, "candidates": args.candidates,
+                "candidates_from": args.candidates_from}
+    if how == "qe":
+        if args.qe == "llm" and not args.qe_llm:
+            raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
+        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm, "pool": pool}
+    if how == "rerank" and args.rerank in ("xquad", "pm2"):
+        return {**_explicit_config(args), "pool": pool}
+    for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
+        if val is not None:
+            raise InputError(opt, None, None, "is for --rerank xquad or pm2")
+    if how == "rerank":
+        alpha = 0.5 if args.alpha is None else args.alpha
+        if not 0.0 <= alpha <= 1.0:
+            raise InputError("--alpha", None, None, f"must be in [0, 1], got {alpha}")
+        mix = 1.0 if args.mix is None else args.mix
+        if not 0.0 <= mix <= 1.0:
+            raise InputError("--mix", None, None, f"must be in [0, 1], got {mix}")
+        if args.rerank_probs == "judge" and not args.rerank_judge:
+            raise InputError("--rerank-probs", None, None, "judge needs --rerank-judge SPEC")
+        if keep is not None and keep < 0:
+            raise InputError("--keep", None, None, f"must be 0 or more, got {keep}")
+        if args.rerank_judge and args.rerank_probs not in ("auto", "judge"):
+            raise InputError("--rerank-judge", None, None, f"has no effect with --rerank-probs {args.rerank_probs}")
+        return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
+                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
+                "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix,
+                "keep": keep or 0}
+    cfg = get_preset(args.preset)
+    return {"method": "preset", "preset": args.preset, **cfg}
+
+
+def _explicit_config(args) -> dict:
+    """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
+    from ..diversify import default_lambda
+
+    if args.alpha is not None:
+        raise InputError("--alpha", None, None, f"is for --rerank coverage; --rerank {args.rerank} takes --lambda")
+    lam = default_lambda(args.rerank) if args.lam is None else args.lam
+    if not 0.0 <= lam <= 1.0:
+        raise InputError("--lambda", None, None, f"must be in [0, 1], got {lam}")
+    probs = args.aspect_probs or "retriever"
+    if probs == "judge" and not args.rerank_judge:
+        raise InputError("--rerank-judge", None, None, "--aspect-probs judge needs a judge (e.g. embedded)")
+    if probs == "retriever" and args.rerank_judge:
+        raise InputError("--rerank-judge", None, None, f"--rerank {args.rerank} uses a judge only with --aspect-probs judge")
+    return {"method": args.rerank, "lam": lam, "qe_source": args.perspectives_from, "aspect_probs": probs,
+            "judge": args.rerank_judge, "llm": args.qe_llm, "candidates": args.candidates}
+
+
+def apply_preset(args) -> None:
+    """``--preset`` picks its retriever (and the default model) before the retriever is opened."""
+    if getattr(args, "preset", None):
+        cfg = get_preset(args.preset)
+        args.retriever = cfg["retriever"]
+        args.model = None
+        args.index = "flat"
+
+
+def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: bool = True) -> list[dict]:
+    """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
+    from tqdm import tqdm
+
+    from ..generators import GenerationError
+    from ..judges import JudgeError
+    from ..retrieval import question_entry
+    from ..diversify import diversify
+
+    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "candidates_from",
+            "mix", "aspect_probs", "keep")
+    opts = {key: cfg[key] for key in keys if key in cfg and cfg[key] is not None and cfg["method"] != "preset"}
+    if cfg.get("pool"):
+        from ..discovery import open_pool
+
+        opts["pool"] = open_pool(cfg["pool"], progress=progress)
+    judge = cfg.get("judge")
+    if isinstance(judge, str):
+        from ..judges import get_judge
+
+        try:
+            judge = get_judge(judge)
+        except (ValueError, OSError) as e:
+            raise InputError("--rerank-judge", None, None, str(e).splitlines()[0]) from None
+    prefetch(questions, corpus, retriever, cfg, args.k, progress)
+    entries = []
+    for q in tqdm(questions, desc=cfg["method"], disable=not progress, file=None):
+        try:
+            hits = diversify(q, corpus, retriever, cfg["method"], args.k, judge=judge, **opts)
+        except OSError as e:
+            raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
+                             str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+        except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
+            flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
+            raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None
+        entries.append(question_entry(q, corpus, hits))
+    return entries
+
+
+def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> None:
+    """Batch the per-question work of a run before the per-question loop: all question embeddings in one
+    encoder call and, for the stance model, every (question, candidate) pair in one batched, cached pass
+    (the loop then reads them from memory). Same results as without it, faster."""
+    from ..diversify import candidate_pool, get_preset
+
+    eff = get_preset(cfg.get("preset") or "diverse") if cfg["method"] == "preset" else cfg
+    if hasattr(retriever, "text_encoder"):
+        retriever.text_encoder.embed([q.question for q in questions])
+    if (eff.get("method") == "coverage" and eff.get("coverage_probs", "auto") in ("auto", "stance")
+            and eff.get("qe_source") == "offline" and not eff.get("judge") and eff.get("embedder") is None):
+        # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
+        from ..diversify.vectors import encode
+        from ..diversify.facets import yes_no_sides
+
+        encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
+    if eff.get("method") != "coverage" or eff.get("coverage_probs") != "model":
+        return
+    from ..diversify.stance import get_stance_model, stance_text
+
+    pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
+    if pool == "union" and not hasattr(retriever, "text_encoder"):
+        from ..diversify import companion
+
+        companion(corpus, "dense").text_encoder.embed([q.question for q in questions])
+    pairs = []
+    for q in questions:
+        rows, _ = candidate_pool(q.question, corpus, retriever, n, pool)
+        pairs += [(q.question, stance_text(corpus[int(r)])) for r in rows]
+    get_stance_model().probs_many(pairs, progress=progress)

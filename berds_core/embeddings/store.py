@@ -1,0 +1,251 @@
+"""One embedding per passage: the on-disk store every encoder reads through.
+
+Dense retrieval (``retrieval.dense``), MMR's Sim2 and the coverage
+re-ranker (``diversify.embeddings``) and the embedded judge
+(``judges.features``) all get sentence embeddings from ``text_encoder(...)``:
+
+    enc = text_encoder(model=None, device=None, encoding=None, max_seq_length=None)
+    vecs = enc.embed(texts)          # unit-length float32, one row per text
+
+An embedding is looked up in memory, then in the store, and only then
+computed; what is computed is written to the store at once (per chunk), so a
+second command over the same texts encodes nothing and an interrupted build
+resumes where it stopped.
+
+**Key**: ``(model key, precision, max tokens, sha1(text))``: the model key is
+the alias-resolved model id (``embed.model_key``), the precision the resolved
+encoding (fp32 | bf16 | int8, ``embed.resolve_encoding``), the max tokens the
+encoder's ``max_seq_length``. Different precisions or lengths are different
+vectors and never mix.
+
+**Decisions, made once** (measured in ``bench/embedding_choices.py``, written
+down in ``docs/embeddings.md``):
+
+- the text embedded for a passage is its text, without the title
+  (``embed_text``), the same string the judges read (``judges.passage_text``);
+- texts are cut at ``MAX_TOKENS`` = 128 word pieces (all-MiniLM-L6-v2 was
+  trained at 128; debate arguments and BERDS' 100-word passages fit or lose a
+  few words), for the retriever, MMR, the re-ranker and the judge alike.
+
+The store is SQLite (WAL) at ``cache_dir("embeddings")/embeddings.sqlite``,
+one connection per cache directory, safe across threads and processes.
+"""
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import cache_dir, text_hash
+
+MAX_TOKENS = 128
+CHUNK = 1024  # texts encoded (and committed to the store) per step
+
+
+def embed_text(passage) -> str:
+    """The one string embedded for a passage (a ``Passage`` or a run ``ctx`` dict): its text."""
+    if isinstance(passage, dict):
+        return str(passage.get("text") or "")
+    return passage.text
+
+
+class EmbeddingStore:
+    """Unit-length float32 embeddings keyed by (store key, sha1(text)) in SQLite."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else cache_dir("embeddings") / "embeddings.sqlite"
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text TEXT, vec BLOB, PRIMARY KEY (model, text))")
+        self._conn.commit()
+
+    def get_many(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(hashes), 500):
+                chunk = hashes[i:i + 500]
+                q = ",".join("?" * len(chunk))
+                for h, blob in self._conn.execute(f"SELECT text, vec FROM emb WHERE model=? AND text IN ({q})",
+                                                  [model, *chunk]):
+                    out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_many(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self._lock:
+            self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
+                                   [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
+            self._conn.commit()
+
+    def count(self, model: str | None = None) -> int:
+        with self._lock:
+            if model is None:
+                return self._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM emb WHERE model=?", (model,)).fetchone()[0]
+
+
+_STORES: dict[str, EmbeddingStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def embedding_store() -> EmbeddingStore:
+    """The store of the current ``BERDS_CACHE`` (one connection per cache directory)."""
+    path = str(cache_dir("embeddings") / "embeddings.sqlite")
+    with _STORES_LOCK:
+        if path not in _STORES:
+            _STORES[path] = EmbeddingStore(Path(path))
+        return _STORES[path]
+
+
+def store_key(model: str | None, encoding: str, max_seq_length: int) -> str:
+    """The key part naming the vectors: model key, precision, max tokens."""
+    from .models import model_key
+
+    return f"{model_key(model)}|{encoding}|msl{int(max_seq_length)}"
+
+
+def encode_normalized(encoder, texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """float32 unit-length embeddings from any precision of encoder (no store).
+
+    sentence-transformers sorts texts by length before batching, so batches
+    hold passages of similar length (little padding); batches of 64 measured
+    faster than 32 on CPU for every precision (bench/retrieval.py).
+    """
+    if not texts:
+        return np.zeros((0, int(encoder.get_sentence_embedding_dimension() or 0)), np.float32)
+    emb = encoder.encode(list(texts), batch_size=batch_size, normalize_embeddings=False,
+                         convert_to_tensor=True, show_progress_bar=False)
+    emb = emb.float().cpu().numpy()
+    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    return (emb / np.maximum(norms, 1e-12)).astype(np.float32)  # normalised in float32 (bf16 norms are off by ~1e-3)
+
+
+class TextEncoder:
+    """Sentence embeddings through memory -> store -> model, for one (model, precision, max tokens).
+
+    ``embed(texts)`` returns one unit-length float32 row per text (duplicates
+    encoded once). ``n_encoded`` counts texts that went through the model.
+    ``store=False`` keeps everything in memory (tests, throw-away texts).
+    """
+
+    def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None,
+                 max_seq_length: int | None = None, *, batch_size: int = 64, store: bool = True,
+                 memory: int = 50_000):
+        from .models import pick_device, resolve_encoding
+
+        self.model_id = model
+        self.device = pick_device(device)
+        self.encoding = resolve_encoding(encoding, self.device)
+        self.max_seq_length = int(max_seq_length or MAX_TOKENS)
+        self.batch_size = batch_size
+        self.store = store
+        self.key = store_key(model, self.encoding, self.max_seq_length)
+        self.n_encoded = 0
+        self._encoder = None
+        self._mem: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._memory = memory
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<TextEncoder {self.key}>"
+
+    @property
+    def encoder(self):
+        """The SentenceTransformer (this precision, truncating at ``max_seq_length``), loaded on first use."""
+        if self._encoder is None:
+            from .models import load_encoder
+
+            self._encoder = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
+        return self._encoder
+
+    @property
+    def dim(self) -> int:
+        return int(self.encoder.get_sentence_embedding_dimension())
+
+    def encode_uncached(self, texts: list[str]) -> np.ndarray:
+        """Run the model on ``texts`` (no lookup, nothing stored): queries one never sees twice."""
+        return encode_normalized(self.encoder, list(texts), self.batch_size)
+
+    def _encode_reporting(self, part: list[str], on_progress, done: int, total: int) -> np.ndarray:
+        """Encode ``part``; with ``on_progress``, in steps of a few batches so a progress bar can move."""
+        if on_progress is None:
+            return self.encode_uncached(part)
+        step, out = self.batch_size * 4, []
+        for a in range(0, len(part), step):
+            out.append(self.encode_uncached(part[a:a + step]))
+            on_progress(done + min(a + step, len(part)), total)
+        return np.concatenate(out)
+
+    def embed(self, texts, progress: bool = False, desc: str | None = None, on_progress=None) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        found = self.embed_map(texts, progress=progress, desc=desc, on_progress=on_progress)
+        return np.stack([found[t] for t in texts])
+
+    def embed_map(self, texts, progress: bool = False, desc: str | None = None,
+                  on_progress=None) -> dict[str, np.ndarray]:
+        """``{text: vector}`` for the unique texts; ``on_progress(done, total)`` (unique texts) as they are encoded."""
+        uniq = list(dict.fromkeys(texts))
+        with self._lock:
+            got = {t: self._mem[t] for t in uniq if t in self._mem}
+        need = [t for t in uniq if t not in got]
+        if need and self.store:
+            hashes = {t: text_hash(t) for t in need}
+            found = embedding_store().get_many(self.key, list(dict.fromkeys(hashes.values())))
+            for t in need:
+                v = found.get(hashes[t])
+                if v is not None:
+                    got[t] = v
+            need = [t for t in need if t not in got]
+        if need:
+            from tqdm.auto import tqdm
+
+            self.encoder  # load the model before any progress bar: a bad model id fails at once
+            with tqdm(total=len(need), desc=desc or f"Encoding ({self.key})", unit="text",
+                      disable=not progress) as bar:
+                for start in range(0, len(need), CHUNK):
+                    part = need[start:start + CHUNK]
+                    emb = self._encode_reporting(part, on_progress, len(uniq) - len(need) + start, len(uniq))
+                    self.n_encoded += len(part)
+                    if self.store:
+                        embedding_store().put_many(self.key, [(text_hash(t), v) for t, v in zip(part, emb)])
+                    got.update(zip(part, emb))
+                    bar.update(len(part))
+        if on_progress is not None:
+            on_progress(len(uniq), len(uniq))
+        with self._lock:
+            for t in uniq:
+                self._mem[t] = got[t]
+                self._mem.move_to_end(t)
+            while len(self._mem) > self._memory:
+                self._mem.popitem(last=False)
+        return got
+
+
+@functools.lru_cache(maxsize=8)
+def _shared(model, device, encoding, max_seq_length, root) -> TextEncoder:
+    return TextEncoder(model, device, encoding, max_seq_length)
+
+
+def text_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None,
+                 max_seq_length: int | None = None) -> TextEncoder:
+    """The process-wide encoder for (model, device, precision, max tokens): one memory, one store key.
+
+    ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` (bf16 on CPUs with native bf16,
+    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``.
+    """
+    from .models import model_key, pick_device, resolve_encoding
+
+    dev = pick_device(device)
+    enc = resolve_encoding(encoding, dev)
+    name = None if model is None or model_key(model) == model_key(None) else model
+    # one per cache directory too: a new BERDS_CACHE starts with an empty memory (the model is shared)
+    return _shared(name, dev, enc, int(max_seq_length or MAX_TOKENS), str(cache_dir()))

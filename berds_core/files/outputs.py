@@ -1,0 +1,214 @@
+"""What a command reads and writes, checked before it does any work.
+
+Every verb declares its files once, where its arguments are defined
+(:func:`declare`)::
+
+    declare(p, inputs=("questions", "corpus", "pool"), outputs=("out",), servers=("qe_llm",))
+
+and ``berds_core.cli.main`` calls :func:`check_cli_files` before the verb runs:
+
+- a file output (``--out run.jsonl``) must not name an existing directory, and
+  the folder it goes into (or the nearest folder that exists, when the
+  folders are still to be made) must be a writable directory;
+- a folder output (``berds import ... --out DIR``) must not name a file, and
+  must be writable itself, or be creatable in a writable folder;
+- **no output may be an input**: every file a verb will write (its file
+  outputs, the files it writes inside its folder outputs, and files derived
+  from them such as ``answer``'s ``.partial.jsonl``) is compared with every
+  file it reads (same resolved path, or the same inode: hard links and
+  symbolic links count), and a match is refused before anything is read, so
+  ``retrieve --questions q.jsonl --out q.jsonl`` cannot replace the questions;
+- a server a spec option names (``openai:<model>@<url>``,
+  ``berds-evaluator:<url>``) must answer (:mod:`berds_core.net.reach`): an
+  unreachable one is one line naming it, before any work and any progress bar.
+
+Writability is *probed* (a temporary file is created and removed), not
+guessed from permission bits: ``root`` passes every ``access`` check but
+still cannot write to a read-only mount or an immutable folder.
+
+Outputs are then written atomically (:func:`berds_core.files.jsonio.atomic_write`:
+a temporary file in the same folder, renamed over the target when complete),
+so a crash or Ctrl-C never leaves a truncated file where a good one was.
+
+Each failure is an ``InputError`` naming the path and the flag, so the CLI
+exits 2 with one line and nothing is written.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import InputError
+
+
+def probe_writable(folder: Path) -> str | None:
+    """None when a file can be created in the existing ``folder``, else the reason (``strerror``)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".berds-write-check-", dir=str(folder))
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    return None
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _check_folder(folder: Path, path: Path, field: str) -> None:
+    """``folder`` (where ``path`` will be created) exists as a writable directory, or can be made."""
+    base = _nearest_existing(folder)
+    if not base.is_dir():
+        raise InputError(path, None, field, f"cannot create it: {base} is not a folder")
+    why = probe_writable(base)
+    if why:
+        raise InputError(path, None, field, f"folder {base} is not writable ({why})")
+
+
+def check_output_file(path, field: str = "--out") -> Path:
+    """An output *file* path that can be written: not a directory, in a writable (or creatable) folder."""
+    p = Path(path)
+    if not str(path).strip():
+        raise InputError(field, None, None, "is empty")
+    if p.is_dir():
+        raise InputError(p, None, field, "is a directory; give a file name")
+    _check_folder(p.parent if str(p.parent) else Path("."), p, field)
+    return p
+
+
+def check_output_dir(path, field: str = "--out") -> Path:
+    """An output *folder*: an existing writable directory, or one that can be created."""
+    p = Path(path)
+    if not str(path).strip():
+        raise InputError(field, None, None, "is empty")
+    if p.exists() and not p.is_dir():
+        raise InputError(p, None, field, "exists and is not a folder")
+    _check_folder(p, p, field)
+    return p
+
+
+# --------------------------------------------------------------------------- same file
+
+
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same inode when both exist (hard and
+    symbolic links included), else the same absolute path once links are resolved."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def check_not_input(out, out_flag: str, inputs: list[tuple[str, str]]) -> None:
+    """InputError when the output ``out`` is the same file as one of ``inputs`` ((flag, path) pairs)."""
+    for flag, path in inputs:
+        if path and Path(path).is_file() and same_file(out, path):
+            also = "" if os.path.abspath(out) == os.path.abspath(path) else f" ({path})"
+            raise InputError(out, None, out_flag, f"is the input {flag}{also}; writing it would replace that "
+                                                  "file: choose another output path")
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+Paths = Callable[[object], list]  # args -> [path, ...] or [(flag, path), ...]
+
+
+@dataclass(frozen=True)
+class VerbFiles:
+    """What one verb reads and writes, by ``argparse`` dest (see :func:`declare`)."""
+
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    out_dirs: tuple[str, ...] = ()
+    servers: tuple[str, ...] = ()
+    flags: dict = field(default_factory=dict)  # dest -> the option string users type
+    more_inputs: Paths | None = None   # args -> [(flag, path)]: inputs not given as options (defaults)
+    dir_files: Paths | None = None     # args -> files written inside the folder outputs
+    derived: Paths | None = None       # args -> other files written beside the outputs
+
+    def flag(self, dest: str) -> str:
+        return self.flags.get(dest, "--" + dest.replace("_", "-"))
+
+    def writes(self) -> bool:
+        return bool(self.outputs or self.out_dirs)
+
+
+def declare(parser, *, inputs=(), outputs=(), out_dirs=(), servers=(), more_inputs: Paths | None = None,
+            dir_files: Paths | None = None, derived: Paths | None = None) -> VerbFiles:
+    """Declare what the verb of ``parser`` reads (``inputs``: dests of paths, or lists of paths) and
+    writes (``outputs``: files; ``out_dirs``: folders, with ``dir_files(args)`` the files it writes in
+    them), and which spec options may name a server (``servers``). Call it after the arguments are added:
+    every dest must exist (a typo is a programming error, raised at once)."""
+    known = {a.dest: (a.option_strings[0] if a.option_strings else a.dest.upper()) for a in parser._actions}
+    names = tuple(inputs) + tuple(outputs) + tuple(out_dirs) + tuple(servers)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"{parser.prog}: declare() names no argument {unknown[0]!r}")
+    vf = VerbFiles(tuple(inputs), tuple(outputs), tuple(out_dirs), tuple(servers),
+                   {n: known[n] for n in names}, more_inputs, dir_files, derived)
+    parser.set_defaults(files=vf)
+    return vf
+
+
+def _values(val) -> list[str]:
+    if val is None:
+        return []
+    if isinstance(val, (list, tuple)):
+        return [str(v) for v in val if v is not None]
+    return [str(val)]
+
+
+def declared_inputs(args, vf: VerbFiles) -> list[tuple[str, str]]:
+    pairs = [(vf.flag(d), v) for d in vf.inputs for v in _values(getattr(args, d, None))]
+    if vf.more_inputs is not None:
+        pairs += [(flag, str(p)) for flag, p in vf.more_inputs(args)]
+    return pairs
+
+
+def declared_outputs(args, vf: VerbFiles) -> list[tuple[str, Path]]:
+    """(flag, path) of every file the verb will write."""
+    outs = [(vf.flag(d), Path(v)) for d in vf.outputs for v in _values(getattr(args, d, None)) if v != "-"]
+    if vf.dir_files is not None:
+        flag = vf.flag(vf.out_dirs[0]) if vf.out_dirs else "--out"
+        outs += [(flag, Path(p)) for p in vf.dir_files(args)]
+    if vf.derived is not None:
+        outs += [(flag, Path(p)) for flag, p in vf.derived(args)]
+    return outs
+
+
+def check_cli_files(args) -> None:
+    """Check the parsed command line of a verb against its declaration, before the verb runs."""
+    vf: VerbFiles | None = getattr(args, "files", None)
+    if vf is None:
+        return
+    for d in vf.out_dirs:
+        for v in _values(getattr(args, d, None)):
+            check_output_dir(v, vf.flag(d))
+    for d in vf.outputs:
+        for v in _values(getattr(args, d, None)):
+            if v != "-":
+                check_output_file(v, vf.flag(d))
+    ins = declared_inputs(args, vf)
+    for flag, out in declared_outputs(args, vf):
+        check_not_input(out, flag, ins)
+    if vf.servers:
+        from ..net.reach import check_servers
+
+        check_servers([(vf.flag(d), v) for d in vf.servers for v in _values(getattr(args, d, None))])

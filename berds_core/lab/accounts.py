@@ -1,0 +1,390 @@
+"""Lab accounts: users with roles, argon2 password hashes, sessions that expire, rate-limited login.
+
+Everything lives in the annotation database (tables ``users``, ``sessions``,
+``login_attempts``; see :mod:`berds_core.lab.store`), so one file is one lab.
+
+- Passwords are stored only as argon2id hashes (``argon2-cffi``: a random salt
+  per hash, memory-hard). They are never logged, printed, exported or put in
+  an error message; :func:`check_password_policy` only says what is missing.
+  The policy follows NIST SP 800-63B (rev. 4, single-factor passwords): length
+  over composition rules -- at least ``MIN_PASSWORD`` characters, any
+  characters, up to ``MAX_PASSWORD`` -- and a check against a list of common
+  passwords (the 30,000 most common ones shipped by the ``zxcvbn`` package)
+  and against guessable ones (the user name, repeats, sequences: ``zxcvbn``'s
+  estimate below ``MIN_GUESS_SCORE``).
+- A login returns a random session token (``secrets.token_urlsafe(32)``); the
+  database keeps its SHA-256, never the token. A session ends after
+  ``idle`` seconds without use or ``lifetime`` seconds after login, whichever
+  comes first, at logout, or when the user is disabled or their password reset.
+- Login timing does not tell which names exist: an unknown name is checked
+  against a dummy hash computed once per process (and hasher settings), so
+  both paths cost exactly one argon2 verification.
+- Rate limits that never lock out the right person: a name's wrong passwords
+  (within ``WINDOW`` seconds) make every later attempt for that name wait
+  longer before its password is checked (``NAME_FREE_FAILURES`` free, then 1,
+  2, 4 ... seconds, at most ``NAME_MAX_DELAY``) -- a correct password is
+  delayed, never refused. Per client address (the real one: see
+  :func:`client_address`), ``MAX_CLIENT_FAILURES`` wrong passwords within the
+  window refuse further attempts from that address until the oldest leaves
+  the window. A success resets neither count. The error never says whether
+  the name exists.
+
+Timing knobs come from the environment: ``BERDS_SESSION_IDLE_MIN`` (default
+60) and ``BERDS_SESSION_HOURS`` (default 12).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from .store import Store, StoreError, _now
+
+ROLES = ("annotator", "reviewer", "admin")
+MIN_PASSWORD = 15  # NIST SP 800-63B rev. 4: at least 15 characters for a password used alone
+MAX_PASSWORD = 200  # NIST: allow at least 64; the login form takes 200
+MIN_GUESS_SCORE = 2  # zxcvbn's 0-4 estimate: 0-1 are "too guessable" (repeats, sequences, common words)
+NAME_FREE_FAILURES = 3  # wrong passwords for a name before its attempts start to wait
+NAME_MAX_DELAY = 30.0  # seconds: the longest a name's attempt waits before its password is checked
+MAX_CLIENT_FAILURES = 20  # wrong passwords from one client address within WINDOW, then it must wait
+WINDOW = 15 * 60.0
+ENV_PROXY_HEADER = "BERDS_PROXY_HEADER"
+ENV_PROXY_HOPS = "BERDS_PROXY_HOPS"
+NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
+
+
+class AccountError(ValueError):
+    """A bad account request (unknown user, weak password, bad role...). Never contains a password."""
+
+
+class LoginError(AccountError):
+    """Login refused: wrong name or password, disabled account, or too many attempts."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    role: str
+    active: bool
+    created_at: str
+    last_login: str | None
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def session_limits() -> tuple[float, float]:
+    """(idle seconds, lifetime seconds) of a session."""
+    return _env_float("BERDS_SESSION_IDLE_MIN", 60) * 60, _env_float("BERDS_SESSION_HOURS", 12) * 3600
+
+
+def check_name(name: str) -> str:
+    name = str(name or "").strip()
+    if not name or len(name) > 64 or not set(name) <= NAME_CHARS:
+        raise AccountError("user names are 1-64 characters: letters, digits, '.', '_', '-', '@'")
+    return name
+
+
+@lru_cache(maxsize=1)
+def common_passwords() -> frozenset[str]:
+    """The common-password list (lower case): the ``zxcvbn`` package's 30,000 most common passwords."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
+    return frozenset(p.lower() for p in FREQUENCY_LISTS["passwords"])
+
+
+def check_password_policy(password: str, name: str = "") -> None:
+    """NIST SP 800-63B: long enough, not common, not guessable. Says what is wrong, never echoes it.
+
+    No composition rules (no "one digit, one symbol"): any characters, spaces
+    included; a passphrase of a few words is the intended kind of password.
+    """
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise AccountError(f"the password must have at least {MIN_PASSWORD} characters (a few words make a good one)")
+    if len(password) > MAX_PASSWORD:
+        raise AccountError(f"the password must have at most {MAX_PASSWORD} characters")
+    folded = password.strip().lower()
+    if name and folded == name.strip().lower():
+        raise AccountError("the password must not be the user name")
+    if folded in common_passwords() or "".join(folded.split()) in common_passwords():
+        raise AccountError("this password is on the list of common passwords: choose another one")
+    from zxcvbn import zxcvbn
+
+    score = zxcvbn(password[:100], user_inputs=[name, "berds", "studio", "annotation"] if name else ["berds"])["score"]
+    if score < MIN_GUESS_SCORE:
+        raise AccountError("this password is too easy to guess (repeats, sequences, common words or the user name): "
+                           "choose a longer or less predictable one")
+
+
+_DUMMY_LOCK = threading.Lock()
+_DUMMY_HASHES: dict[tuple, str] = {}
+
+
+def dummy_hash(hasher: PasswordHasher) -> str:
+    """A hash of a random password with ``hasher``'s settings, computed once per process and settings.
+
+    An unknown name is checked against it, so a login costs one argon2
+    verification whether the name exists or not.
+    """
+    key = (hasher.time_cost, hasher.memory_cost, hasher.parallelism, hasher.hash_len, hasher.salt_len,
+           hasher.type)
+    with _DUMMY_LOCK:
+        got = _DUMMY_HASHES.get(key)
+        if got is None:
+            got = _DUMMY_HASHES[key] = hasher.hash(secrets.token_hex(16))
+        return got
+
+
+def client_address(peer: str | None, headers=None) -> str:
+    """The client address a login is counted against.
+
+    ``peer``: the address of the connection (Streamlit says None for
+    localhost, so None counts as ``127.0.0.1``). Behind a reverse proxy every
+    connection comes from the proxy: the operator names the header the proxy
+    sets (``BERDS_PROXY_HEADER``, e.g. ``X-Forwarded-For`` or ``X-Real-IP``)
+    and, for ``X-Forwarded-For``, how many proxies append to it
+    (``BERDS_PROXY_HOPS``, default 1: the last entry is the one our proxy
+    wrote; entries left of it are whatever the client sent). Without that
+    setting the header is ignored: a client could write it itself.
+    """
+    peer = (peer or "").strip() or "127.0.0.1"
+    name = os.environ.get(ENV_PROXY_HEADER, "").strip()
+    if not name or headers is None:
+        return peer
+    try:
+        raw = headers.get(name) or headers.get(name.lower())
+    except Exception:
+        raw = None
+    if not raw:
+        return peer
+    parts = [p.strip() for p in str(raw).split(",") if p.strip()]
+    try:
+        hops = max(1, int(os.environ.get(ENV_PROXY_HOPS, "1")))
+    except ValueError:
+        hops = 1
+    if not parts:
+        return peer
+    return parts[-hops] if len(parts) >= hops else parts[0]
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Accounts:
+    """Users, sessions and login attempts of one annotation database."""
+
+    def __init__(self, store: Store, *, hasher: PasswordHasher | None = None, clock=time.time, sleep=time.sleep):
+        self.store = store
+        self.hasher = hasher or PasswordHasher()
+        self.clock = clock
+        self.sleep = sleep  # how a name's attempt waits (tests pass one that moves their clock)
+
+    # ---- users ----
+
+    def add(self, name: str, role: str, password: str, *, by: str | None = "cli") -> User:
+        name = check_name(name)
+        if role not in ROLES:
+            raise AccountError(f"role must be one of {', '.join(ROLES)}")
+        check_password_policy(password, name)
+        digest = self.hasher.hash(password)
+        now = _now()
+        with self.store._tx() as c:
+            if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                raise AccountError(f"user {name!r} exists already (use reset to change the password)")
+            c.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)",
+                      (name, role, digest, now, now))
+            self.store.audit(by, "admin", "users.add", name, allowed=True, detail=f"role={role}")
+        self.store.restrict_permissions()  # password hashes inside: owner only (0600)
+        return self.get(name)
+
+    def get(self, name: str) -> User | None:
+        rows = self.store._read("SELECT name, role, active, created_at, last_login FROM users WHERE name = ?", (name,))
+        if not rows:
+            return None
+        r = rows[0]
+        return User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
+
+    def list(self) -> list[User]:
+        rows = self.store._read("SELECT name, role, active, created_at, last_login FROM users ORDER BY name")
+        return [User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"]) for r in rows]
+
+    def names(self, role: str | None = None, *, active_only: bool = True) -> list[str]:
+        return [u.name for u in self.list() if (role is None or u.role == role) and (u.active or not active_only)]
+
+    def _require(self, name: str) -> None:
+        if self.get(name) is None:
+            raise AccountError(f"no user {name!r}")
+
+    def disable(self, name: str, *, by: str | None = "cli") -> None:
+        """Disable an account and end its sessions (its labels stay)."""
+        self._require(name)
+        with self.store._tx() as c:
+            c.execute("UPDATE users SET active = 0, updated_at = ? WHERE name = ?", (_now(), name))
+            c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
+            self.store.audit(by, "admin", "users.disable", name, allowed=True)
+
+    def enable(self, name: str, *, by: str | None = "cli") -> None:
+        self._require(name)
+        with self.store._tx() as c:
+            c.execute("UPDATE users SET active = 1, updated_at = ? WHERE name = ?", (_now(), name))
+            self.store.audit(by, "admin", "users.enable", name, allowed=True)
+
+    def reset(self, name: str, password: str, *, role: str | None = None, by: str | None = "cli") -> None:
+        """Set a new password (and optionally role); ends the user's sessions and clears their failed logins."""
+        self._require(name)
+        check_password_policy(password, name)
+        if role is not None and role not in ROLES:
+            raise AccountError(f"role must be one of {', '.join(ROLES)}")
+        digest = self.hasher.hash(password)
+        with self.store._tx() as c:
+            c.execute("UPDATE users SET password_hash = ?, updated_at = ? WHERE name = ?", (digest, _now(), name))
+            if role is not None:
+                c.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
+            c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
+            c.execute("DELETE FROM login_attempts WHERE user = ? AND ok = 0", (name,))
+            self.store.audit(by, "admin", "users.reset", name, allowed=True,
+                             detail=f"role={role}" if role else None)
+
+    # ---- login and sessions ----
+
+    def _failures(self, column: str, value: str, now: float) -> list[float]:
+        """Times of the failed attempts for ``column = value`` inside the window, oldest first.
+
+        A success in between does not reset them: an attacker who owns one
+        account cannot clear an address's count by signing in to it.
+        """
+        rows = self.store._read(f"SELECT at FROM login_attempts WHERE {column} = ? AND ok = 0 AND at > ? ORDER BY at",
+                                (value, now - WINDOW))
+        return [r["at"] for r in rows]
+
+    def name_delay(self, name: str) -> float:
+        """Seconds an attempt for ``name`` waits now before its password is checked (0: none).
+
+        ``NAME_FREE_FAILURES`` wrong passwords in the window are free; then
+        the n-th waits 2**(n - free) seconds after the latest one (1, 2, 4 ...,
+        at most ``NAME_MAX_DELAY``). Nobody is refused because of a name.
+        """
+        now = self.clock()
+        fails = self._failures("user", str(name or "").strip(), now)
+        if len(fails) < NAME_FREE_FAILURES:
+            return 0.0
+        delay = min(NAME_MAX_DELAY, 2.0 ** (len(fails) - NAME_FREE_FAILURES))
+        return max(0.0, fails[-1] + delay - now)
+
+    def client_wait(self, client: str | None) -> float:
+        """Seconds until ``client`` may try again (0: now): ``MAX_CLIENT_FAILURES`` wrong passwords
+        in the window block it until enough of them have left the window."""
+        if not client:
+            return 0.0
+        now = self.clock()
+        fails = self._failures("client", client, now)
+        if len(fails) < MAX_CLIENT_FAILURES:
+            return 0.0
+        return max(0.0, fails[len(fails) - MAX_CLIENT_FAILURES] + WINDOW - now)
+
+    def retry_after(self, name: str, client: str | None = None) -> float:
+        """Seconds until an attempt from ``client`` is checked at all (a name alone never blocks: 0)."""
+        return self.client_wait(client)
+
+    def _record(self, name: str, client: str | None, ok: bool) -> None:
+        with self.store._tx() as c:
+            c.execute("INSERT INTO login_attempts (user, client, at, ok) VALUES (?, ?, ?, ?)",
+                      (name, client, self.clock(), int(ok)))
+
+    def login(self, name: str, password: str, *, client: str | None = None) -> tuple[str, User]:
+        """Check the password; returns ``(session token, user)`` or raises :class:`LoginError`."""
+        name = str(name or "").strip()
+        dummy = dummy_hash(self.hasher)  # before any branch: the first login pays for it whatever the name
+        wait = self.client_wait(client)
+        if wait > 0:
+            self.store.audit(name or None, None, "login", None, allowed=False, detail="rate limited (address)")
+            raise LoginError(f"too many failed sign-ins from this address: try again in "
+                             f"{max(1, int(wait // 60) + 1)} minute(s)")
+        hold = self.name_delay(name)
+        if hold > 0:  # a name under attack: slower, never refused
+            self.sleep(hold)
+        rows = self.store._read("SELECT password_hash, active FROM users WHERE name = ?", (name,))
+        ok = False
+        try:  # one argon2 verification either way, so timing does not tell which names exist
+            ok = self.hasher.verify(rows[0]["password_hash"] if rows else dummy, password or "") and bool(rows)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            ok = False
+        if not ok or not rows[0]["active"]:
+            self._record(name, client, False)
+            self.store.audit(name or None, None, "login", None, allowed=False,
+                             detail="disabled account" if ok else "wrong name or password")
+            raise LoginError("wrong name or password" if not ok else "this account is disabled")
+        if self.hasher.check_needs_rehash(rows[0]["password_hash"]):
+            with self.store._tx() as c:
+                c.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self.hasher.hash(password), name))
+        self._record(name, client, True)
+        token = secrets.token_urlsafe(32)
+        now = self.clock()
+        _, lifetime = session_limits()
+        with self.store._tx() as c:
+            c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at) VALUES (?, ?, ?, ?, ?)",
+                      (_token_hash(token), name, now, now, now + lifetime))
+            c.execute("UPDATE users SET last_login = ? WHERE name = ?", (_now(), name))
+        self.store.audit(name, None, "login", None, allowed=True)
+        self.purge_sessions()  # ended sessions and old attempts go at each sign-in
+        return token, self.get(name)
+
+    def session_user(self, token: str | None) -> User | None:
+        """The user of a live session, or None (unknown, expired, idle too long, revoked, user disabled).
+
+        A live session's idle clock restarts (written at most once a minute).
+        """
+        if not token:
+            return None
+        h = _token_hash(token)
+        rows = self.store._read("SELECT user, last_seen, expires_at, revoked FROM sessions WHERE token_hash = ?", (h,))
+        if not rows:
+            return None
+        r = rows[0]
+        now = self.clock()
+        idle, _ = session_limits()
+        if r["revoked"] or now >= r["expires_at"] or now - r["last_seen"] >= idle:
+            return None
+        user = self.get(r["user"])
+        if user is None or not user.active:
+            return None
+        if now - r["last_seen"] > 60:
+            with self.store._tx() as c:
+                c.execute("UPDATE sessions SET last_seen = ? WHERE token_hash = ?", (now, h))
+        return user
+
+    def logout(self, token: str | None) -> None:
+        if token:
+            with self.store._tx() as c:
+                c.execute("UPDATE sessions SET revoked = 1 WHERE token_hash = ?", (_token_hash(token),))
+
+    def purge_sessions(self) -> int:
+        """Delete ended sessions and old login attempts; returns the sessions removed."""
+        now = self.clock()
+        idle, _ = session_limits()
+        with self.store._tx() as c:
+            n = c.execute("DELETE FROM sessions WHERE revoked = 1 OR expires_at <= ? OR last_seen <= ?",
+                          (now, now - idle)).rowcount
+            c.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(WINDOW, 7 * 86400),))
+        return n
+
+
+def lab_mode() -> bool:
+    """True when the operator switched the app to lab mode (``BERDS_AUTH=lab``)."""
+    return os.environ.get("BERDS_AUTH", "open").strip().lower() == "lab"
+
+
+__all__ = ["Accounts", "AccountError", "LoginError", "ROLES", "User", "check_password_policy", "client_address",
+           "common_passwords", "dummy_hash", "lab_mode", "session_limits", "StoreError"]

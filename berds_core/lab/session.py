@@ -1,0 +1,203 @@
+"""The lab's sign-in cookie: one small HTTP route beside Streamlit, so a sign-in survives a reload.
+
+Python code in a Streamlit page cannot set a cookie, and a cookie set by
+JavaScript cannot be HttpOnly. Streamlit 1.67 offers the honest way: an
+``st.App`` launcher (``serve.py``) mounts extra Starlette routes beside the
+app. This module is that route and a guard for uploads:
+
+- ``POST /berds/session`` with a one-time code: after a password check the
+  page (:mod:`pages.lab_ui`) gets a code (:func:`handoff`, random, 60 s, used
+  once) and its browser exchanges it here for the cookie
+  ``berds_session=<session token>; HttpOnly; SameSite=Strict; Path=/``
+  (``Secure`` over TLS, or with ``BERDS_COOKIE_SECURE=1`` behind a TLS proxy),
+  ``Max-Age`` = the session's lifetime. Only same-origin requests are served
+  (``Sec-Fetch-Site`` / ``Origin``).
+- ``DELETE /berds/session``: sign-out clears the cookie (and revokes its
+  session, which the page has revoked already).
+
+The cookie holds the session token itself (256 random bits); the database
+keeps only its SHA-256 with the user, idle and absolute expiry and a revoked
+flag (:mod:`berds_core.lab.accounts`). A token is not a signed claim that the
+server trusts on sight: every page run looks it up (``Accounts.session_user``),
+so sign-out, expiry, a password reset or a disabled account end it at once,
+for every tab and for a copy taken to another browser. JavaScript never sees
+it (HttpOnly), another site never sends it (SameSite=Strict).
+
+- :class:`UploadGuard` (lab mode): file uploads
+  (``PUT /_stcore/upload_file/...``) need a live session cookie, so a visitor
+  who has not signed in cannot even put bytes into the server's memory.
+
+Starlette only (a Streamlit dependency); no Streamlit import.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import threading
+import time
+
+COOKIE = "berds_session"
+ROUTE = "/berds/session"
+HANDOFF_SECONDS = 60.0
+ENV_SECURE = "BERDS_COOKIE_SECURE"
+
+_LOCK = threading.Lock()
+_HANDOFFS: dict[str, tuple[str, float]] = {}  # sha256(code) -> (session token, expiry)
+_STATE = {"installed": False}
+
+
+def installed() -> bool:
+    """Whether this server mounted the cookie route (started through ``serve.py``)."""
+    return _STATE["installed"]
+
+
+def _h(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+def handoff(token: str, *, now: float | None = None) -> str | None:
+    """A one-time code the browser exchanges for the session cookie (None when there is no route)."""
+    if not installed() or not token:
+        return None
+    now = time.monotonic() if now is None else now
+    code = secrets.token_urlsafe(32)
+    with _LOCK:
+        for k in [k for k, (_, exp) in _HANDOFFS.items() if exp <= now]:
+            del _HANDOFFS[k]
+        _HANDOFFS[_h(code)] = (token, now + HANDOFF_SECONDS)
+    return code
+
+
+def take(code: str, *, now: float | None = None) -> str | None:
+    """The token of a live one-time code, once (None when unknown, used or expired)."""
+    if not isinstance(code, str) or not code:
+        return None
+    now = time.monotonic() if now is None else now
+    with _LOCK:
+        got = _HANDOFFS.pop(_h(code), None)
+    if got is None or got[1] <= now:
+        return None
+    return got[0]
+
+
+def _store():
+    from .store import Store, default_db_path
+
+    path = str(default_db_path())
+    with _LOCK:
+        s = _STATE.get("store")
+        if s is None or str(s.path) != path:
+            s = _STATE["store"] = Store(path, create=False)
+        return s
+
+
+def session_user(token: str | None):
+    """The user of a live session token, or None (no database, unknown, ended)."""
+    if not token:
+        return None
+    from .accounts import Accounts
+
+    try:
+        return Accounts(_store()).session_user(token)
+    except Exception:  # no lab database yet
+        return None
+
+
+def _same_origin(request) -> bool:
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    if origin is not None:
+        from urllib.parse import urlsplit
+
+        host = request.headers.get("host", "")
+        if urlsplit(origin).netloc.lower() != host.lower():
+            return False
+    return site is not None or origin is not None  # a browser's fetch says one of them
+
+
+def _secure(request) -> bool:
+    return request.url.scheme == "https" or os.environ.get(ENV_SECURE, "").strip() in ("1", "true", "yes")
+
+
+async def session_endpoint(request):
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import Response
+
+    headers = {"Cache-Control": "no-store"}
+    if not _same_origin(request):
+        return Response("cross-site request refused", status_code=403, headers=headers)
+    if request.method == "DELETE":
+        token = request.cookies.get(COOKIE)
+        if token:
+            from .accounts import Accounts
+
+            def revoke():
+                try:
+                    Accounts(_store()).logout(token)
+                except Exception:
+                    pass
+
+            await run_in_threadpool(revoke)
+        resp = Response(status_code=204, headers=headers)
+        resp.delete_cookie(COOKIE, path="/", secure=_secure(request), httponly=True, samesite="strict")
+        return resp
+    body = await request.body()
+    if len(body) > 1024:
+        return Response("too large", status_code=413, headers=headers)
+    import json
+
+    try:
+        code = json.loads(body or b"{}").get("code")
+    except (ValueError, AttributeError):
+        code = None
+    token = take(code)
+    user = await run_in_threadpool(session_user, token) if token else None
+    if user is None:
+        return Response("unknown or expired code", status_code=400, headers=headers)
+    from .accounts import session_limits
+
+    _, lifetime = session_limits()
+    resp = Response(status_code=204, headers=headers)
+    resp.set_cookie(COOKIE, token, max_age=int(lifetime), path="/", secure=_secure(request), httponly=True,
+                    samesite="strict")
+    return resp
+
+
+class UploadGuard:
+    """ASGI middleware: in lab mode, file uploads need a live session cookie (403 otherwise)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        from .accounts import lab_mode
+
+        if scope["type"] == "http" and "/_stcore/upload_file/" in scope.get("path", "") \
+                and scope.get("method") == "PUT" and lab_mode():
+            from starlette.concurrency import run_in_threadpool
+            from starlette.requests import Request
+            from starlette.responses import Response
+
+            token = Request(scope).cookies.get(COOKIE)
+            user = await run_in_threadpool(session_user, token) if token else None
+            if user is None:
+                await Response("sign in first", status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def routes() -> list:
+    """The route to mount beside Streamlit (``st.App(..., routes=routes())``)."""
+    from starlette.routing import Route
+
+    _STATE["installed"] = True
+    return [Route(ROUTE, session_endpoint, methods=["POST", "DELETE"])]
+
+
+def middleware() -> list:
+    from starlette.middleware import Middleware
+
+    return [Middleware(UploadGuard)]

@@ -1,0 +1,444 @@
+"""Task sets: which (passage, perspective) pairs annotators label, and who labels what.
+
+- :func:`read_pairs_tsv` reads a human-pairs TSV (``question, id, document,
+  perspective, label``; optional ``title``, ``side``, ``question_id``,
+  ``subset``; CSV quoting with doubled quotes) with precise errors that never
+  quote the file's contents.
+- :func:`pairs_from_runs` turns run files into pairs (top-k passages x
+  perspectives; the title kept apart from the text, the perspective's side
+  from the run's stances).
+- :func:`sample_pairs` picks ``n`` pairs: ``random``, ``stratified`` (equal share
+  per subset / retriever, spare quota going to the larger strata) or
+  ``uncertain`` (judge probability closest to 0.5 first).
+- :func:`assign_pairs` spreads pairs over annotators: a share ``overlap`` of
+  them (``overlap=1``: every pair) to ``per_shared`` annotators each, plus any
+  pairs named in ``shared`` (e.g. the judge-uncertain ones).
+- :func:`build_task_set` samples, routes judge-uncertain pairs to a second
+  annotator, mixes calibration pairs (pairs with a reference label) into every
+  queue at random places, and saves the set; the set can also route pairs an
+  annotator marks *unsure* to a second annotator as they are labelled (see
+  :meth:`berds_core.lab.store.Store.label`).
+- :func:`import_pairs_tsv` validates a whole TSV before it writes anything,
+  then stores pairs, queue and labels in one transaction.
+- :func:`demo_candidates` / :func:`build_demo_task_set`: a ready task set from
+  the built-in demo bundle, its gold labels as reference labels.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..files.jsonio import read_text
+from .store import Pair
+
+TSV_FIELDS = ("question", "id", "document", "perspective", "label")
+OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
+STRATEGIES = ("random", "stratified", "uncertain")
+LABELS_AS = ("annotator", "reference", "ignore")
+
+
+def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair, int | None]]:
+    """``[(line, Pair, label or None)]`` from a human-pairs TSV; ``id`` becomes the pair id.
+
+    ``line`` is the physical line where the record starts (quoted fields may
+    span lines). The ``label`` column is optional; empty cells mean unlabelled.
+    ``shown_as`` names the file in errors (an upload's own name instead of its
+    stored copy). Errors name the line and field, never the file's contents.
+    """
+    where = shown_as or path
+    try:
+        text = read_text(path)
+    except InputError as e:
+        raise InputError(where, e.line, e.field, e.message) from None
+    source = shown_as or Path(path).name
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quotechar='"', doublequote=True, strict=True)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(where, None, None, "file is empty") from None
+    except csv.Error:
+        raise InputError(where, 1, None, "malformed TSV header") from None
+    from .exports import is_export_header, unneutralise
+
+    exported = is_export_header(header)  # one of our label exports: its cells carry the formula guard
+    header = [h.strip() for h in header]
+    for need in ("question", "id", "document", "perspective"):
+        if need not in header:
+            raise InputError(where, 1, need, "missing column (a human-pairs TSV has the tab-separated columns "
+                                             "question, id, document, perspective, label)")
+    col = {name: header.index(name) for name in header}
+    out, seen = [], {}
+    start = reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            from ..files.csvio import explain
+
+            raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
+        line, start = start, reader.line_num + 1
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(where, line, None, f"expected {len(header)} tab-separated fields, got {len(row)}")
+        if exported:
+            row = [unneutralise(c) for c in row]
+        rec = {name: row[i] for name, i in col.items()}
+        for name in ("question", "id", "document", "perspective"):
+            if not rec[name].strip():
+                raise InputError(where, line, name, "must not be empty")
+        pid = rec["id"].strip()
+        if pid in seen:
+            raise InputError(where, line, "id", f"duplicate id (first on line {seen[pid]})")
+        seen[pid] = line
+        label = None
+        raw = rec.get("label", "").strip()
+        if raw:
+            if raw not in ("0", "1"):
+                raise InputError(where, line, "label", "expected 0, 1 or an empty cell")
+            label = int(raw)
+        opt = {name: (rec.get(name, "").strip() or None) for name in OPTIONAL_FIELDS}
+        out.append((line, Pair(pair_id=pid, question=rec["question"], document=rec["document"],
+                               perspective=rec["perspective"], question_id=opt["question_id"], subset=opt["subset"],
+                               source=source, title=rec.get("title") if "title" in rec else None,
+                               side=opt["side"]), label))
+    if not out:
+        raise InputError(where, None, None, "no pairs in file")
+    return out
+
+
+def _side(entry: dict, j: int) -> str | None:
+    """The side of perspective ``j``: the run's stance, else the offline rule for two perspectives."""
+    stances = entry.get("stances")
+    if stances and j < len(stances):
+        return str(stances[j]).lower() if stances[j] else "other"
+    if len(entry["perspectives"]) == 2:
+        from ..eval.leaning import infer_sides
+
+        sides = infer_sides(entry["question"], entry["perspectives"], None)
+        if sides is not None:
+            return "support" if j == sides.support else "oppose"
+    return None
+
+
+def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None) -> tuple[list[Pair], dict[str, dict[str, int]]]:
+    """Pairs from run entries: each of the top-``k`` passages x each perspective.
+
+    ``runs`` is ``[(run_name, entries)]``. The retriever of a pair is the
+    entry's ``retriever`` field, else the run name. Returns the pairs and the
+    judge labels already stored in the runs (``{judge: {pair_id: 0/1}}``),
+    read through :func:`berds_core.runs.label_matrix`.
+    """
+    from ..runs import judged_mask, judges_in, label_matrix
+
+    pairs, stored = [], defaultdict(dict)
+    for run_name, entries in runs:
+        for e in entries:
+            ctxs = e["ctxs"][:k] if k else e["ctxs"]
+            mats = {name: (label_matrix(e, judge=name), judged_mask(e, name)) for name in judges_in(e)}
+            sides = [_side(e, j) for j in range(len(e["perspectives"]))]
+            for i, c in enumerate(ctxs):
+                for j, persp in enumerate(e["perspectives"]):
+                    pid = f"{run_name}:{e['id']}:{c['id']}:{j}"
+                    pairs.append(Pair(pair_id=pid, question=e["question"], document=c["text"], perspective=persp,
+                                      question_id=str(e["id"]), passage_id=str(c["id"]), perspective_index=j,
+                                      subset=e.get("subset"), retriever=e.get("retriever") or run_name,
+                                      source=run_name, title=c.get("title"), side=sides[j]))
+                    for name, (mat, judged) in mats.items():
+                        if judged[i]:  # passages the judge labelled (either run layout)
+                            stored[name][pid] = int(bool(mat[i, j]))
+    return pairs, dict(stored)
+
+
+def judge_probabilities(pairs: Sequence[Pair], judge) -> dict[str, tuple[float, int]]:
+    """``{pair_id: (prob, label)}`` from a judge (or its bound ``predict``) over ``(passage, perspective)``.
+
+    The passage is what that judge reads (:meth:`Pair.judge_text`): the same
+    text as when it judges a run, so a pair's verdict equals the run's.
+    """
+    predict = judge.predict if hasattr(judge, "predict") else judge
+    owner = judge if hasattr(judge, "predict") else getattr(judge, "__self__", None)
+    probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
+    return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
+
+
+def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by: str = "subset",
+                 probs: dict[str, float] | None = None, seed: int = 0) -> list[Pair]:
+    """Pick ``min(n, len(pairs))`` pairs, in queue order.
+
+    - ``random``: a uniform sample without replacement, in random order.
+    - ``stratified``: strata by ``by`` (``subset`` or ``retriever``; missing ->
+      ``"(none)"``); each stratum gets an equal share of ``n`` (capped at its
+      size, the rest redistributed); the queue interleaves strata round-robin.
+    - ``uncertain``: ascending ``|p - 0.5|`` of the judge probability ``probs``
+      (ties in random order), so the judge's hardest pairs come first.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pairs))
+    shuffled = [pairs[i] for i in order]
+    n = min(n, len(pairs))
+    if strategy == "random":
+        return shuffled[:n]
+    if strategy == "uncertain":
+        if probs is None:
+            raise ValueError("the uncertain strategy needs judge probabilities")
+        missing = [p.pair_id for p in shuffled if p.pair_id not in probs]
+        if missing:
+            raise ValueError(f"no judge probability for pair {missing[0]!r}")
+        # stable sort of the shuffled list -> random tie-breaking
+        return sorted(shuffled, key=lambda p: abs(probs[p.pair_id] - 0.5))[:n]
+    if by not in ("subset", "retriever"):
+        raise ValueError("stratify by 'subset' or 'retriever'")
+    strata: dict[str, list[Pair]] = defaultdict(list)
+    for p in shuffled:
+        strata[getattr(p, by) or "(none)"].append(p)
+    names = sorted(strata)
+    quota = dict.fromkeys(names, 0)
+    left = n
+    open_ = [s for s in names]
+    while left > 0 and open_:  # equal shares, capped at the stratum size, spare quota redistributed
+        share = max(left // len(open_), 1)
+        for s in list(open_):
+            take = min(share, len(strata[s]) - quota[s], left)
+            quota[s] += take
+            left -= take
+            if quota[s] >= len(strata[s]):
+                open_.remove(s)
+            if left == 0:
+                break
+    picked = {s: strata[s][:quota[s]] for s in names}
+    out, i = [], 0
+    while len(out) < n:
+        for s in names:
+            if i < len(picked[s]):
+                out.append(picked[s][i])
+        i += 1
+    return out
+
+
+def assign_pairs(pair_ids: Sequence[str], annotators: Sequence[str], overlap: float = 0.0, *,
+                 per_shared: int = 2, seed: int = 0, shared: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Spread pairs over annotators; ``{annotator: [pair_id, ...]}`` in the given pair order.
+
+    ``round(overlap * len(pair_ids))`` pairs (chosen at random; all of them
+    when ``overlap`` is 1) go to ``per_shared`` different annotators each, and
+    so do the pairs listed in ``shared``; the others to one. Every pair goes
+    to the annotators with the fewest assignments so far (ties by rotation),
+    so loads differ by at most one pair per kind.
+    """
+    annotators = [a.strip() for a in annotators if a and a.strip()]
+    if not annotators:
+        raise ValueError("at least one annotator is needed")
+    if len(set(annotators)) != len(annotators):
+        raise ValueError("annotator names must be distinct")
+    if not 0.0 <= overlap <= 1.0:
+        raise ValueError("overlap must be between 0 and 1")
+    if (overlap > 0 or shared) and len(annotators) < 2:
+        raise ValueError("overlap needs at least two annotators")
+    per_shared = min(max(per_shared, 2), len(annotators))
+    n_shared = int(round(overlap * len(pair_ids)))
+    rng = np.random.default_rng(seed)
+    chosen = set(rng.choice(len(pair_ids), size=n_shared, replace=False).tolist()) if n_shared else set()
+    also = {str(p) for p in shared}
+    load = dict.fromkeys(annotators, 0)
+    out = {a: [] for a in annotators}
+    turn = 0
+    for i, pid in enumerate(pair_ids):
+        want = per_shared if (i in chosen or str(pid) in also) else 1
+        ranked = sorted(range(len(annotators)), key=lambda j: (load[annotators[j]], (j - turn) % len(annotators)))
+        for j in ranked[:want]:
+            out[annotators[j]].append(str(pid))
+            load[annotators[j]] += 1
+        turn += 1
+    return out
+
+
+def mix_calibration(plan: dict[str, list[str]], calibration: Sequence[str], *, seed: int = 0) -> dict[str, list[str]]:
+    """Insert every calibration pair into every annotator's queue at random places (seeded).
+
+    A calibration pair already in a queue stays where it is (no duplicates).
+    """
+    rng = np.random.default_rng(seed + 7919)
+    out = {}
+    for a, queue in plan.items():
+        q = list(queue)
+        for pid in calibration:
+            if pid not in q:
+                q.insert(int(rng.integers(0, len(q) + 1)), pid)
+        out[a] = q
+    return out
+
+
+def import_pairs_tsv(store, path, annotator: str | None = None, task_set: str | None = None, *,
+                     labels_as: str | None = None, shown_as: str | None = None) -> dict:
+    """Add a human-pairs TSV to ``store``, all or nothing.
+
+    The whole file is read and checked (and every id already in the store
+    must mean the same pair) before anything is written; then pairs, queue
+    and labels go in one transaction. ``labels_as`` says what the file's
+    labels are: ``annotator`` (``annotator``'s own labels; the default when an
+    annotator is given), ``reference`` (labels known in advance, e.g. the
+    paper's, used for calibration) or ``ignore``. A file with labels and no
+    choice is refused. With ``annotator``, the pairs are queued for them.
+    """
+    where = shown_as or path
+    rows = read_pairs_tsv(path, shown_as=shown_as)
+    annotator = (annotator or "").strip() or None
+    labels = {p.pair_id: lab for _, p, lab in rows if lab is not None}
+    if labels_as is None:
+        if labels and annotator is None:
+            raise InputError(where, None, "label", "the file carries labels: say whether they are reference labels "
+                                                   "(gold) or an annotator's (or ignore them)")
+        labels_as = "annotator" if annotator else "ignore"
+    if labels_as not in LABELS_AS:
+        raise InputError(where, None, "label", f"labels are one of {', '.join(LABELS_AS)}")
+    if labels_as == "annotator" and labels and annotator is None:
+        raise InputError(where, None, "label", "name the annotator whose labels these are")
+    for line, pair, _ in rows:
+        if store.has_pair(pair.pair_id):
+            old = store.pair(pair.pair_id)
+            for field in ("question", "document", "perspective"):
+                if getattr(old, field) != getattr(pair, field):
+                    raise InputError(where, line, field, "this pair id is already in the database with a different "
+                                                         f"{field}")
+    name = task_set or Path(shown_as or path).stem
+    stored = 0
+    with store.batch():
+        added = store.add_pairs([p for _, p, _ in rows])
+        if annotator:
+            store.create_task_set(name, {annotator: [p.pair_id for _, p, _ in rows]},
+                                  source=str(shown_as or path), strategy="import")
+        if labels and labels_as == "annotator":
+            stored = store.import_labels(annotator, labels, source=str(shown_as or path))
+        elif labels and labels_as == "reference":
+            stored = store.set_reference_labels(labels, source=str(shown_as or path))
+    return {"db": str(store.path), "pairs": len(rows), "new_pairs": added, "labels": stored,
+            "labels_in_file": len(labels), "labels_as": labels_as if labels else None,
+            "task_set": name if annotator else None}
+
+
+def build_task_set(store, candidates: Sequence[Pair], *, n: int, strategy: str, annotators: Sequence[str],
+                   overlap: float = 0.0, per_shared: int = 2, by: str = "subset", seed: int = 0,
+                   name: str, source: str, judge=None, stored_preds: dict | None = None,
+                   params: dict | None = None, route_uncertain: float | None = None,
+                   route_unsure: bool = False, calibration: int = 0, reference: dict[str, int] | None = None) -> dict:
+    """Sample ``n`` of ``candidates``, assign them (with overlap and routing) and save the task set.
+
+    ``judge`` (an object with ``name`` and ``predict``) scores the candidates
+    first; it is required by ``uncertain`` and by ``route_uncertain``. Its
+    answers and any ``stored_preds`` (``{judge: {pair_id: 0/1}}`` from the run
+    files) are stored for the sampled pairs.
+
+    - ``route_uncertain=b``: sampled pairs with ``|p - 0.5| <= b`` go to
+      ``per_shared`` annotators (a second opinion where the judge is unsure).
+    - ``route_unsure``: a pair an annotator marks unsure goes to one more
+      annotator of the set when it is labelled.
+    - ``calibration=c``: ``c`` pairs with a reference label (``reference``,
+      ``{pair_id: 0/1}``, for candidates; or the store's reference labels) are
+      put into every annotator's queue at random places, unmarked.
+    All writes are one transaction.
+    """
+    from dataclasses import replace
+
+    if route_uncertain is not None and judge is None:
+        raise ValueError("routing judge-uncertain pairs needs a judge")
+    if calibration < 0:
+        raise ValueError("calibration must be 0 or more")
+    preds = probs = None
+    if judge is not None:
+        preds = judge_probabilities(candidates, judge.predict)
+        probs = {pid: pr for pid, (pr, _) in preds.items()}
+    picked = sample_pairs(candidates, n, strategy, by=by, probs=probs, seed=seed)
+    if probs is not None:
+        picked = [replace(p, judge_prob=probs[p.pair_id]) for p in picked]
+    routed = [p.pair_id for p in picked if route_uncertain is not None and abs(probs[p.pair_id] - 0.5) <= route_uncertain]
+    if routed and len([a for a in annotators if a.strip()]) < 2:
+        raise ValueError("routing judge-uncertain pairs needs at least two annotators")
+    plan = assign_pairs([p.pair_id for p in picked], annotators, overlap, per_shared=per_shared, seed=seed,
+                        shared=routed)
+    ref = dict(reference or {})
+    calib_pairs: list[Pair] = []
+    if calibration:
+        picked_ids = {p.pair_id for p in picked}
+        by_id = {p.pair_id: p for p in candidates}
+        known = store.reference_labels()
+        pool = [by_id[pid] for pid in ref if pid in by_id and pid not in picked_ids]
+        pool += [p for p in store.pairs(sorted(set(known) - picked_ids - {q.pair_id for q in pool}))]
+        if len(pool) < calibration:
+            raise ValueError(f"only {len(pool)} pairs with a reference label are available for calibration")
+        rng = np.random.default_rng(seed + 104729)
+        calib_pairs = [pool[i] for i in sorted(rng.choice(len(pool), size=calibration, replace=False).tolist())]
+        plan = mix_calibration(plan, [p.pair_id for p in calib_pairs], seed=seed)
+    ids = {p.pair_id for p in picked}
+    with store.batch():
+        store.add_pairs(picked + calib_pairs)
+        new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs}}
+        if new_ref:
+            store.set_reference_labels(new_ref, source=source)
+        if preds is not None:
+            store.set_judge_preds(judge.name, {pid: preds[pid] for pid in ids | {p.pair_id for p in calib_pairs}
+                                               if pid in preds})
+        for jname, lab in (stored_preds or {}).items():
+            store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in ids})
+        store.create_task_set(name, plan, source=source, strategy=strategy,
+                              params={"n": n, "by": by, "overlap": overlap, "per_shared": per_shared, "seed": seed,
+                                      "judge": getattr(judge, "name", None), "route_uncertain": route_uncertain,
+                                      "route_unsure": bool(route_unsure), "route_max": per_shared,
+                                      "calibration": calibration, **(params or {})},
+                              calibration=[p.pair_id for p in calib_pairs])
+    shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
+    return {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
+            "shared": shared, "routed_uncertain": len(routed), "calibration": len(calib_pairs),
+            "assignments": {a: len(v) for a, v in plan.items()}, "judge": getattr(judge, "name", None)}
+
+
+# --------------------------------------------------------------------------- the demo task set
+
+
+def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
+    """Every (passage, perspective) pair of the built-in demo bundle, and its gold labels as 0/1.
+
+    A demo passage belongs to the question its id starts with (``a-q01-p07``
+    -> ``a-q01``); the pair id is ``demo:<passage>:<perspective index>``.
+    """
+    from ..datasets import load_demo
+
+    bundle = load_demo()
+    by_q = defaultdict(list)
+    for p in bundle.passages:
+        by_q[p.id.rsplit("-p", 1)[0]].append(p)
+    pairs, labels = [], {}
+    for q in bundle.questions:
+        entry = {"question": q.question, "perspectives": q.perspectives, "stances": q.stances}
+        gold = bundle.gold.get(q.id, {})
+        for psg in by_q.get(q.id, []):
+            for j, persp in enumerate(q.perspectives):
+                pid = f"demo:{psg.id}:{j}"
+                pairs.append(Pair(pair_id=pid, question=q.question, document=psg.text, perspective=persp,
+                                  question_id=q.id, passage_id=psg.id, perspective_index=j, subset=q.subset,
+                                  retriever="demo", source="demo", title=psg.title or None, side=_side(entry, j)))
+                labels[pid] = int(j in gold.get(psg.id, ()))
+    return pairs, labels
+
+
+def build_demo_task_set(store, annotators: Sequence[str], *, n: int = 40, overlap: float = 0.0, per_shared: int = 2,
+                        calibration: int = 0, route_unsure: bool = False, seed: int = 0,
+                        name: str = "demo") -> dict:
+    """A task set of ``n`` demo pairs (stratified by subset); the demo's gold labels become reference labels."""
+    pairs, labels = demo_candidates()
+    return build_task_set(store, pairs, n=n, strategy="stratified", annotators=annotators, overlap=overlap,
+                          per_shared=per_shared, by="subset", seed=seed, name=name, source="built-in demo",
+                          reference=labels, calibration=calibration, route_unsure=route_unsure,
+                          params={"demo": True})

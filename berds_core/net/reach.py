@@ -1,0 +1,85 @@
+"""Is the server a spec names there? Asked once, before a command does any work.
+
+A spec such as ``openai:<model>@http://127.0.0.1:8000`` or
+``berds-evaluator:http://127.0.0.1:8000`` names an HTTP server. A command that
+would only find out at its first request spends its retries (seconds) and may
+already have drawn a 0 % progress bar; :func:`check_servers` asks each server
+once (``GET <base>/models``, a cheap request every OpenAI-compatible server
+answers) and turns a refused or unanswered connection into one
+:class:`~berds_core.errors.InputError` line naming the option and the server.
+
+Only an unreachable server (no TCP connection) or a refused API key fails the
+check: a server that answers anything else, even slowly, is left to the
+command (its own retries and errors).
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+
+CONNECT_TIMEOUT = 5.0
+
+
+def server_url(spec) -> str | None:
+    """The base URL a generator or judge spec names (None for local models and non-server specs)."""
+    spec = (spec or "").strip()
+    name, sep, arg = spec.partition(":")
+    if not sep or not arg:
+        return None
+    if name == "openai":
+        model, at, url = arg.rpartition("@")
+        if not (at and model):
+            return None
+        return url.strip() or None
+    if name == "berds-evaluator":
+        return arg.strip() or None
+    return None
+
+
+def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why ``base_url`` cannot be used (one phrase), or None when it answered."""
+    import httpx
+
+    from ..generators.openai import OpenAIClient
+
+    client = OpenAIClient(base_url, timeout=timeout, retries=0)
+    try:
+        r = client.http.get("/models", timeout=httpx.Timeout(30.0, connect=timeout))
+    except httpx.ConnectTimeout:
+        return f"no answer within {timeout:g} s"
+    except httpx.ConnectError as e:
+        text = str(e).lower()
+        if "refused" in text:
+            return "connection refused: nothing listens there"
+        if "name or service" in text or "nodename" in text or "getaddrinfo" in text:
+            return "unknown host"
+        return f"cannot connect ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    except httpx.TimeoutException:  # connected, but slow to answer: the command's own timeouts decide
+        return None
+    except httpx.HTTPError as e:  # e.g. a malformed URL, a TLS failure
+        return f"cannot connect ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'})"
+    finally:
+        if client._http is not None:
+            client._http.close()
+    if r.status_code in (401, 403):
+        return f"it refused the API key (HTTP {r.status_code}; set BERDS_OPENAI_API_KEY)"
+    return None
+
+
+def check_servers(pairs) -> None:
+    """``pairs``: (flag, spec). InputError (one line, naming the flag and the server) for the first
+    spec whose server cannot be reached; each URL is asked once."""
+    from ..generators.openai import normalize_base_url
+
+    seen: set[str] = set()
+    for flag, spec in pairs:
+        url = server_url(spec)
+        if url is None:
+            continue
+        base = normalize_base_url(url)
+        if base in seen:
+            continue
+        seen.add(base)
+        why = unreachable(base)
+        if why:
+            raise InputError(flag, None, None, f"cannot reach the server {base} ({why}); start it or "
+                                               "correct the URL")

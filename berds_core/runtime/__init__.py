@@ -1,0 +1,1 @@
+"""Process-wide machinery: background jobs and the model-loading lock."""

@@ -1,0 +1,105 @@
+"""The one-off warm-up that makes every later question fast.
+
+A question in the Playground judges the passages of four rankings, re-ranks
+the top 100 with the judge and runs MMR over the top 100: the cost of a *new*
+question is encoding those passages. They belong to one corpus, so
+:func:`warm_passages` encodes every passage once, up front, with progress:
+
+- the judge's passage embeddings (the embedded judge's ``Featurizer``; they
+  persist in its ``EmbeddingStore``, so the next process starts warm), for the
+  passage text and for "title. text" (what the re-ranker reads);
+- MMR's passage embeddings (``diversify.embeddings.passage_embeddings``).
+
+``texts`` adds other texts the judge will read: the dataset's perspectives
+(and generated perspectives), so a dataset question asked for the first time
+encodes nothing at all; a typed question encodes only its own few
+perspectives. A judge with a ``load()`` (``hf:``) loads its model here too. Corpora larger than
+``max_passages`` are not pre-encoded (that is what the dense index is for;
+questions then encode their own candidates as before). A model is loaded only
+when some text is not in the embedding store yet.
+
+For the built-in demo the embeddings ship with the package
+(``berds_core/demo/embeddings.npz``: every text the Playground's columns read
+for the demo questions, in the two CPU precisions, bf16 and int8, written by
+``scripts/precompute_demo_embeddings.py``); :func:`seed_shipped` puts them into
+the store, so a fresh server answers its first demo question without loading
+or running the encoder.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+WARM_MAX_PASSAGES = 20_000
+BATCH = 128
+SHIPPED = "embeddings.npz"  # in berds_core/demo: the demo's precomputed embeddings
+
+
+def shipped_path():
+    from ..datasets.demo import demo_dir
+
+    return demo_dir() / SHIPPED
+
+
+def seed_shipped(corpus, path=None) -> int:
+    """Put the shipped embeddings of the demo into the embedding store when ``corpus`` is the demo's and
+    the shipped file has the precision this machine encodes in (``embed.resolve_encoding``); returns how
+    many vectors were added (0: not the demo, another precision, or already there)."""
+    import numpy as np
+
+    from ..embeddings.store import embedding_store, text_encoder
+
+    path = path or shipped_path()
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return 0
+    if str(z["corpus_hash"]) != getattr(corpus, "hash", None):
+        return 0
+    te = text_encoder(None)
+    if te.key != str(z["key_template"]).replace("{encoding}", te.encoding) or te.encoding not in z.files:
+        return 0
+    hashes = [str(h) for h in z["hashes"]]
+    store = embedding_store()
+    have = store.get_many(te.key, hashes)
+    vecs = z[te.encoding]
+    todo = [(h, v.astype(np.float32) / max(float(np.linalg.norm(v.astype(np.float32))), 1e-12))
+            for h, v in zip(hashes, vecs) if h not in have]
+    store.put_many(te.key, todo)
+    return len(todo)
+
+
+def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = None, *, texts=(),
+                  max_passages: int = WARM_MAX_PASSAGES) -> dict:
+    """Encode every passage of ``corpus`` (and ``texts``) for ``judge``, every passage for MMR's ``embedder``.
+
+    ``report(stage, done, total)`` is called as batches finish. Returns counts
+    (``judge_texts``, ``mmr_passages``; 0 when skipped).
+    """
+    report = report or (lambda *a, **k: None)
+    out = {"judge_texts": 0, "mmr_passages": 0, "skipped": None}
+    load = getattr(judge, "load", None)
+    if callable(load):
+        report("loading the judge model")
+        load()
+    n = len(corpus)
+    if n > max_passages:
+        out["skipped"] = f"{n:,} passages (more than {max_passages:,}): encoded per question instead"
+        return out
+    from ..diversify.facets import passage_text
+
+    feat = getattr(judge, "featurizer", None)
+    if feat is not None and hasattr(feat, "sentence_embeddings"):
+        todo = list(dict.fromkeys(list(corpus.texts) + [passage_text(corpus, r) for r in range(n)]
+                                  + list(texts)[:max_passages]))
+        for a in range(0, len(todo), BATCH):  # the encoder loads at the first text not in the store
+            report("encoding passages for the judge", a, len(todo))
+            feat.sentence_embeddings(todo[a:a + BATCH])
+        out["judge_texts"] = len(todo)
+    if embedder is not None:
+        from ..diversify.vectors import passage_embeddings
+
+        for a in range(0, n, BATCH):
+            report("encoding passages for MMR", a, n)
+            passage_embeddings(corpus, range(a, min(a + BATCH, n)), embedder)
+        out["mmr_passages"] = n
+    return out
