@@ -154,7 +154,7 @@ def test_dense_shards_merged_equal_one_index(tmp_path, fresh_cache):
     may round a shard's product differently in the last bit (~1e-7)."""
     from berds_core.distributed.index import _vector_shards, write_vector_shards
     from berds_core.distributed.search import DenseSearcher
-    from berds_core.embed_store import embed_text
+    from berds_core.embeddings.store import embed_text
     from berds_core.retrieval import get_retriever
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 2100, words=6))
@@ -180,7 +180,7 @@ def test_dense_shards_merged_equal_one_index(tmp_path, fresh_cache):
 
 def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
     from berds_core.distributed.index import _vector_shards, write_vector_shards
-    from berds_core.embed_store import embed_text, text_encoder
+    from berds_core.embeddings.store import embed_text, text_encoder
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 50, words=5))
     te = text_encoder()
@@ -202,7 +202,7 @@ def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
 
 
 def _record_parts(monkeypatch):
-    from berds_core.embed_store import TextEncoder
+    from berds_core.embeddings.store import TextEncoder
 
     calls = []
     orig = TextEncoder.encode_uncached
@@ -220,7 +220,7 @@ def test_judge_plan_lists_the_parts_the_embedded_judge_encodes(tmp_path, fresh_c
     """The plan is the sequence of encode calls one process makes (chunks of commit_every pairs, each
     chunk's passages then perspectives, nothing twice, CHUNK texts a call), including a warm store."""
     import berds_core.distributed.plan as plan_mod
-    import berds_core.embed_store as es
+    import berds_core.embeddings.store as es
     from berds_core.cli._ray import run_pairs
     from berds_core.distributed.plan import judge_plan
     from berds_core.judges import get_judge, judge_run
@@ -244,9 +244,9 @@ def test_judge_plan_lists_the_parts_the_embedded_judge_encodes(tmp_path, fresh_c
 @pytest.mark.slow
 def test_corpus_plan_lists_the_parts_dense_indexing_encodes(tmp_path, fresh_cache, monkeypatch):
     import berds_core.distributed.plan as plan_mod
-    import berds_core.embed_store as es
+    import berds_core.embeddings.store as es
     from berds_core.distributed.plan import corpus_plan
-    from berds_core.embed_store import embed_text, text_encoder
+    from berds_core.embeddings.store import embed_text, text_encoder
     from berds_core.retrieval import get_retriever
 
     monkeypatch.setattr(es, "CHUNK", 64)
@@ -336,7 +336,7 @@ def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
     from berds_core.distributed.index import _build_graph, _vector_shards, write_vector_shards
     from berds_core.distributed.search import DenseSearcher
     from berds_core.distributed.shards import ShardSet
-    from berds_core.embed_store import embed_text
+    from berds_core.embeddings.store import embed_text
     from berds_core.retrieval import get_retriever
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 600, words=6))

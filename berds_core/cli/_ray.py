@@ -54,7 +54,7 @@ def _shard_rows(args) -> int:
 
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
-    from ..embed_store import text_encoder
+    from ..embeddings.store import text_encoder
     from .retrieve_cmd import _load_error
 
     try:
@@ -68,7 +68,7 @@ def _encoder(args):
 
 
 def _dense_info(te, index, kind: str, fresh: bool) -> dict:
-    from ..embed import model_key
+    from ..embeddings.models import model_key
 
     name = f"dense:{model_key(te.model_id)}" + ("" if kind == "flat" else f"+{kind}") + \
         ("" if te.encoding == "fp32" else f"+{te.encoding}")

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..cache import text_hash
-from ..embed_store import embedding_store
+from ..embeddings.store import embedding_store
 from .plan import EncoderSpec, Plan
 
 
@@ -29,7 +29,7 @@ class EncodeActor:
     def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False):
         import ray
 
-        from ..embed_store import TextEncoder
+        from ..embeddings.store import TextEncoder
 
         self.te = TextEncoder(model, "cuda" if gpu else "cpu", encoding, max_seq_length,
                               batch_size=batch_size, store=False)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cache import cache_dir, slug, text_hash
-from ..embed_store import embed_text, embedding_store
+from ..embeddings.store import embed_text, embedding_store
 from ..retrieval import faiss_index
 from .encode import encode_parts
 from .plan import EncoderSpec, corpus_plan
@@ -222,7 +222,7 @@ def build_graphs(session, vec: ShardSet, folder: Path, kind: str) -> tuple[Shard
 
 def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_rows: int = SHARD_ROWS,
                 on_part=None) -> DenseShards:
-    """Encode ``corpus`` on the cluster through the encoder ``te`` (``embed_store.TextEncoder``) and
+    """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.store.TextEncoder``) and
     write its sharded index; everything already done is kept."""
     check_kind(kind)
     t0 = time.perf_counter()
