@@ -8,6 +8,7 @@ adds its arguments in ``register`` and its logic in ``build_run``.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -35,7 +36,8 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
                         "prebuilt --index-dir without berds.json, its query encoder (dpr:<model> for DPR)")
     p.add_argument("--index", default=None, metavar="KIND",
                    help="dense only: flat (exact; default), hnsw, ivfpq (sized from the corpus and --memory-budget) "
-                        "or a FAISS index factory string (e.g. IVF65536,PQ64)")
+                        "or a FAISS index factory string (e.g. IVF65536,PQ64); with --ray: flat, hnsw or an IVF factory string "
+                        "(trained on a sample, filled shard by shard)")
     p.add_argument("--memory-budget", default=None, metavar="SIZE",
                    help="dense only: memory the index may take (e.g. 4G; default half this machine's memory); "
                         "IVF inverted lists go to disk beyond it")
@@ -51,6 +53,9 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
     p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")
+    from ._ray import add_ray_args  # --ray, --ray-dir, --shard-rows (issue 27)
+
+    add_ray_args(p, shards=True)
 
 
 def register(sub) -> None:
@@ -76,6 +81,11 @@ def register(sub) -> None:
             servers=("qe_llm", "rerank_judge"))
 
 
+def _ray_asked(args) -> bool:
+    """--ray or BERDS_RAY_ADDRESS was given (without resolving or importing Ray)."""
+    return getattr(args, "ray", None) is not None or bool(os.environ.get("BERDS_RAY_ADDRESS"))
+
+
 def _check(args) -> None:
     index_given = args.index is not None
     if args.index is None:
@@ -93,6 +103,16 @@ def _check(args) -> None:
             raise InputError("--memory-budget", None, None, "is for dense indexes (BM25 builds in bounded memory)")
     elif args.bm25_engine != "auto":
         raise InputError("--bm25-engine", None, None, "is for --retriever bm25")
+    if args.retriever == "dense" and _ray_asked(args):
+        from ..distributed.index import check_kind
+
+        try:
+            check_kind(args.index)
+        except ValueError as e:
+            raise InputError("--index", None, None, f"with --ray: {e}") from None
+        for flag, dest in (("--memory-budget", "memory_budget"), ("--index-dir", "index_dir"), ("--nprobe", "nprobe")):
+            if getattr(args, dest, None) is not None:
+                raise InputError(flag, None, None, "is a one-process option; --ray indexes live in --ray-dir")
     if args.passage_words < 0:
         raise InputError("--passage-words", None, None, "must be 0 or more")
     if getattr(args, "k", 1) < 1:
@@ -274,6 +294,10 @@ def _corpus_info(corpus) -> dict:
 def run_index(args) -> dict:
     _check(args)
     check_models(args)
+    from . import _ray
+
+    if _ray.address(args):
+        return _ray.run_index(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
     retriever = open_retriever(args, corpus)
@@ -309,6 +333,10 @@ def run_retrieve(args) -> dict:
     div = diversify_config(args)  # bad diversification options fail before any work
     _check(args)
     check_models(args)
+    from . import _ray
+
+    if _ray.address(args):
+        return _ray.run_retrieve(args, div)
     if args.corpus is not None and args.corpus_per_question is not None or \
             args.corpus is None and args.corpus_per_question is None and args.index_dir is None:
         raise InputError("--corpus", None, None, "give either --corpus or --corpus-per-question")

@@ -12,7 +12,10 @@
   ``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``
   with the ``berds`` prompt, system turn dropped (as the authors do);
 - ``berds-evaluator:<base_url>``: the same evaluator served by ``vllm serve``
-  with its LoRA adapter registered as ``berds-evaluator`` (see the README).
+  with its LoRA adapter registered as ``berds-evaluator`` (see the README);
+- ``vllm[:<model>[+<adapter>]]``: vLLM engines on a Ray cluster through
+  ``ray.data.llm`` (``--ray`` only; ``vllm`` alone: the BERDS evaluator), see
+  :mod:`berds_core.judges.vllm_batch`.
 
 LLM-judge options: ``prompt`` (``berds`` | ``studio``), ``shot`` (0 | 1),
 ``decode`` (``logits``: one forward pass, P(Yes) from the Yes/No logits, the
@@ -102,6 +105,19 @@ def _berds_evaluator(arg, **opts):
     return HFJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, HF_OPTS))
 
 
+@JUDGES.register("vllm", usage="vllm[:<model>[+<adapter>]]", takes_arg=True,
+                 help="vLLM engines on a Ray cluster through ray.data.llm (needs --ray), LoRA adapter loaded by "
+                      "the engine; vllm alone: the BERDS evaluator")
+def _vllm(arg, **opts):
+    from .vllm_batch import VLLMJudge
+
+    if arg:
+        model, adapter = _split_hf(arg)
+        return VLLMJudge(model, adapter, **_pick(opts, LLM_OPTS | {"batch_size"}))
+    opts = {**opts, "prompt": opts.get("prompt") or "berds", "system": opts.get("system") or "drop"}
+    return VLLMJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, LLM_OPTS | {"batch_size"}))
+
+
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``spec`` -> (backend, parts). Raises ValueError (:class:`SpecError`) with the choices."""
     name, arg = JUDGES.parse(spec or "embedded")
@@ -113,6 +129,9 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     if name == "openai":
         model, url = split_openai_spec(arg)
         return "openai", {"model": model, "base_url": url}
+    if name == "vllm":
+        model, adapter = _split_hf(arg) if arg else (BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER)
+        return "vllm", {"model": model, "adapter": adapter}
     if arg:
         return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
     return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}

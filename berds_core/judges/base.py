@@ -134,17 +134,26 @@ class Judge:
         prediction_cache().put_many(self.cache_key, zip(keys, probs))
         self.partial_commits += bool(len(keys))
 
-    def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """Probabilities (float32) and labels (bool) for ``pairs``, through the cache."""
+    def _lookup(self, pairs: Sequence[Pair]):
         pairs = [(str(p), str(s)) for p, s in pairs]
         keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
-        cache = prediction_cache()
-        known = cache.get_many(self.cache_key, list(dict.fromkeys(keys)))
+        known = prediction_cache().get_many(self.cache_key, list(dict.fromkeys(keys)))
         todo: dict[tuple[str, str], Pair] = {}
         for k, pair in zip(keys, pairs):
             if k not in known and k not in todo:
                 todo[k] = pair
+        return keys, known, todo
+
+    def uncached(self, pairs: Sequence[Pair]) -> list[tuple[tuple[str, str], Pair]]:
+        """``(cache key, pair)`` of the unique pairs not in the cache, in the order :meth:`predict` scores
+        them (``commit_every`` at a time): what a cluster has left to judge (``berds_core.distributed``)."""
+        return list(self._lookup(pairs)[2].items())
+
+    def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities (float32) and labels (bool) for ``pairs``, through the cache."""
+        keys, known, todo = self._lookup(pairs)
+        cache = prediction_cache()
         if todo:
             from tqdm.auto import tqdm
 

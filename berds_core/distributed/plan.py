@@ -1,0 +1,88 @@
+"""Which texts to encode, in exactly the parts one process would encode them.
+
+A transformer's output for a text depends, in its last bits, on the other
+texts of its batch (padding changes the shapes the kernels see). One process
+encodes the texts missing from the embedding store in parts of
+``embeddings.store.CHUNK`` texts, in the order it meets them
+(``TextEncoder.embed_map``); each part is one ``encode_normalized`` call. The
+plans below list those same parts, so a cluster that encodes each part in one
+call gives the same vectors bit for bit, and so the same embedded-judge
+probabilities.
+
+- :func:`corpus_plan`: ``berds index`` (``DenseRetriever`` embeds every passage text in one call);
+- :func:`judge_plan`: the embedded judge's ``predict``: pairs missing from the prediction cache in
+  chunks of ``commit_every``, each chunk's passage then perspective texts, minus what an earlier
+  chunk (or the store) already has.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..cache import text_hash
+from ..embeddings.store import CHUNK, embedding_store
+
+
+@dataclass
+class EncoderSpec:
+    """What an actor needs to build the driver's encoder: same model, precision, length and batch size."""
+
+    model: str | None
+    encoding: str
+    max_seq_length: int
+    batch_size: int
+    key: str  # the embedding-store key the vectors are filed under (model | precision | max tokens)
+
+    @classmethod
+    def of(cls, te) -> "EncoderSpec":
+        """From a ``embeddings.store.TextEncoder`` (nothing is loaded)."""
+        return cls(te.model_id, te.encoding, te.max_seq_length, te.batch_size, te.key)
+
+    def kwargs(self) -> dict:
+        return {"model": self.model, "encoding": self.encoding, "max_seq_length": self.max_seq_length,
+                "batch_size": self.batch_size}
+
+
+@dataclass
+class Plan:
+    parts: list[list[str]] = field(default_factory=list)  # each part: one encode call, in this order
+    texts: int = 0  # unique texts asked for
+    stored: int = 0  # of which already in the store
+
+    @property
+    def to_encode(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+
+def _in_store(key: str, texts: list[str]) -> set[str]:
+    hashes = {t: text_hash(t) for t in texts}
+    found = embedding_store().get_many(key, list(dict.fromkeys(hashes.values())))
+    return {t for t, h in hashes.items() if h in found}
+
+
+def _split(need: list[str]) -> list[list[str]]:
+    return [need[i:i + CHUNK] for i in range(0, len(need), CHUNK)]
+
+
+def corpus_plan(key: str, texts) -> Plan:
+    """The parts ``TextEncoder.embed(texts)`` would encode: unique texts not in the store, CHUNK at a time."""
+    uniq = list(dict.fromkeys(texts))
+    stored = _in_store(key, uniq)
+    need = [t for t in uniq if t not in stored]
+    return Plan(_split(need), len(uniq), len(stored))
+
+
+def judge_plan(judge, pairs) -> Plan:
+    """The parts the embedded judge's ``predict(pairs)`` would encode (its sentence-feature path)."""
+    todo = judge.uncached(pairs)
+    key = judge.featurizer.text_encoder.key
+    texts = list(dict.fromkeys([p for _, (p, _s) in todo] + [s for _, (_p, s) in todo]))
+    stored = _in_store(key, texts)
+    planned: set[str] = set()
+    parts: list[list[str]] = []
+    for i in range(0, len(todo), judge.commit_every):
+        chunk = [pair for _, pair in todo[i:i + judge.commit_every]]
+        uniq = dict.fromkeys([p for p, _ in chunk] + [s for _, s in chunk])  # Featurizer._sentence_features
+        need = [t for t in uniq if t not in stored and t not in planned]
+        planned.update(need)
+        parts += _split(need)
+    return Plan(parts, len(texts), len(stored))
