@@ -360,17 +360,18 @@ def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
     assert np.mean(overlap) > 0.9
 
 
-@pytest.mark.parametrize("kind, why", [("IVF64,Flat", "IVF indexes are built with --ray ADDRESS"),
+@pytest.mark.parametrize("kind, why", [("ivfpq", "with --ray: expected flat, hnsw or a FAISS IVF factory string"),
                                         ("IVFx,Flat", "expected flat, hnsw or a FAISS IVF factory string"),
                                         ("IVF64,PQ7", "FAISS cannot build 'IVF64,PQ7'")])
 def test_index_kind_checked_before_any_work(kind, why, tmp_path, capsys, monkeypatch):
-    """``--index`` takes flat, hnsw or (with --ray) a FAISS IVF factory string; anything else is one line."""
+    """With --ray, ``--index`` takes flat, hnsw or a FAISS IVF factory string (one process's ``ivfpq`` plan is
+    not on the Ray path); anything else is one line before Ray is reached (the address answers nothing)."""
     from berds_core.cli import main
 
     monkeypatch.delenv("BERDS_RAY_ADDRESS", raising=False)
     corpus = write_corpus(tmp_path / "c.jsonl", 5)
-    ray_opts = [] if "--ray" in why else ["--ray", "127.0.0.1:1"]
-    assert main(["index", "--corpus", str(corpus), "--retriever", "dense", "--index", kind, *ray_opts]) == 2
+    assert main(["index", "--corpus", str(corpus), "--retriever", "dense", "--index", kind,
+                 "--ray", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--index" in err[0] and why in err[0], err
 
@@ -388,3 +389,19 @@ def test_ray_that_cannot_start_is_one_line(tmp_path):
                         "--ray", "local", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert p.stderr.strip().splitlines()[-1].startswith("berds index: error: --ray: cannot start Ray at 'local'")
+
+
+@pytest.mark.parametrize("opt", [["--memory-budget", "1G"], ["--nprobe", "8"], ["--index-dir", "idx"]])
+def test_one_process_index_options_with_ray_are_one_line(opt, tmp_path, capsys, monkeypatch):
+    """--memory-budget, --nprobe and --index-dir plan one process's index; with --ray they are refused in one
+    line before Ray is reached (the address answers nothing), nothing written."""
+    from berds_core.cli import main
+
+    monkeypatch.delenv("BERDS_RAY_ADDRESS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    corpus = write_corpus(tmp_path / "c.jsonl", 5)
+    assert main(["index", "--corpus", str(corpus), "--retriever", "dense", "--index", "IVF64,Flat", *opt,
+                 "--ray", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and opt[0] in err[0] and "one-process option" in err[0], err
+    assert not (tmp_path / "idx").exists()
