@@ -180,7 +180,7 @@ def test_golden_dev_corpora(tmp_path, fp32):
     if not (SHARED / "debate-sites" / "procon.json").exists():
         pytest.skip("../shared/data is not beside this checkout")
     for name, argv, outputs in _dev_steps(tmp_path):
-        got = record(name, argv, tmp_path, outputs)
+        got = record(name, argv, tmp_path, outputs, fresh=True)  # as a user runs them: one process each
         for f in got.get("files", {}).values():
             for q in f.get("run", []):
                 for key in ("question", "perspectives", "answers", "stances"):
