@@ -6,6 +6,9 @@ import os
 import re
 from pathlib import Path
 
+from .errors import InputError
+from .files.outputs import probe_writable
+
 
 _WRITABLE: set[str] = set()  # cache folders this process has found writable
 
@@ -18,9 +21,6 @@ def cache_dir(sub: str | None = None) -> Path:
     cache is reported as such before any work, not as a failure of whatever
     happened to write there first.
     """
-    from .errors import InputError
-    from .files.outputs import probe_writable
-
     env = os.environ.get("BERDS_CACHE")
     if env:
         root = Path(env)

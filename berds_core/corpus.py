@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 
 from .errors import InputError
 from .files.jsonio import iter_jsonl, read_text
+from .files.snapshot_layout import snapshot_passages
 from .records import Passage
 
 PASSAGE_WORDS = 100
@@ -285,7 +286,7 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
     p = Path(path)
     builder = _Builder(passage_words)
     if p.is_dir():
-        snapshots = _snapshot_files(p)
+        snapshots = snapshot_passages(p)  # a web snapshot's layout (files.snapshot_layout), no web/ import
         for f in snapshots:
             _add_records(builder, f, _records_jsonl(f))
         if not snapshots:
@@ -310,16 +311,6 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
                                             "(expected .jsonl, .json, .tsv, .csv, .txt, .html or a folder)")
         _add_records(builder, p, records)
     return builder.corpus(p, name or p.stem)
-
-
-def _snapshot_files(folder: Path) -> list[Path]:
-    """The passages.jsonl of a web snapshot folder (one question, or a folder of questions:
-    :mod:`berds_core.web.snapshot`); empty for any other folder."""
-    from .web.snapshot import PASSAGES, is_snapshot
-
-    if is_snapshot(folder):
-        return [folder / PASSAGES]
-    return [sub / PASSAGES for sub in sorted(folder.iterdir()) if sub.is_dir() and is_snapshot(sub)]
 
 
 def _add_file(builder: _Builder, f: Path, base_id: str) -> None:

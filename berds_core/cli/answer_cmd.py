@@ -90,7 +90,7 @@ def partial_path(out) -> Path:
 
 def run_eval(args) -> dict:
     from ..answers.coverage import evaluate_answers, table_row
-    from ..datasets.debateqa import load_questions_and_references, join_questions, load_answers
+    from ..answers.rows import join_questions, load_answers, load_questions_and_references
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl
 

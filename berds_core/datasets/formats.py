@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..files.jsonio import read_text
 from ..records import Question
 from .checks import load_json_document
+from .debateqa import is_debateqa_record, load_debateqa
 
 FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "debateqa", "hub")
 
@@ -46,7 +47,6 @@ def guess_format(path) -> str:
         obj = json.loads(first) if first else {}
     except json.JSONDecodeError:
         return "jsonl"  # let the JSONL reader report the line
-    from .debateqa import is_debateqa_record
     from .qe import is_qe_record
 
     if isinstance(obj, dict) and is_debateqa_record(obj):
@@ -72,7 +72,6 @@ def load_questions(path, fmt: str | None = None) -> list[Question]:
         from .perspectrum import load_perspectrum
         return load_perspectrum(path)
     if fmt == "debateqa":
-        from .debateqa import load_debateqa
         return load_debateqa(path)[0]
     if fmt == "hub":
         from .hub import load_hub

@@ -31,7 +31,7 @@ from typing import Callable
 
 from ..errors import InputError
 from .fetch import FetchConfig, PageResult
-from .search import SearchError, SearchResult
+from .results import SearchError, SearchResult
 
 
 def _norm(text: str) -> str:
