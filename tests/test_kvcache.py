@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from berds_core.cache import text_hash
+from berds_core.files.cache import text_hash
 from berds_core.embeddings.store import EmbeddingStore
 from berds_core.files.kvcache import KeyValueCache
 from berds_core.generators.base import GenerationCache

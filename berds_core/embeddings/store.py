@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 
 MAX_TOKENS = 128

@@ -1,1 +1,1 @@
-"""Reading and writing files safely: JSON Lines, strict CSV, checked and atomic outputs, allowed folders."""
+"""Reading and writing files safely: JSON Lines, strict CSV, checked and atomic outputs, allowed folders; where caches live (``cache``) and the key-value cache base (``kvcache``)."""

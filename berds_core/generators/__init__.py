@@ -66,7 +66,7 @@ def get_generator(spec: str, **opts) -> Generator:
     ``opts`` with value None are ignored. An API key is never part of the
     instance key in a readable form (it is hashed).
     """
-    from ..cache import text_hash
+    from ..files.cache import text_hash
 
     opts = {k: v for k, v in opts.items() if v is not None}
     key = (str(spec).strip(), tuple(sorted((k, text_hash(str(v)) if k == "api_key" else repr(v))

@@ -29,7 +29,7 @@ from typing import Sequence, Union
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 
 Messages = list[dict]

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
 

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
-from ..cache import cache_dir
+from ..files.cache import cache_dir
 from ..specs import Registry
 from .http import RETRY_STATUS, USER_AGENT, Secret, find_key, public_url, retry_delay
 from .replay import ReplaySearch

@@ -24,7 +24,7 @@ import json
 import re
 from pathlib import Path
 
-from ..cache import slug
+from ..files.cache import slug
 from ..corpus import load_corpus
 from ..errors import InputError
 from ..files.jsonio import atomic_write, write_jsonl
