@@ -23,6 +23,7 @@ from .errors import InputError
 from .files.jsonio import iter_jsonl, read_text
 from .files.snapshot_layout import snapshot_passages
 from .records import Passage
+from .files.csvio import explain
 
 PASSAGE_WORDS = 100
 TEXT_SUFFIXES = (".txt",)
@@ -206,8 +207,6 @@ def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
                 raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
             yield no, {name: row[i] for name, i in cols.items()}
     except csv.Error as e:
-        from .files.csvio import explain
-
         raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
 
 

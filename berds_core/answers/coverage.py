@@ -23,6 +23,8 @@ import numpy as np
 
 from ..corpus import split_words
 from ..eval.measures import mrecall_at_k
+from ..eval.evaluation import bootstrap_ci
+from ..runs import judges_in, label_matrix
 
 ANSWER_WORDS = 100
 
@@ -41,8 +43,6 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
     A judge's stored predictions are read through ``runs.label_matrix`` when
     the entry carries them; otherwise the judge scores the passages (cached).
     """
-    from ..runs import judges_in, label_matrix
-
     top = dict(entry, ctxs=list(entry.get("ctxs") or [])[:k])
     if gold is not None:
         return label_matrix(top, gold=gold)
@@ -64,8 +64,6 @@ def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
 
 
 def _mean_ci(values, n_boot: int, seed: int) -> dict:
-    from ..eval.evaluation import bootstrap_ci
-
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
     if v.size == 0:
         return {"mean": None, "lo": None, "hi": None, "n": 0}

@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import InputError
 from ..runs import gold_matrix, judged_mask, label_matrix
 from .measures import FAMILIES, MAX_NDEVAL_CUTOFF, NDEVAL_ALPHA, ndeval_measures
+from ..files.jsonio import atomic_write
 
 DEFAULT_ALPHA = NDEVAL_ALPHA
 MAX_CUTOFF = MAX_NDEVAL_CUTOFF  # ndeval evaluates at most the top 20
@@ -208,8 +209,6 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
     Ids are not checked here: call :func:`check_trec_ids` first.
     """
-    from ..files.jsonio import atomic_write
-
     n = 0
     with atomic_write(path) as fh:
         for e in entries:
@@ -222,8 +221,6 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
 def write_trec_qrels(path, qrels) -> int:
     """``qid subtopic docid relevance`` lines (TREC diversity qrels, as ndeval reads them)."""
-    from ..files.jsonio import atomic_write
-
     n = 0
     with atomic_write(path) as fh:
         for q in qrels:

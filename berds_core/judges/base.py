@@ -17,6 +17,7 @@ import numpy as np
 from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
+from .prompts import document_text
 
 Pair = tuple[str, str]
 
@@ -90,8 +91,6 @@ class Judge:
     def document(self, ctx: dict) -> str:
         """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS
         evaluator reads, ``text + " " + title`` when the passage has a title (spec section 3.5)."""
-        from .prompts import document_text
-
         return document_text(ctx)
 
     def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:

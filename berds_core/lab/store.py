@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..judges import passage_text
+from .. import __version__
 
 DEFAULT_DB = Path("annotations") / "berds.db"
 ENV_DB = "BERDS_ANNOTATIONS_DB"
@@ -211,8 +212,6 @@ def default_db_path() -> Path:
 
 def app_version() -> str:
     """What the labels' ``app_version`` records: ``$BERDS_APP_VERSION`` or ``berds <package version>``."""
-    from .. import __version__
-
     return os.environ.get("BERDS_APP_VERSION") or f"berds {__version__}"
 
 

@@ -36,6 +36,11 @@ import numpy as np
 from ..errors import InputError
 from ..files.jsonio import read_text
 from .store import Pair
+from ..datasets import load_demo
+from ..eval.leaning import infer_sides
+from ..files.csvio import explain
+from ..runs import judged_mask, judges_in, label_matrix
+from .exports import is_export_header, unneutralise
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
 OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
@@ -64,7 +69,6 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         raise InputError(where, None, None, "file is empty") from None
     except csv.Error:
         raise InputError(where, 1, None, "malformed TSV header") from None
-    from .exports import is_export_header, unneutralise
 
     exported = is_export_header(header)  # one of our label exports: its cells carry the formula guard
     header = [h.strip() for h in header]
@@ -81,8 +85,6 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         except StopIteration:
             break
         except csv.Error as e:
-            from ..files.csvio import explain
-
             raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
         line, start = start, reader.line_num + 1
         if not row or all(not c.strip() for c in row):
@@ -121,8 +123,6 @@ def _side(entry: dict, j: int) -> str | None:
     if stances and j < len(stances):
         return str(stances[j]).lower() if stances[j] else "other"
     if len(entry["perspectives"]) == 2:
-        from ..eval.leaning import infer_sides
-
         sides = infer_sides(entry["question"], entry["perspectives"], None)
         if sides is not None:
             return "support" if j == sides.support else "oppose"
@@ -137,8 +137,6 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     judge labels already stored in the runs (``{judge: {pair_id: 0/1}}``),
     read through :func:`berds_core.runs.label_matrix`.
     """
-    from ..runs import judged_mask, judges_in, label_matrix
-
     pairs, stored = [], defaultdict(dict)
     for run_name, entries in runs:
         for e in entries:
@@ -413,8 +411,6 @@ def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
     A demo passage belongs to the question its id starts with (``a-q01-p07``
     -> ``a-q01``); the pair id is ``demo:<passage>:<perspective index>``.
     """
-    from ..datasets import load_demo
-
     bundle = load_demo()
     by_q = defaultdict(list)
     for p in bundle.passages:
