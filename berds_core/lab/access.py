@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from .store import SKIP, Store, StoreError
 from .agreement import agreement_report, disagreements
 from .exports import export_rows
-from .tasks import build_task_set, import_pairs_tsv
+from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
 
 log = logging.getLogger("berds.access")
 
@@ -212,10 +212,11 @@ class Lab:
                          detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
         return res
 
-    def build_task_set(self, candidates, **kw) -> dict:
-        self.require("build_task_set", kw.get("name"))
+    def build_task_set(self, candidates, spec: TaskSetSpec, **kw) -> dict:
+        """:func:`berds_core.lab.tasks.build_task_set` for an admin (``kw``: ``judge``, ``stored_preds``, ``reference``)."""
+        self.require("build_task_set", spec.name)
 
-        res = build_task_set(self.store, candidates, **kw)
+        res = build_task_set(self.store, candidates, spec, **kw)
         self.store.audit(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
                          detail=f"pairs={res['pairs']}")
         return res
