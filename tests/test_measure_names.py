@@ -120,3 +120,14 @@ def test_evaluate_unknown_measure_exits_2(files, capsys):  # noqa: F811
     _, err = capsys.readouterr()
     assert code == 2
     assert err.strip().count("\n") == 0 and "unknown measure 'nDCG@10'" in err
+
+
+def test_evaluate_measures_limit_the_tests(files, tmp_path, capsys):  # noqa: F811
+    run, gold = files
+    run2 = tmp_path / "run2.jsonl"
+    run2.write_text(run.read_text())
+    code, out, err = evaluate(capsys, "--run", run, "--gold", gold, "--compare", run2, "--bootstrap", "10",
+                              "--permutations", "10", "--measures", "alpha_nDCG@3,MRecall@2")
+    assert code == 0, err
+    assert list(out["significance"]["comparisons"][0]["metrics"]) == ["alpha_ndcg@3", "mrecall@2"]
+    assert list(out["compare"]["metrics"]) == ["alpha_ndcg@3", "mrecall@2"]
