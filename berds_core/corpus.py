@@ -26,6 +26,7 @@ from .corpora.readers import (_strip_suffixes, as_id, as_text, as_title, list_sh
                               shard_files, shard_format)
 from .errors import InputError
 from .files.jsonio import read_text
+from .files.snapshot_layout import snapshot_passages
 from .records import Passage
 
 PASSAGE_WORDS = 100
@@ -263,7 +264,7 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
     p = Path(path)
     builder = _Builder(passage_words)
     if p.is_dir():
-        snapshots = _snapshot_files(p)
+        snapshots = snapshot_passages(p)  # a web snapshot's layout (files.snapshot_layout), no web/ import
         for f in snapshots:
             _add_shards(builder, [make_shard(f)])
         if not snapshots:
@@ -303,16 +304,6 @@ def _add_folder_or_shards(builder: _Builder, root: Path) -> None:
         _add_shards(builder, list_shards(root))
     else:
         _add_folder(builder, root)
-
-
-def _snapshot_files(folder: Path) -> list[Path]:
-    """The passages.jsonl of a web snapshot folder (one question, or a folder of questions:
-    :mod:`berds_core.web.snapshot`); empty for any other folder."""
-    from .web.snapshot import PASSAGES, is_snapshot
-
-    if is_snapshot(folder):
-        return [folder / PASSAGES]
-    return [sub / PASSAGES for sub in sorted(folder.iterdir()) if sub.is_dir() and is_snapshot(sub)]
 
 
 def _add_file(builder: _Builder, f: Path, base_id: str) -> None:

@@ -83,7 +83,7 @@ def snapshot_root(typed: str) -> Path:
     env = os.environ.get(ENV_SNAPSHOTS, "").strip()
     if env:
         return Path(env).expanduser()
-    from berds_core.cache import cache_dir
+    from berds_core.files.cache import cache_dir
 
     return cache_dir("web") / "snapshots"
 

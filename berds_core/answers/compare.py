@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .coverage import evaluate_answers
+from .coverage import AnswerScoring, evaluate_answers
 from .generate import answer_rows
 
 
@@ -34,11 +34,9 @@ def ranked_entries(questions, corpus, retriever, method: str, k: int, *, judge=N
             for q in questions]
 
 
-def answer_config(entries: Sequence[dict], generator, prompt: str, k: int, *, judge=None, gold=None,
-                  pd_generator=None, da_generator=None, max_new_tokens: int = 256, pd_mode: str = "defined",
-                  n_boot: int = 1000) -> dict:
-    """Answers for ``entries`` and their scores: ``{"rows", "summary", "per_question"}``."""
+def answer_config(entries: Sequence[dict], generator, prompt: str, k: int, scoring: AnswerScoring, *,
+                  max_new_tokens: int = 256) -> dict:
+    """Answers for ``entries`` and their scores (``scoring``): ``{"rows", "summary", "per_question"}``."""
     rows = answer_rows(entries, generator, k=k, prompt=prompt, max_new_tokens=max_new_tokens)
-    res = evaluate_answers(rows, k=k, judge=judge, gold=gold, pd_generator=pd_generator, da_generator=da_generator,
-                           pd_mode=pd_mode, n_boot=n_boot)
+    res = evaluate_answers(rows, scoring, k=k)
     return {"rows": rows, **res}

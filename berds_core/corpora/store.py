@@ -413,10 +413,11 @@ def streamable(path) -> bool:
     (not a web snapshot, a JSON array or a folder of .txt/.html documents)."""
     p = Path(path)
     if p.is_dir():
-        from ..corpus import _document_files, _snapshot_files
+        from ..corpus import _document_files
+        from ..files.snapshot_layout import snapshot_passages
         from .readers import shard_files
 
-        return not _snapshot_files(p) and bool(shard_files(p)) and not _document_files(p)
+        return not snapshot_passages(p) and bool(shard_files(p)) and not _document_files(p)
     return shard_format(p) is not None
 
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from ..files.jsonio import atomic_write
 
 WEIGHTS = Path(__file__).with_name("weights") / "discovery_ce_v1.npz"
 LORA_TARGETS = ("query", "key", "value", "dense")
@@ -73,8 +74,6 @@ def pooled_logits(model, head, enc):
 def save_weights(path, model, head, config: dict, report: dict) -> None:
     """LoRA tensors + head + config + report in one ``.npz`` (float16 LoRA, float32 head)."""
     from peft import get_peft_model_state_dict
-
-    from ..files.jsonio import atomic_write
 
     state = get_peft_model_state_dict(model)
     arrays = {f"lora::{k}": v.detach().float().cpu().numpy().astype(np.float16) for k, v in state.items()}

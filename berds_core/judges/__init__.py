@@ -37,6 +37,10 @@ import numpy as np
 from ..generators import split_openai_spec
 from ..specs import Registry, SpecError
 from .base import Judge, JudgeError, PredictionCache, prediction_cache
+from ..files.safepaths import resolve_user_model
+from ..net.endpoints import check_endpoint
+from ..runs import set_judgments
+from .prompts import document_text
 
 BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
 BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
@@ -146,9 +150,6 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
     be on the operator's list (:func:`berds_core.net.endpoints.check_endpoint`).
     Returns the spec (folders made absolute); raises InputError / SpecError.
     """
-    from ..net.endpoints import check_endpoint
-    from ..files.safepaths import resolve_user_model
-
     spec = (spec or "embedded").strip()
     name, arg = JUDGES.parse(spec)
     if name == "hf":
@@ -206,7 +207,6 @@ def passage_text(ctx, judge: Judge | None = None) -> str:
         ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
     if judge is not None and hasattr(judge, "document"):
         return judge.document(ctx)
-    from .prompts import document_text  # any other judge-like object reads what the evaluator reads
 
     return document_text(ctx)
 
@@ -228,8 +228,6 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
     All pairs of the run go through one cached ``predict`` call, so an
     interrupted run resumes where it stopped.
     """
-    from ..runs import set_judgments
-
     pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
     probs, labels = judge.predict(pairs, progress=progress, desc=f"judge {judge.name}")
     i = 0
