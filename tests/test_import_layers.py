@@ -15,9 +15,9 @@ PKG = ROOT / "berds_core"
 LAYERS = {
     1: ("errors", "records", "naming", "specs", "runtime"),
     2: ("files", "net", "cache"),
-    3: ("corpus", "runs", "embeddings", "demo"),
+    3: ("corpus", "corpora", "runs", "embeddings", "demo"),
     4: ("judges", "web", "retrieval", "generators", "datasets", "eval"),
-    5: ("convincing", "answers", "studio", "diversify", "lab", "discovery"),
+    5: ("convincing", "answers", "studio", "diversify", "lab", "discovery", "distributed"),
     6: ("cli", "__main__"),
 }
 LAYER_OF = {wing: n for n, wings in LAYERS.items() for wing in wings}
