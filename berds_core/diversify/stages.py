@@ -54,9 +54,11 @@ def _convert(stage: str, key: str, f, text: str):
 
 
 def _check(stage: str, f, value) -> None:
-    lo, hi = f.metadata["lo"], f.metadata["hi"]
+    lo, hi, kind = f.metadata["lo"], f.metadata["hi"], f.metadata["kind"]
     if value is None:
         return
+    if isinstance(kind, tuple) and value not in kind:
+        raise SpecError(f"{stage}: {f.name} must be one of {', '.join(kind)}, got {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         span = f"in [{lo}, {hi}]" if hi is not None else f"{lo} or more"
         raise SpecError(f"{stage}: {f.name} must be {span}, got {value}")
