@@ -177,3 +177,114 @@ def test_stage_matches_the_old_code_path_on_the_demo(demo, case):
         warnings.simplefilter("ignore", DeprecationWarning)
         got = diversify(q, corpus, rets[case["retriever"]], method, case["k"], judge=judge, **old)
     assert [r for r, _ in got] == [r for r, _ in case["rankings"][q.id]]
+
+
+# --- berds retrieve --pipeline --------------------------------------------------------------------------
+
+DOCS = [
+    {"id": "u1", "title": "Uniforms", "text": "School uniforms reduce bullying and peer pressure at school."},
+    {"id": "u2", "title": "Uniforms", "text": "School uniforms reduce bullying and peer pressure in school."},
+    {"id": "u3", "title": "Uniforms", "text": "School uniforms restrict students' freedom of expression."},
+    {"id": "z1", "title": "Zoos", "text": "Zoos help endangered species survive through breeding programs."},
+    {"id": "z2", "title": "Zoos", "text": "Keeping wild animals in zoos is cruel and causes stress."},
+]
+QUESTIONS = [
+    {"id": "q1", "question": "Should schools require uniforms?",
+     "perspectives": ["Uniforms reduce bullying", "Uniforms restrict expression"],
+     "generated_perspectives": ["uniforms reduce bullying", "uniforms restrict freedom of expression"]},
+    {"id": "q2", "question": "Are zoos good for animals?",
+     "perspectives": ["Zoos save species", "Zoos are cruel"]},
+]
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    return tmp_path, str(corpus), str(questions)
+
+
+def _retrieve(capsys, files, name, *extra):
+    from berds_core.cli import main
+
+    tmp, corpus, questions = files
+    out = tmp / f"{name}.jsonl"
+    code = main(["retrieve", "--questions", questions, "--corpus", corpus, "--k", "3", "--out", str(out), "--json",
+                 "--quiet", *extra])
+    cap = capsys.readouterr()
+    return code, cap, out
+
+
+@pytest.mark.parametrize("old,spec", [
+    (["--retriever", "bm25", "--mmr", "0.5", "--candidates", "4"], "bm25%4>>mmr(lam=0.5)"),
+    (["--retriever", "bm25", "--qe", "dataset"], "qe(source=dataset)"),
+    (["--retriever", "bm25", "--rerank", "coverage", "--alpha", "0.3", "--candidates", "4"],
+     "%4>>coverage(alpha=0.3,source=offline)"),
+    (["--retriever", "bm25", "--rerank", "xquad", "--perspectives-from", "oracle"], "bm25>>xquad(source=oracle)"),
+])
+def test_cli_pipeline_ranks_as_the_old_flags(cli_files, capsys, old, spec):
+    code, cap, out_old = _retrieve(capsys, cli_files, "old", *old)
+    assert code == 0, cap.err
+    code, cap, out_new = _retrieve(capsys, cli_files, "new", "--pipeline", spec)
+    assert code == 0, cap.err
+    assert json.loads(cap.out)["diversify"] == {"pipeline": str(Pipeline.parse(spec))}
+    assert out_new.read_text(encoding="utf-8") == out_old.read_text(encoding="utf-8")
+
+
+def test_cli_pipeline_names_its_retriever_as_the_preset_does(cli_files, capsys):
+    code, cap, out_old = _retrieve(capsys, cli_files, "old", "--preset", "diverse")
+    assert code == 0, cap.err
+    code, cap, out_new = _retrieve(capsys, cli_files, "new", "--pipeline", "dense%10>>coverage(probs=model,alpha=0.1,keep=2)")
+    assert code == 0, cap.err
+    res = json.loads(cap.out)
+    assert res["retriever"].startswith("dense") and res["diversify"]["pipeline"] == "dense%10>>coverage(probs=model,alpha=0.1,keep=2)"
+    assert out_new.read_text(encoding="utf-8") == out_old.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--pipeline", "bm25%x>>mmr"], "--pipeline: pipeline 'bm25%x>>mmr': at 6: expected the candidate depth"),
+    (["--pipeline", "bm25>>mmr(alpha=0.3)"], "at 11: mmr takes lam; not 'alpha'"),
+    (["--pipeline", "mmr", "--mmr", "0.5"], "--pipeline: choose one diversification method (also given: --mmr)"),
+    (["--pipeline", "coverage", "--alpha", "0.3"], "--alpha: sets a stage parameter"),
+    (["--pipeline", "coverage", "--candidates", "30"], "--candidates: sets a stage parameter"),
+    (["--pipeline", "qe(source=pool)"], "--pool: perspectives from 'pool' need --pool FILE"),
+    (["--pipeline", "qe(source=llm)"], "--qe-llm: source=llm needs an LLM"),
+])
+def test_cli_pipeline_errors_are_one_line(cli_files, capsys, extra, words):
+    code, cap, out = _retrieve(capsys, cli_files, "bad", *extra)
+    assert code == 2 and cap.out == "" and cap.err.count("\n") == 1 and words in cap.err, cap.err
+    assert not out.exists()
+
+
+# --- the pages' columns --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method,lam,source", [
+    ("none", None, "dataset"), ("mmr", 0.75, "dataset"), ("mmr", 0.3, "offline"), ("qe", None, "offline"),
+    ("rerank", None, "oracle"), ("coverage", None, "dataset"), ("xquad", None, "offline"), ("pm2", 0.4, "dataset"),
+    ("preset", None, "offline"),
+])
+def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source):
+    """``column_pipeline`` is what ``pages.common.rank`` asked diversify() for: the method, lam, the source and
+    the top 100 candidates (the preset its own)."""
+    from berds_core.diversify import pipeline_from_options
+    from berds_core.studio.columns import DEPTH, column_pipeline
+
+    old = pipeline_from_options(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
+    assert column_pipeline(method, lam, source) == old
+    assert Pipeline.parse(str(column_pipeline(method, lam, source))) == old  # and it is a spec string
+
+
+def test_page_column_pipeline_refuses_an_unknown_method():
+    from berds_core.studio.columns import column_pipeline
+
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        column_pipeline("nope")
+
+
+def test_rank_runs_the_pipeline_over_the_engine():
+    from berds_core.studio.columns import Engine, rank
+
+    q = Question("q", "a question?", [])
+    assert rank(Engine(None, _Retriever(4)), q, "none", 2) == [(0, 4.0), (1, 3.0)]

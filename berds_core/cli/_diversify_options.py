@@ -14,6 +14,8 @@ embedder, LLM, pool) become objects (``using_of``): nothing of ``args`` travels 
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
 from ..diversify.pipeline import Pipeline, as_pipeline, pipeline_from_options
@@ -145,7 +147,7 @@ def preset_options(name: str) -> dict:
     p = get_preset(name)
     (stage,) = [s for s in p.stages if not s.makes_candidates]
     opts = {"retriever": p.retriever, "candidates": p.depth, "candidates_from": p.pool, "method": stage.name}
-    for f in stage.__dataclass_fields__:
+    for f in (f.name for f in fields(stage)):
         value = getattr(stage, f)
         if value is None or (f == "source" and getattr(stage, "probs", None) == "model"):
             continue  # the stance model needs no perspectives

@@ -13,7 +13,7 @@ question:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -180,7 +180,7 @@ def pipeline_from_options(method: str, options: dict) -> Pipeline:
     if method not in METHOD_STAGES:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHOD_STAGES)}, preset")
     cls = type(STAGES.create(METHOD_STAGES[method]))
-    own = {f for f in cls.__dataclass_fields__}
+    own = {f.name for f in fields(cls)}
     kind = METHOD_STAGES[method]
     args = {}
     for key, value in opts.items():

@@ -1,4 +1,4 @@
-"""Named configurations. ``diverse`` is the configuration chosen by question-grouped cross-validation on
+"""Presets: named, saved pipelines (spec strings, docs/pipelines.md). ``diverse`` is the configuration chosen by question-grouped cross-validation on
 development data (procon, PERSPECTRUM train/dev, the demo bundle): ``bench/diversity.py`` picks every knob
 inside each fold, reports the out-of-fold figures, and prints the choice made on all development questions,
 which is what ships here (see docs/diversity.md for the figures)."""
