@@ -18,8 +18,9 @@ from dataclasses import fields
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.pipeline import Pipeline, as_pipeline, pipeline_from_options
-from ..diversify.presets import PRESETS, get_preset
+from ..diversify.legacy import pipeline_from_options
+from ..diversify.pipeline import Pipeline
+from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
 from ..specs import SpecError
 

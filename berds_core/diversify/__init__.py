@@ -18,10 +18,11 @@ import warnings
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, mmr_reference, normalize_scores
-from .pipeline import (DEFAULT_DEPTH, POOLS, Pipeline, as_pipeline, candidate_pool, companion, fill,
-                       pipeline_from_options)
+from .candidates import POOLS, candidate_pool, companion
+from .legacy import pipeline_from_options
+from .pipeline import DEFAULT_DEPTH, Pipeline, fill
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
-from .presets import PRESETS, get_preset
+from .presets import PRESETS, as_pipeline, get_preset
 from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
                               round_robin_merge)
 from .spec import SpecError

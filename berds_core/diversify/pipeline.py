@@ -13,16 +13,14 @@ question:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
-import numpy as np
+from dataclasses import dataclass
 
 from ..specs import SpecError
+from .candidates import candidate_pool
 from .spec import SpecParts, StagePart, format_spec, parse_spec
 from .stages import STAGES, Batch, Candidates, Query, Stage, Using
 
 DEFAULT_DEPTH = 100
-POOLS = ("retriever", "union")
 
 
 @dataclass(frozen=True)
@@ -97,19 +95,6 @@ def _build(text: str, part: StagePart) -> Stage:
         raise SpecError(f"pipeline '{text}': at {at + 1}: {e}") from None
 
 
-def as_pipeline(spec) -> Pipeline:
-    """A Pipeline as is; a spec string parsed; a preset name (``diverse``) its saved pipeline."""
-    if isinstance(spec, Pipeline):
-        return spec
-    from .presets import PRESETS, get_preset
-
-    text = str(spec).strip()
-    text = {"rerank": "coverage", "preset": "diverse"}.get(text, text)  # the old method names
-    if text in PRESETS:
-        return get_preset(text)
-    return Pipeline.parse(text)
-
-
 def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:
     """``hits`` (the re-ranked candidates) cut at ``k`` or, when fewer, followed by the retriever's next
     passages in its order (with its scores). ``tail``: those next passages when already retrieved (else one
@@ -121,77 +106,3 @@ def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None)
         tail = retriever.search([text], k + len(hits))[0]
     more = [(int(r), float(sc)) for r, sc in tail if int(r) not in seen]
     return hits + more[:k - len(hits)]
-
-
-def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever") -> tuple[np.ndarray, np.ndarray]:
-    """Candidate rows and their scores, best first.
-
-    ``retriever``: the retriever's top ``n``. ``union``: the union of the dense and the BM25 top ``n`` (the
-    given retriever is one of them; the other is opened on the same corpus, from the index cache), all
-    scored by the dense cosine with the question, so one scale ranks them.
-    """
-    if pool not in POOLS:
-        raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {pool!r}")
-    if pool == "retriever":
-        hits = retriever.search([text], n)[0]
-        return np.array([int(r) for r, _ in hits], dtype=int), np.array([float(s) for _, s in hits])
-    dense = retriever if hasattr(retriever, "text_encoder") else companion(corpus, "dense")
-    sparse = companion(corpus, "bm25") if dense is retriever else retriever
-    qv = dense.encode([text])[0]
-    hits = dense.search_vectors(qv[None, :], n)[0]
-    rows = list(dict.fromkeys([int(r) for r, _ in hits] + [int(r) for r, _ in sparse.search([text], n)[0]]))
-    rows = np.array(rows, dtype=int)
-    scores = np.asarray(dense.embeddings)[rows] @ qv if len(rows) else np.zeros(0)
-    order = np.argsort(-scores, kind="stable")
-    return rows[order], scores[order].astype(np.float64)
-
-
-_COMPANIONS: dict[tuple, object] = {}
-
-
-def companion(corpus, kind: str):
-    """A second retriever of ``kind`` (bm25 | dense, default model) over the same corpus, kept per corpus."""
-    key = (kind, getattr(corpus, "hash", id(corpus)))
-    if key not in _COMPANIONS:
-        from ..retrieval import get_retriever
-
-        if len(_COMPANIONS) >= 4:
-            _COMPANIONS.pop(next(iter(_COMPANIONS)))
-        _COMPANIONS[key] = get_retriever(kind, corpus, progress=False)
-    return _COMPANIONS[key]
-
-
-# --------------------------------------------------------------------------- the old keyword spelling
-
-# method name -> stage name (the old names and their aliases)
-METHOD_STAGES = {"none": "none", "mmr": "mmr", "qe": "qe", "coverage": "coverage", "rerank": "coverage",
-                 "xquad": "xquad", "pm2": "pm2"}
-# old keyword -> the stage keyword it became
-OLD_KEYS = {"lam": "lam", "qe_source": "source", "alpha": "alpha", "coverage_probs": "probs", "keep": "keep",
-            "mix": "mix", "temperature": "temperature", "aspect_probs": "probs"}
-
-
-def pipeline_from_options(method: str, options: dict) -> Pipeline:
-    """The pipeline of the old ``diversify(method, lam=..., qe_source=..., candidates=..., ...)`` keywords
-    (``options``: those keywords; None values are left out). ``preset`` / ``diverse`` is the saved preset."""
-    opts = {key: v for key, v in options.items() if v is not None}
-    if method in ("preset", "diverse"):
-        return as_pipeline("diverse")
-    if method not in METHOD_STAGES:
-        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHOD_STAGES)}, preset")
-    cls = type(STAGES.create(METHOD_STAGES[method]))
-    own = {f.name for f in fields(cls)}
-    kind = METHOD_STAGES[method]
-    args = {}
-    for key, value in opts.items():
-        new = OLD_KEYS.get(key)
-        if new in own and not (key == "coverage_probs" and kind != "coverage") and not (
-                key == "aspect_probs" and kind == "coverage"):
-            args[new] = value
-    stage = cls(**args)
-    stages: tuple[Stage, ...] = (stage,)
-    if opts.get("candidates_from", "retriever") == "union" and kind in ("mmr", "coverage", "xquad", "pm2"):
-        stages = (STAGES.create("union"), stage)
-    elif opts.get("candidates_from", "retriever") not in POOLS:
-        raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {opts['candidates_from']!r}")
-    return Pipeline(None, int(opts.get("candidates", DEFAULT_DEPTH)), stages)

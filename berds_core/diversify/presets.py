@@ -26,3 +26,14 @@ def get_preset(name: str) -> Pipeline:
     except KeyError:
         raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}") from None
     return Pipeline.parse(spec)
+
+
+def as_pipeline(spec) -> Pipeline:
+    """A Pipeline as is; a spec string parsed; a preset name (``diverse``) its saved pipeline."""
+    if isinstance(spec, Pipeline):
+        return spec
+    text = str(spec).strip()
+    text = {"rerank": "coverage", "preset": "diverse"}.get(text, text)  # the old method names
+    if text in PRESETS:
+        return get_preset(text)
+    return Pipeline.parse(text)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..specs import Registry, SpecError
 from .aspects import ASPECT_PROBS, retrieval_probs
+from .candidates import candidate_pool, companion
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
@@ -227,8 +228,6 @@ class Union(Stage):
     makes_candidates: ClassVar[bool] = True
 
     def candidates(self, q, depth):
-        from .pipeline import candidate_pool
-
         rows, scores = candidate_pool(q.text, q.corpus, q.retriever, depth, "union")
         return Candidates(rows, scores, None)
 
@@ -318,7 +317,6 @@ class Coverage(Stage):
         if self.probs != "model":
             return
         # every (question, candidate) pair in one batched, cached pass of the stance model
-        from .pipeline import candidate_pool, companion
         from .stance import get_stance_model, stance_text
 
         if batch.pool == "union" and not hasattr(batch.retriever, "text_encoder"):
