@@ -23,14 +23,18 @@ SHARED = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
-def fp32():
-    old = os.environ.get("BERDS_ENCODING")
+def fp32(tmp_path_factory):
+    """fp32 encoders and a cache of this module's own: a cache filled by earlier tests changes which pairs
+    share an encoder batch, and batch shapes move float sums by ~1e-7, enough to swap near-tied picks."""
+    saved = {k: os.environ.get(k) for k in ("BERDS_ENCODING", "BERDS_CACHE")}
     os.environ["BERDS_ENCODING"] = "fp32"
+    os.environ["BERDS_CACHE"] = str(tmp_path_factory.mktemp("golden-cache"))
     yield
-    if old is None:
-        os.environ.pop("BERDS_ENCODING", None)
-    else:
-        os.environ["BERDS_ENCODING"] = old
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def _demo_steps(t: Path) -> list[tuple[str, list[str], list[str]]]:
