@@ -10,7 +10,8 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from pages.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine,
+                          show_error)
 from pages.local_server import server_help
 
 ensure_shell()
@@ -38,7 +39,7 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
 
     qs = [q for q in _data.questions if q.id in set(qids)]
     return ranked_entries(qs, _data.corpus, retriever, config.method, k, judge=judge,
-                          embedder=embedder_model(embedder))  # loaded (once) only by the methods that need it
+                          embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text, if any
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -1,14 +1,10 @@
-"""Shared helpers of the Streamlit pages: the sidebar, cached engine objects, safe HTML.
+"""Shared Streamlit glue of the pages: the app shell, the sidebar, cached engine objects, safe HTML.
 
-Two layers:
-
-- plain functions (no Streamlit calls) that make the engine calls a page
-  needs -- ``rank``, ``judge_matrix``, ``column_result``, ``best_ranks`` --
-  also used by ``bench/playground.py`` so the benchmark times exactly what
-  the page does;
-- Streamlit wrappers: ``st.cache_resource`` for engine objects keyed by what
-  identifies them (dataset source, corpus hash, model, judge spec), and the
-  shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
+What a page computes lives in the engine (``berds_core.studio``: ``columns.rank``, ``column_result``,
+``run_entry``, ``best_ranks``; ``summaries.summarize``; the retriever's caching stage
+``berds_core.retrieval.caching.SharedSearch``); here are only the Streamlit wrappers: engine objects kept
+in one process-wide store keyed by what identifies them (dataset source, corpus hash, model, judge spec),
+the background warm-up, and the shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
 
 Nothing user-typed or loaded is rendered as raw HTML: :func:`esc` escapes
 HTML *and* the characters Markdown would interpret.
@@ -25,12 +21,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from berds_core.runtime.background import JOBS, MEMO, JobState
 from berds_core.errors import InputError
-from berds_core.eval.measures import mrecall_at_k, precision_at_k
+from berds_core.retrieval.caching import SharedSearch
 
 DEMO = "Built-in demo"
 FROM_PATH = "File path"
@@ -40,7 +35,6 @@ FROM_DATASET = "From the dataset"
 LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first one available is the default
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
 JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
-DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
 INDEX_FOLDER = "index folder"
 
 
@@ -143,46 +137,7 @@ class Data:
     subsets: list = field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- engine calls (no Streamlit)
-
-
-class SharedSearch:
-    """A retriever wrapper that searches each query once, ``depth`` deep, and serves every
-    shallower request from that list (BM25 and exact dense top-k lists are prefixes of deeper ones).
-
-    The Playground's four columns, the re-ranker's candidates and the missing-perspective
-    look-up all search the same question: one search (one query encoding) serves them all.
-    ``clear()`` forgets the lists (the benchmark calls it to time a new question honestly).
-    """
-
-    def __init__(self, retriever, depth: int = DEPTH, max_queries: int = 2048):
-        self._r = retriever
-        self._depth = depth
-        self._max = max_queries
-        self._lists: dict[str, tuple[list[tuple[int, float]], bool]] = {}
-
-    def __getattr__(self, name):  # name, embedder_name, ... of the wrapped retriever
-        return getattr(self._r, name)
-
-    def clear(self) -> None:
-        self._lists.clear()
-
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        depth = max(int(k), self._depth)
-
-        def served(q):  # a stored list serves k when it is at least k deep or holds every hit
-            got = self._lists.get(q)
-            return got is not None and (len(got[0]) >= k or got[1])
-
-        have = {q: self._lists[q] for q in queries if served(q)}
-        todo = list(dict.fromkeys(q for q in queries if q not in have))
-        if todo:
-            if len(self._lists) + len(todo) > self._max:
-                self._lists.clear()
-            for q, hits in zip(todo, self._r.search(todo, depth)):
-                hits = [(int(r), float(s)) for r, s in hits]
-                have[q] = self._lists[q] = (hits, len(hits) < depth)  # fewer hits than asked: the whole list
-        return [have[q][0][:k] for q in queries]
+# --------------------------------------------------------------------------- data
 
 
 def embedder_model(label: str) -> str | None:
@@ -237,135 +192,6 @@ def load_data(cfg: Config) -> Data:
     key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
                              cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
     return Data(name, list(questions), corpus, gold, key, subsets)
-
-
-def rank(question, corpus, retriever, method: str, k: int, *, lam: float | None = None, qe_source: str = "dataset",
-         judge=None, embedder=None) -> list[tuple[int, float]]:
-    """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
-    if method == "none":
-        return [(int(r), float(s)) for r, s in retriever.search([question.question], k)[0]]
-    from berds_core.diversify import diversify
-
-    return [(int(r), float(s)) for r, s in diversify(question, corpus, retriever, method, k, lam=lam,
-                                                     qe_source=qe_source, judge=judge, embedder=embedder,
-                                                     candidates=DEPTH)]
-
-
-def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Judge probabilities and labels, shaped (passages x perspectives).
-
-    ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
-    text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
-    """
-    from berds_core.judges import judge_passages
-
-    return judge_passages(judge, list(passages), list(perspectives))
-
-
-def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
-    """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
-    if gold is None:
-        return None
-    from berds_core.runs import gold_matrix as matrix
-
-    return matrix(gold, question.id, len(question.perspectives), ids)
-
-
-def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float | None = None,
-                  qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
-    """Everything one Playground column shows, as plain data (picklable)."""
-    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
-                  embedder=embedder)
-    rows = [r for r, _ in ranked]
-    texts = [corpus.texts[r] for r in rows]
-    ids = [corpus.ids[r] for r in rows]
-    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
-    g = gold_matrix(gold, question, ids)
-    L = g if (use_gold and g is not None) else labels
-    return {
-        "method": method,
-        "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
-                      "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
-                      "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
-        "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
-        "precision": precision_at_k(L, k),
-        "covered": L[:k].any(axis=0).tolist() if len(L) else [False] * len(question.perspectives),
-        "labels_from": "gold" if (use_gold and g is not None) else "judge",
-    }
-
-
-def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=None, use_gold: bool = False,
-               depth: int = DEPTH) -> dict[int, int | None]:
-    """For perspectives ``which``: the best rank (1-based) in the top ``depth`` of plain retrieval
-    at which a passage supports it (None when none does)."""
-    if not which:
-        return {}
-    ranked = retriever.search([question.question], depth)[0]
-    rows = [int(r) for r, _ in ranked]
-    if use_gold and gold is not None:
-        L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
-    else:
-        _, L = judge_matrix(judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
-    out = {}
-    for col, j in enumerate(which):
-        hit = np.nonzero(L[:, col])[0]
-        out[j] = int(hit[0]) + 1 if hit.size else None
-    return out
-
-
-def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float | None = None,
-              qe_source: str = "dataset", embedder=None) -> dict:
-    """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
-    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
-                  embedder=embedder)
-    from berds_core.judges import judge_run
-    from berds_core.retrieval import question_entry
-
-    entry = question_entry(question, corpus, ranked)
-    judge_run([entry], judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
-    return entry
-
-
-METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
-
-
-def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0,
-              extra: dict | None = None) -> dict:
-    """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
-    95% percentile-bootstrap intervals (``berds_core.eval.evaluation``, same seed as ``berds evaluate``).
-
-    ``extra``: more per-question arrays (e.g. ``alpha_ndcg@5`` from ``diversity_metrics``),
-    summarised the same way. Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ...,
-    "macro": {...}}``; the macro average is the mean of the subset means, its interval a
-    stratified bootstrap.
-    """
-    from berds_core.eval.evaluation import scores
-
-    per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
-    return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
-
-
-def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
-    from berds_core.eval.evaluation import bootstrap_ci
-
-    groups = np.asarray([str(g) for g in subsets])
-    names = list(dict.fromkeys(groups.tolist()))
-    out = {}
-    for g in names:
-        idx = np.flatnonzero(groups == g)
-        row = {"n": int(idx.size)}
-        for key, vals in per_q.items():
-            v = np.asarray(vals, dtype=float)[idx]
-            lo, hi = bootstrap_ci(v, n_boot=n_boot, seed=seed)
-            row[key] = {"mean": float(v.mean()), "lo": lo, "hi": hi}
-        out[g] = row
-    macro = {"n": len(groups)}
-    for key, vals in per_q.items():
-        lo, hi = bootstrap_ci(np.asarray(vals, dtype=float), groups=groups.tolist(), n_boot=n_boot, seed=seed)
-        macro[key] = {"mean": float(np.mean([out[g][key]["mean"] for g in names])), "lo": lo, "hi": hi}
-    out["macro"] = macro
-    return out
 
 
 # --------------------------------------------------------------------------- cached engine objects

@@ -10,8 +10,9 @@ import streamlit as st
 
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
-from pages.common import (LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize,
-                          summarize_scores)
+from berds_core.studio.columns import Engine, column_pipeline, run_entry
+from berds_core.studio.summaries import summarize, summarize_scores
+from pages.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine
 
 ensure_shell()
 
@@ -152,9 +153,10 @@ def main() -> None:
         else:
             bar = st.progress(0.0, text="Retrieving and judging…")
             done_n = len(questions) - len(todo)
+            engine = Engine(data.corpus, retriever, judge, embedder)
+            pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)
             for i, q in enumerate(todo):
-                store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH,
-                                        lam=lam if method == "mmr" else None, qe_source=qe_source, embedder=embedder)
+                store[q.id] = run_entry(engine, q, pipeline, DEPTH)
                 bar.progress((done_n + i + 1) / len(questions),  # question text shown literally
                              text=esc(f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}"))
             ss.eval_active = None

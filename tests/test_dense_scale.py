@@ -406,7 +406,7 @@ def test_retrieve_from_an_index_dir_refuses_options_that_would_build_another_ind
         IndexDirRetriever(folder, loaded, "someone/other-model")
     # the folder's own kind, by its factory string, is accepted; so is leaving --index out
     from berds_core.cli import build_parser
-    from berds_core.cli.retrieve_cmd import _check
+    from berds_core.cli._retrieval import check_retriever_args as _check
 
     for extra in (["--index", "IVF4,Flat"], [], ["--retriever", "dense"]):
         args = build_parser().parse_args(base + extra)

@@ -1,7 +1,7 @@
 """Two retrieval configurations, their answers and the answer metrics: what the Answers page runs.
 
 A configuration is (retriever, diversifier method, prompt). For each, the
-question's top k (``diversify``: ``none`` is the retriever's own order), an
+question's top k (``diversify``: the method names a pipeline; ``none`` is the retriever's own order), an
 answer from them (``answer_rows``) and its scores (``evaluate_answers``).
 """
 from __future__ import annotations
@@ -25,12 +25,13 @@ class AnswerConfig:
         return f"{self.retriever} · {self.method} · {self.prompt}"
 
 
-def ranked_entries(questions, corpus, retriever, method: str, k: int, *, judge=None, embedder=None) -> list[dict]:
-    """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``method``, top ``k``."""
+def ranked_entries(questions, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None) -> list[dict]:
+    """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``pipeline`` (a Pipeline, a spec or
+    a method name: ``none``, ``mmr``, ``qe``, ``coverage``, ...), top ``k``; ``judge`` and ``embedder`` objects."""
     from ..diversify import diversify
     from ..retrieval import question_entry
 
-    return [question_entry(q, corpus, diversify(q, corpus, retriever, method, k, judge=judge, embedder=embedder))
+    return [question_entry(q, corpus, diversify(q, corpus, retriever, pipeline, k, judge=judge, embedder=embedder))
             for q in questions]
 
 

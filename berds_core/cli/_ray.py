@@ -55,7 +55,7 @@ def _shard_rows(args) -> int:
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
     from ..embeddings.store import text_encoder
-    from .retrieve_cmd import _load_error
+    from ._retrieval import _load_error
 
     try:
         te = text_encoder(args.model, args.device, None if args.encoding == "auto" else args.encoding)
@@ -91,7 +91,7 @@ def _bm25_index(args, corpus):
     from ..distributed.index import default_root
     from ..distributed.search import bm25_shards
     from ..retrieval.bm25 import INDEX_VERSION
-    from .retrieve_cmd import _retriever_info, open_retriever
+    from ._retrieval import retriever_info as _retriever_info, open_retriever
 
     retriever = open_retriever(args, corpus)  # BM25 builds on the driver (tokenising: ~45k passages/s)
     folder = Path(args.ray_dir or default_root()) / f"{corpus.hash[:20]}-bm25-{INDEX_VERSION}"
@@ -100,7 +100,7 @@ def _bm25_index(args, corpus):
 
 
 def run_index(args) -> dict:
-    from .retrieve_cmd import _check, open_corpus
+    from ._retrieval import check_retriever_args as _check, open_corpus
 
     addr = address(args)
     _check(args)
@@ -125,7 +125,7 @@ def run_retrieve(args, div) -> dict:
     from ..retrieval import question_entry
     from ..runs import write_run
     from .evaluate_cmd import run_depth
-    from .retrieve_cmd import open_corpus, warn_k
+    from ._retrieval import open_corpus, warn_k
 
     addr = address(args)
     if div is not None:
