@@ -1,7 +1,7 @@
 """Shared Streamlit glue of the pages: the app shell, the sidebar, cached engine objects, safe HTML.
 
 What a page computes lives in the engine (``berds_core.studio``: ``columns.rank``, ``column_result``,
-``run_entry``, ``best_ranks``; ``summaries.summarize``; the retriever's caching stage
+``run_entry``, ``best_ranks``; ``summaries.summarize``; ``data.load_data``; the retriever's caching stage
 ``berds_core.retrieval.caching.SharedSearch``); here are only the Streamlit wrappers: engine objects kept
 in one process-wide store keyed by what identifies them (dataset source, corpus hash, model, judge spec),
 the background warm-up, and the shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
@@ -12,13 +12,12 @@ HTML *and* the characters Markdown would interpret.
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 import runpy
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -27,11 +26,10 @@ from berds_core.runtime.background import JOBS, MEMO, JobState
 from berds_core.errors import InputError
 from berds_core.retrieval.caching import SharedSearch
 
-DEMO = "Built-in demo"
-FROM_PATH = "File path"
+from berds_core.studio.data import DEMO, FROM_DATASET, FROM_PATH, Data, load_data  # noqa: F401  (the pages' data)
+
 UPLOAD = "Upload a file"
 FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
-FROM_DATASET = "From the dataset"
 LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first one available is the default
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
 JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
@@ -125,73 +123,11 @@ class Config:
         return asdict(self)
 
 
-@dataclass
-class Data:
-    """A loaded dataset: questions, corpus (or None), gold labels (or None)."""
-
-    name: str
-    questions: list
-    corpus: object | None
-    gold: dict | None
-    key: str = ""
-    subsets: list = field(default_factory=list)
-
-
 # --------------------------------------------------------------------------- data
 
 
 def embedder_model(label: str) -> str | None:
     return None if not label or label == DEFAULT_EMBEDDER_LABEL else label
-
-
-def load_data(cfg: Config) -> Data:
-    """Load the dataset, corpus and gold labels a config names (InputError on bad input).
-
-    Every path comes from a visitor of the page (typed, or an upload's stored
-    copy): it goes through ``resolve_user_path`` first, so nothing outside the
-    allowed roots is opened (``berds_core.files.safepaths``).
-    """
-    from berds_core import datasets
-    from berds_core.corpora import open_corpus
-    from berds_core.corpus import corpus_from_passages
-    from berds_core.files.safepaths import resolve_user_path
-
-    passages, gold = [], None
-    if cfg.dataset == DEMO:
-        bundle = datasets.load_demo()
-        name, questions, passages, gold = "demo", bundle.questions, bundle.passages, bundle.gold
-    else:
-        if not cfg.dataset_path.strip():
-            raise InputError("dataset", None, "path", "give the path of a questions file")
-        path = str(resolve_user_path(cfg.dataset_path, what="questions file"))
-        name = Path(cfg.dataset_path.strip()).stem
-        if cfg.dataset_format == "debate-sites":
-            questions, passages, gold = datasets.load_debate_sites(path)
-        else:
-            questions = datasets.load_questions(path, None if cfg.dataset_format == "auto" else cfg.dataset_format)
-    if not questions:
-        raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
-    if cfg.gold_path.strip():
-        gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
-    index_folder = None
-    if cfg.retriever.startswith("index:"):  # a prebuilt index folder: typed, so checked like any path
-        index_folder = resolve_user_path(cfg.retriever[len("index:"):].partition("|")[0], what="index folder")
-    if cfg.corpus == FROM_DATASET:
-        corpus = corpus_from_passages(passages, name) if passages else None
-    else:
-        corpus_path = cfg.corpus_path.strip()
-        if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
-            from berds_core.retrieval import index_corpus_source
-
-            corpus_path = index_corpus_source(index_folder) or ""  # the corpus the folder names
-        if not corpus_path:
-            raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
-        # large corpora open from the on-disk store (ingested once): passages are read by row, never all
-        corpus = open_corpus(resolve_user_path(corpus_path, what="corpus path"))
-    subsets = sorted({q.subset for q in questions if q.subset})
-    key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
-                             cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
-    return Data(name, list(questions), corpus, gold, key, subsets)
 
 
 # --------------------------------------------------------------------------- cached engine objects
