@@ -1,7 +1,7 @@
 """Corpora in memory: passages loaded from JSONL, TSV/CSV, Parquet (or folders of such shards,
 gzipped or not), JSON arrays or folders of text/HTML files.
 
-Records are read by the streaming readers of :mod:`berds_core.corpora.readers`
+Records are read by the streaming readers of :mod:`berds_core.files.corpus_readers`
 (the on-disk store for corpora too large for memory, :mod:`berds_core.corpora.store`,
 reads the same records and gives the same passages, ids and hash).
 
@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .corpora.readers import (_strip_suffixes, as_id, as_text, as_title, list_shards, make_shard, read_shard,
+from .files.corpus_readers import (_strip_suffixes, as_id, as_text, as_title, list_shards, make_shard, read_shard,
                               shard_files, shard_format)
 from .errors import InputError
 from .files.jsonio import read_text

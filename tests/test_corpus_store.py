@@ -73,7 +73,7 @@ def test_ingest_gives_the_in_memory_passages_ids_and_hash(tmp_path):
 
 
 def test_ingest_across_batches_and_shards_equals_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr("berds_core.corpora.readers.BATCH_ROWS", 3)
+    monkeypatch.setattr("berds_core.files.corpus_readers.BATCH_ROWS", 3)
     root = tmp_path / "shards"
     root.mkdir()
     _jsonl(root / "part-0.jsonl", ROWS[:3])
@@ -102,7 +102,7 @@ def test_hash_runs_find_every_earlier_row():
 
 @pytest.mark.parametrize("batch_rows", [2, 1000])
 def test_duplicate_id_is_an_error_naming_both_lines_and_nothing_stays(tmp_path, _cache, monkeypatch, batch_rows):
-    monkeypatch.setattr("berds_core.corpora.readers.BATCH_ROWS", batch_rows)
+    monkeypatch.setattr("berds_core.files.corpus_readers.BATCH_ROWS", batch_rows)
     path = _jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "one"}, {"id": "b", "text": "two"},
                                          {"id": "c", "text": "three"}, {"id": "a", "text": "four"}])
     with pytest.raises(InputError) as err:

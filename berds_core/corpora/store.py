@@ -2,7 +2,7 @@
 
 A corpus too large for memory (the DPR Wikipedia's 21M passages,
 ``psgs_w100.tsv``) is *ingested*: its shards are read batch by batch
-(:mod:`berds_core.corpora.readers`), split into passages exactly as the
+(:mod:`berds_core.files.corpus_readers`), split into passages exactly as the
 in-memory loader splits them (same ids, same de-duplication of repeated texts,
 same error for a repeated id), and appended to ``passages.sqlite`` in a store
 folder of the cache::
@@ -48,7 +48,7 @@ from typing import Iterator, Sequence
 from ..errors import InputError
 from ..records import Passage
 from .hashset import HashRuns
-from .readers import Shard, list_shards, read_shard, shard_format
+from ..files.corpus_readers import Shard, list_shards, read_shard, shard_format
 
 STORE_FORMAT = "berds-corpus-store/1"
 MANIFEST = "manifest.json"
@@ -402,7 +402,7 @@ def is_store(path) -> bool:
 def source_bytes(path) -> int:
     p = Path(path)
     if p.is_dir():
-        from .readers import shard_files
+        from ..files.corpus_readers import shard_files
 
         return sum(f.stat().st_size for f in shard_files(p))
     return p.stat().st_size if p.exists() else 0
@@ -415,7 +415,7 @@ def streamable(path) -> bool:
     if p.is_dir():
         from ..corpus import _document_files
         from ..files.snapshot_layout import snapshot_passages
-        from .readers import shard_files
+        from ..files.corpus_readers import shard_files
 
         return not snapshot_passages(p) and bool(shard_files(p)) and not _document_files(p)
     return shard_format(p) is not None
