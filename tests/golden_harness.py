@@ -65,14 +65,16 @@ def run_cli(argv: list[str], fresh: bool = False) -> tuple[int, dict | None, str
     return code, obj, stderr
 
 
-def scrub(value, tmp: str):
-    """``value`` without volatile keys, with the temporary folder written ``{tmp}``."""
+def scrub(value, tmp: str, mark: str = "{tmp}"):
+    """``value`` without volatile keys, with the folder ``tmp`` written ``mark`` (``{tmp}`` for the
+    temporary folder, ``{data}`` for the development data folder, which sits elsewhere on each machine)."""
     if isinstance(value, dict):
-        return {str(k).replace(tmp, "{tmp}"): scrub(v, tmp) for k, v in value.items() if not VOLATILE.search(str(k))}
+        return {str(k).replace(tmp, mark): scrub(v, tmp, mark) for k, v in value.items()
+                if not VOLATILE.search(str(k))}
     if isinstance(value, list):
-        return [scrub(v, tmp) for v in value]
+        return [scrub(v, tmp, mark) for v in value]
     if isinstance(value, str):
-        return value.replace(tmp, "{tmp}")
+        return value.replace(tmp, mark)
     return value
 
 
