@@ -201,6 +201,15 @@ def test_dense_index_over_the_disk_corpus_never_reads_its_texts_on_the_driver(cl
         assert [c["id"] for c in b["ctxs"]] == [c["id"] for c in a["ctxs"]]
         np.testing.assert_allclose([c["score"] for c in b["ctxs"]], [c["score"] for c in a["ctxs"]], atol=1e-5)
 
+    # BM25 over the disk corpus: tantivy's index on the driver, as without --ray (the same run file)
+    bm25 = ["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--corpus-storage", "disk",
+            "--retriever", "bm25", "--k", "15", "--quiet", "--json"]
+    assert main([*bm25, "--out", str(tmp_path / "bm25-ray.jsonl"), "--ray", cluster]) == 0
+    assert "tantivy" in json.loads(capsys.readouterr().out)["ray"]["note"]
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache-one"))
+    assert main([*bm25, "--out", str(tmp_path / "bm25-one.jsonl")]) == 0
+    assert (tmp_path / "bm25-ray.jsonl").read_bytes() == (tmp_path / "bm25-one.jsonl").read_bytes()
+
 
 def test_quiet_json_with_ray_local_prints_only_the_json(tmp_path):
     """``index --ray local --quiet --json``: one JSON line on stdout and nothing on stderr, not even Ray's
