@@ -208,12 +208,35 @@ def test_dense_index_over_the_disk_corpus_never_reads_its_texts_on_the_driver(cl
     assert "tantivy" in json.loads(capsys.readouterr().out)["ray"]["note"]
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache-one"))
     assert main([*bm25, "--out", str(tmp_path / "bm25-one.jsonl")]) == 0
-    assert (tmp_path / "bm25-ray.jsonl").read_bytes() == (tmp_path / "bm25-one.jsonl").read_bytes()
+    for a, b in zip(*(map(json.loads, (tmp_path / f"bm25-{m}.jsonl").read_text().splitlines()) for m in ("one", "ray"))):
+        assert [c["score"] for c in b["ctxs"]] == [c["score"] for c in a["ctxs"]]
+        # the same ranking up to ties: tantivy orders equal scores by its segments, which its indexing
+        # threads fill in no fixed order (two one-process builds differ there too)
+        assert untied(b["ctxs"]) == untied(a["ctxs"])
+
+
+def untied(ctxs: list[dict]) -> list[str]:
+    """The ids of a ranking whose score no other passage of it shares, above the cut (the last score may
+    be shared with passages the top-k left out)."""
+    from collections import Counter
+
+    n = Counter(c["score"] for c in ctxs)
+    return [c["id"] for c in ctxs if n[c["score"]] == 1 and c["score"] != ctxs[-1]["score"]]
+
+
+# What stays on stderr under --quiet, and is not Ray's Python logging: transformers' weight-loading bar of
+# the driver's encoder, and one line of Ray's C++ core worker (ERROR level, so written to stderr by a sink
+# whose level Ray does not let one set apart from its log files) each time Ray Data starts an actor pool
+# whose constructor arguments it put in the object store (ray-project/ray#53727). Silencing that one would
+# take RAY_BACKEND_LOG_LEVEL=fatal, which also drops real C++ errors from the log files of the raylet and
+# GCS that --ray local starts.
+NOT_RAY_PYTHON = ("Loading weights", "core_worker.cc")
 
 
 def test_quiet_json_with_ray_local_prints_only_the_json(tmp_path):
-    """``index --ray local --quiet --json``: one JSON line on stdout and nothing on stderr, not even Ray's
-    "Token authentication is enabled ..." warning that ``ray.init`` logs when it starts an instance."""
+    """``index --ray local --quiet --json``: one JSON line on stdout and none of Ray's Python log lines on
+    stderr, not even the "Token authentication is enabled ..." warning ``ray.init`` logs when it starts
+    an instance (see NOT_RAY_PYTHON for the two kinds of line that remain)."""
     corpus = write_corpus(tmp_path / "corpus.jsonl", 40, words=8)
     env = {**os.environ, "BERDS_CACHE": str(tmp_path / "cache")}
     env.pop("BERDS_RAY_ADDRESS", None)
@@ -222,4 +245,6 @@ def test_quiet_json_with_ray_local_prints_only_the_json(tmp_path):
                         "--ray", "local", "--quiet", "--json"], capture_output=True, text=True, timeout=900, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert len(p.stdout.splitlines()) == 1 and json.loads(p.stdout)["ray"]["address"] == "local"
-    assert p.stderr == ""
+    assert "Token authentication" not in p.stderr
+    rest = [ln for ln in p.stderr.splitlines() if ln.strip() and not any(k in ln for k in NOT_RAY_PYTHON)]
+    assert rest == []
