@@ -17,7 +17,10 @@ Worker output stays in Ray's session logs (``log_to_driver=False``): with
 bars go to stderr, off with ``--quiet``. ``--quiet`` also raises Ray's own
 driver logger to ERROR before ``ray.init``: its warnings at start ("Token
 authentication is enabled for this Ray cluster ...", which ``ray.init`` logs
-for every local instance since Ray 2.5x) are not printed, its errors are.
+for every local instance) are not printed, its errors are. One ERROR line of
+Ray's C++ core worker about Ray Data's actor pools (ray-project/ray#53727)
+still reaches stderr: Ray's C++ logging gives no way to silence it without
+silencing its real errors too.
 """
 from __future__ import annotations
 
