@@ -83,6 +83,39 @@ def test_ingest_across_batches_and_shards_equals_memory(tmp_path, monkeypatch):
     assert list(disk) == list(mem) and disk.hash == mem.hash and disk.duplicates_dropped == 2
 
 
+def test_ingest_takes_its_batches_from_any_reader_in_shard_order(tmp_path, _cache):
+    """``ingest(reader=...)``: batches from elsewhere (a cluster's read tasks) make the same store; a reader
+    that goes back to an earlier shard is refused, and nothing stays."""
+    from berds_core.files.corpus_readers import read_shard
+
+    root = tmp_path / "shards"
+    root.mkdir()
+    _jsonl(root / "part-0.jsonl", ROWS[:3])
+    (root / "part-1.jsonl").write_text("", encoding="utf-8")  # a shard without records
+    _jsonl(root / "part-2.jsonl", ROWS[3:] + [{"text": "last one"}])
+    seen = []
+
+    def small_batches(shards):
+        for s_no, shard in enumerate(shards):
+            for batch in read_shard(shard, 1):
+                seen.append(s_no)
+                yield s_no, batch
+
+    one = ingest(root, tmp_path / "one")
+    other = ingest(root, tmp_path / "other", reader=small_batches)
+    assert seen == [0, 0, 0, 2, 2, 2, 2]
+    assert list(other) == list(one) and other.hash == one.hash and other.duplicates_dropped == 1
+    assert {k: v for k, v in other.manifest.items() if k not in ("seconds", "created")} == \
+        {k: v for k, v in one.manifest.items() if k not in ("seconds", "created")}
+
+    def backwards(shards):
+        yield from ((2 - s_no, b) for s_no, b in small_batches(shards))
+
+    with pytest.raises(RuntimeError, match="went back"):
+        ingest(root, tmp_path / "bad", reader=backwards)
+    assert not (tmp_path / "bad").exists()
+
+
 def test_hash_collisions_never_drop_a_passage_or_fake_a_duplicate_id(tmp_path, monkeypatch):
     path = _jsonl(tmp_path / "c.jsonl", ROWS)
     monkeypatch.setattr(store, "hash", lambda s: 42, raising=False)  # every text and id "collides"

@@ -260,6 +260,32 @@ def test_corpus_plan_lists_the_parts_dense_indexing_encodes(tmp_path, fresh_cach
     assert plan.parts == calls and [len(p) for p in calls] == [64, 64, 2] and plan.stored == 20
 
 
+@pytest.mark.slow
+def test_store_plan_lists_the_row_ranges_one_process_encodes_for_a_disk_corpus(tmp_path, fresh_cache, monkeypatch):
+    """A corpus in the on-disk store: one process encodes each vector shard's rows in one call; the plan
+    lists those ranges (texts read by nobody), leaving out the shards already written."""
+    import berds_core.retrieval.vector_shards as vector_shards
+    from berds_core.corpora.store import ingest
+    from berds_core.distributed.plan import store_plan
+    from berds_core.embeddings.store import text_encoder
+    from berds_core.retrieval import get_retriever
+    from berds_core.retrieval.vector_shards import VectorShards, vectors_folder
+
+    monkeypatch.setattr(vector_shards, "SHARD_ROWS", 40)
+    corpus = ingest(write_corpus(tmp_path / "c.jsonl", 130, words=5))
+    calls = _record_parts(monkeypatch)
+    get_retriever("dense", corpus, progress=False)
+    key = text_encoder().key
+    done = VectorShards(vectors_folder(corpus, key), len(corpus), corpus.hash, key, 40)
+    assert done.complete and store_plan(done).parts == [] and store_plan(done).stored == 130
+    fresh = VectorShards(tmp_path / "other", len(corpus), corpus.hash, key, 40)
+    plan = store_plan(fresh)
+    assert [(a, b) for _, a, b in plan.parts] == [(0, 40), (40, 80), (80, 120), (120, 130)]
+    assert [list(corpus.texts[a:b]) for _, a, b in plan.parts] == calls
+    fresh.write(1, np.zeros((40, 4), np.float32))  # a shard already written (and checked) is left out
+    assert [i for i, _, _ in store_plan(fresh).parts] == [0, 2, 3] and store_plan(fresh).stored == 40
+
+
 # ------------------------------------------------------------------ the vllm judge
 
 

@@ -4,11 +4,14 @@
 
     berds corpus ingest --corpus psgs_w100.tsv
     berds corpus ingest --corpus shards/          # a folder of *.jsonl.gz / *.parquet
+    berds corpus ingest --corpus shards/ --ray local   # the shards read in parallel by Ray tasks
 
 ``berds index`` and ``berds retrieve`` ingest on first use anyway
 (``--corpus-storage auto|disk``); this verb does it alone, with a progress bar,
 and reports the manifest (passages, bytes, content hash, the store folder) that
-names the corpus in every index and run built from it.
+names the corpus in every index and run built from it. With ``--ray ADDRESS``
+the shards are read in parallel by Ray tasks (``berds_core.distributed.ingest``):
+the same store, manifest and errors as without it.
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ def add_ingest(kinds) -> None:
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")
     p.add_argument("--name", default=None, help="the corpus name (default: the file name without suffixes)")
+    from ._ray import add_ray_args
+
+    add_ray_args(p)
     p.set_defaults(func=run_ingest)
     from ..files.outputs import declare
 
@@ -39,11 +45,22 @@ def run_ingest(args) -> dict:
 
     if args.passage_words < 0:
         raise InputError("--passage-words", None, None, "must be 0 or more")
+    from ._ray import LazySession, address
+
+    addr = address(args)
     t0 = time.perf_counter()
-    corpus = ingest(args.corpus, passage_words=args.passage_words or None, name=args.name,
-                    progress=not args.quiet)
+    ray_info = None
+    if addr is None:
+        corpus = ingest(args.corpus, passage_words=args.passage_words or None, name=args.name,
+                        progress=not args.quiet)
+    else:
+        with LazySession(args, addr) as lazy:  # Ray starts only when the store is built
+            corpus = ingest(args.corpus, passage_words=args.passage_words or None, name=args.name,
+                            progress=not args.quiet, reader=lazy.reader())
+            ray_info = lazy.info()
     m = corpus.manifest
-    return {"corpus": str(args.corpus), "name": m["name"], "passages": m["passages"], "records": m["records"],
-            "duplicates_dropped": m["duplicates_dropped"], "bytes": m["bytes"], "hash": m["hash"],
-            "shards": len(m["shards"]), "store": str(corpus.folder), "ingest_seconds": m["seconds"],
-            "seconds": round(time.perf_counter() - t0, 3)}
+    out = {"corpus": str(args.corpus), "name": m["name"], "passages": m["passages"], "records": m["records"],
+           "duplicates_dropped": m["duplicates_dropped"], "bytes": m["bytes"], "hash": m["hash"],
+           "shards": len(m["shards"]), "store": str(corpus.folder), "ingest_seconds": m["seconds"],
+           "seconds": round(time.perf_counter() - t0, 3)}
+    return out if ray_info is None else {**out, "ray": ray_info}

@@ -43,6 +43,47 @@ def _session(args, addr):
     return ray_session(addr, progress=not getattr(args, "quiet", False))
 
 
+class LazySession:
+    """The job's Ray session, started on first use (:meth:`get`) and stopped when the ``with`` block ends.
+
+    A corpus ingest reads its shards on Ray only when the store is really built (:meth:`reader`); a BM25
+    index then needs no session at all, and a dense one shares the ingest's (Ray starts once a job).
+    """
+
+    def __init__(self, args, addr: str):
+        from contextlib import ExitStack
+
+        self.args, self.addr = args, addr
+        self.session = None
+        self.ingested = False  # the corpus was ingested by Ray tasks in this job
+        self._stack = ExitStack()
+
+    def get(self):
+        if self.session is None:
+            self.session = self._stack.enter_context(_session(self.args, self.addr))
+        return self.session
+
+    def reader(self):
+        """The ``reader`` of ``corpora.store.ingest``: the shards read in parallel by Ray tasks."""
+        from ..distributed.ingest import shard_batches
+
+        def read(shards):
+            self.ingested = True
+            return shard_batches(self.get(), shards)
+
+        return read
+
+    def info(self, **extra) -> dict:
+        base = self.session.describe() if self.session is not None else {"address": self.addr}
+        return {**base, "ingested": self.ingested, **extra}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._stack.__exit__(*exc)
+
+
 def _shard_rows(args) -> int:
     from ..distributed.shards import SHARD_ROWS
 
@@ -94,9 +135,16 @@ def _bm25_index(args, corpus):
     from ._retrieval import retriever_info as _retriever_info, open_retriever
 
     retriever = open_retriever(args, corpus)  # BM25 builds on the driver (tokenising: ~45k passages/s)
+    if getattr(retriever, "engine", None) == "tantivy":  # an on-disk corpus: tantivy's index, on the driver
+        return retriever, None, _retriever_info(retriever)
     folder = Path(args.ray_dir or default_root()) / f"{corpus.hash[:20]}-bm25-{INDEX_VERSION}"
     shards = bm25_shards(retriever, folder, _shard_rows(args))
     return retriever, shards, {**_retriever_info(retriever), "shards_path": str(folder)}
+
+
+BM25_NOTE = "BM25 indexes on the driver; retrieve --ray searches its shards on the cluster"
+TANTIVY_NOTE = ("BM25 over an on-disk corpus is tantivy's index on the driver (it searches in bounded memory, in "
+                "this process, as without --ray); only the ingest ran on the cluster")
 
 
 def run_index(args) -> dict:
@@ -105,17 +153,17 @@ def run_index(args) -> dict:
     addr = address(args)
     _check(args)
     t0 = time.perf_counter()
-    corpus = open_corpus(args)
-    out = {"corpus": str(args.corpus), "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
-           "hash": corpus.hash}
-    if args.retriever == "bm25":
-        _, shards, info = _bm25_index(args, corpus)
-        ray_info = {"address": addr, "used": False, "shards": shards.n_shards,
-                    "note": "BM25 indexes on the driver; retrieve --ray searches its shards on the cluster"}
-    else:
-        with _session(args, addr) as session:
-            _, index, info = _dense_index(args, session, corpus)
-            ray_info = {**session.describe(), **{k: v for k, v in index.stats.items() if k != "seconds"}}
+    with LazySession(args, addr) as lazy:
+        corpus = open_corpus(args, reader=lazy.reader())  # a store to build: its shards read by Ray tasks
+        out = {"corpus": str(args.corpus), "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
+               "hash": corpus.hash}
+        if args.retriever == "bm25":
+            _, shards, info = _bm25_index(args, corpus)
+            ray_info = lazy.info(used=lazy.ingested, shards=shards.n_shards if shards is not None else 0,
+                                 note=BM25_NOTE if shards is not None else TANTIVY_NOTE)
+        else:
+            _, index, info = _dense_index(args, lazy.get(), corpus)
+            ray_info = lazy.info(**{k: v for k, v in index.stats.items() if k != "seconds"})
     return {**out, **info, "seconds": round(time.perf_counter() - t0, 3), "ray": ray_info}
 
 
@@ -140,26 +188,32 @@ def run_retrieve(args, div) -> dict:
     questions = load_questions(args.questions, args.format)
     if not questions:
         raise InputError(args.questions, None, None, "no questions found")
-    corpus = open_corpus(args)
-    k = min(int(args.k), len(corpus))
-    texts = [q.question for q in questions]
-    if args.retriever == "bm25":
-        retriever, shards, info = _bm25_index(args, corpus)
-        with _session(args, addr) as session:
+    with LazySession(args, addr) as lazy:
+        corpus = open_corpus(args, reader=lazy.reader())
+        k = min(int(args.k), len(corpus))
+        texts = [q.question for q in questions]
+        if args.retriever == "bm25":
+            retriever, shards, info = _bm25_index(args, corpus)
             t1 = time.perf_counter()
-            hits, where = search_bm25(session, retriever, shards, texts, k)
+            if shards is None:  # tantivy (an on-disk corpus): searched where its index is, as without --ray
+                from ..retrieval import retrieve_run
+
+                hits, entries = None, retrieve_run(questions, corpus, retriever, args.k)
+                ray_info = lazy.info(used=lazy.ingested, note=TANTIVY_NOTE)
+            else:
+                hits, where = search_bm25(lazy.get(), retriever, shards, texts, k)
+                ray_info = lazy.info(shards=shards.n_shards, shard_rows=shards.shard_rows, **where)
             search_s = time.perf_counter() - t1
-            ray_info = {**session.describe(), "shards": shards.n_shards, "shard_rows": shards.shard_rows, **where}
-    else:
-        with _session(args, addr) as session:
-            te, index, info = _dense_index(args, session, corpus)
+        else:
+            te, index, info = _dense_index(args, lazy.get(), corpus)
             t1 = time.perf_counter()
             queries = te.embed(texts)  # the driver's encoder, through the store: as DenseRetriever.search
-            hits, where = search_dense(session, index, queries, k)
+            hits, where = search_dense(lazy.get(), index, queries, k)
             search_s = time.perf_counter() - t1
-            ray_info = {**session.describe(), **{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **where}
-    entries = [question_entry(q, corpus, list(zip(rows.tolist(), scores.tolist())))
-               for q, (rows, scores) in zip(questions, hits)]
+            ray_info = lazy.info(**{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **where)
+    if hits is not None:
+        entries = [question_entry(q, corpus, list(zip(rows.tolist(), scores.tolist())))
+                   for q, (rows, scores) in zip(questions, hits)]
     write_run(args.out, entries)  # once, atomically
     warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),

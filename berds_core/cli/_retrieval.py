@@ -149,7 +149,9 @@ def _folder_kind(folder) -> str:
     raise InputError(p, None, "--index-dir", "not an index folder (no berds.json, or no FAISS 'index' + 'docid')")
 
 
-def open_corpus(args):
+def open_corpus(args, reader=None):
+    """The corpus of ``--corpus`` (memory or the on-disk store, by ``--corpus-storage``); ``reader``: where
+    an ingest into the store reads its shards (``corpora.store.ingest``; ``--ray``: Ray tasks)."""
     from ..corpora import open_corpus as open_any
 
     path = args.corpus
@@ -168,12 +170,12 @@ def open_corpus(args):
             t0 = time.perf_counter()
             with IngestIndexer() as feed:
                 corpus = open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
-                                  progress=not args.quiet, on_batch=feed)
+                                  progress=not args.quiet, on_batch=feed, reader=reader)
                 feed.finish(corpus)
             args.streamed_index = (feed.published, time.perf_counter() - t0)
             return corpus
         return open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
-                        progress=not args.quiet)
+                        progress=not args.quiet, reader=reader)
     except ValueError as e:
         if isinstance(e, InputError):
             raise

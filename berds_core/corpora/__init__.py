@@ -9,9 +9,10 @@ read passage by passage. Both give the same passages, ids and content hash.
 from __future__ import annotations
 
 
-def open_corpus(path, *, passage_words=100, name=None, storage: str = "auto", progress: bool = False, on_batch=None):
+def open_corpus(path, *, passage_words=100, name=None, storage: str = "auto", progress: bool = False, on_batch=None,
+                reader=None):
     """A corpus in memory or on disk (see :func:`berds_core.corpora.store.open_corpus`)."""
     from .store import open_corpus as _open
 
     return _open(path, passage_words=passage_words, name=name, storage=storage, progress=progress,
-                 on_batch=on_batch)
+                 on_batch=on_batch, reader=reader)

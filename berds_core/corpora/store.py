@@ -48,7 +48,7 @@ from typing import Iterator, Sequence
 from ..errors import InputError
 from ..records import Passage
 from .hashset import HashRuns
-from ..files.corpus_readers import Shard, list_shards, read_shard, shard_format
+from ..files.corpus_readers import RecordBatch, Shard, list_shards, read_shard, shard_format
 
 STORE_FORMAT = "berds-corpus-store/1"
 MANIFEST = "manifest.json"
@@ -324,14 +324,27 @@ class _Ingest:
         raise InputError(path, line, "id", f"duplicate passage id '{pid}' (first at {where})")
 
 
+def read_in_order(shards: Sequence[Shard]) -> Iterator[tuple[int, RecordBatch]]:
+    """``(shard number, batch)`` of every shard, read one after the other in this process."""
+    for s_no, shard in enumerate(shards):
+        for batch in read_shard(shard):
+            yield s_no, batch
+
+
 def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None = None, progress: bool = False,
-           on_batch=None) -> "DiskCorpus":
+           on_batch=None, reader=None) -> "DiskCorpus":
     """Stream a corpus (a shard file or a folder of shards) into an on-disk store; return it.
 
     ``dest``: the store folder (default: the cache's, by fingerprint; an existing
     complete store there is opened, not rebuilt). ``on_batch(rows_and_passages)``
     sees every batch of kept passages as it is stored (``[(row, id, title, text,
     shard, line), ...]``): an index can be built in the same pass.
+
+    ``reader(shards)``: where the record batches come from, ``(shard number, batch)``
+    in shard order and, within a shard, in file order (default :func:`read_in_order`;
+    ``berds_core.distributed.ingest.shard_batches`` reads the shards in parallel on
+    a Ray cluster). It is called only when the store is built, and whatever reads
+    the batches, the passages, the hash and every error are this function's.
     """
     from ..files.build_dir import building
     from ..corpus import corpus_name
@@ -356,17 +369,21 @@ def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None
             db.execute("CREATE TABLE passages (row INTEGER PRIMARY KEY, id TEXT NOT NULL, title TEXT NOT NULL, "
                        "text TEXT NOT NULL, shard INTEGER NOT NULL, line INTEGER NOT NULL)")
             ing = _Ingest(db, passage_words, shards)
-            done_before = 0
+            done_before, current = 0, 0
             with tqdm(total=total, unit="B", unit_scale=True, desc=f"Reading {Path(path).name}",
                       disable=not progress, file=sys.stderr) as bar:
-                for s_no, shard in enumerate(shards):
-                    for batch in read_shard(shard):
-                        out = ing.add_batch(s_no, batch)
-                        if on_batch is not None and out:
-                            on_batch(out)
-                        bar.update(done_before + batch.bytes_done - bar.n)
-                    done_before += shard.size
-                    db.commit()
+                for s_no, batch in (reader or read_in_order)(shards):
+                    if s_no != current:  # the shards before this one are done
+                        if s_no < current:
+                            raise RuntimeError(f"corpus reader went back from shard {current} to {s_no}")
+                        done_before += sum(s.size for s in shards[current:s_no])
+                        current = s_no
+                        db.commit()
+                    out = ing.add_batch(s_no, batch)
+                    if on_batch is not None and out:
+                        on_batch(out)
+                    bar.update(done_before + batch.bytes_done - bar.n)
+                db.commit()
             if ing.n == 0:
                 raise InputError(path, None, None, "corpus is empty (no passages)")
             if progress:
@@ -422,12 +439,13 @@ def streamable(path) -> bool:
 
 
 def open_corpus(path, *, passage_words: int | None = 100, name: str | None = None, storage: str = "auto",
-                progress: bool = False, on_batch=None):
+                progress: bool = False, on_batch=None, reader=None):
     """The corpus at ``path``: in memory (:func:`berds_core.corpus.load_corpus`) or in the on-disk store.
 
     ``storage``: ``memory``, ``disk`` (a shard file or a folder of shards), or
     ``auto`` (disk from ``DISK_MIN_BYTES`` of source up, memory below). A
-    complete store folder itself (``<cache>/corpora/...``) opens as it is.
+    complete store folder itself (``<cache>/corpora/...``) opens as it is. ``reader``: see :func:`ingest`
+    (the in-memory loader reads in this process).
     """
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
@@ -441,7 +459,8 @@ def open_corpus(path, *, passage_words: int | None = 100, name: str | None = Non
         if not streamable(p):
             raise InputError(p, None, None, "the on-disk corpus store reads .jsonl, .tsv, .csv (each optionally .gz) "
                                             "and .parquet files or folders of them; load this corpus in memory")
-        return ingest(p, passage_words=passage_words, name=name, progress=progress, on_batch=on_batch)
+        return ingest(p, passage_words=passage_words, name=name, progress=progress, on_batch=on_batch,
+                      reader=reader)
     from ..corpus import load_corpus
 
     return load_corpus(p, passage_words=passage_words, name=name)
@@ -452,4 +471,4 @@ def is_disk_corpus(corpus) -> bool:
 
 
 __all__ = ["DiskCorpus", "PassageBatch", "corpus_label", "fingerprint", "ingest", "is_disk_corpus", "is_store",
-           "open_corpus", "store_folder", "streamable", "DISK_MIN_BYTES", "STORAGES"]
+           "open_corpus", "read_in_order", "store_folder", "streamable", "DISK_MIN_BYTES", "STORAGES"]

@@ -1,6 +1,6 @@
 """Beyond one machine: encoding, indexing, retrieval and judging on a Ray cluster.
 
-``berds index|retrieve|judge|judge-eval --ray ADDRESS`` (or ``BERDS_RAY_ADDRESS``)
+``berds index|retrieve|judge|judge-eval|corpus ingest --ray ADDRESS`` (or ``BERDS_RAY_ADDRESS``)
 runs the heavy steps of those verbs on Ray; without the switch nothing
 changes and Ray is never imported (this package imports Ray only inside
 :func:`runtime.ray_session`). ``ADDRESS`` (:func:`resolve_address`):
@@ -11,8 +11,12 @@ changes and Ray is never imported (this package imports Ray only inside
 - ``host:port``: a cluster's GCS address (what ``ray start --head`` prints).
 
 The driver (the machine running ``berds``) keeps what it keeps in one
-process: the corpus, the embedding store, the prediction cache and the
-output files. Workers compute; their results come back through Ray's object
+process: the corpus (in memory, or its on-disk store), the embedding store,
+the prediction cache and the output files. A corpus bound for the on-disk
+store is read shard by shard by Ray tasks (:mod:`.ingest`) and stored by the
+driver with the one-process code; the texts of a corpus in the store never
+come to the driver for a dense index (the encoder actors read their rows from
+the store folder). Workers compute; their results come back through Ray's object
 store and the driver commits them as they arrive, so a job interrupted as a
 whole resumes from what was committed, and a worker killed in the middle of a
 job changes nothing (Ray restarts the actor and runs its batch again).
@@ -20,6 +24,7 @@ job changes nothing (Ray restarts the actor and runs its batch again).
 Modules, one concern each:
 
 - :mod:`.runtime`: the address, connecting / starting and stopping Ray, the cluster's CPUs and GPUs;
+- :mod:`.ingest`: a corpus's shards read in parallel by Ray tasks, taken in order by ``corpora.store.ingest``;
 - :mod:`.plan`: which texts to encode, in exactly the parts one process would encode them
   (the parts make the vectors, and so the embedded judge's probabilities, equal bit for bit);
 - :mod:`.encode`: the encoder actor pool (Ray Data ``map_batches``, one model per actor, a GPU each

@@ -5,6 +5,18 @@
 2. :func:`~.encode.encode_parts`: the actor pool encodes them; each part is committed to the store;
 3. vector shards (``vectors/shard-NNNNN.npy``, ``shard_rows`` corpus rows each) are written from
    the store, one at a time (the driver never holds more than one shard of vectors);
+
+   A corpus in the on-disk store (``corpora.store.DiskCorpus``: what ``--corpus-storage disk``, or
+   ``auto`` from 50 MB of shards, gives; ``--ray`` ingests it with its shards read in parallel, see
+   :mod:`.ingest`) never has its texts on the driver: steps 1-3 are, instead,
+   :func:`~.plan.store_plan` (row ranges: the one-process vector shards not written yet),
+   :func:`~.encode.encode_rows` (actors read their rows from the store folder, the driver writes each
+   part as the one-process vector shard, ``<cache>/vectors/...``: the vectors one process stores, bit
+   for bit), then the ``shard_rows`` shards of this layout copied from those, one shard at a time
+   (memory-mapped). Why actors read the store themselves rather than the driver streaming texts to
+   them: the driver then reads nothing but row numbers, the texts cross no network twice, and Ray
+   Data's pipeline stays a list of small rows; the price is that the store folder must be at the same
+   path on every node (as ``--ray-dir`` must).
 4. ``--index hnsw``: one HNSW graph per shard, built by Ray tasks (one CPU each) that read their
    vector shard and write ``hnsw-.../shard-NNNNN.faiss``. ``flat`` needs no file: a shard's vectors
    are its exact index. ``--index IVF<nlist>,<codes>`` (a FAISS factory string, e.g. ``IVF1024,Flat``
@@ -30,8 +42,8 @@ import numpy as np
 from ..cache import cache_dir, slug, text_hash
 from ..embeddings.store import embed_text, embedding_store
 from ..retrieval import faiss_index
-from .encode import encode_parts
-from .plan import EncoderSpec, corpus_plan
+from .encode import encode_parts, encode_rows, encode_stats
+from .plan import EncoderSpec, RowPlan, corpus_plan, store_plan
 from .shards import SHARD_ROWS, ShardSet, read_json, save_npy
 
 
@@ -64,6 +76,19 @@ class DenseShards:
 def _vector_shards(folder: Path, corpus, key: str, shard_rows: int) -> ShardSet:
     return ShardSet(folder / "vectors", len(corpus), shard_rows, "npy",
                     {"corpus_hash": corpus.hash, "encoder": key})
+
+
+def copy_vector_shards(vec: ShardSet, source) -> int:
+    """Write the missing shards of ``vec`` from complete vector shards of another size (``source``:
+    ``retrieval.vector_shards.VectorShards``, memory-mapped): one shard in memory at a time."""
+    if vec.complete:
+        return 0
+    todo = vec.todo()
+    for i in todo:
+        a, b = vec.bounds(i)
+        save_npy(vec, i, source.get(np.arange(a, b)), dim=source.dim)
+    vec.finish(dim=source.dim)
+    return len(todo)
 
 
 def write_vector_shards(vec: ShardSet, texts: list[str], key: str) -> int:
@@ -224,14 +249,19 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
                 on_part=None) -> DenseShards:
     """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.store.TextEncoder``) and
     write its sharded index; everything already done is kept."""
+    from ..corpora.store import is_disk_corpus
+
     check_kind(kind)
     t0 = time.perf_counter()
     spec = EncoderSpec.of(te)
-    texts = [embed_text(p) for p in corpus]
-    enc = encode_parts(session, spec, corpus_plan(spec.key, texts), on_part=on_part)
     folder = dense_folder(root, corpus, spec.key)
     vec = _vector_shards(folder, corpus, spec.key, shard_rows)
-    written = write_vector_shards(vec, texts, spec.key)
+    if is_disk_corpus(corpus):
+        enc, written = _encode_store(session, corpus, spec, vec, on_part)
+    else:
+        texts = [embed_text(p) for p in corpus]
+        enc = encode_parts(session, spec, corpus_plan(spec.key, texts), on_part=on_part)
+        written = write_vector_shards(vec, texts, spec.key)
     if kind == "flat":
         graphs, built = None, 0
     else:
@@ -239,3 +269,15 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
     stats = {"encode": enc, "folder": str(folder), "shards": vec.n_shards, "shard_rows": vec.shard_rows,
              "shards_written": written, "graphs_built": built, "seconds": round(time.perf_counter() - t0, 3)}
     return DenseShards(folder, kind, vec, graphs, stats)
+
+
+def _encode_store(session, corpus, spec: EncoderSpec, vec: ShardSet, on_part) -> tuple[dict, int]:
+    """A corpus in the on-disk store: encoded in the one-process vector shards (the actors read the texts
+    from the store), then this layout's shards copied from them. Nothing is encoded when ``vec`` is complete."""
+    from ..retrieval.vector_shards import SHARD_ROWS as ONE_PROCESS_ROWS, VectorShards, vectors_folder
+
+    parts = VectorShards(vectors_folder(corpus, spec.key), len(corpus), corpus.hash, spec.key, ONE_PROCESS_ROWS)
+    if vec.complete:  # this layout is written: the one-process shards are not needed (nor read)
+        return encode_stats(RowPlan(texts=len(corpus), stored=len(corpus))), 0
+    enc = encode_rows(session, spec, corpus, parts, store_plan(parts), on_part=on_part)
+    return enc, copy_vector_shards(vec, parts)

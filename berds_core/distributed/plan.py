@@ -9,7 +9,14 @@ plans below list those same parts, so a cluster that encodes each part in one
 call gives the same vectors bit for bit, and so the same embedded-judge
 probabilities.
 
-- :func:`corpus_plan`: ``berds index`` (``DenseRetriever`` embeds every passage text in one call);
+- :func:`corpus_plan`: ``berds index`` over a corpus in memory (``DenseRetriever`` embeds every passage
+  text in one call);
+- :func:`store_plan`: ``berds index`` over a corpus in the on-disk store. One process
+  (``retrieval.dense_scale.passage_vectors``) does not go through the embedding store there: it encodes
+  the rows of each vector shard of ``retrieval.vector_shards.SHARD_ROWS`` rows in one ``encode_uncached``
+  call and writes the shard (the store de-duplicated the texts already). A part is that row range, so
+  the plan is a list of ranges, planned without reading a single text (the shards already written and
+  checked are left out: a resumed job encodes only the rest);
 - :func:`judge_plan`: the embedded judge's ``predict``: pairs missing from the prediction cache in
   chunks of ``commit_every``, each chunk's passage then perspective texts, minus what an earlier
   chunk (or the store) already has.
@@ -69,6 +76,27 @@ def corpus_plan(key: str, texts) -> Plan:
     stored = _in_store(key, uniq)
     need = [t for t in uniq if t not in stored]
     return Plan(_split(need), len(uniq), len(stored))
+
+
+@dataclass
+class RowPlan:
+    """Row ranges of an on-disk corpus, each encoded in one call: ``(part, start, stop)``."""
+
+    parts: list[tuple[int, int, int]] = field(default_factory=list)
+    texts: int = 0  # rows of the corpus
+    stored: int = 0  # of which already in finished vector shards
+
+    @property
+    def to_encode(self) -> int:
+        return sum(b - a for _, a, b in self.parts)
+
+
+def store_plan(shards) -> RowPlan:
+    """The row ranges one process would encode for the vector shards ``shards``
+    (``retrieval.vector_shards.VectorShards``) that are not written yet (or whose checksum fails)."""
+    todo = [] if shards.complete else [i for i in range(shards.n_shards) if not shards.shard_ok(i)]
+    parts = [(i, *shards.bounds(i)) for i in todo]
+    return RowPlan(parts, shards.n, shards.n - sum(b - a for _, a, b in parts))
 
 
 def judge_plan(judge, pairs) -> Plan:

@@ -14,7 +14,13 @@ and leaves it open.
 
 Worker output stays in Ray's session logs (``log_to_driver=False``): with
 ``--json`` stdout holds one JSON object and nothing else. Ray Data's progress
-bars go to stderr, off with ``--quiet``.
+bars go to stderr, off with ``--quiet``. ``--quiet`` also raises Ray's own
+driver logger to ERROR before ``ray.init``: its warnings at start ("Token
+authentication is enabled for this Ray cluster ...", which ``ray.init`` logs
+for every local instance) are not printed, its errors are. One ERROR line of
+Ray's C++ core worker about Ray Data's actor pools (ray-project/ray#53727)
+still reaches stderr: Ray's C++ logging gives no way to silence it without
+silencing its real errors too.
 """
 from __future__ import annotations
 
@@ -159,7 +165,8 @@ def ray_session(address: str, *, progress: bool = True):
 
     started = connected = False
     if not ray.is_initialized():
-        opts = dict(log_to_driver=False, logging_level=logging.WARNING, configure_logging=True)
+        opts = dict(log_to_driver=False, logging_level=logging.WARNING if progress else logging.ERROR,
+                    configure_logging=True)
         try:
             if address == "local":
                 ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one

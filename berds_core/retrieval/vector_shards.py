@@ -85,6 +85,10 @@ class VectorShards:
     def _npy(self, i: int) -> Path:
         return self.folder / f"shard-{i:05d}.npy"
 
+    def shard_dim(self, i: int) -> int:
+        """The vector size of a written shard ``i`` (read from its header)."""
+        return int(np.load(self._npy(i), mmap_mode="r").shape[1])
+
     def _meta(self, i: int) -> Path:
         return self.folder / f"shard-{i:05d}.json"
 
@@ -148,7 +152,7 @@ class VectorShards:
         tmp_meta.write_text(json.dumps(info), encoding="utf-8")
         os.replace(tmp_meta, meta)
 
-    def _remove_torn_writes(self) -> None:
+    def remove_torn_writes(self) -> None:
         """Temporary shard files of processes that are gone (a run killed while writing)."""
         from ..files.build_dir import _alive
 
@@ -177,7 +181,7 @@ class VectorShards:
             return self
         from tqdm.auto import tqdm
 
-        self._remove_torn_writes()
+        self.remove_torn_writes()
         todo = []
         for i in range(self.n_shards):
             if self._meta(i).is_file():
