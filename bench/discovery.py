@@ -259,7 +259,7 @@ def procon_qe(args):
     from berds_core.corpus import corpus_from_passages
     from berds_core.datasets import load_debate_sites
     from berds_core.discovery import Discoverer, claim_of, open_pool
-    from berds_core.diversify import diversify
+    from berds_core.diversify import Using, diversify
     from berds_core.eval.evaluation import paired_comparison, scores
     from berds_core.retrieval import get_retriever
     from berds_core.runs import label_matrix
@@ -302,7 +302,7 @@ def procon_qe(args):
                 if persp is None:
                     hits = diversify(q, corpus, ret, "none", 10)
                 else:
-                    hits = diversify(q, corpus, ret, "qe", 10, perspectives=persp[n])
+                    hits = diversify(q, corpus, ret, "qe", 10, using=Using(perspectives=persp[n]))
                 entry = {"id": q.id, "perspectives": q.perspectives, "ctxs": [{"id": corpus[r].id} for r, _ in hits]}
                 mats.append(label_matrix(entry, gold=bundle.gold))
             s = scores(mats, (5, 10))

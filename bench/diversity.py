@@ -171,8 +171,8 @@ def _mmr(qc, lam, candidates):
 def _qe(qc, source):
     from berds_core.diversify import diversify
 
-    return np.array([r for r, _ in diversify(qc.question, qc.corpus.corpus, qc.corpus.dense, "qe", K,
-                                             qe_source=source)], dtype=int)
+    return np.array([r for r, _ in diversify(qc.question, qc.corpus.corpus, qc.corpus.dense, f"qe(source={source})",
+                                             K)], dtype=int)
 
 
 def _cosine_sides(qc, alpha, candidates, temperature, keep=0):

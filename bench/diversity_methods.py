@@ -53,15 +53,16 @@ def configs(ret_kind: str):
 
 
 def run_config(bundle, corpus, retriever, cfg, gold):
-    from berds_core.diversify import diversify
+    from berds_core.diversify import diversify, pipeline_from_options
     from berds_core.eval.diversity import diversity_scores, subtopic_qrels
     from berds_core.eval.evaluation import scores
     from berds_core.runs import label_matrix
 
     mats, secs, entries = [], [], []
+    pipeline = pipeline_from_options(cfg["method"], {k: v for k, v in cfg.items() if k != "method"})
     for q in bundle.questions:
         t0 = time.perf_counter()
-        hits = diversify(q, corpus, retriever, cfg["method"], K, **{k: v for k, v in cfg.items() if k != "method"})
+        hits = diversify(q, corpus, retriever, pipeline, K)
         secs.append(time.perf_counter() - t0)
         entry = {"id": q.id, "perspectives": q.perspectives,
                  "ctxs": [{"id": corpus[r].id} for r, _ in hits]}
@@ -98,7 +99,7 @@ def explicit_rows(bundle, corpus, kind, retriever, progress, rows, per_q):
     """xQuAD and PM-2 rows with out-of-fold λ (offline aspects, and the gold perspectives as an upper bound;
     retriever P(d | aspect))."""
     from berds_core.diversify.xquad import LAMBDA_GRID
-    from pages.common import SharedSearch
+    from berds_core.retrieval.caching import SharedSearch
 
     for (method, label), source in ((m, src) for m in EXPLICIT.items() for src in ASPECT_SOURCES):
         shared = SharedSearch(retriever)  # the λ grid repeats the same searches: each query searched once
@@ -133,10 +134,10 @@ def table_rows(bundle, corpus, retrievers, progress):
             progress(rows[-1])
         explicit_rows(bundle, corpus, kind, ret, progress, rows, per_q)
     preset = get_preset("diverse")
-    s, med = run_config(bundle, corpus, retrievers[preset["retriever"]], {"method": "preset"}, bundle.gold)
+    s, med = run_config(bundle, corpus, retrievers[preset.retriever], {"method": "preset"}, bundle.gold)
     per_q["preset diverse"] = s
-    rows.append({"config": "preset diverse", "retriever": preset["retriever"], "method": "preset",
-                 "preset": preset, "median_s_per_question": med, **{m: float(v.mean()) for m, v in s.items()}})
+    rows.append({"config": "preset diverse", "retriever": preset.retriever, "method": "preset",
+                 "preset": str(preset), "median_s_per_question": med, **{m: float(v.mean()) for m, v in s.items()}})
     progress(rows[-1])
     return rows, per_q
 

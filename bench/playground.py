@@ -155,7 +155,8 @@ def main(argv=None) -> int:
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import warm_passages
-    from pages.common import SharedSearch, best_ranks, column_result
+    from berds_core.retrieval.caching import SharedSearch
+    from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 
     if args.questions:
         if not args.corpus:
@@ -180,12 +181,12 @@ def main(argv=None) -> int:
     def ask(q, retriever, judge, embedder) -> float:
         """ms for everything the page computes for one question."""
         t = time.perf_counter()
-        results = {m: column_result(q, corpus, retriever, judge, m, args.k, gold=gold,
-                                    lam=args.lam if m == "mmr" else 0.5,
-                                    qe_source="dataset" if q.generated_perspectives else args.qe_source,
-                                    embedder=embedder) for m in METHODS}
+        engine = Engine(corpus, retriever, judge, embedder)
+        source = "dataset" if q.generated_perspectives else args.qe_source
+        results = {m: column_result(engine, q, column_pipeline(m, args.lam if m == "mmr" else None, source), args.k,
+                                    gold=gold, label=m) for m in METHODS}
         missing = [j for j in range(len(q.perspectives)) if not any(r["covered"][j] for r in results.values())]
-        best_ranks(q, corpus, retriever, judge, missing, gold=gold)
+        best_ranks(engine, q, missing, gold=gold)
         return (time.perf_counter() - t) * 1000
 
     # -- the alternative: no warm-up (each new question encodes what it needs)

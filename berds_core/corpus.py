@@ -1,4 +1,9 @@
-"""Corpora: passages loaded from JSONL, TSV/CSV, JSON arrays or folders of text/HTML files.
+"""Corpora in memory: passages loaded from JSONL, TSV/CSV, Parquet (or folders of such shards,
+gzipped or not), JSON arrays or folders of text/HTML files.
+
+Records are read by the streaming readers of :mod:`berds_core.files.corpus_readers`
+(the on-disk store for corpora too large for memory, :mod:`berds_core.corpora.store`,
+reads the same records and gives the same passages, ids and hash).
 
 Long texts are split into 100-word passages as BERDS does (DPR-style fixed
 word windows). Ids are stable: ids given in the file are kept (with ``-<k>``
@@ -10,17 +15,18 @@ dropped. A corpus is identified by ``Corpus.hash``, a SHA-1 over the ordered
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .files.corpus_readers import (_strip_suffixes, as_id, as_text, as_title, list_shards, make_shard, read_shard,
+                              shard_files, shard_format)
 from .errors import InputError
-from .files.jsonio import iter_jsonl, read_text
+from .files.jsonio import read_text
+from .files.snapshot_layout import snapshot_passages
 from .records import Passage
 
 PASSAGE_WORDS = 100
@@ -40,6 +46,28 @@ def split_words(text: str, n: int = PASSAGE_WORDS) -> list[str]:
     return [" ".join(words[i:i + n]) for i in range(0, len(words), n)]
 
 
+def hash_passage(h, pid: str, title: str, text: str) -> None:
+    """Feed one passage to a content hash (``Corpus.hash``; the on-disk store streams the same)."""
+    for part in (pid, title, text):
+        b = part.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+
+
+def passages_of(text: str, words: int | None, base: str, where: tuple, always_suffix: bool = False
+                ) -> list[tuple[str, str]]:
+    """``(id, text)`` of the passages one record gives: ``words``-word windows (None: the whole
+    text, whitespace normalised), ids ``<base>-<k>`` when the text splits (or ``always_suffix``),
+    else ``<base>``. ``where`` = (path, line) for the error of a text without words."""
+    chunks = split_words(text, words) if words else [" ".join(text.split())]
+    chunks = [c for c in chunks if c]
+    if not chunks:
+        raise InputError(where[0], where[1], "text", "no words in text")
+    if len(chunks) == 1 and not always_suffix:
+        return [(base, chunks[0])]
+    return [(f"{base}-{k}", c) for k, c in enumerate(chunks)]
+
+
 @dataclass
 class Corpus:
     """An ordered list of passages; rows are the positions retrievers return."""
@@ -47,6 +75,7 @@ class Corpus:
     passages: list[Passage]
     name: str = "corpus"
     duplicates_dropped: int = field(default=0, compare=False)
+    source: str | None = field(default=None, compare=False)  # the file or folder it was loaded from
 
     def __post_init__(self):
         self.passages = list(self.passages)
@@ -85,10 +114,7 @@ class Corpus:
         """Content hash over the ordered (id, title, text) triples."""
         h = hashlib.sha1()
         for p in self.passages:
-            for part in (p.id, p.title, p.text):
-                b = part.encode("utf-8")
-                h.update(len(b).to_bytes(8, "little"))
-                h.update(b)
+            hash_passage(h, p.id, p.title, p.text)
         return h.hexdigest()
 
     def passage_dict(self, row: int) -> dict:
@@ -112,13 +138,8 @@ class _Builder:
     def add(self, text: str, title: str, given_id: str | None, derived_id: str, where: tuple,
             always_suffix: bool = False) -> None:
         """``where`` = (path, line) for error messages."""
-        chunks = split_words(text, self.words) if self.words else [" ".join(text.split())]
-        chunks = [c for c in chunks if c]
-        if not chunks:
-            raise InputError(where[0], where[1], "text", "no words in text")
-        base = given_id if given_id is not None else derived_id
-        for k, chunk in enumerate(chunks):
-            pid = f"{base}-{k}" if (len(chunks) > 1 or always_suffix) else base
+        for pid, chunk in passages_of(text, self.words, given_id if given_id is not None else derived_id,
+                                      where, always_suffix):
             if chunk in self.seen_text:
                 self.dropped += 1
                 continue
@@ -136,37 +157,6 @@ class _Builder:
         return Corpus(self.passages, name, duplicates_dropped=self.dropped)
 
 
-def _as_id(val, path, line) -> str | None:
-    if val is None or val == "":
-        return None
-    if isinstance(val, bool) or not isinstance(val, (str, int)):
-        raise InputError(path, line, "id", f"expected a string or integer, got {type(val).__name__}")
-    return str(val)
-
-
-def _as_title(val, path, line) -> str:
-    if val is None:
-        return ""
-    if not isinstance(val, str):
-        raise InputError(path, line, "title", f"expected a string, got {type(val).__name__}")
-    return val.strip()
-
-
-def _as_text(obj: dict, path, line) -> str:
-    if "text" not in obj or obj["text"] is None:
-        raise InputError(path, line, "text", "missing")
-    text = obj["text"]
-    if not isinstance(text, str):
-        raise InputError(path, line, "text", f"expected a string, got {type(text).__name__}")
-    if not text.strip():
-        raise InputError(path, line, "text", "must not be empty")
-    return text
-
-
-def _records_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    yield from iter_jsonl(path)
-
-
 def _records_json(path: Path) -> Iterator[tuple[int, dict]]:
     text = read_text(path)
     try:
@@ -182,40 +172,21 @@ def _records_json(path: Path) -> Iterator[tuple[int, dict]]:
         yield i + 1, obj
 
 
-def _records_table(path: Path, delimiter: str) -> Iterator[tuple[int, dict]]:
-    text = read_text(path)
-    csv.field_size_limit(sys.maxsize)
-    lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)  # an unterminated quote is an error, not a merge
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError(path, None, None, "corpus is empty (no header line)") from None
-    header = [h.strip().lower() for h in header]
-    if "text" not in header:
-        raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
-    cols = {name: header.index(name) for name in ("id", "text", "title") if name in header}
-    start = reader.line_num + 1  # where the next record begins (for errors)
-    try:
-        for row in reader:
-            no, start = reader.line_num, reader.line_num + 1
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) != len(header):
-                raise InputError(path, no, None, f"expected {len(header)} columns, got {len(row)}")
-            yield no, {name: row[i] for name, i in cols.items()}
-    except csv.Error as e:
-        from .files.csvio import explain
-
-        raise InputError(path, start, None, explain(e, start, reader.line_num, delimiter)) from None
-
-
 def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dict]]) -> None:
     stem = path.stem
     for no, obj in records:
-        text = _as_text(obj, path, no)
-        builder.add(text, _as_title(obj.get("title"), path, no), _as_id(obj.get("id"), path, no),
+        text = as_text(obj.get("text"), path, no, "text" in obj)
+        builder.add(text, as_title(obj.get("title"), path, no), as_id(obj.get("id"), path, no),
                     f"{stem}-{no}", (path, no))
+
+
+def _add_shards(builder: _Builder, shards) -> None:
+    """Records of corpus shards (JSONL, TSV, CSV, gzipped or not, Parquet), streamed batch by batch."""
+    for shard in shards:
+        for batch in read_shard(shard):
+            path, base = shard.path, shard.base_id
+            for no, pid, title, text in zip(batch.lines, batch.ids, batch.titles, batch.texts):
+                builder.add(text, title, pid, f"{base}-{no}", (path, no))
 
 
 _BOILERPLATE = ("//nav | //aside | //noscript | //template | //form[@role='search']"
@@ -266,9 +237,13 @@ def html_to_text(html: str, path) -> tuple[str, str]:
     return text, title.strip()
 
 
+def _document_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
 def _add_folder(builder: _Builder, root: Path) -> None:
-    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
-                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    files = _document_files(root)
     if not files:
         raise InputError(root, None, None, "folder has no .txt, .html or .htm files")
     for f in files:
@@ -276,50 +251,59 @@ def _add_folder(builder: _Builder, root: Path) -> None:
 
 
 def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | None = None) -> Corpus:
-    """Load a corpus from a JSONL/JSON/TSV/CSV file, a folder of .txt/.html files, or a web
-    snapshot (``berds corpus web``: one question's folder, or the folder of all questions).
+    """Load a corpus into memory from a JSONL/JSON/TSV/CSV/Parquet file (``.gz`` for the text
+    formats), a folder of such shards, a folder of .txt/.html files, or a web snapshot
+    (``berds corpus web``: one question's folder, or the folder of all questions).
 
     ``passage_words`` (default 100) splits longer texts into passages of that
-    many words; ``None`` keeps texts whole (whitespace normalised).
+    many words; ``None`` keeps texts whole (whitespace normalised). Corpora too
+    large for memory go to the on-disk store instead
+    (:func:`berds_core.corpora.open_corpus`), which reads the same formats with
+    the same ids.
     """
     p = Path(path)
     builder = _Builder(passage_words)
     if p.is_dir():
-        snapshots = _snapshot_files(p)
+        snapshots = snapshot_passages(p)  # a web snapshot's layout (files.snapshot_layout), no web/ import
         for f in snapshots:
-            _add_records(builder, f, _records_jsonl(f))
+            _add_shards(builder, [make_shard(f)])
         if not snapshots:
-            _add_folder(builder, p)
+            _add_folder_or_shards(builder, p)
     elif not p.exists():
         raise InputError(p, None, None, "file not found")
     else:
         suffix = p.suffix.lower()
-        if suffix in (".jsonl", ".ndjson"):
-            records = _records_jsonl(p)
+        if shard_format(p) is not None:
+            _add_shards(builder, [make_shard(p)])
         elif suffix == ".json":
-            records = _records_json(p)
-        elif suffix == ".tsv":
-            records = _records_table(p, "\t")
-        elif suffix == ".csv":
-            records = _records_table(p, ",")
+            _add_records(builder, p, _records_json(p))
         elif suffix in TEXT_SUFFIXES + HTML_SUFFIXES:
             _add_file(builder, p, p.stem)
-            return builder.corpus(p, name or p.stem)
         else:
-            raise InputError(p, None, None, f"unknown corpus format '{suffix or p.name}' "
-                                            "(expected .jsonl, .json, .tsv, .csv, .txt, .html or a folder)")
-        _add_records(builder, p, records)
-    return builder.corpus(p, name or p.stem)
+            raise InputError(p, None, None, f"unknown corpus format '{suffix or p.name}' (expected .jsonl, .json, "
+                                            ".tsv, .csv, .parquet, .jsonl.gz/.tsv.gz/.csv.gz, .txt, .html or a folder)")
+    corpus = builder.corpus(p, name or corpus_name(p))
+    corpus.source = str(p.resolve())
+    return corpus
 
 
-def _snapshot_files(folder: Path) -> list[Path]:
-    """The passages.jsonl of a web snapshot folder (one question, or a folder of questions:
-    :mod:`berds_core.web.snapshot`); empty for any other folder."""
-    from .web.snapshot import PASSAGES, is_snapshot
+def corpus_name(path) -> str:
+    """The default name of a corpus: its file name without the format suffixes (``psgs_w100``)."""
+    p = Path(path)
+    return p.name if p.is_dir() else _strip_suffixes(p.name) if shard_format(p) else p.stem
 
-    if is_snapshot(folder):
-        return [folder / PASSAGES]
-    return [sub / PASSAGES for sub in sorted(folder.iterdir()) if sub.is_dir() and is_snapshot(sub)]
+
+def _add_folder_or_shards(builder: _Builder, root: Path) -> None:
+    """A folder of corpus shards (``*.jsonl.gz``, ``*.parquet``, ...) or of .txt/.html documents."""
+    shards = shard_files(root)
+    if shards:
+        docs = _document_files(root)
+        if docs:
+            raise InputError(root, None, None, f"folder mixes corpus shards ({shards[0].name}) and documents "
+                                               f"({docs[0].name}); keep one kind per folder")
+        _add_shards(builder, list_shards(root))
+    else:
+        _add_folder(builder, root)
 
 
 def _add_file(builder: _Builder, f: Path, base_id: str) -> None:

@@ -12,6 +12,7 @@ import streamlit as st
 from berds_core.lab.access import AccessDenied, Lab
 from berds_core.errors import InputError
 from berds_core.lab.store import StoreError
+from berds_core.lab.tasks import TaskSetSpec
 from pages.common import esc
 from pages.lab_ui import error_line
 
@@ -174,11 +175,12 @@ def build_tab(lab: Lab) -> None:
 
             judge = cached_judge(current_config().judge)
         with st.spinner("Building the task set…"):
-            res = _attempt(lambda: lab.build_task_set(
-                pairs, n=int(n), strategy=strategy, annotators=annotators, overlap=overlap,
-                per_shared=int(per_shared), name=name.strip() or "round", source=source, judge=judge,
-                stored_preds=stored, route_unsure=route_unsure, route_uncertain=band if route_uncertain else None,
-                calibration=int(calibration), reference=reference))
+            spec = TaskSetSpec(name=name.strip() or "round", source=source, n=int(n), strategy=strategy,
+                               annotators=tuple(annotators), overlap=overlap, per_shared=int(per_shared),
+                               route_uncertain=band if route_uncertain else None, route_unsure=route_unsure,
+                               calibration=int(calibration))
+            res = _attempt(lambda: lab.build_task_set(pairs, spec, judge=judge, stored_preds=stored,
+                                                      reference=reference))
         if res is None:
             return
         st.success(esc(f"Task set {res['task_set']}: {res['pairs']} pairs, {res['shared']} shared, "
@@ -192,9 +194,9 @@ def quick_start(lab: Lab) -> None:
 
     if st.button("Start the demo task set (40 pairs from the built-in demo)", key="ann_demo_btn", type="primary"):
         pairs, ref = demo_candidates()
-        if _attempt(lambda: lab.build_task_set(pairs, n=40, strategy="stratified", annotators=[lab.actor.name],
-                                               name="demo", source="built-in demo", reference=ref,
-                                               params={"demo": True})) is not None:
+        spec = TaskSetSpec(name="demo", source="built-in demo", n=40, strategy="stratified",
+                           annotators=(lab.actor.name,), params={"demo": True})
+        if _attempt(lambda: lab.build_task_set(pairs, spec, reference=ref)) is not None:
             st.rerun()
 
 

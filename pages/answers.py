@@ -10,7 +10,8 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from pages.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine,
+                          show_error)
 from pages.local_server import server_help
 
 ensure_shell()
@@ -38,7 +39,7 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
 
     qs = [q for q in _data.questions if q.id in set(qids)]
     return ranked_entries(qs, _data.corpus, retriever, config.method, k, judge=judge,
-                          embedder=embedder_model(embedder))  # loaded (once) only by the methods that need it
+                          embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text, if any
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -58,7 +59,7 @@ def fmt(x, digits: int = 2) -> str:
 def config_picker(col, side: str, default: AnswerConfig) -> AnswerConfig:
     col.markdown(f"**Configuration {side}**")
     retr = col.radio("Retriever", ["bm25", "dense"], key=f"ans_ret_{side}", horizontal=True,
-                     index=["bm25", "dense"].index(default.retriever))
+                     index=["bm25", "dense"].index(default.retriever) if default.retriever in ("bm25", "dense") else 0)
     method = col.selectbox("Diversifier", list(METHODS), key=f"ans_method_{side}", format_func=METHODS.get,
                            index=list(METHODS).index(default.method))
     prompt = col.radio("Prompt", list(PROMPTS), key=f"ans_prompt_{side}", horizontal=True,
@@ -162,16 +163,17 @@ def main() -> None:
         go_clicked = st.button("Write both answers", key="ans_go", type="primary", disabled=gen is None)
         sig = (data.key, qid, conf_a, conf_b, int(k), int(max_tokens), gen_spec, pd_spec, da_spec, judge_spec)
         if go_clicked and gen is not None and len(sides) == 2:
-            from berds_core.answers import answer_config
+            from berds_core.answers import AnswerScoring, answer_config
             from berds_core.generators import GenerationError
 
             out = {}
             with st.spinner("Writing and scoring the answers…"):
                 for side, conf in (("A", conf_a), ("B", conf_b)):
                     try:
-                        res = answer_config([sides[side]], gen, conf.prompt, int(k), judge=judge,
-                                            gold=data.gold if use_gold else None, pd_generator=pd_gen,
-                                            da_generator=da_gen, max_new_tokens=int(max_tokens), n_boot=1)
+                        scoring = AnswerScoring(judge=judge, gold=data.gold if use_gold else None,
+                                                pd_generator=pd_gen, da_generator=da_gen, n_boot=1)
+                        res = answer_config([sides[side]], gen, conf.prompt, int(k), scoring,
+                                            max_new_tokens=int(max_tokens))
                         out[side] = {"answer": res["rows"][0]["generation"], "scores": res["per_question"][0]}
                     except (GenerationError, InputError, ValueError) as e:
                         out[side] = {"error": " ".join(str(e).split())}
@@ -212,7 +214,7 @@ def draw_batch(data, cfg, conf_a, conf_b, k, max_tokens, gen, pd_gen, da_gen, ju
             return
         rows = stored
     else:
-        from berds_core.answers import answer_config, table_row
+        from berds_core.answers import AnswerScoring, answer_config, table_row
         from berds_core.generators import GenerationError
 
         gold = data.gold if data.gold and all(q.id in data.gold for q in qs) else None
@@ -221,8 +223,8 @@ def draw_batch(data, cfg, conf_a, conf_b, k, max_tokens, gen, pd_gen, da_gen, ju
             for conf in (conf_a, conf_b):
                 try:
                     entries = passages_for(data, data.key, tuple(q.id for q in qs), conf, k, judge_spec, cfg.embedder)
-                    res = answer_config(entries, gen, conf.prompt, k, judge=judge, gold=gold, pd_generator=pd_gen,
-                                        da_generator=da_gen, max_new_tokens=max_tokens, n_boot=200)
+                    scoring = AnswerScoring(judge=judge, gold=gold, pd_generator=pd_gen, da_generator=da_gen, n_boot=200)
+                    res = answer_config(entries, gen, conf.prompt, k, scoring, max_new_tokens=max_tokens)
                 except (GenerationError, InputError, ValueError) as e:
                     show_error(' '.join(str(e).split()), f"{conf.label()}: ")
                     return

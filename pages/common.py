@@ -1,14 +1,10 @@
-"""Shared helpers of the Streamlit pages: the sidebar, cached engine objects, safe HTML.
+"""Shared Streamlit glue of the pages: the app shell, the sidebar, cached engine objects, safe HTML.
 
-Two layers:
-
-- plain functions (no Streamlit calls) that make the engine calls a page
-  needs -- ``rank``, ``judge_matrix``, ``column_result``, ``best_ranks`` --
-  also used by ``bench/playground.py`` so the benchmark times exactly what
-  the page does;
-- Streamlit wrappers: ``st.cache_resource`` for engine objects keyed by what
-  identifies them (dataset source, corpus hash, model, judge spec), and the
-  shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
+What a page computes lives in the engine (``berds_core.studio``: ``columns.rank``, ``column_result``,
+``run_entry``, ``best_ranks``; ``summaries.summarize``; ``data.load_data``; the retriever's caching stage
+``berds_core.retrieval.caching.SharedSearch``); here are only the Streamlit wrappers: engine objects kept
+in one process-wide store keyed by what identifies them (dataset source, corpus hash, model, judge spec),
+the background warm-up, and the shared sidebar that fills a :class:`Config` kept in ``st.session_state``.
 
 Nothing user-typed or loaded is rendered as raw HTML: :func:`esc` escapes
 HTML *and* the characters Markdown would interpret.
@@ -16,31 +12,28 @@ HTML *and* the characters Markdown would interpret.
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 import runpy
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from berds_core.runtime.background import JOBS, MEMO, JobState
 from berds_core.errors import InputError
-from berds_core.eval.measures import mrecall_at_k, precision_at_k
+from berds_core.retrieval.caching import SharedSearch
 
-DEMO = "Built-in demo"
-FROM_PATH = "File path"
+from berds_core.studio.data import DEMO, FROM_DATASET, FROM_PATH, Data, load_data  # noqa: F401  (the pages' data)
+
 UPLOAD = "Upload a file"
 FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
-FROM_DATASET = "From the dataset"
 LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first one available is the default
 DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
 JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
-DEPTH = 100  # candidates re-ranked by the diversifiers and scanned for missing perspectives
+INDEX_FOLDER = "index folder"
 
 
 # --------------------------------------------------------------------------- the app shell
@@ -121,237 +114,20 @@ class Config:
 
     def label(self) -> str:
         data = "demo" if self.dataset == DEMO else Path(self.dataset_path).name
-        return f"{data} · {self.retriever} · judge {self.judge}"
+        retriever = self.retriever
+        if retriever.startswith("index:"):
+            retriever = "index " + Path(retriever[len("index:"):].partition("|")[0]).name
+        return f"{data} · {retriever} · judge {self.judge}"
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-@dataclass
-class Data:
-    """A loaded dataset: questions, corpus (or None), gold labels (or None)."""
-
-    name: str
-    questions: list
-    corpus: object | None
-    gold: dict | None
-    key: str = ""
-    subsets: list = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- engine calls (no Streamlit)
-
-
-class SharedSearch:
-    """A retriever wrapper that searches each query once, ``depth`` deep, and serves every
-    shallower request from that list (BM25 and exact dense top-k lists are prefixes of deeper ones).
-
-    The Playground's four columns, the re-ranker's candidates and the missing-perspective
-    look-up all search the same question: one search (one query encoding) serves them all.
-    ``clear()`` forgets the lists (the benchmark calls it to time a new question honestly).
-    """
-
-    def __init__(self, retriever, depth: int = DEPTH, max_queries: int = 2048):
-        self._r = retriever
-        self._depth = depth
-        self._max = max_queries
-        self._lists: dict[str, tuple[list[tuple[int, float]], bool]] = {}
-
-    def __getattr__(self, name):  # name, embedder_name, ... of the wrapped retriever
-        return getattr(self._r, name)
-
-    def clear(self) -> None:
-        self._lists.clear()
-
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        depth = max(int(k), self._depth)
-
-        def served(q):  # a stored list serves k when it is at least k deep or holds every hit
-            got = self._lists.get(q)
-            return got is not None and (len(got[0]) >= k or got[1])
-
-        have = {q: self._lists[q] for q in queries if served(q)}
-        todo = list(dict.fromkeys(q for q in queries if q not in have))
-        if todo:
-            if len(self._lists) + len(todo) > self._max:
-                self._lists.clear()
-            for q, hits in zip(todo, self._r.search(todo, depth)):
-                hits = [(int(r), float(s)) for r, s in hits]
-                have[q] = self._lists[q] = (hits, len(hits) < depth)  # fewer hits than asked: the whole list
-        return [have[q][0][:k] for q in queries]
+# --------------------------------------------------------------------------- data
 
 
 def embedder_model(label: str) -> str | None:
     return None if not label or label == DEFAULT_EMBEDDER_LABEL else label
-
-
-def load_data(cfg: Config) -> Data:
-    """Load the dataset, corpus and gold labels a config names (InputError on bad input).
-
-    Every path comes from a visitor of the page (typed, or an upload's stored
-    copy): it goes through ``resolve_user_path`` first, so nothing outside the
-    allowed roots is opened (``berds_core.files.safepaths``).
-    """
-    from berds_core import datasets
-    from berds_core.corpus import corpus_from_passages, load_corpus
-    from berds_core.files.safepaths import resolve_user_path
-
-    passages, gold = [], None
-    if cfg.dataset == DEMO:
-        bundle = datasets.load_demo()
-        name, questions, passages, gold = "demo", bundle.questions, bundle.passages, bundle.gold
-    else:
-        if not cfg.dataset_path.strip():
-            raise InputError("dataset", None, "path", "give the path of a questions file")
-        path = str(resolve_user_path(cfg.dataset_path, what="questions file"))
-        name = Path(cfg.dataset_path.strip()).stem
-        if cfg.dataset_format == "debate-sites":
-            questions, passages, gold = datasets.load_debate_sites(path)
-        else:
-            questions = datasets.load_questions(path, None if cfg.dataset_format == "auto" else cfg.dataset_format)
-    if not questions:
-        raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
-    if cfg.gold_path.strip():
-        gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
-    if cfg.corpus == FROM_DATASET:
-        corpus = corpus_from_passages(passages, name) if passages else None
-    else:
-        if not cfg.corpus_path.strip():
-            raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
-        corpus = load_corpus(resolve_user_path(cfg.corpus_path, what="corpus path"))
-    subsets = sorted({q.subset for q in questions if q.subset})
-    key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
-                             cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
-    return Data(name, list(questions), corpus, gold, key, subsets)
-
-
-def rank(question, corpus, retriever, method: str, k: int, *, lam: float | None = None, qe_source: str = "dataset",
-         judge=None, embedder=None) -> list[tuple[int, float]]:
-    """The top-k (corpus row, score) of one column: plain retrieval or a diversifier."""
-    if method == "none":
-        return [(int(r), float(s)) for r, s in retriever.search([question.question], k)[0]]
-    from berds_core.diversify import diversify
-
-    return [(int(r), float(s)) for r, s in diversify(question, corpus, retriever, method, k, lam=lam,
-                                                     qe_source=qe_source, judge=judge, embedder=embedder,
-                                                     candidates=DEPTH)]
-
-
-def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Judge probabilities and labels, shaped (passages x perspectives).
-
-    ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
-    text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
-    """
-    from berds_core.judges import judge_passages
-
-    return judge_passages(judge, list(passages), list(perspectives))
-
-
-def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
-    """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
-    if gold is None:
-        return None
-    from berds_core.runs import gold_matrix as matrix
-
-    return matrix(gold, question.id, len(question.perspectives), ids)
-
-
-def column_result(question, corpus, retriever, judge, method: str, k: int, *, gold=None, lam: float | None = None,
-                  qe_source: str = "dataset", embedder=None, use_gold: bool = False) -> dict:
-    """Everything one Playground column shows, as plain data (picklable)."""
-    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
-                  embedder=embedder)
-    rows = [r for r, _ in ranked]
-    texts = [corpus.texts[r] for r in rows]
-    ids = [corpus.ids[r] for r in rows]
-    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
-    g = gold_matrix(gold, question, ids)
-    L = g if (use_gold and g is not None) else labels
-    return {
-        "method": method,
-        "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
-                      "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
-                      "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
-        "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
-        "precision": precision_at_k(L, k),
-        "covered": L[:k].any(axis=0).tolist() if len(L) else [False] * len(question.perspectives),
-        "labels_from": "gold" if (use_gold and g is not None) else "judge",
-    }
-
-
-def best_ranks(question, corpus, retriever, judge, which: list[int], *, gold=None, use_gold: bool = False,
-               depth: int = DEPTH) -> dict[int, int | None]:
-    """For perspectives ``which``: the best rank (1-based) in the top ``depth`` of plain retrieval
-    at which a passage supports it (None when none does)."""
-    if not which:
-        return {}
-    ranked = retriever.search([question.question], depth)[0]
-    rows = [int(r) for r, _ in ranked]
-    if use_gold and gold is not None:
-        L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
-    else:
-        _, L = judge_matrix(judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
-    out = {}
-    for col, j in enumerate(which):
-        hit = np.nonzero(L[:, col])[0]
-        out[j] = int(hit[0]) + 1 if hit.size else None
-    return out
-
-
-def run_entry(question, corpus, retriever, judge, method: str, k: int, *, lam: float | None = None,
-              qe_source: str = "dataset", embedder=None) -> dict:
-    """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
-    ranked = rank(question, corpus, retriever, method, k, lam=lam, qe_source=qe_source, judge=judge,
-                  embedder=embedder)
-    from berds_core.judges import judge_run
-    from berds_core.retrieval import question_entry
-
-    entry = question_entry(question, corpus, ranked)
-    judge_run([entry], judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
-    return entry
-
-
-METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
-
-
-def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: int = 0,
-              extra: dict | None = None) -> dict:
-    """Per-subset and macro means of MRecall/Precision at k = 5, 10 and Precision@1, with
-    95% percentile-bootstrap intervals (``berds_core.eval.evaluation``, same seed as ``berds evaluate``).
-
-    ``extra``: more per-question arrays (e.g. ``alpha_ndcg@5`` from ``diversity_metrics``),
-    summarised the same way. Returns ``{subset: {"n", metric: {"mean", "lo", "hi"}}, ...,
-    "macro": {...}}``; the macro average is the mean of the subset means, its interval a
-    stratified bootstrap.
-    """
-    from berds_core.eval.evaluation import scores
-
-    per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
-    return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
-
-
-def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
-    from berds_core.eval.evaluation import bootstrap_ci
-
-    groups = np.asarray([str(g) for g in subsets])
-    names = list(dict.fromkeys(groups.tolist()))
-    out = {}
-    for g in names:
-        idx = np.flatnonzero(groups == g)
-        row = {"n": int(idx.size)}
-        for key, vals in per_q.items():
-            v = np.asarray(vals, dtype=float)[idx]
-            lo, hi = bootstrap_ci(v, n_boot=n_boot, seed=seed)
-            row[key] = {"mean": float(v.mean()), "lo": lo, "hi": hi}
-        out[g] = row
-    macro = {"n": len(groups)}
-    for key, vals in per_q.items():
-        lo, hi = bootstrap_ci(np.asarray(vals, dtype=float), groups=groups.tolist(), n_boot=n_boot, seed=seed)
-        macro[key] = {"mean": float(np.mean([out[g][key]["mean"] for g in names])), "lo": lo, "hi": hi}
-    out["macro"] = macro
-    return out
 
 
 # --------------------------------------------------------------------------- cached engine objects
@@ -638,8 +414,12 @@ def sidebar() -> Config:
             corpus_path = _save_upload(up, "corpus") if up is not None else ""
 
         st.markdown("### Retrieval")
-        retriever = st.radio("Retriever", ["bm25", "dense"], key="sb_retriever", horizontal=True,
-                             help="BM25 (bm25s) or dense (sentence-transformers + FAISS).")
+        retriever = st.radio("Retriever", ["bm25", "dense", INDEX_FOLDER], key="sb_retriever", horizontal=True,
+                             help="BM25 (bm25s; tantivy for large corpora), dense (sentence-transformers + FAISS), "
+                                  "or a prebuilt index folder ('berds index --index-dir', or a FAISS index + "
+                                  "docid folder such as Pyserini's), opened memory-mapped.")
+        if retriever == INDEX_FOLDER:
+            retriever = _index_choice()
         embedder = st.text_input("Embedder", key="sb_embedder",
                                  help="Sentence-transformers id or local path; used by dense retrieval and MMR.")
 
@@ -665,6 +445,25 @@ def sidebar() -> Config:
         status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg
+
+
+def _index_choice() -> str:
+    """The sidebar's index folder (and, for a prebuilt FAISS folder, its query encoder) as a retriever spec."""
+    from berds_core.retrieval import index_spec
+    from berds_core.files.safepaths import resolve_user_path
+
+    st.session_state.setdefault("sb_index_dir", "")
+    st.session_state.setdefault("sb_query_encoder", "")
+    folder = st.text_input("Index folder", key="sb_index_dir", placeholder="/path/to/index-folder",
+                           help="Leave the corpus path empty to use the corpus the folder was built from.").strip()
+    encoder = st.text_input("Query encoder (prebuilt FAISS folders only)", key="sb_query_encoder",
+                            placeholder="dpr:facebook/dpr-question_encoder-multiset-base").strip()
+    if folder:
+        try:  # the spec carries the resolved path; a refused one fails (with its message) when the data loads
+            folder = str(resolve_user_path(folder, what="index folder"))
+        except InputError:
+            pass
+    return index_spec(folder, encoder or None)
 
 
 def _checked_models(embedder: str, spec: str) -> tuple[str, str]:

@@ -48,10 +48,10 @@ def cqa_sets(path: str):
 
 
 def experiment(sets, model, *, min_opponents: int, edits: list[str], edit_sample: int, features: bool):
-    from berds_core.convincing import run_experiment
+    from berds_core.convincing import Experiment, run_experiment
 
-    return run_experiment(sets, model, min_opponents=min_opponents, edits=edits, edit_sample=edit_sample,
-                          features=features, n_boot=500)
+    return run_experiment(sets, model, Experiment(min_opponents=min_opponents, edits=tuple(edits),
+                                                  edit_sample=edit_sample, features=features, n_boot=500))
 
 
 # --------------------------------------------------------------------------- drawing

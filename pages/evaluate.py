@@ -8,10 +8,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from berds_core.eval.measures import mrecall_at_k, precision_at_k
+from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
-from pages.common import (LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, run_entry, summarize,
-                          summarize_scores)
+from berds_core.studio.columns import Engine, column_pipeline, run_entry
+from berds_core.studio.summaries import summarize, summarize_scores
+from pages.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine
 
 ensure_shell()
 
@@ -21,20 +22,16 @@ METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
 PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
-METRICS = [("mrecall@5", "MRecall@5"), ("mrecall@10", "MRecall@10"), ("precision@5", "Precision@5"),
-           ("precision@10", "Precision@10"), ("precision@1", "Precision@1"),
-           # TREC diversity measures (ndeval via ir_measures; perspectives as subtopics, the labels as qrels)
-           ("alpha_ndcg@5", "α-nDCG@5"), ("alpha_ndcg@10", "α-nDCG@10"), ("err_ia@5", "ERR-IA@5"),
-           ("err_ia@10", "ERR-IA@10"), ("p_ia@5", "P-IA@5"), ("p_ia@10", "P-IA@10"), ("strecall@5", "StRecall@5"),
-           ("strecall@10", "StRecall@10")]
-CHART_DEFAULT = ["mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5"]
+LABEL_MEASURES = parse_measures("MRecall@5 MRecall@10 P@5 P@10 P@1")
+# TREC diversity measures (ndeval via ir_measures; perspectives as subtopics, the labels as qrels)
+NDEVAL_MEASURES = parse_measures("alpha_nDCG@5 alpha_nDCG@10 ERR_IA@5 ERR_IA@10 P_IA@5 P_IA@10 StRecall@5 StRecall@10")
+METRICS = [(m.key, m.label) for m in LABEL_MEASURES + NDEVAL_MEASURES]
+CHART_DEFAULT = [m.key for m in parse_measures("MRecall@5 P@5 alpha_nDCG@5 StRecall@5")]
 DEPTH = 10  # passages kept per question (k = 5 and 10 are scored)
 
 
 def per_question(entry: dict, L) -> dict:
-    return {"mrecall@5": mrecall_at_k(L, 5), "mrecall@10": mrecall_at_k(L, 10),
-            "precision@5": precision_at_k(L, 5), "precision@10": precision_at_k(L, 10),
-            "precision@1": precision_at_k(L, 1)}
+    return {m.key: m.score(L) for m in LABEL_MEASURES}
 
 
 def run_key(cfg, method, lam, qe_source) -> str:
@@ -156,9 +153,10 @@ def main() -> None:
         else:
             bar = st.progress(0.0, text="Retrieving and judging…")
             done_n = len(questions) - len(todo)
+            engine = Engine(data.corpus, retriever, judge, embedder)
+            pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)
             for i, q in enumerate(todo):
-                store[q.id] = run_entry(q, data.corpus, retriever, judge, method, DEPTH,
-                                        lam=lam if method == "mmr" else None, qe_source=qe_source, embedder=embedder)
+                store[q.id] = run_entry(engine, q, pipeline, DEPTH)
                 bar.progress((done_n + i + 1) / len(questions),  # question text shown literally
                              text=esc(f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}"))
             ss.eval_active = None
@@ -308,7 +306,7 @@ def _excerpt(text: str, words: int = 70) -> str:
 def _failure_browser(entries, mats, scores, data) -> None:
     st.subheader("Failure browser")
     k = st.radio("Questions with MRecall@k = 0 for k =", [5, 10], horizontal=True, key="ev_fail_k")
-    fails = [(e, L) for e, L, s in zip(entries, mats, scores) if s[f"mrecall@{k}"] == 0]
+    fails = [(e, L) for e, L, s in zip(entries, mats, scores) if s[Measure.parse(f"MRecall@{k}").key] == 0]
     subsets = sorted({e.get("subset") or "all" for e, _ in fails})
     pick = st.multiselect("Filter by subset", subsets, default=subsets, key="ev_fail_subsets") if len(subsets) > 1 else subsets
     fails = [(e, L) for e, L in fails if (e.get("subset") or "all") in pick]

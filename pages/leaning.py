@@ -10,8 +10,9 @@ import streamlit as st
 from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
-from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, gold_matrix,
-                          judge_matrix, page_engine, rank, retriever_job, wait_for)
+from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, rank
+from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, page_engine, retriever_job,
+                          wait_for)
 
 ensure_shell()
 
@@ -30,7 +31,7 @@ COVERAGE_DEPTH = 100
 def labelled_top(question, query: str, corpus, retriever, judge, method: str, depth: int, gold, use_gold: bool):
     """(passage ids, label matrix) of the top ``depth`` for ``query`` under a diversifier."""
     q = dataclasses.replace(question, question=query)
-    ranked = rank(q, corpus, retriever, method, depth, judge=judge)
+    ranked = rank(Engine(corpus, retriever, judge), q, column_pipeline(method), depth)
     rows = [r for r, _ in ranked]
     ids = [corpus.ids[r] for r in rows]
     if use_gold:
@@ -146,10 +147,11 @@ with st.container(border=True):
         st.stop()
     label_src = c2.radio("Labels", label_choices, key="ln_labels", format_func=esc)  # the judge spec, literally
     use_gold = label_src == "gold labels"
+    kind0 = cfg.retriever if cfg.retriever in ("bm25", "dense") else "bm25"  # an index folder: compare the kinds
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
         [f"{r} {d}" for r in ("bm25", "dense") for d in DIVERSIFIERS.values()],
-        default=[f"{cfg.retriever} plain", f"{cfg.retriever} + MMR"], key="ln_configs")
+        default=[f"{kind0} plain", f"{kind0} + MMR"], key="ln_configs")
     subsets = sorted({q.subset or "all" for q in two})
     chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
     fmt = st.radio("Chart export format (camera button)", ["PNG", "SVG"], horizontal=True, key="ln_fmt")

@@ -10,9 +10,9 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
-from pages.common import (ensure_shell, Config, DEPTH, LABEL_SOURCES, best_ranks, cached_data, cached_embedder,
-                          cached_judge, cached_retriever, column_result, embedder_model, esc, foreground,
-                          judge_caveat, page_engine, show_error)
+from berds_core.studio.columns import DEPTH, Engine, best_ranks, column_pipeline, column_result
+from pages.common import (ensure_shell, Config, LABEL_SOURCES, cached_data, cached_embedder, cached_judge,
+                          cached_retriever, embedder_model, esc, foreground, judge_caveat, page_engine, show_error)
 from pages import web_live
 
 ensure_shell()
@@ -83,8 +83,8 @@ def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float |
         retriever = cached_retriever("dense", data.corpus.hash, None, data.corpus)
     q = _question_from_key(qkey)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return column_result(q, data.corpus, retriever, judge, method, k, gold=gold, lam=lam, qe_source=qe_source,
-                         embedder=embedder, use_gold=use_gold)
+    return column_result(Engine(data.corpus, retriever, judge, embedder), q, column_pipeline(method, lam, qe_source), k,
+                         gold=gold, use_gold=use_gold, label=method)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -92,7 +92,7 @@ def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool)
     cfg, data, retriever, judge, _ = _engine(cfg_key)
     q = _question_from_key(qkey)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return best_ranks(q, data.corpus, retriever, judge, list(which), gold=gold, use_gold=use_gold)
+    return best_ranks(Engine(data.corpus, retriever, judge), q, list(which), gold=gold, use_gold=use_gold)
 
 
 POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)

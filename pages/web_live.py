@@ -29,8 +29,8 @@ import streamlit as st
 
 from berds_core.errors import InputError
 from berds_core.records import Question
-from pages.common import (best_ranks, cached_embedder, cached_judge, cached_retriever, column_result, embedder_model,
-                          esc, show_error)
+from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
+from pages.common import cached_embedder, cached_judge, cached_retriever, embedder_model, esc, show_error
 
 WEB_LIVE = "Web (live)"
 SIDEBAR_CORPUS = "Sidebar corpus"
@@ -83,7 +83,7 @@ def snapshot_root(typed: str) -> Path:
     env = os.environ.get(ENV_SNAPSHOTS, "").strip()
     if env:
         return Path(env).expanduser()
-    from berds_core.cache import cache_dir
+    from berds_core.files.cache import cache_dir
 
     return cache_dir("web") / "snapshots"
 
@@ -198,14 +198,14 @@ def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, method: st
     corpus, retriever, judge, embedder = _web_engine(folder, stamp, cfg_key)
     if method == "preset":  # the preset picks its own retriever (dense, default embedder)
         retriever = cached_retriever("dense", corpus.hash, None, corpus)
-    return column_result(_question, corpus, retriever, judge, method, k, lam=lam, qe_source=qe_source,
-                         embedder=embedder)
+    return column_result(Engine(corpus, retriever, judge, embedder), _question, column_pipeline(method, lam, qe_source),
+                         k, label=method)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _web_best_ranks(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, which: tuple, _question: Question) -> dict:
     corpus, retriever, judge, _ = _web_engine(folder, stamp, cfg_key)
-    return best_ranks(_question, corpus, retriever, judge, list(which))
+    return best_ranks(Engine(corpus, retriever, judge), _question, list(which))
 
 
 def open_engine(question: Question, settings: dict) -> WebEngine | None:

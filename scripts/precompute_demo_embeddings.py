@@ -7,7 +7,7 @@ For each CPU precision of the default encoder (bf16: CPUs with native bf16; int8
 cache: the app's own warm-up (``warmup.warm_passages``: every passage, as text and as "title. text", and the
 questions' perspectives) and then everything the Playground computes for each demo question (every column
 at k = 10 with each perspective source, and the look-up of missing perspectives), through the same code the
-page runs (``pages.common.column_result`` / ``best_ranks``). Every vector the embedding store then holds
+page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``). Every vector the embedding store then holds
 for the encoder is written, keyed by the sha1 of its text, as float16 (finer than the bf16 and int8
 encodings themselves); ``seed_shipped`` re-normalises them in float32.
 """
@@ -39,7 +39,8 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import warm_passages
-    from pages.common import SharedSearch, best_ranks, column_result
+    from berds_core.retrieval.caching import SharedSearch
+    from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 
     b = datasets.load_demo()
     corpus = corpus_from_passages(b.passages, "demo")
@@ -53,10 +54,10 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
             for source in SOURCES if method in ("qe", "rerank", "xquad", "pm2") else ("dataset",):
                 if source == "dataset" and not q.generated_perspectives and method != "none":
                     continue
-                res = column_result(q, corpus, retriever, judge, method, 10, gold=b.gold, lam=0.75 if method == "mmr"
-                                    else None, qe_source=source, embedder=te)
+                res = column_result(Engine(corpus, retriever, judge, te), q,
+                                    column_pipeline(method, 0.75 if method == "mmr" else None, source), 10, gold=b.gold)
                 assert res["passages"], (q.id, method)
-        best_ranks(q, corpus, retriever, judge, list(range(len(q.perspectives))))
+        best_ranks(Engine(corpus, retriever, judge), q, list(range(len(q.perspectives))))
     store = embedding_store()
     with sqlite3.connect(store.path) as con:
         rows = con.execute("SELECT text, vec FROM emb WHERE model = ?", (te.key,)).fetchall()

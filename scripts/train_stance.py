@@ -139,7 +139,7 @@ def load_dataset(data: Path, work: Path, progress: bool = True) -> dict:
     human_path = data / "berds-human" / "pers_det.dev.tsv"
     human_pairs = []
     if human_path.exists():
-        from berds_core.cli.judge_cmd import read_pairs
+        from berds_core.datasets.human_pairs import read_pairs
         from berds_core.datasets.phrasing import negate_claim
 
         hx = E.human_examples(human_path)

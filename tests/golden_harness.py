@@ -34,34 +34,47 @@ VOLATILE = re.compile(r"(seconds|elapsed|per_s(ec(ond)?)?$|_per_s$|throughput|ca
                       r"^cached$|warm|started|finished|_at$|timestamp|^when$|^date$|db_path|app_version)")
 
 
-def run_cli(argv: list[str]) -> tuple[int, dict | None, str]:
-    """``berds argv`` in this process: (exit code, the --json object or None, stderr)."""
-    from berds_core.cli import main
+def run_cli(argv: list[str], fresh: bool = False) -> tuple[int, dict | None, str]:
+    """``berds argv`` in this process, or with ``fresh`` in a new one as a user runs it (no model or cache
+    object left by earlier tests: which passages share an encoder batch moves float sums by ~1e-7, enough to
+    swap near-tied picks): (exit code, the --json object or None, stderr)."""
+    if fresh:
+        import subprocess
+        import sys
 
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as e:  # argparse
-            code = e.code if isinstance(e.code, int) else 2
-    text = out.getvalue().strip()
+        p = subprocess.run([sys.executable, "-m", "berds_core", *argv], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=1800)
+        code, stdout, stderr = p.returncode, p.stdout, p.stderr
+    else:
+        from berds_core.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse
+                code = e.code if isinstance(e.code, int) else 2
+        stdout, stderr = out.getvalue(), err.getvalue()
+    text = stdout.strip()
     obj = None
     if text:
         try:
             obj = json.loads(text.splitlines()[-1])
         except json.JSONDecodeError:
             obj = {"stdout": text}
-    return code, obj, err.getvalue()
+    return code, obj, stderr
 
 
-def scrub(value, tmp: str):
-    """``value`` without volatile keys, with the temporary folder written ``{tmp}``."""
+def scrub(value, tmp: str, mark: str = "{tmp}"):
+    """``value`` without volatile keys, with the folder ``tmp`` written ``mark`` (``{tmp}`` for the
+    temporary folder, ``{data}`` for the development data folder, which sits elsewhere on each machine)."""
     if isinstance(value, dict):
-        return {str(k).replace(tmp, "{tmp}"): scrub(v, tmp) for k, v in value.items() if not VOLATILE.search(str(k))}
+        return {str(k).replace(tmp, mark): scrub(v, tmp, mark) for k, v in value.items()
+                if not VOLATILE.search(str(k))}
     if isinstance(value, list):
-        return [scrub(v, tmp) for v in value]
+        return [scrub(v, tmp, mark) for v in value]
     if isinstance(value, str):
-        return value.replace(tmp, "{tmp}")
+        return value.replace(tmp, mark)
     return value
 
 
@@ -116,10 +129,10 @@ def _digest_file(path: Path, tmp: str):
     return {"lines": [x.replace(tmp, "{tmp}") for x in text.splitlines()]}
 
 
-def record(name: str, argv: list[str], tmp: Path, outputs: list[str] = ()) -> dict:
+def record(name: str, argv: list[str], tmp: Path, outputs: list[str] = (), fresh: bool = False) -> dict:
     """Run one command and reduce its results; ``outputs``: files (relative to ``tmp``) it writes
-    (``"dir/"``: every file of that folder)."""
-    code, obj, err = run_cli(argv)
+    (``"dir/"``: every file of that folder); ``fresh``: in a new process (``run_cli``)."""
+    code, obj, err = run_cli(argv, fresh)
     if code != 0:
         raise AssertionError(f"{name}: berds {' '.join(argv)} exited {code}: {err.strip().splitlines()[-1:]} ")
     got = {"argv": [a.replace(str(tmp), "{tmp}") for a in argv], "json": scrub(obj, str(tmp))}

@@ -3,6 +3,7 @@ import logging
 
 import pytest
 
+from berds_core.lab.tasks import TaskSetSpec
 from berds_core.lab.access import AccessDenied, Actor, Lab
 from berds_core.lab.store import Pair, Store
 
@@ -80,7 +81,7 @@ def test_admin_actions_refused_for_annotators_and_reviewers(store, tmp_path):
         with pytest.raises(AccessDenied):
             l.import_pairs_tsv(tsv, annotator=who)
         with pytest.raises(AccessDenied):
-            l.build_task_set([], n=1, strategy="random", annotators=[who], name="evil", source="x")
+            l.build_task_set([], TaskSetSpec(name="evil", source="x", n=1, strategy="random", annotators=(who,)))
         with pytest.raises(AccessDenied):
             l.export_rows("gold")
         with pytest.raises(AccessDenied):

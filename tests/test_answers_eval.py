@@ -8,7 +8,7 @@ import pytest
 
 from berds_core.answers import answer_matrix, da_messages, dispute_awareness, load_answers, load_debateqa
 from berds_core.answers.coverage import evaluate_answers, retrieval_matrix
-from berds_core.datasets.debateqa import scoring_rows
+from berds_core.answers.rows import scoring_rows
 from berds_core.cli import main
 from berds_core.datasets import load_questions
 from berds_core.errors import InputError

@@ -116,7 +116,7 @@ def _use_files(at: AppTest, qf, cf) -> AppTest:
 def test_shared_search_searches_once_and_matches_direct_search(tricky_data):
     from berds_core.corpus import load_corpus
     from berds_core.retrieval import get_retriever
-    from pages.common import SharedSearch
+    from berds_core.retrieval.caching import SharedSearch
 
     _, cf = tricky_data
     direct = get_retriever("bm25", load_corpus(cf), progress=False)

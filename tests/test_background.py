@@ -198,7 +198,8 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import seed_shipped
-    from pages.common import SharedSearch, best_ranks, column_result
+    from berds_core.retrieval.caching import SharedSearch
+    from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
     b = datasets.load_demo()
@@ -214,9 +215,10 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
     before = te.n_encoded
     for q in b.questions[:3]:
-        res = {m: column_result(q, corpus, retriever, judge, m, 5, gold=b.gold, lam=0.75 if m == "mmr" else None,
-                                qe_source="dataset", embedder=te) for m in ("none", "mmr", "qe", "rerank")}
-        best_ranks(q, corpus, retriever, judge, [0, 1])
+        engine = Engine(corpus, retriever, judge, te)
+        res = {m: column_result(engine, q, column_pipeline(m, 0.75 if m == "mmr" else None, "dataset"), 5, gold=b.gold)
+               for m in ("none", "mmr", "qe", "rerank")}
+        best_ranks(engine, q, [0, 1])
         assert all(len(r["passages"]) == 5 for r in res.values())
     assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
     # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise

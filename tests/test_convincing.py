@@ -11,6 +11,7 @@ from berds_core.cli import main
 from berds_core.convincing import (Paragraph, QuestionSet, comparisons, correlations, counterfactuals, decide,
                                    from_run, load_conflictingqa, pair_prompt, pairings, paragraph_features,
                                    position_bias, run_experiment, win_rates)
+from berds_core.convincing import Experiment
 from berds_core.errors import InputError
 
 
@@ -194,8 +195,8 @@ def test_experiment_against_a_local_server_position_bias_and_counterfactuals(ser
 
     gen = get_generator(f"openai:m@{server.url}", retries=0)
     sets = [sets_of(5, 5)]
-    res = run_experiment(sets, gen, edits=["prefix", "keywords", "stance"], edit_sample=2, n_boot=100,
-                         features=False)
+    res = run_experiment(sets, gen, Experiment(edits=("prefix", "keywords", "stance"), edit_sample=2, n_boot=100,
+                                               features=False))
     assert res["comparisons"] == 50 and res["paragraphs"] == 10 and res["dropped_paragraphs"] == 0
     assert res["position_bias"]["first_wins"] == 1.0  # this "model" always sides with paragraph 1
     assert all(r["win_rate"] == 0.5 for r in res["rows"])

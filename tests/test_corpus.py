@@ -115,10 +115,14 @@ def test_empty_corpus_and_missing_file_and_unknown_format(tmp_path):
         load_corpus(empty)
     with pytest.raises(InputError, match="file not found"):
         load_corpus(tmp_path / "nope.jsonl")
-    odd = tmp_path / "c.parquet"
+    odd = tmp_path / "c.xlsx"
     odd.write_bytes(b"x")
     with pytest.raises(InputError, match="unknown corpus format"):
         load_corpus(odd)
+    not_parquet = tmp_path / "c.parquet"
+    not_parquet.write_bytes(b"x")
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        load_corpus(not_parquet)
 
 
 def test_non_utf8_file_is_an_input_error(tmp_path):

@@ -114,8 +114,8 @@ def test_diversify_coverage_with_embedding_similarity():
 
 
 def test_preset_is_offline_and_runs():
-    cfg = get_preset("diverse")
-    assert cfg["method"] in {"mmr", "qe", "coverage"} and cfg.get("qe_source") != "oracle"
+    p = get_preset("diverse")
+    assert [s.name for s in p.stages] == ["coverage"] and p.stages[0].probs == "model"  # no oracle perspectives
     assert "diverse" in PRESETS
     with pytest.raises(ValueError):
         get_preset("nope")
@@ -194,7 +194,7 @@ def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--preset", "diverse")
     assert code == 0, cap.err
     res = json.loads(cap.out)
-    assert res["retriever"].startswith(get_preset("diverse")["retriever"]) and res["diversify"]["preset"] == "diverse"
+    assert res["retriever"].startswith(get_preset("diverse").retriever) and res["diversify"]["preset"] == "diverse"
     assert len(read_run(out)[0]["ctxs"]) == 2
 
 

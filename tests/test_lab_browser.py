@@ -14,7 +14,7 @@ import pytest
 from berds_core.lab.access import Actor, Lab
 from berds_core.lab.accounts import Accounts
 from berds_core.lab.store import Pair, Store
-from berds_core.lab.tasks import build_task_set
+from berds_core.lab.tasks import TaskSetSpec, build_task_set
 from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -30,8 +30,8 @@ def _make_lab(db):
                           question_id=f"q{i // 3}", title=f"Title {i}") for i in range(9)])
         s.set_judge_preds("judgeZ", {f"p{i}": (0.7, 1) for i in range(9)})
         # blind double annotation: every pair to two of the three annotators
-        res = build_task_set(s, s.pairs(), n=9, strategy="random", annotators=ANNOTATORS, overlap=1.0,
-                             per_shared=2, name="round1", source="test", seed=3)
+        res = build_task_set(s, s.pairs(), TaskSetSpec(name="round1", source="test", n=9, strategy="random",
+                                                       annotators=tuple(ANNOTATORS), overlap=1.0, per_shared=2, seed=3))
         assert res["shared"] == 9
         acc = Accounts(s)
         for name in ANNOTATORS:

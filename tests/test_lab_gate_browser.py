@@ -14,7 +14,7 @@ import pytest
 
 from berds_core.lab.accounts import Accounts
 from berds_core.lab.store import Pair, Store
-from berds_core.lab.tasks import build_task_set
+from berds_core.lab.tasks import TaskSetSpec, build_task_set
 from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
 from web_servers import recording_server
 
@@ -34,8 +34,8 @@ def lab(tmp_path_factory):
     with Store(db) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"Passage {i}", f"Perspective {i}", question_id=f"q{i}")
                      for i in range(4)])
-        build_task_set(s, s.pairs(), n=4, strategy="random", annotators=["ann1"], overlap=0.0, name="r1",
-                       source="test", seed=1)
+        build_task_set(s, s.pairs(), TaskSetSpec(name="r1", source="test", n=4, strategy="random",
+                                                 annotators=("ann1",), overlap=0.0, seed=1))
         acc = Accounts(s)
         for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("rev", "reviewer")):
             acc.add(name, role, PASSWORD)

@@ -191,7 +191,7 @@ def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypa
 
 
 def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, fresh_cache, monkeypatch):
-    from berds_core.cache import text_hash
+    from berds_core.files.cache import text_hash
     from berds_core.embeddings.store import MAX_TOKENS, embedding_store
 
     r = get_retriever("dense", corpus, progress=False, encoding="fp32")

@@ -339,7 +339,7 @@ def test_unsure_pairs_are_routed_to_a_second_annotator(store):
 def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
     from types import SimpleNamespace
 
-    from berds_core.lab.tasks import build_task_set
+    from berds_core.lab.tasks import TaskSetSpec, build_task_set
 
     s = Store(tmp_path / "r.db")
     cands = _pairs(30, subset=lambda i: "s")
@@ -353,15 +353,16 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
     judge = SimpleNamespace(name="fake", predict=predict)
     ref = {f"p{i}": i % 2 for i in range(20, 30)}  # reference labels for p20..p29 (outside the sample)
     with pytest.raises(ValueError, match="reference"):  # no pair with a reference label known yet
-        build_task_set(s, cands[:20], n=20, strategy="random", annotators=["a", "b", "c"], name="round",
-                       source="test", judge=judge, calibration=3, seed=1)
+        build_task_set(s, cands[:20], TaskSetSpec(name="round", source="test", n=20, strategy="random",
+                                                  annotators=("a", "b", "c"), calibration=3, seed=1), judge=judge)
     assert s.task_sets() == [] and s.count_pairs() == 0  # nothing written
     s.close()
     s = Store(tmp_path / "r2.db")
     s.add_pairs(cands[20:])
     s.set_reference_labels(ref, source="paper")
-    res = build_task_set(s, cands[:20], n=20, strategy="random", annotators=["a", "b", "c"], name="round",
-                         source="test", judge=judge, route_uncertain=0.1, calibration=3, seed=1)
+    res = build_task_set(s, cands[:20], TaskSetSpec(name="round", source="test", n=20, strategy="random",
+                                                    annotators=("a", "b", "c"), route_uncertain=0.1, calibration=3,
+                                                    seed=1), judge=judge)
     assert res["routed_uncertain"] == 4 and res["calibration"] == 3
     rows = s.assignments("round")
     calib = {r["pair_id"] for r in rows if r["kind"] == "calibration"}
@@ -375,15 +376,15 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
         assert len(per_pair[pid]) == 2
     assert all(len(per_pair[f"p{i}"]) == 1 for i in range(20) if i % 5)
     # every pair by n annotators (redundancy): overlap 1, per_shared n
-    res = build_task_set(s, cands[:6], n=6, strategy="random", annotators=["a", "b", "c"], name="double",
-                         source="test", overlap=1.0, per_shared=2)
+    res = build_task_set(s, cands[:6], TaskSetSpec(name="double", source="test", n=6, strategy="random",
+                                                   annotators=("a", "b", "c"), overlap=1.0, per_shared=2))
     per_pair = {}
     for r in s.assignments("double"):
         per_pair.setdefault(r["pair_id"], set()).add(r["annotator"])
     assert res["shared"] == 6 and all(len(v) == 2 for v in per_pair.values())
     with pytest.raises(ValueError, match="reference"):
-        build_task_set(s, cands[:5], n=5, strategy="random", annotators=["a", "b"], name="x", source="t",
-                       calibration=50)
+        build_task_set(s, cands[:5], TaskSetSpec(name="x", source="t", n=5, strategy="random", annotators=("a", "b"),
+                                                 calibration=50))
     s.close()
 
 

@@ -110,7 +110,7 @@ def test_diversify_xquad_and_pm2():
     assert [r for r, _ in got] == [0, 2] and judge.calls == 1
     with pytest.raises(ValueError, match="needs a judge"):
         diversify(Q, corpus, ret, "pm2", 2, perspectives=ASPECTS, aspect_probs="judge")
-    with pytest.raises(ValueError, match="aspect_probs"):
+    with pytest.raises(ValueError, match="probs must be one of retriever, judge"):
         diversify(Q, corpus, ret, "pm2", 2, perspectives=ASPECTS, aspect_probs="bogus")
     assert [r for r, _ in diversify(Q, corpus, ret, "pm2", 2, perspectives=[])] == [0, 1]
 

@@ -10,19 +10,20 @@
   "Yes"/"No" after our own few-shot prompt;
 - :mod:`.coverage`: the perspective-detection judge applied to the answer as a
   document (answer-level MRecall), next to retrieval MRecall@k, P.D. and D.A.;
-- :mod:`.debateqa`: the DebateQA question and answers files;
+- :mod:`.rows`: answers files, joined with their questions (``datasets.debateqa``: DebateQA's questions);
 - :mod:`.compare`: two configurations (retriever, diversifier, prompt) answered
   and scored side by side (the Answers page).
 """
 from .compare import AnswerConfig, answer_config, ranked_entries
-from .coverage import answer_matrix, evaluate_answers, retrieval_matrix, table_row
+from .coverage import AnswerScoring, answer_matrix, evaluate_answers, retrieval_matrix, table_row
 from .da import DA_OPTIONS, da_messages, dispute_awareness
-from ..datasets.debateqa import load_answers, load_debateqa, partial_answer_text
+from ..datasets.debateqa import load_debateqa, partial_answer_text
 from .generate import PROMPTS, AnswersIncomplete, answer_messages, answer_rows
+from .rows import load_answers, scoring_rows
 from .pd import MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context, summarize_pd
 
-__all__ = ["AnswerConfig", "AnswersIncomplete", "answer_config", "ranked_entries", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
-           "answer_rows", "da_messages", "dispute_awareness", "evaluate_answers", "load_answers",
+__all__ = ["AnswerConfig", "AnswerScoring", "AnswersIncomplete", "answer_config", "ranked_entries", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
+           "answer_rows", "da_messages", "dispute_awareness", "evaluate_answers", "load_answers", "scoring_rows",
            "load_debateqa", "partial_answer_text", "pd_context", "perplexity", "perspective_diversity", "released_context",
            "summarize_pd",
            "retrieval_matrix"]

@@ -1,7 +1,7 @@
 """Two retrieval configurations, their answers and the answer metrics: what the Answers page runs.
 
 A configuration is (retriever, diversifier method, prompt). For each, the
-question's top k (``diversify``: ``none`` is the retriever's own order), an
+question's top k (``diversify``: the method names a pipeline; ``none`` is the retriever's own order), an
 answer from them (``answer_rows``) and its scores (``evaluate_answers``).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .coverage import evaluate_answers
+from .coverage import AnswerScoring, evaluate_answers
 from .generate import answer_rows
 
 
@@ -25,20 +25,19 @@ class AnswerConfig:
         return f"{self.retriever} · {self.method} · {self.prompt}"
 
 
-def ranked_entries(questions, corpus, retriever, method: str, k: int, *, judge=None, embedder=None) -> list[dict]:
-    """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``method``, top ``k``."""
+def ranked_entries(questions, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None) -> list[dict]:
+    """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``pipeline`` (a Pipeline, a spec or
+    a method name: ``none``, ``mmr``, ``qe``, ``coverage``, ...), top ``k``; ``judge`` and ``embedder`` objects."""
     from ..diversify import diversify
     from ..retrieval import question_entry
 
-    return [question_entry(q, corpus, diversify(q, corpus, retriever, method, k, judge=judge, embedder=embedder))
+    return [question_entry(q, corpus, diversify(q, corpus, retriever, pipeline, k, judge=judge, embedder=embedder))
             for q in questions]
 
 
-def answer_config(entries: Sequence[dict], generator, prompt: str, k: int, *, judge=None, gold=None,
-                  pd_generator=None, da_generator=None, max_new_tokens: int = 256, pd_mode: str = "defined",
-                  n_boot: int = 1000) -> dict:
-    """Answers for ``entries`` and their scores: ``{"rows", "summary", "per_question"}``."""
+def answer_config(entries: Sequence[dict], generator, prompt: str, k: int, scoring: AnswerScoring, *,
+                  max_new_tokens: int = 256) -> dict:
+    """Answers for ``entries`` and their scores (``scoring``): ``{"rows", "summary", "per_question"}``."""
     rows = answer_rows(entries, generator, k=k, prompt=prompt, max_new_tokens=max_new_tokens)
-    res = evaluate_answers(rows, k=k, judge=judge, gold=gold, pd_generator=pd_generator, da_generator=da_generator,
-                           pd_mode=pd_mode, n_boot=n_boot)
+    res = evaluate_answers(rows, scoring, k=k)
     return {"rows": rows, **res}

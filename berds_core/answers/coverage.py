@@ -17,12 +17,15 @@ intervals over questions.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from ..corpus import split_words
 from ..eval.measures import mrecall_at_k
+from ..eval.evaluation import bootstrap_ci
+from ..runs import judges_in, label_matrix
 
 ANSWER_WORDS = 100
 
@@ -41,8 +44,6 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
     A judge's stored predictions are read through ``runs.label_matrix`` when
     the entry carries them; otherwise the judge scores the passages (cached).
     """
-    from ..runs import judges_in, label_matrix
-
     top = dict(entry, ctxs=list(entry.get("ctxs") or [])[:k])
     if gold is not None:
         return label_matrix(top, gold=gold)
@@ -64,8 +65,6 @@ def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
 
 
 def _mean_ci(values, n_boot: int, seed: int) -> dict:
-    from ..eval.evaluation import bootstrap_ci
-
     v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
     if v.size == 0:
         return {"mean": None, "lo": None, "hi": None, "n": 0}
@@ -73,9 +72,23 @@ def _mean_ci(values, n_boot: int, seed: int) -> dict:
     return {"mean": float(v.mean()), "lo": lo, "hi": hi, "n": int(v.size)}
 
 
-def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, gold=None, pd_generator=None,
-                     da_generator=None, pd_mode: str = "defined", max_length: int | None = None,
-                     n_boot: int = 1000, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class AnswerScoring:
+    """What scores answers: the perspective judge or ``gold`` labels (MRecall of the passages and of the
+    answer), the P.D. model (``pd_mode``, inputs cut at ``max_length`` tokens) and the D.A. model; the
+    bootstrap of the summary intervals (``n_boot``, ``seed``). A part left None is not computed."""
+
+    judge: object = None
+    gold: dict | None = None
+    pd_generator: object = None
+    da_generator: object = None
+    pd_mode: str = "defined"
+    max_length: int | None = None
+    n_boot: int = 1000
+    seed: int = 0
+
+
+def evaluate_answers(rows: Sequence[dict], scoring: AnswerScoring, *, k: int | None = None) -> dict:
     """One configuration's table row and per-question values.
 
     ``rows``: answers rows with ``question``, ``perspectives``, ``generation``
@@ -84,6 +97,8 @@ def evaluate_answers(rows: Sequence[dict], *, k: int | None = None, judge=None, 
     needs them and gold labels or a judge). ``k`` defaults to each row's own.
     Parts whose component is not given (judge, P.D. model, D.A. model) are None.
     """
+    judge, gold, pd_generator, da_generator = scoring.judge, scoring.gold, scoring.pd_generator, scoring.da_generator
+    pd_mode, max_length, n_boot, seed = scoring.pd_mode, scoring.max_length, scoring.n_boot, scoring.seed
     rows = list(rows)
     per_q = [{"id": r["id"], "question": r["question"]} for r in rows]
     for r, out in zip(rows, per_q):

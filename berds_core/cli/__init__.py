@@ -19,6 +19,8 @@ import pkgutil
 import sys
 
 from ..errors import InputError
+from ..files.outputs import check_cli_files, declared_servers
+from ..net import reach
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -69,9 +71,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from ..files.outputs import check_cli_files
-
-        check_cli_files(args)  # an unwritable output, an output that is an input, a server down: before any work
+        check_cli_files(args)  # an unwritable output, an output that is an input: before any work
+        reach.check_servers(declared_servers(args))  # a server down: before any work too
         result = args.func(args)
     except InputError as e:
         sys.stderr.write(f"berds {args.verb}: error: {e}\n")

@@ -6,15 +6,27 @@
                       [--candidates-from union] [--mix M] [--keep N]
     --rerank xquad|pm2 [--lambda L] [--aspect-probs retriever|judge --rerank-judge SPEC] [--perspectives-from SOURCE]
     --preset diverse                     the configuration chosen by cross-validation on development data
+    --pipeline SPEC                      a pipeline spec: bm25%30>>mmr(lam=0.5), dense%10>>coverage(probs=model)
 
-At most one of them. ``--preset`` also picks its retriever (dense, default model).
+At most one of them. ``--preset`` (and a ``--pipeline`` that names one) also picks its retriever. The flags
+become a :class:`berds_core.diversify.Pipeline` here (``pipeline_of``) and the names they give (judge,
+embedder, LLM, pool) become objects (``using_of``): nothing of ``args`` travels into the engine.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.presets import PRESETS, get_preset
+from ..diversify.legacy import pipeline_from_options
+from ..diversify.pipeline import Pipeline
+from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
+from ..specs import SpecError
+
+# flags that set a stage's parameter: with --pipeline they are written in the spec instead
+_STAGE_FLAGS = (("--alpha", "alpha"), ("--lambda", "lam"), ("--keep", "keep"), ("--mix", "mix"),
+                ("--aspect-probs", "aspect_probs"))
 
 
 def add_diversify_args(p) -> None:
@@ -55,13 +67,22 @@ def add_diversify_args(p) -> None:
     g.add_argument("--mix", type=float, default=None,
                    help="--rerank-probs model: relevance = mix * retriever score + (1 - mix) * P(on the question)")
     g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
+    g.add_argument("--pipeline", metavar="SPEC", default=None,
+                   help="a diversification pipeline: [bm25|dense][%%DEPTH]>>stage(key=value,...)>>...; stages: "
+                        "none, union, qe, mmr, coverage, xquad, pm2 (docs/pipelines.md), e.g. "
+                        "'dense%%10>>coverage(probs=model,alpha=0.1,keep=2)'; a retriever named here replaces "
+                        "--retriever; --rerank-judge, --mmr-embedder, --qe-llm and --pool give what its stages use")
     g.add_argument("--candidates", type=int, default=100,
                    help="candidates MMR / the re-ranker re-rank (default 100); with a larger --k the retriever's "
                         "own order follows them")
 
 
 def diversify_config(args) -> dict | None:
-    """The method and options the arguments ask for (None: plain retrieval); checks them."""
+    """What the arguments ask for, checked (None: plain retrieval): the old flags' option dict (``method``,
+    ``lam``, ...; printed by the verb as given) or ``{"pipeline": SPEC, ...}`` for ``--pipeline``."""
+    spec = getattr(args, "pipeline", None)
+    if spec is not None:
+        return _pipeline_config(args, spec)
     chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
     if not chosen:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
@@ -119,8 +140,51 @@ def diversify_config(args) -> dict | None:
                 "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
                 "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix,
                 "keep": keep or 0}
-    cfg = get_preset(args.preset)
-    return {"method": "preset", "preset": args.preset, **cfg}
+    return {"method": "preset", "preset": args.preset, **preset_options(args.preset)}
+
+
+def preset_options(name: str) -> dict:
+    """A preset's pipeline as the old option keys (what ``berds retrieve --preset`` prints)."""
+    p = get_preset(name)
+    (stage,) = [s for s in p.stages if not s.makes_candidates]
+    opts = {"retriever": p.retriever, "candidates": p.depth, "candidates_from": p.pool, "method": stage.name}
+    for f in (f.name for f in fields(stage)):
+        value = getattr(stage, f)
+        if value is None or (f == "source" and getattr(stage, "probs", None) == "model"):
+            continue  # the stance model needs no perspectives
+        opts[{"source": "qe_source", "probs": "coverage_probs" if stage.name == "coverage" else "aspect_probs"}
+             .get(f, f)] = value
+    return opts
+
+
+def _pipeline_config(args, spec: str) -> dict:
+    """``--pipeline SPEC``: the spec checked (one line naming the position) and alone among the methods."""
+    for name in ("mmr", "qe", "rerank", "preset"):
+        if getattr(args, name, None) is not None:
+            raise InputError("--pipeline", None, None, f"choose one diversification method (also given: --{name})")
+    for flag, attr in _STAGE_FLAGS:
+        if getattr(args, attr, None) is not None:
+            raise InputError(flag, None, None, "sets a stage parameter: write it in --pipeline (docs/pipelines.md)")
+    for flag, value, default in (("--candidates", args.candidates, 100), ("--rerank-probs", args.rerank_probs, "auto"),
+                                 ("--candidates-from", args.candidates_from, "retriever"),
+                                 ("--perspectives-from", args.perspectives_from, "offline")):
+        if value != default:
+            raise InputError(flag, None, None, "sets a stage parameter: write it in --pipeline (e.g. "
+                                               "bm25%30>>union>>coverage(probs=model,source=offline))")
+    try:
+        p = as_pipeline(spec)
+    except (SpecError, ValueError) as e:
+        raise InputError("--pipeline", None, None, str(e)) from None
+    sources = {getattr(s, "source", None) for s in p.stages}
+    pool = getattr(args, "pool", None)
+    if "pool" in sources and not pool:
+        raise InputError("--pool", None, None, "perspectives from 'pool' need --pool FILE (a file of perspective sentences)")
+    if pool and "pool" not in sources:
+        raise InputError("--pool", None, None, "has no effect without a stage with source=pool")
+    if "llm" in sources and not args.qe_llm:
+        raise InputError("--qe-llm", None, None, "source=llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
+    return {"pipeline": str(p), "judge": args.rerank_judge, "embedder": args.mmr_embedder, "llm": args.qe_llm,
+            "pool": pool}
 
 
 def _explicit_config(args) -> dict:
@@ -142,80 +206,78 @@ def _explicit_config(args) -> dict:
 
 
 def apply_preset(args) -> None:
-    """``--preset`` picks its retriever (and the default model) before the retriever is opened."""
+    """``--preset`` picks its retriever (and the default model) before the retriever is opened; so does a
+    ``--pipeline`` that names its retriever (``dense%10>>...``)."""
     if getattr(args, "preset", None):
-        cfg = get_preset(args.preset)
-        args.retriever = cfg["retriever"]
+        args.retriever = get_preset(args.preset).retriever
         args.model = None
-        args.index = "flat"
+        args.index = None  # flat
+    elif getattr(args, "pipeline", None):
+        try:
+            named = as_pipeline(args.pipeline).retriever
+        except (SpecError, ValueError):
+            return  # diversify_config names the error
+        if named:
+            args.retriever = named
 
 
-def diversified_run(args, questions, corpus, retriever, cfg: dict, progress: bool = True) -> list[dict]:
-    """Run entries like ``retrieval.retrieve_run`` but ranked by the configured method."""
-    from tqdm import tqdm
+def pipeline_of(cfg: dict) -> Pipeline:
+    """The pipeline of a checked config (:func:`diversify_config`)."""
+    if "pipeline" in cfg:
+        return as_pipeline(cfg["pipeline"])
+    return pipeline_from_options(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
 
-    from ..generators import GenerationError
-    from ..judges import JudgeError
-    from ..retrieval import question_entry
-    from ..diversify import diversify
 
-    keys = ("lam", "qe_source", "embedder", "candidates", "alpha", "llm", "coverage_probs", "candidates_from",
-            "mix", "aspect_probs", "keep")
-    opts = {key: cfg[key] for key in keys if key in cfg and cfg[key] is not None and cfg["method"] != "preset"}
-    if cfg.get("pool"):
-        from ..discovery import open_pool
+def using_of(cfg: dict, progress: bool = True):
+    """What the stages use, as objects: the judge, the embedder and the pool the flags name (``--rerank-judge``,
+    ``--mmr-embedder``, ``--pool``) loaded here, at the edge; the LLM spec of ``--qe-llm``."""
+    from ..diversify import Using
 
-        opts["pool"] = open_pool(cfg["pool"], progress=progress)
     judge = cfg.get("judge")
-    if isinstance(judge, str):
+    if judge:
         from ..judges import get_judge
 
         try:
             judge = get_judge(judge)
         except (ValueError, OSError) as e:
             raise InputError("--rerank-judge", None, None, str(e).splitlines()[0]) from None
-    prefetch(questions, corpus, retriever, cfg, args.k, progress)
-    entries = []
-    for q in tqdm(questions, desc=cfg["method"], disable=not progress, file=None):
+    embedder = cfg.get("embedder")
+    if embedder:
+        from ..embeddings.store import text_encoder
+
         try:
-            hits = diversify(q, corpus, retriever, cfg["method"], args.k, judge=judge, **opts)
+            embedder = text_encoder(embedder)
         except OSError as e:
-            raise InputError("--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm", None, None,
-                             str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+            raise InputError("--mmr-embedder", None, None, str(e).splitlines()[0] or type(e).__name__) from None
+    pool = cfg.get("pool")
+    if pool:
+        from ..discovery import open_pool
+
+        pool = open_pool(pool, progress=progress)
+    return Using(judge=judge or None, embedder=embedder or None, llm=cfg.get("llm"), pool=pool or None)
+
+
+def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> list[dict]:
+    """Run entries like ``retrieval.retrieve_run`` but ranked by the configured pipeline."""
+    from tqdm import tqdm
+
+    from ..diversify import diversify
+    from ..generators import GenerationError
+    from ..judges import JudgeError
+    from ..retrieval import question_entry
+
+    pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
+    pipeline.prefetch(questions, corpus, retriever, using, progress)
+    label = cfg.get("method") or "pipeline"
+    entries = []
+    for q in tqdm(questions, desc=label, disable=not progress, file=None):
+        try:
+            hits = diversify(q, corpus, retriever, pipeline, k, using=using)
+        except OSError as e:
+            flag = "--pipeline" if "pipeline" in cfg else "--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm"
+            raise InputError(flag, None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
         except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
             flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
             raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None
         entries.append(question_entry(q, corpus, hits))
     return entries
-
-
-def prefetch(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> None:
-    """Batch the per-question work of a run before the per-question loop: all question embeddings in one
-    encoder call and, for the stance model, every (question, candidate) pair in one batched, cached pass
-    (the loop then reads them from memory). Same results as without it, faster."""
-    from ..diversify import candidate_pool, get_preset
-
-    eff = get_preset(cfg.get("preset") or "diverse") if cfg["method"] == "preset" else cfg
-    if hasattr(retriever, "text_encoder"):
-        retriever.text_encoder.embed([q.question for q in questions])
-    if (eff.get("method") == "coverage" and eff.get("coverage_probs", "auto") in ("auto", "stance")
-            and eff.get("qe_source") == "offline" and not eff.get("judge") and eff.get("embedder") is None):
-        # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
-        from ..diversify.vectors import encode
-        from ..diversify.facets import yes_no_sides
-
-        encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
-    if eff.get("method") != "coverage" or eff.get("coverage_probs") != "model":
-        return
-    from ..stance import get_stance_model, passage_string
-
-    pool, n = eff.get("candidates_from", "retriever"), int(eff.get("candidates", 100))
-    if pool == "union" and not hasattr(retriever, "text_encoder"):
-        from ..diversify import companion
-
-        companion(corpus, "dense").text_encoder.embed([q.question for q in questions])
-    pairs = []
-    for q in questions:
-        rows, _ = candidate_pool(q.question, corpus, retriever, n, pool)
-        pairs += [(q.question, passage_string(corpus[int(r)])) for r in rows]
-    get_stance_model().encode(pairs, progress=progress, max_length=eff.get("stance_max_length"))

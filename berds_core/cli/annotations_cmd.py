@@ -257,7 +257,7 @@ def _load_judge(spec: str):
 
 def cmd_tasks(args) -> dict:
     from ..runs import read_run
-    from ..lab.tasks import build_task_set, pairs_from_runs, read_pairs_tsv
+    from ..lab.tasks import TaskSetSpec, build_task_set, pairs_from_runs, read_pairs_tsv
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
@@ -287,10 +287,10 @@ def cmd_tasks(args) -> dict:
     name = args.name or f"{Path(source.split(',')[0]).stem}-{args.strategy}-{args.n}"
     with open_store(args, create=True) as store:
         try:
-            return build_task_set(store, candidates, n=args.n, strategy=args.strategy, annotators=annotators,
-                                  by=args.by, seed=args.seed, name=name, source=source, judge=judge,
-                                  stored_preds=stored_preds, params={"k": args.k},
-                                  route_uncertain=args.route_uncertain, **rnd)
+            spec = TaskSetSpec(name=name, source=source, n=args.n, strategy=args.strategy,
+                               annotators=tuple(annotators), by=args.by, seed=args.seed,
+                               route_uncertain=args.route_uncertain, params={"k": args.k}, **rnd)
+            return build_task_set(store, candidates, spec, judge=judge, stored_preds=stored_preds)
         except InputError:
             raise
         except ValueError as e:

@@ -89,8 +89,8 @@ def partial_path(out) -> Path:
 
 
 def run_eval(args) -> dict:
-    from ..answers.coverage import evaluate_answers, table_row
-    from ..datasets.debateqa import load_questions_and_references, join_questions, load_answers
+    from ..answers.coverage import AnswerScoring, evaluate_answers, table_row
+    from ..answers.rows import join_questions, load_answers, load_questions_and_references
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl
 
@@ -110,14 +110,14 @@ def run_eval(args) -> dict:
     da_gen = make_generator(args.da_model, args, "--da-model") if args.da_model else None
     if judge is None and gold is None and pd_gen is None and da_gen is None:
         raise InputError("answer-eval", None, None, "nothing to compute: give --judge, --gold, --pd-model or --da-model")
+    scoring = AnswerScoring(judge=judge, gold=gold, pd_generator=pd_gen, da_generator=da_gen,
+                            pd_mode=args.compat or "defined", max_length=args.max_length, n_boot=max(1, args.bootstrap))
     names = args.names or [Path(a).stem for a in args.answers]
     table, summaries, per_question = [], {}, []
     for name, path in zip(names, args.answers):
         rows = join_questions(path, load_answers(path), questions, refs)
         try:
-            res = evaluate_answers(rows, k=args.k, judge=judge, gold=gold, pd_generator=pd_gen, da_generator=da_gen,
-                                   pd_mode=args.compat or "defined", max_length=args.max_length,
-                                   n_boot=max(1, args.bootstrap))
+            res = evaluate_answers(rows, scoring, k=args.k)
         except GenerationError as err:
             raise generation_failed("--pd-model/--da-model", err) from None
         except ValueError as err:  # a gold perspective index the question does not have

@@ -76,7 +76,7 @@ def load_sets(args):
 
 
 def run(args) -> dict:
-    from ..convincing import EDITS, run_experiment
+    from ..convincing import EDITS, Experiment, run_experiment
     from ..generators import GenerationError
     from ..files.jsonio import atomic_write
 
@@ -95,10 +95,10 @@ def run(args) -> dict:
     editor = make_generator(args.editor, args, "--editor") if args.editor else decider
     ppl = make_generator(args.ppl_model, args, "--ppl-model") if args.ppl_model else None
     try:
-        res = run_experiment(sets, decider, pairing=args.pairing, max_pairs=args.max_pairs, seed=args.seed,
-                             min_opponents=args.min_opponents, features=not args.no_features, ppl_generator=ppl,
-                             edits=edits, editor=editor, edit_sample=args.edit_sample or None,
-                             n_boot=args.bootstrap, progress=not args.quiet)
+        settings = Experiment(pairing=args.pairing, max_pairs=args.max_pairs, seed=args.seed,
+                              min_opponents=args.min_opponents, features=not args.no_features, edits=tuple(edits),
+                              edit_sample=args.edit_sample or None, n_boot=args.bootstrap)
+        res = run_experiment(sets, decider, settings, ppl_generator=ppl, editor=editor, progress=not args.quiet)
     except GenerationError as err:
         raise generation_failed("--model/--editor", err) from None
     res.update(counts)

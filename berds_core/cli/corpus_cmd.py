@@ -1,4 +1,5 @@
-"""``berds corpus web``: one web corpus per question (search, fetch, extract, split), saved as a snapshot.
+"""``berds corpus web``: one web corpus per question (search, fetch, extract, split), saved as a snapshot;
+``berds corpus ingest``: a large corpus streamed into the on-disk store (:mod:`._corpus_ingest`).
 
 ::
 
@@ -52,6 +53,9 @@ def register(sub) -> None:
     w.add_argument("--limit", type=int, default=None, help="only the first N questions")
     w.set_defaults(func=run_web)
     declare(w, inputs=("questions",), out_dirs=("out",), dir_files=snapshot_files)
+    from ._corpus_ingest import add_ingest
+
+    add_ingest(kinds)
 
 
 def snapshot_files(args) -> list:

@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 def run(args) -> dict:
     from ..answers.da import dispute_awareness
-    from ..datasets.debateqa import scoring_rows
+    from ..answers.rows import scoring_rows
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl
 

@@ -18,6 +18,12 @@ question of the run with no gold label at all is an error unless
 ``--missing-gold skip`` (left out) or ``zero`` (scored as covering nothing);
 ``missing_gold`` reports the policy and the count.
 
+``--measures`` names measures the studio's way or ``ir_measures``' way
+(``MRecall@5,P@5,alpha_nDCG@10,ERR_IA@10``; see ``berds_core.eval.measures``):
+their cutoffs join ``--ks``, ``measures`` holds their means under their printed
+keys (``mrecall@5``, ``precision@5``, ``alpha_ndcg@10``, ...), and
+``per_question`` and ``significance`` are limited to them.
+
 A k deeper than the run keeps the TREC convention (the missing ranks count as
 passages that support nothing, so Precision@k divides by k), but says so:
 ``run_depth`` (the fewest and most passages a question of RUN has) is in the
@@ -50,6 +56,9 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--per-question", action="store_true", help="include per-question scores")
+    p.add_argument("--measures", metavar="LIST",
+                   help="comma-separated measures, e.g. MRecall@5,P@5,alpha_nDCG@10,ERR_IA@10 (also mrecall@5, "
+                        "precision@5, ...): their means under 'measures'; per-question scores and tests only for them")
     p.set_defaults(func=run)
     declare(p, inputs=("run", "gold", "compare"))
 
@@ -78,6 +87,26 @@ def parse_ks(text: str, k: int) -> list[int]:
     if any(x < 1 for x in ks) or k < 1:
         raise InputError("--ks" if any(x < 1 for x in ks) else "--k", None, None, "k must be at least 1")
     return sorted(set(ks) | {k})
+
+
+def chosen_measures(args, ks: list[int]) -> tuple[list, list[int]]:
+    """``--measures`` parsed (``[]`` without it) and ``ks`` with their cutoffs; an alpha given in
+    ``alpha_nDCG(alpha=…)@k`` becomes ``--ndcg-alpha`` (InputError when the two disagree)."""
+    from ..eval.diversity import DEFAULT_ALPHA
+    from ..eval.measures import parse_measures
+
+    if not args.measures:
+        return [], ks
+    chosen = parse_measures(args.measures, source="--measures")
+    if not chosen:
+        raise InputError("--measures", None, None, "name at least one measure, e.g. MRecall@5,alpha_nDCG@10")
+    alphas = {m.alpha for m in chosen if m.alpha is not None}
+    if len(alphas) > 1 or (alphas and args.ndcg_alpha != DEFAULT_ALPHA and args.ndcg_alpha not in alphas):
+        raise InputError("--measures", None, None, "alpha_nDCG is computed at one alpha per call: give one "
+                                                   "alpha (in --measures or --ndcg-alpha)")
+    if alphas:
+        args.ndcg_alpha = alphas.pop()
+    return chosen, sorted(set(ks) | {m.cutoff for m in chosen})
 
 
 def matrices_of(path, entries, gold, judge, gold_path=None):
@@ -132,6 +161,7 @@ def run(args) -> dict:
         if not args.labels:
             raise InputError("--labels", None, None, "give --gold FILE or --labels JUDGE")
     ks = parse_ks(args.ks, args.k)
+    chosen, ks = chosen_measures(args, ks)
     if args.bootstrap < 0:
         raise InputError("--bootstrap", None, None, "must be 0 or more")
     if not 0.0 <= args.ndcg_alpha <= 1.0:
@@ -174,19 +204,23 @@ def run(args) -> dict:
         out["missing_gold"] = missing_gold
     if args.bootstrap:
         out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
+    keys = [m.key for m in chosen] or None  # None: every measure
+    per_q = {**scores(mats, ks), **div}
+    if keys:
+        out["measures"] = {key: float(per_q[key].mean()) if per_q[key].size else None for key in keys}
     if args.per_question:
-        per_q = {**scores(mats, ks), **div}
-        out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()}}
+        out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()
+                                                  if keys is None or name in keys}}
                                for i, e in enumerate(entries)]
     if others:
         from ..eval.significance import compare
 
-        per_run = {str(args.run): {**scores(mats, ks), **div}}
+        per_run = {str(args.run): per_q}
         for (path, _), m2, div2 in zip(others, other_mats, divs[1:]):
             if str(path) in per_run:
                 raise InputError(path, None, None, "the same run file is given twice")
             per_run[str(path)] = {**scores(m2, ks), **div2}
-        sig = compare(per_run, baseline=str(args.run), pairs=args.pairs, correction=args.correction,
+        sig = compare(per_run, baseline=str(args.run), pairs=args.pairs, metrics=keys, correction=args.correction,
                       test=args.test, n_resamples=args.permutations, n_boot=max(args.bootstrap, 1),
                       seed=args.seed)
         sig["scope"] = "pooled over questions"

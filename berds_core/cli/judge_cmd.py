@@ -7,16 +7,17 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..files.jsonio import atomic_write, read_text
+from ..files.jsonio import atomic_write
 from ..files.outputs import declare
 
-PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
+from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
 
 
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
                    help="embedded (offline stance model) | berds-evaluator[:<vllm base_url>] (the "
-                        "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url>")
+                        "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url> | "
+                        "vllm[:<model>[+<adapter>]] (with --ray: vLLM engines through ray.data.llm)")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
     p.add_argument("--prompt", help="LLM judges: named prompt, berds (the paper's, default) or studio")
     p.add_argument("--shot", type=int, choices=[0, 1], help="LLM judges: zero- or one-shot prompt")
@@ -37,6 +38,9 @@ def _judge_args(p) -> None:
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
     p.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts")
+    from ._ray import add_ray_args  # --ray (issue 27)
+
+    add_ray_args(p)
 
 
 def register(sub) -> None:
@@ -93,6 +97,9 @@ def decode_comparison(args, judge, pairs, labels) -> tuple[dict, object, np.ndar
     """
     other_mode = "generate" if judge.decode == "logits" else "logits"
     other = make_judge(args, decode=other_mode)
+    from ._ray import judge_on_ray
+
+    judge_on_ray(args, other, pairs)  # --ray: judged on the cluster first; None otherwise
     _, other_labels = _predict(other, pairs, args, "--judge")
     mine = {judge.decode: np.asarray(labels, bool), other_mode: np.asarray(other_labels, bool)}
     lg, gen = mine["logits"], mine["generate"]
@@ -127,8 +134,11 @@ def run_judge(args) -> dict:
     from ..judges import JudgeError, judge_run, passage_text
     from ..runs import label_matrix, read_run, write_run
 
+    from ._ray import judge_on_ray, run_pairs
+
     entries = read_run(args.run)
     judge = make_judge(args)
+    ray_info = judge_on_ray(args, judge, run_pairs(entries, judge))  # --ray: the cluster fills the cache
     try:
         judge_run(entries, judge, progress=not args.quiet)
     except JudgeError as e:
@@ -139,45 +149,13 @@ def run_judge(args) -> dict:
     n_pos = sum(int(L.sum()) for L in mats)
     out = {"judge": judge.name, "out": str(args.out), "questions": len(entries), "pairs": n_pairs,
            "positive_rate": (n_pos / n_pairs) if n_pairs else 0.0, **_decided_by(judge)}
+    if ray_info is not None:
+        out["ray"] = ray_info
     if getattr(args, "compare_decode", False):
         pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
         out["decode_comparison"] = decode_comparison(args, judge, pairs,
                                                      np.concatenate([L.ravel() for L in mats]))[0]
     return out
-
-
-def read_pairs(path) -> list[dict]:
-    """Rows of a human-pairs TSV (CSV-style quoting with doubled quotes); label must be 0 or 1."""
-    from ..files.csvio import records
-
-    text = read_text(path)
-    rows: list[dict] = []
-    header = None
-    for line, rec in records(text, path, "\t"):
-        if header is None:
-            header = [h.strip() for h in rec]
-            missing = [f for f in PAIR_FIELDS if f not in header]
-            if missing:
-                raise InputError(path, line, missing[0], f"missing column (header needs {', '.join(PAIR_FIELDS)})")
-            continue
-        if not any(c.strip() for c in rec):
-            continue
-        if len(rec) != len(header):
-            raise InputError(path, line, None, f"expected {len(header)} tab-separated fields, got {len(rec)}")
-        row = dict(zip(header, rec))
-        for f in ("document", "perspective"):
-            if not row[f].strip():
-                raise InputError(path, line, f, "must not be empty")
-        lab = row["label"].strip()
-        if lab not in ("0", "1"):
-            raise InputError(path, line, "label", f"expected 0 or 1, got {lab!r}")
-        row["_line"] = line
-        rows.append(row)
-    if header is None:
-        raise InputError(path, None, None, "file is empty")
-    if not rows:
-        raise InputError(path, None, None, "no pairs after the header")
-    return rows
 
 
 def agreement(labels: np.ndarray, preds: np.ndarray) -> dict:
@@ -209,9 +187,14 @@ def run_eval(args):
     rows = read_pairs(args.pairs)
     judge = make_judge(args)
     pairs = [(r["document"], r["perspective"]) for r in rows]
+    from ._ray import judge_on_ray
+
+    ray_info = judge_on_ray(args, judge, pairs)  # --ray: the cluster fills the cache
     probs, preds = _predict(judge, pairs, args, "--judge")
     labels = np.array([r["label"].strip() == "1" for r in rows])
     result = {**agreement(labels, preds), "judge": judge.name, **_decided_by(judge)}
+    if ray_info is not None:
+        result["ray"] = ray_info
     if getattr(args, "compare_decode", False):
         cmp, other, other_preds = decode_comparison(args, judge, pairs, preds)
         cmp["other_vs_humans"] = {**agreement(labels, other_preds), "judge": other.name}

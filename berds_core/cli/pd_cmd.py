@@ -30,7 +30,7 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from ..datasets.debateqa import scoring_rows
+    from ..answers.rows import scoring_rows
     from ..answers.pd import input_limit, perspective_diversity, summarize_pd
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl

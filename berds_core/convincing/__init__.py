@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -23,21 +24,40 @@ from .features import FEATURES, correlations, paragraph_features
 from .pairs import comparisons, decide, pair_prompt, pairings, position_bias, win_indicator, win_rates
 
 __all__ = ["CONTROL_SUFFIX", "DETERMINISTIC", "EDITS", "FEATURES", "LLM_EDITS", "Paragraph", "QuestionSet",
-           "apply_edits", "comparisons", "correlations", "counterfactuals", "decide", "deterministic_edit",
+           "Experiment", "apply_edits", "comparisons", "correlations", "counterfactuals", "decide", "deterministic_edit",
            "from_run", "load_conflictingqa", "pair_prompt", "pairings", "paragraph_features", "parse_side",
            "position_bias", "run_experiment", "win_indicator", "win_rates"]
 
 
-def run_experiment(sets: Sequence[QuestionSet], decider, *, pairing: str = "all", max_pairs: int | None = None,
-                   seed: int = 0, min_opponents: int = 5, features: bool = True, embedder=None, ppl_generator=None,
-                   edits: Sequence[str] = (), editor=None, edit_sample: int | None = 20, n_boot: int = 1000,
-                   progress: bool = False) -> dict:
+@dataclass(frozen=True)
+class Experiment:
+    """The settings of one convincingness experiment (the models are given beside it).
+
+    ``pairing`` / ``max_pairs`` / ``seed``: which yes/no pairings are compared (:func:`pairings`);
+    ``min_opponents``: a paragraph with fewer comparisons is dropped; ``features``: correlate
+    paragraph features with win-rate; ``edits``: the counterfactual edits (:data:`EDITS`), applied to
+    ``edit_sample`` kept paragraphs (a seeded sample; None: all); ``n_boot``: bootstrap resamples.
+    """
+
+    pairing: str = "all"
+    max_pairs: int | None = None
+    seed: int = 0
+    min_opponents: int = 5
+    features: bool = True
+    edits: tuple[str, ...] = ()
+    edit_sample: int | None = 20
+    n_boot: int = 1000
+
+
+def run_experiment(sets: Sequence[QuestionSet], decider, settings: Experiment = Experiment(), *, embedder=None,
+                   ppl_generator=None, editor=None, progress: bool = False) -> dict:
     """Win-rates, position bias, feature correlations and counterfactual effects for ``sets``.
 
-    ``decider``: the generator whose Yes/No answer decides each comparison.
-    ``edit_sample``: how many kept paragraphs (seeded sample) the counterfactual
-    edits are applied to (None: all). ``editor`` writes the LLM edits (default: the decider).
+    ``decider``: the generator whose Yes/No answer decides each comparison; ``editor`` writes the
+    LLM edits (default: the decider); ``embedder`` / ``ppl_generator``: for the paragraph features.
     """
+    pairing, max_pairs, seed, min_opponents = settings.pairing, settings.max_pairs, settings.seed, settings.min_opponents
+    features, edits, edit_sample, n_boot = settings.features, settings.edits, settings.edit_sample, settings.n_boot
     sets = [qs for qs in sets if qs.by_side("yes") and qs.by_side("no")]
     comps = comparisons(sets, pairing, max_pairs, seed)
     outcomes = decide(decider, comps, progress=progress)

@@ -27,6 +27,9 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..eval.leaning import infer_sides
+from ..files.csvio import records
+from ..files.jsonio import iter_jsonl, read_text
 
 SIDES = ("yes", "no")
 CQA_COLUMNS = ("category", "search_query", "search_type", "url", "title", "text_window", "stance")
@@ -85,9 +88,6 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
             raise InputError(path, None, None, f"not a readable Parquet file ({type(e).__name__})") from None
         return [(i, r) for i, r in enumerate(table.to_pylist(), 1)]
     if suffix in (".csv", ".tsv"):
-        from ..files.csvio import records
-        from ..files.jsonio import read_text
-
         recs = [(no, rec) for no, rec in records(read_text(path), path, "\t" if suffix == ".tsv" else ",") if rec]
         if not recs:
             return []
@@ -98,7 +98,6 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
                 raise InputError(path, no, None, f"{len(rec)} cells, header has {len(header)}")
             out.append((no, dict(zip(header, rec))))
         return out
-    from ..files.jsonio import iter_jsonl
 
     return list(iter_jsonl(path))
 
@@ -159,7 +158,6 @@ def from_run(entries: Sequence[dict], *, gold=None, judge=None, k: int | None = 
     skipped when labels decide (counted in ``skipped_questions``).
     """
     from ..answers.coverage import retrieval_matrix
-    from ..eval.leaning import infer_sides
 
     sets, skipped, no_side = [], 0, 0
     for e in entries:

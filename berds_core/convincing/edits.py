@@ -27,6 +27,7 @@ import numpy as np
 from .data import QuestionSet
 from .features import STOP, words
 from .pairs import decide, win_indicator
+from ..eval.evaluation import bootstrap_ci
 
 CONTROL_SUFFIX = " Thanks for reading!"
 DETERMINISTIC = ("control", "prefix", "keywords")
@@ -90,8 +91,6 @@ def counterfactuals(sets: Sequence[QuestionSet], outcomes: Sequence[dict], parag
     Returns ``{"edits": {name: {"delta", "lo", "hi", "n"}}, "paragraphs": {pid: {name: win_rate, "original": ...}},
     "texts": {pid: {name: text}}}``; ``delta`` is mean(win-rate(edit) - win-rate(control)).
     """
-    from ..eval.evaluation import bootstrap_ci
-
     edits = list(dict.fromkeys(["control", *edits]))
     by_id = {p.id: (qs, p) for qs in sets for p in qs.paragraphs}
     chosen = [pid for pid in paragraph_ids if pid in by_id]

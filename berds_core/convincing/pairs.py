@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from .data import QuestionSet
+from ..eval.evaluation import bootstrap_ci
 
 OPTIONS = ("Yes", "No")
 INSTRUCTION = "Use only the information in the above text to answer the question."
@@ -124,8 +125,6 @@ def win_rates(outcomes: Sequence[dict], *, min_opponents: int = 5, n_boot: int =
 
 
 def _boot(values: np.ndarray, n_boot: int, seed: int, level: float) -> tuple[float, float]:
-    from ..eval.evaluation import bootstrap_ci
-
     return bootstrap_ci(values, n_boot=max(1, n_boot), seed=seed, level=level)
 
 

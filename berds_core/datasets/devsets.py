@@ -23,14 +23,13 @@ import re
 from pathlib import Path
 
 import numpy as np
+from . import load_debate_sites, load_demo, load_perspectrum_bundle
 
 DEV_CORPORA = ("procon", "perspectrum", "demo")
 
 
 def dev_bundles(data_dir, names=DEV_CORPORA) -> tuple[dict, dict]:
     """``({name: Bundle}, {name: why missing})`` for the development corpora under ``data_dir``."""
-    from . import load_debate_sites, load_demo, load_perspectrum_bundle
-
     data = Path(data_dir)
     out, missing = {}, {}
     for name in names:

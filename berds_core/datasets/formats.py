@@ -14,6 +14,11 @@ from ..errors import InputError
 from ..files.jsonio import read_text
 from ..records import Question
 from .checks import load_json_document
+from .debateqa import is_debateqa_record, load_debateqa
+from .debate_sites import is_debate_sites, load_debate_sites
+from .generic import load_questions_csv, load_questions_jsonl
+from .perspectrum import is_perspectrum, load_perspectrum
+from .qe import is_qe_record, load_qe
 
 FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "debateqa", "hub")
 
@@ -30,9 +35,6 @@ def guess_format(path) -> str:
     if suffix in (".csv", ".tsv"):
         return suffix[1:]
     if suffix == ".json":
-        from .debate_sites import is_debate_sites
-        from .perspectrum import is_perspectrum
-
         doc = load_json_document(p)
         if is_debate_sites(doc):
             return "debate-sites"
@@ -46,8 +48,6 @@ def guess_format(path) -> str:
         obj = json.loads(first) if first else {}
     except json.JSONDecodeError:
         return "jsonl"  # let the JSONL reader report the line
-    from .debateqa import is_debateqa_record
-    from .qe import is_qe_record
 
     if isinstance(obj, dict) and is_debateqa_record(obj):
         return "debateqa"
@@ -57,22 +57,16 @@ def guess_format(path) -> str:
 def load_questions(path, fmt: str | None = None) -> list[Question]:
     fmt = fmt or guess_format(path)
     if fmt == "jsonl":
-        from .generic import load_questions_jsonl
         return load_questions_jsonl(path)
     if fmt in ("csv", "tsv"):
-        from .generic import load_questions_csv
         return load_questions_csv(path, delimiter="\t" if fmt == "tsv" else None)
     if fmt == "qe":
-        from .qe import load_qe
         return load_qe(path)
     if fmt == "debate-sites":
-        from .debate_sites import load_debate_sites
         return load_debate_sites(path).questions
     if fmt == "perspectrum":
-        from .perspectrum import load_perspectrum
         return load_perspectrum(path)
     if fmt == "debateqa":
-        from .debateqa import load_debateqa
         return load_debateqa(path)[0]
     if fmt == "hub":
         from .hub import load_hub

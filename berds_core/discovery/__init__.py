@@ -15,6 +15,7 @@ T1 / T2 / T3). Stance (T2) is the studio's stance model
 """
 from __future__ import annotations
 
+from ..datasets.sides import yes_no_sides
 from .pipeline import Discoverer, Knobs, discover
 from .pool import Candidates, PoolIndex, load_pool, open_pool
 
@@ -24,8 +25,6 @@ __all__ = ["Discoverer", "Knobs", "discover", "PoolIndex", "Candidates", "load_p
 
 def claim_of(question: str) -> str:
     """The claim a question asks about ("Should X be Y?" -> "X should be Y"); a statement stays as it is."""
-    from ..diversify.facets import yes_no_sides
-
     yes, _ = yes_no_sides(question)
     return yes or question.strip()
 

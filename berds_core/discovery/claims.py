@@ -20,6 +20,8 @@ from pathlib import Path
 from ..errors import InputError
 from ..files.jsonio import iter_jsonl, read_text
 from .evaluate import GoldClaim, gold_stance
+from ..datasets.checks import as_id, load_json_document, nonempty_str
+from ..datasets.perspectrum import cluster_pids
 
 TEXT_KEYS = ("claim", "text", "question")
 
@@ -39,8 +41,6 @@ def _splits_file(path: Path, splits) -> Path | None:
 
 
 def _read_splits(path: Path) -> dict[str, str]:
-    from ..datasets.checks import load_json_document
-
     doc = load_json_document(path)
     if not isinstance(doc, dict):
         raise InputError(path, None, None, "expected a JSON object {claim id: split}")
@@ -48,9 +48,6 @@ def _read_splits(path: Path) -> dict[str, str]:
 
 
 def _perspectrum_claim(obj: dict, path, where) -> Claim:
-    from ..datasets.checks import as_id, nonempty_str
-    from ..datasets.perspectrum import cluster_pids
-
     cid = as_id(obj.get("cId"), path, where, "cId")
     text = nonempty_str(obj.get("text"), path, where, "text")
     clusters, stances = [], []
@@ -71,8 +68,6 @@ def _perspectrum_claim(obj: dict, path, where) -> Claim:
 
 
 def _generic_claim(obj: dict, path, where, default_id: str) -> Claim:
-    from ..datasets.checks import as_id, nonempty_str
-
     key = next((k for k in TEXT_KEYS if obj.get(k) is not None), None)
     if key is None:
         raise InputError(path, where, "claim", "missing (expected 'claim', 'text' or 'question')")
@@ -95,8 +90,6 @@ def load_claims(path, split: str | None = None, splits=None) -> list[Claim]:
         for no, obj in iter_jsonl(p):
             out.append(_perspectrum_claim(obj, p, no) if "cId" in obj else _generic_claim(obj, p, no, str(no)))
     elif suffix == ".json":
-        from ..datasets.checks import load_json_document
-
         doc = load_json_document(p)
         if not isinstance(doc, list):
             raise InputError(p, None, None, "expected a JSON array of claims")

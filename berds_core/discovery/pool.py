@@ -31,6 +31,8 @@ from ..corpus import Corpus, _Builder, load_corpus
 from ..errors import InputError
 from ..files.jsonio import iter_jsonl, read_text
 from .fusion import rrf_fuse
+from ..datasets.checks import load_json_document
+from ..datasets.demo import demo_pool_path
 
 POOL_SUFFIXES = (".json", ".jsonl", ".ndjson", ".tsv", ".csv", ".txt")
 
@@ -65,8 +67,6 @@ def pool_path(path) -> Path:
     questions and a few more claims, ``berds_core/demo/perspective_pool.jsonl``) unless a file of that
     name exists; anything else is a path."""
     if str(path).strip() == DEMO_POOL and not Path(DEMO_POOL).is_file():
-        from ..datasets.demo import demo_pool_path
-
         return demo_pool_path()
     return Path(path)
 
@@ -92,8 +92,6 @@ def load_pool(path, name: str | None = None) -> Corpus:
                 builder.add(line, "", None, str(no), (p, no))
         return builder.corpus(p, name or stem)
     if suffix == ".json":
-        from ..datasets.checks import load_json_document
-
         doc = load_json_document(p)
         if not isinstance(doc, list):
             raise InputError(p, None, None, "expected a JSON array of {pId, text} objects")

@@ -38,14 +38,14 @@ one connection per cache directory, safe across threads and processes.
 from __future__ import annotations
 
 import functools
-import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
+from ..files.kvcache import KeyValueCache
 
 MAX_TOKENS = 128
 CHUNK = 1024  # texts encoded (and committed to the store) per step
@@ -58,55 +58,25 @@ def embed_text(passage) -> str:
     return passage.text
 
 
-class EmbeddingStore:
-    """Unit-length float32 embeddings keyed by (store key, sha1(text)) in SQLite."""
+class EmbeddingStore(KeyValueCache):
+    """Unit-length float32 embeddings keyed by (store key, sha1(text)) in SQLite (``files.kvcache``)."""
+
+    table, namespace, keys, value, value_type = "emb", "model", ("text",), "vec", "BLOB"
+    timeout, synchronous = 60.0, "NORMAL"
 
     def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else cache_dir("embeddings") / "embeddings.sqlite"
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, text TEXT, vec BLOB, PRIMARY KEY (model, text))")
-        self._conn.commit()
+        super().__init__(path or cache_dir("embeddings") / "embeddings.sqlite")
 
-    def get_many(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        with self._lock:
-            for i in range(0, len(hashes), 500):
-                chunk = hashes[i:i + 500]
-                q = ",".join("?" * len(chunk))
-                for h, blob in self._conn.execute(f"SELECT text, vec FROM emb WHERE model=? AND text IN ({q})",
-                                                  [model, *chunk]):
-                    out[h] = np.frombuffer(blob, dtype=np.float32)
-        return out
+    def encode(self, value) -> bytes:
+        return np.asarray(value, np.float32).tobytes()
 
-    def put_many(self, model: str, items: list[tuple[str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self._lock:
-            self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
-                                   [(model, h, np.asarray(v, np.float32).tobytes()) for h, v in items])
-            self._conn.commit()
-
-    def count(self, model: str | None = None) -> int:
-        with self._lock:
-            if model is None:
-                return self._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0]
-            return self._conn.execute("SELECT COUNT(*) FROM emb WHERE model=?", (model,)).fetchone()[0]
-
-
-_STORES: dict[str, EmbeddingStore] = {}
-_STORES_LOCK = threading.Lock()
+    def decode(self, stored: bytes) -> np.ndarray:
+        return np.frombuffer(stored, dtype=np.float32)
 
 
 def embedding_store() -> EmbeddingStore:
     """The store of the current ``BERDS_CACHE`` (one connection per cache directory)."""
-    path = str(cache_dir("embeddings") / "embeddings.sqlite")
-    with _STORES_LOCK:
-        if path not in _STORES:
-            _STORES[path] = EmbeddingStore(Path(path))
-        return _STORES[path]
+    return EmbeddingStore.shared(cache_dir("embeddings") / "embeddings.sqlite")
 
 
 def store_key(model: str | None, encoding: str, max_seq_length: int) -> str:

@@ -44,27 +44,18 @@ import numpy as np
 
 from ..errors import InputError
 from ..runs import gold_matrix, judged_mask, label_matrix
+from .measures import FAMILIES, MAX_NDEVAL_CUTOFF, NDEVAL_ALPHA, ndeval_measures
+from ..files.jsonio import atomic_write
 
-DEFAULT_ALPHA = 0.5
-MAX_CUTOFF = 20  # ndeval evaluates at most the top 20
-NAMES = ("alpha_ndcg", "err_ia", "p_ia", "strecall")
-LABELS = {"alpha_ndcg": "α-nDCG", "err_ia": "ERR-IA", "p_ia": "P-IA", "strecall": "StRecall"}
+DEFAULT_ALPHA = NDEVAL_ALPHA
+MAX_CUTOFF = MAX_NDEVAL_CUTOFF  # ndeval evaluates at most the top 20
+NAMES = tuple(f.key for f in FAMILIES if f.ndeval)  # alpha_ndcg, err_ia, p_ia, strecall
+LABELS = {f.key: f.label for f in FAMILIES if f.ndeval}
 
 
 def measures(ks: Iterable[int], alpha: float = DEFAULT_ALPHA) -> dict:
-    """``{"alpha_ndcg@5": ir_measures measure, ...}`` for every k (k <= 20)."""
-    from ir_measures import ERR_IA, P_IA, StRecall, alpha_nDCG
-
-    out = {}
-    for k in ks:
-        k = int(k)
-        if not 1 <= k <= MAX_CUTOFF:
-            raise ValueError(f"ndeval measures need 1 <= k <= {MAX_CUTOFF}, got {k}")
-        out[f"alpha_ndcg@{k}"] = alpha_nDCG(alpha=alpha) @ k
-        out[f"err_ia@{k}"] = ERR_IA @ k
-        out[f"p_ia@{k}"] = P_IA @ k
-        out[f"strecall@{k}"] = StRecall @ k
-    return out
+    """``{"alpha_ndcg@5": ir_measures measure, ...}`` for every k (k <= 20), keyed by ``Measure.key``."""
+    return {m.key: m.ir_measure() for m in ndeval_measures(ks, alpha)}
 
 
 def supported_ks(ks: Iterable[int]) -> list[int]:
@@ -152,9 +143,9 @@ def diversity_scores(entries: Sequence[dict], qrels, ks: Iterable[int] = (5, 10)
     """
     import ir_measures
 
-    ks = supported_ks(ks)
-    names = measures(ks, alpha)
-    by_measure = {m: name for name, m in names.items()}
+    chosen = ndeval_measures(supported_ks(ks), alpha)
+    names = {m.key: m.ir_measure() for m in chosen}
+    by_measure = {ir: key for key, ir in names.items()}
     index = {str(e["id"]): i for i, e in enumerate(entries)}
     out = {name: np.zeros(len(entries)) for name in names}
     if not names or not entries:
@@ -166,8 +157,8 @@ def diversity_scores(entries: Sequence[dict], qrels, ks: Iterable[int] = (5, 10)
     # One call per ndeval invocation (alpha-nDCG's alpha, the others at ndeval's default 0.5): ir_measures
     # 0.4.3's pyndeval provider hands its run iterator to the first invocation only, so measures that
     # need two invocations in one call leave the second group unscored.
-    groups = [[m for n, m in names.items() if n.startswith("alpha_ndcg@")],
-              [m for n, m in names.items() if not n.startswith("alpha_ndcg@")]]
+    groups = [[names[m.key] for m in chosen if m.family.key == "alpha_ndcg"],
+              [names[m.key] for m in chosen if m.family.key != "alpha_ndcg"]]
     if alpha == DEFAULT_ALPHA:
         groups = [groups[0] + groups[1]]
     for group in groups:
@@ -218,8 +209,6 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
     Ids are not checked here: call :func:`check_trec_ids` first.
     """
-    from ..files.jsonio import atomic_write
-
     n = 0
     with atomic_write(path) as fh:
         for e in entries:
@@ -232,8 +221,6 @@ def write_trec_run(path, entries: Sequence[dict], tag: str) -> int:
 
 def write_trec_qrels(path, qrels) -> int:
     """``qid subtopic docid relevance`` lines (TREC diversity qrels, as ndeval reads them)."""
-    from ..files.jsonio import atomic_write
-
     n = 0
     with atomic_write(path) as fh:
         for q in qrels:

@@ -8,8 +8,9 @@ per-question scores. The per-question kernels are ``berds_core.eval.measures``.
 
 Conventions:
 
-- ``scores(matrices, ks)`` gives per-question arrays named ``mrecall@k``,
-  ``precision@k`` and ``precision@1``.
+- ``scores(matrices, ks)`` gives per-question arrays keyed by the measures'
+  printed form (``Measure.key``: ``mrecall@k``, ``precision@k`` and ``precision@1``;
+  see ``berds_core.eval.measures`` for the names).
 - Macro average: the mean over subsets of each subset's mean (every subset
   weighs the same, as BERDS reports its average column).
 - Bootstrap: percentile intervals from ``n_boot`` resamples of questions
@@ -24,32 +25,31 @@ from typing import Sequence
 
 import numpy as np
 
-from .measures import mrecall_at_k, passages_to_cover, precision_at_k
+from .measures import Measure, family_of, label_measures, mrecall_at_k, passages_to_cover
 
 DEFAULT_KS = (5, 10)
-METRIC_NAMES = ("mrecall", "precision", "precision_at_1")
 
 
 # --- per-question scores -------------------------------------------------
 
-def scores(matrices: Sequence[np.ndarray], ks: Sequence[int] = DEFAULT_KS) -> dict[str, np.ndarray]:
-    """Per-question ``mrecall@k``, ``precision@k`` for each k, and ``precision@1``."""
-    out: dict[str, np.ndarray] = {}
-    for k in ks:
-        out[f"mrecall@{k}"] = np.array([mrecall_at_k(L, k) for L in matrices], dtype=float)
-        out[f"precision@{k}"] = np.array([precision_at_k(L, k) for L in matrices], dtype=float)
-    out["precision@1"] = np.array([precision_at_k(L, 1) for L in matrices], dtype=float)
-    return out
+def scores(matrices: Sequence[np.ndarray], ks: Sequence[int] = DEFAULT_KS,
+           measures: Sequence[Measure] | None = None) -> dict[str, np.ndarray]:
+    """Per-question values of label-matrix ``measures`` keyed by ``Measure.key``; by default
+    ``label_measures(ks)``: ``mrecall@k``, ``precision@k`` for each k, and ``precision@1``."""
+    chosen = label_measures(ks) if measures is None else measures
+    return {m.key: np.array([m.score(L) for L in matrices], dtype=float) for m in chosen}
 
 
 def _columns(per_q: dict[str, np.ndarray], k: int) -> dict[str, str]:
-    """Reported name -> per-question key at ``k``: the three BERDS metrics, then any
-    other ``<name>@<k>`` arrays in ``per_q`` (e.g. the ndeval measures)."""
-    cols = {"mrecall": f"mrecall@{k}", "precision": f"precision@{k}", "precision_at_1": "precision@1"}
+    """Reported name -> per-question key at ``k``: the three BERDS measures (``mrecall``,
+    ``precision``, ``precision_at_1``), then every other measure of ``per_q`` at cutoff ``k``
+    (e.g. the ndeval measures), under its family's key."""
+    mr, p = family_of("mrecall"), family_of("precision")
+    cols = {"mrecall": Measure(mr, k).key, "precision": Measure(p, k).key, "precision_at_1": Measure(p, 1).key}
     for key in per_q:
-        name, _, at = key.rpartition("@")
-        if at == str(k) and name not in ("mrecall", "precision"):
-            cols[name] = key
+        m = Measure.parse(key)
+        if m.cutoff == k and m.family not in (mr, p):
+            cols[m.family.key] = key
     return cols
 
 
@@ -111,9 +111,9 @@ def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *
     Returns ``{"n", "at": {k: {mrecall, precision, precision_at_1}}, "subsets":
     {name: {"n", "at"}}, "macro": {k: {...}}, "ci": {k: {metric: [lo, hi]}},
     "macro_ci": {...}}`` (``ci`` over all questions; ``macro_ci`` stratified).
-    ``extra``: more per-question arrays named ``<metric>@<k>`` (one value per
-    matrix, e.g. ``diversity_metrics.diversity_scores``); each is summarised
-    the same way under its metric name at its k.
+    ``extra``: more per-question arrays keyed by a measure's name (``Measure.key``,
+    one value per matrix, e.g. ``diversity.diversity_scores``); each is summarised
+    the same way under its family's key at its cutoff.
     """
     n = len(matrices)
     ks = list(dict.fromkeys(int(k) for k in ks))
@@ -185,7 +185,7 @@ def paired_comparison(a, b, *, n_boot: int = 1000, seed: int = 0, level: float =
 def compare_runs(mats_a: Sequence[np.ndarray], mats_b: Sequence[np.ndarray], *,
                  ks: Sequence[int] = DEFAULT_KS, n_boot: int = 1000, seed: int = 0,
                  level: float = 0.95) -> dict:
-    """:func:`paired_comparison` for every metric (``mrecall@k``, ``precision@k``, ``precision@1``)."""
+    """:func:`paired_comparison` for every measure of :func:`scores` (``mrecall@k``, ``precision@k``, ``precision@1``)."""
     if len(mats_a) != len(mats_b):
         raise ValueError("the two runs must score the same questions")
     sa, sb = scores(mats_a, ks), scores(mats_b, ks)
@@ -255,7 +255,7 @@ def union_coverage(runs: Sequence[Sequence[tuple[Sequence[str], np.ndarray]]], n
 def passages_needed(matrices: Sequence[np.ndarray]) -> dict:
     """How many top passages it takes to cover every perspective (BERDS Table 17).
 
-    Per question ``metrics.passages_to_cover`` (None when the run never covers
+    Per question ``measures.passages_to_cover`` (None when the run never covers
     all perspectives). Summary over the questions that are covered, plus the
     share covered within the run's depth.
     """

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from .evaluation import bootstrap_ci
 
 BUCKETS = ("support_only", "oppose_only", "both", "neither")
 
@@ -215,8 +216,6 @@ def summarize_exposure(rl: list[float | None], es: list[float], eo: list[float],
            "exposure_support": float(np.mean(es)) / z if es else None,
            "exposure_oppose": float(np.mean(eo)) / z if eo else None}
     if vals.size:
-        from .evaluation import bootstrap_ci
-
         out["ci"] = list(bootstrap_ci(vals, n_boot=n_boot, seed=seed))
     return out
 

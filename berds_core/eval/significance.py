@@ -42,6 +42,7 @@ from itertools import combinations
 from typing import Sequence
 
 import numpy as np
+from .evaluation import _group_index, bootstrap_means, paired_arrays
 
 CORRECTIONS = ("holm", "bonferroni", "none")
 TESTS = ("permutation", "t")
@@ -49,15 +50,11 @@ DEFAULT_RESAMPLES = 10000
 
 
 def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
-    from .evaluation import paired_arrays
-
     return paired_arrays(a, b)
 
 
 def question_weights(groups: Sequence | None, n: int) -> np.ndarray:
     """Weights whose weighted sum is the macro mean (mean over subsets of each subset's mean)."""
-    from .evaluation import _group_index
-
     w = np.empty(n)
     parts = _group_index(groups, n)
     for idx in parts:
@@ -129,8 +126,6 @@ def effect_sizes(a, b, *, groups: Sequence | None = None, n_boot: int = 1000, se
                  level: float = 0.95) -> dict:
     """Mean difference b − a (macro over ``groups`` when given) with its stratified percentile-bootstrap
     interval, and Cohen's d_z = mean(d) / sd(d) over all questions with its bootstrap interval."""
-    from .evaluation import bootstrap_means
-
     a, b = _pair(a, b)
     d = b - a
     n = d.size

@@ -5,7 +5,8 @@ Every verb declares its files once, where its arguments are defined
 
     declare(p, inputs=("questions", "corpus", "pool"), outputs=("out",), servers=("qe_llm",))
 
-and ``berds_core.cli.main`` calls :func:`check_cli_files` before the verb runs:
+and ``berds_core.cli.main`` calls :func:`check_cli_files` (then asks the servers of
+:func:`declared_servers`) before the verb runs:
 
 - a file output (``--out run.jsonl``) must not name an existing directory, and
   the folder it goes into (or the nearest folder that exists, when the
@@ -208,7 +209,12 @@ def check_cli_files(args) -> None:
     ins = declared_inputs(args, vf)
     for flag, out in declared_outputs(args, vf):
         check_not_input(out, flag, ins)
-    if vf.servers:
-        from ..net.reach import check_servers
 
-        check_servers([(vf.flag(d), v) for d in vf.servers for v in _values(getattr(args, d, None))])
+
+def declared_servers(args) -> list[tuple[str, str]]:
+    """(flag, spec) of every spec option the verb declared as possibly naming a server
+    (``berds_core.cli.main`` hands them to ``net.reach.check_servers`` after :func:`check_cli_files`)."""
+    vf: VerbFiles | None = getattr(args, "files", None)
+    if vf is None:
+        return []
+    return [(vf.flag(d), v) for d in vf.servers for v in _values(getattr(args, d, None))]

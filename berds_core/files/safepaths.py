@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
+from .cache import cache_dir
 
 ENV_ROOTS = "BERDS_DATA_ROOTS"
 APP_DIR = Path(__file__).resolve().parents[2]
@@ -42,8 +43,6 @@ def annotations_root() -> Path:
 
 def allowed_roots() -> list[Path]:
     """The folders the app may read from or write to, resolved (existing or not)."""
-    from ..cache import cache_dir
-
     roots = [Path(p).expanduser().resolve() for p in os.environ.get(ENV_ROOTS, "").split(os.pathsep) if p.strip()]
     roots += [annotations_root(), (cache_dir("uploads")).resolve()]
     return list(dict.fromkeys(roots))

@@ -21,6 +21,10 @@ import threading
 
 from ..specs import Registry, SpecError
 from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
+from ..errors import InputError
+from ..files.cache import text_hash
+from ..files.safepaths import resolve_user_model
+from ..net.endpoints import check_endpoint
 
 GENERATORS = Registry("generator")
 
@@ -66,8 +70,6 @@ def get_generator(spec: str, **opts) -> Generator:
     ``opts`` with value None are ignored. An API key is never part of the
     instance key in a readable form (it is hashed).
     """
-    from ..cache import text_hash
-
     opts = {k: v for k, v in opts.items() if v is not None}
     key = (str(spec).strip(), tuple(sorted((k, text_hash(str(v)) if k == "api_key" else repr(v))
                                            for k, v in opts.items())))
@@ -83,9 +85,6 @@ def app_spec(spec: str, what: str = "model path") -> str:
     an ``hf:`` model or adapter given as a folder must lie under the allowed roots (hub ids pass:
     :func:`berds_core.files.safepaths.resolve_user_model`); an ``openai:`` server must be on the
     operator's list (:func:`berds_core.net.endpoints.check_endpoint`). Raises InputError."""
-    from ..net.endpoints import check_endpoint
-    from ..files.safepaths import resolve_user_model
-
     name, arg = GENERATORS.parse(spec)
     if name == "openai":
         check_endpoint(split_openai_spec(arg)[1], what=what.replace("model path", "server address"))
@@ -99,8 +98,6 @@ def try_generator(spec: str | None, what: str = "model path", **opts):
     """``(generator, None)`` when ``spec`` names a usable generator, ``(None, one-line reason)`` when it
     does not, ``(None, None)`` for an empty spec. For the app: paths checked by :func:`app_spec`,
     nothing loaded before first use, a server's reachability checked."""
-    from ..errors import InputError
-
     spec = (spec or "").strip()
     if not spec:
         return None, None

@@ -23,15 +23,14 @@ A prompt is a string (one user turn) or a list of chat messages
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence, Union
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
+from ..files.kvcache import KeyValueCache
 
 Messages = list[dict]
 Prompt = Union[str, Messages]
@@ -114,46 +113,17 @@ def truncate_ids(context: Sequence[int], continuation: Sequence[int], max_length
     return ctx[len(ctx) - room:], cont
 
 
-class GenerationCache:
-    """Generated texts keyed by (generator name, sha1 of the request) in SQLite (WAL)."""
+class GenerationCache(KeyValueCache):
+    """Generated texts keyed by (generator name, sha1 of the request) in SQLite (``files.kvcache``)."""
+
+    table, namespace, keys, value, value_type = "gen", "generator", ("request",), "text", "TEXT"
 
     def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else cache_dir("generations") / "generations.sqlite"
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS gen (generator TEXT, request TEXT, text TEXT,"
-                           " PRIMARY KEY (generator, request))")
-        self._conn.commit()
-
-    def get_many(self, generator: str, keys: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        with self._lock:
-            for i in range(0, len(keys), 500):
-                chunk = list(keys[i:i + 500])
-                q = ",".join("?" * len(chunk))
-                for k, t in self._conn.execute(
-                        f"SELECT request, text FROM gen WHERE generator=? AND request IN ({q})", [generator, *chunk]):
-                    out[k] = t
-        return out
-
-    def put_many(self, generator: str, items: Sequence[tuple[str, str]]) -> None:
-        if not items:
-            return
-        with self._lock:
-            self._conn.executemany("INSERT OR REPLACE INTO gen VALUES (?, ?, ?)",
-                                   [(generator, k, t) for k, t in items])
-            self._conn.commit()
-
-
-_CACHES: dict[str, GenerationCache] = {}
+        super().__init__(path or cache_dir("generations") / "generations.sqlite")
 
 
 def generation_cache() -> GenerationCache:
-    path = str(cache_dir("generations") / "generations.sqlite")
-    if path not in _CACHES:
-        _CACHES[path] = GenerationCache(Path(path))
-    return _CACHES[path]
+    return GenerationCache.shared(cache_dir("generations") / "generations.sqlite")
 
 
 class Generator:

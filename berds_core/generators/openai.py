@@ -11,7 +11,6 @@ written.
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,20 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..naming import safe_name
+from ..net.openai_api import api_key as resolve_key
+from ..net.openai_api import headers, normalize_base_url  # noqa: F401  (normalize_base_url: re-exported)
 from .base import GenerationError, Generator, Messages, ScoredText, as_messages
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-KEY_ENV = ("BERDS_OPENAI_API_KEY", "OPENAI_API_KEY")
-
-
-def normalize_base_url(url: str) -> str:
-    """``http://host:port`` or ``.../v1`` -> ``.../v1`` (no trailing slash)."""
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        url = "http://" + url
-    if not url.endswith("/v1"):
-        url += "/v1"
-    return url
 
 
 class LogprobsRejected(Exception):
@@ -48,7 +38,7 @@ class OpenAIClient:
         self.timeout, self.retries, self.backoff = float(timeout), max(0, int(retries)), float(backoff)
         self.concurrency = max(1, int(concurrency))
         self.error, self.who = error, who
-        self._key = api_key or next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
+        self._key = resolve_key(api_key)
         self._http = None
 
     def __getstate__(self):  # never pickle the key along
@@ -65,10 +55,7 @@ class OpenAIClient:
         if self._http is None:
             import httpx
 
-            headers = {"Content-Type": "application/json"}
-            if self._key:
-                headers["Authorization"] = f"Bearer {self._key}"
-            self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
+            self._http = httpx.Client(base_url=self.base_url, headers=headers(self._key), timeout=self.timeout,
                                       limits=httpx.Limits(max_connections=self.concurrency))
         return self._http
 

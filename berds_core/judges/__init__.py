@@ -13,7 +13,10 @@
   ``hf:mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator``
   with the ``berds`` prompt, system turn dropped (as the authors do);
 - ``berds-evaluator:<base_url>``: the same evaluator served by ``vllm serve``
-  with its LoRA adapter registered as ``berds-evaluator`` (see the README).
+  with its LoRA adapter registered as ``berds-evaluator`` (see the README);
+- ``vllm[:<model>[+<adapter>]]``: vLLM engines on a Ray cluster through
+  ``ray.data.llm`` (``--ray`` only; ``vllm`` alone: the BERDS evaluator), see
+  :mod:`berds_core.judges.vllm_batch`.
 
 LLM-judge options: ``prompt`` (``berds`` | ``studio``), ``shot`` (0 | 1),
 ``decode`` (``logits``: one forward pass, P(Yes) from the Yes/No logits, the
@@ -35,6 +38,10 @@ import numpy as np
 from ..generators import split_openai_spec
 from ..specs import Registry, SpecError
 from .base import Judge, JudgeError, PredictionCache, prediction_cache
+from ..files.safepaths import resolve_user_model
+from ..net.endpoints import check_endpoint
+from ..runs import set_judgments
+from .prompts import document_text
 
 BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
 BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
@@ -104,6 +111,19 @@ def _berds_evaluator(arg, **opts):
     return HFJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, HF_OPTS))
 
 
+@JUDGES.register("vllm", usage="vllm[:<model>[+<adapter>]]", takes_arg=True,
+                 help="vLLM engines on a Ray cluster through ray.data.llm (needs --ray), LoRA adapter loaded by "
+                      "the engine; vllm alone: the BERDS evaluator")
+def _vllm(arg, **opts):
+    from .vllm_batch import VLLMJudge
+
+    if arg:
+        model, adapter = _split_hf(arg)
+        return VLLMJudge(model, adapter, **_pick(opts, LLM_OPTS | {"batch_size"}))
+    opts = {**opts, "prompt": opts.get("prompt") or "berds", "system": opts.get("system") or "drop"}
+    return VLLMJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, LLM_OPTS | {"batch_size"}))
+
+
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``spec`` -> (backend, parts). Raises ValueError (:class:`SpecError`) with the choices."""
     name, arg = JUDGES.parse(spec or "embedded")
@@ -115,6 +135,9 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     if name == "openai":
         model, url = split_openai_spec(arg)
         return "openai", {"model": model, "base_url": url}
+    if name == "vllm":
+        model, adapter = _split_hf(arg) if arg else (BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER)
+        return "vllm", {"model": model, "adapter": adapter}
     if arg:
         return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
     return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}
@@ -129,9 +152,6 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
     be on the operator's list (:func:`berds_core.net.endpoints.check_endpoint`).
     Returns the spec (folders made absolute); raises InputError / SpecError.
     """
-    from ..net.endpoints import check_endpoint
-    from ..files.safepaths import resolve_user_model
-
     spec = (spec or "embedded").strip()
     name, arg = JUDGES.parse(spec)
     if name == "hf":
@@ -199,7 +219,6 @@ def passage_text(ctx, judge: Judge | None = None) -> str:
         ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
     if judge is not None and hasattr(judge, "document"):
         return judge.document(ctx)
-    from .prompts import document_text  # any other judge-like object reads what the evaluator reads
 
     return document_text(ctx)
 
@@ -221,8 +240,6 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
     All pairs of the run go through one cached ``predict`` call, so an
     interrupted run resumes where it stopped.
     """
-    from ..runs import set_judgments
-
     pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
     probs, labels = judge.predict(pairs, progress=progress, desc=f"judge {judge.name}")
     i = 0

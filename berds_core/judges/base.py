@@ -9,15 +9,15 @@ was done.
 """
 from __future__ import annotations
 
-import sqlite3
-import threading
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
+from ..files.kvcache import KeyValueCache
 from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
+from .prompts import document_text
 
 Pair = tuple[str, str]
 
@@ -26,56 +26,22 @@ class JudgeError(RuntimeError):
     """A judge could not produce predictions (server down, garbage answer, model missing)."""
 
 
-class PredictionCache:
-    """Probabilities keyed by (judge name, sha1(passage), sha1(perspective)) in SQLite."""
+class PredictionCache(KeyValueCache):
+    """Probabilities keyed by (judge name, sha1(passage), sha1(perspective)) in SQLite (``files.kvcache``)."""
+
+    table, namespace, keys, value, value_type = "preds", "judge", ("passage", "perspective"), "prob", "REAL"
+    chunk = 800  # 400 pairs per SELECT
 
     def __init__(self, path: Path | None = None):
-        self.path = Path(path) if path else cache_dir("judges") / "predictions.sqlite"
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS preds (judge TEXT, passage TEXT, perspective TEXT, prob REAL,"
-            " PRIMARY KEY (judge, passage, perspective))")
-        self._conn.commit()
+        super().__init__(path or cache_dir("judges") / "predictions.sqlite")
 
-    def get_many(self, judge: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        out: dict[tuple[str, str], float] = {}
-        with self._lock:
-            cur = self._conn.cursor()
-            for i in range(0, len(keys), 400):
-                chunk = keys[i:i + 400]
-                q = " OR ".join(["(passage=? AND perspective=?)"] * len(chunk))
-                args: list = [judge]
-                for a, b in chunk:
-                    args += [a, b]
-                for p, s, prob in cur.execute(
-                        f"SELECT passage, perspective, prob FROM preds WHERE judge=? AND ({q})", args):
-                    out[(p, s)] = prob
-        return out
-
-    def put_many(self, judge: str, items: Iterable[tuple[tuple[str, str], float]]) -> None:
-        rows = [(judge, a, b, float(prob)) for (a, b), prob in items]
-        if not rows:
-            return
-        with self._lock:
-            self._conn.executemany("INSERT OR REPLACE INTO preds VALUES (?, ?, ?, ?)", rows)
-            self._conn.commit()
-
-    def count(self, judge: str) -> int:
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM preds WHERE judge=?", (judge,)).fetchone()[0]
-
-
-_CACHES: dict[str, PredictionCache] = {}
+    def encode(self, value) -> float:
+        return float(value)
 
 
 def prediction_cache() -> PredictionCache:
     """The cache of the current ``BERDS_CACHE`` (one connection per cache directory)."""
-    path = str(cache_dir("judges") / "predictions.sqlite")
-    if path not in _CACHES:
-        _CACHES[path] = PredictionCache(Path(path))
-    return _CACHES[path]
+    return PredictionCache.shared(cache_dir("judges") / "predictions.sqlite")
 
 
 class Judge:
@@ -125,8 +91,6 @@ class Judge:
     def document(self, ctx: dict) -> str:
         """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS
         evaluator reads, ``text + " " + title`` when the passage has a title (spec section 3.5)."""
-        from .prompts import document_text
-
         return document_text(ctx)
 
     def _commit(self, pairs: Sequence[Pair], probs: Sequence[float]) -> None:
@@ -134,17 +98,26 @@ class Judge:
         prediction_cache().put_many(self.cache_key, zip(keys, probs))
         self.partial_commits += bool(len(keys))
 
-    def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """Probabilities (float32) and labels (bool) for ``pairs``, through the cache."""
+    def _lookup(self, pairs: Sequence[Pair]):
         pairs = [(str(p), str(s)) for p, s in pairs]
         keys = [(text_hash(p), text_hash(s)) for p, s in pairs]
-        cache = prediction_cache()
-        known = cache.get_many(self.cache_key, list(dict.fromkeys(keys)))
+        known = prediction_cache().get_many(self.cache_key, list(dict.fromkeys(keys)))
         todo: dict[tuple[str, str], Pair] = {}
         for k, pair in zip(keys, pairs):
             if k not in known and k not in todo:
                 todo[k] = pair
+        return keys, known, todo
+
+    def uncached(self, pairs: Sequence[Pair]) -> list[tuple[tuple[str, str], Pair]]:
+        """``(cache key, pair)`` of the unique pairs not in the cache, in the order :meth:`predict` scores
+        them (``commit_every`` at a time): what a cluster has left to judge (``berds_core.distributed``)."""
+        return list(self._lookup(pairs)[2].items())
+
+    def predict(self, pairs: Sequence[Pair], progress: bool = False, desc: str | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Probabilities (float32) and labels (bool) for ``pairs``, through the cache."""
+        keys, known, todo = self._lookup(pairs)
+        cache = prediction_cache()
         if todo:
             from tqdm.auto import tqdm
 

@@ -46,6 +46,9 @@ class EmbeddedJudge(Judge):
             if self.model._net is None:
                 self.model._load()
 
+    def _before_scoring(self) -> None:
+        self.load()  # a missing base model fails before any progress bar (and at a Ray actor's start)
+
     def _name_stem(self) -> str:
         return f"embedded-{self.model.name}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
 

@@ -35,6 +35,7 @@ from ..generators.base import GenerationError
 from ..generators.hf import HFGenerator, answer_token_ids  # noqa: F401 (answer_token_ids re-exported)
 from .base import Judge, JudgeError, model_label
 from .prompts import DEFAULT_PROMPT, get_prompt, parse_answer
+from ..specs import SpecError
 
 BERDS_EVALUATOR = "mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator"
 DECODES = ("logits", "generate")
@@ -58,8 +59,6 @@ def is_mistral(model: str, model_type: str | None = None) -> bool:
 
 def llm_judge_options(prompt, shot, decode, system) -> tuple:
     """Validated (prompt, shot, decode, system) of an LLM judge; ValueError (one line) otherwise."""
-    from ..specs import SpecError
-
     try:
         p = get_prompt(prompt or DEFAULT_PROMPT)
     except SpecError as e:

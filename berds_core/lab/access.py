@@ -23,6 +23,9 @@ import logging
 from dataclasses import dataclass
 
 from .store import SKIP, Store, StoreError
+from .agreement import agreement_report, disagreements
+from .exports import export_rows
+from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
 
 log = logging.getLogger("berds.access")
 
@@ -185,13 +188,11 @@ class Lab:
 
     def agreement_report(self, judge: str | None, **kw) -> dict:
         self.require("agreement", judge)
-        from .agreement import agreement_report
 
         return agreement_report(self.store, judge, **kw)
 
     def disagreements(self, judge: str | None = None) -> list[dict]:
         self.require("adjudicate", judge, what="see disagreements")
-        from .agreement import disagreements
 
         return disagreements(self.store, judge)
 
@@ -205,26 +206,23 @@ class Lab:
     def import_pairs_tsv(self, path, *, labels_as: str | None = None, annotator: str | None = None,
                          task_set: str | None = None, shown_as: str | None = None) -> dict:
         self.require("import", shown_as or str(path))
-        from .tasks import import_pairs_tsv
 
         res = import_pairs_tsv(self.store, path, annotator, task_set, labels_as=labels_as, shown_as=shown_as)
         self.store.audit(self.actor.name, self.actor.role, "import", shown_as or str(path), allowed=True,
                          detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
         return res
 
-    def build_task_set(self, candidates, **kw) -> dict:
-        self.require("build_task_set", kw.get("name"))
-        from .tasks import build_task_set
+    def build_task_set(self, candidates, spec: TaskSetSpec, **kw) -> dict:
+        """:func:`berds_core.lab.tasks.build_task_set` for an admin (``kw``: ``judge``, ``stored_preds``, ``reference``)."""
+        self.require("build_task_set", spec.name)
 
-        res = build_task_set(self.store, candidates, **kw)
+        res = build_task_set(self.store, candidates, spec, **kw)
         self.store.audit(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
                          detail=f"pairs={res['pairs']}")
         return res
 
     def export_rows(self, what: str = "labels", *, include_skips: bool = False) -> list[dict]:
         """Rows for a download: ``labels`` (admins: everyone's; others: their own), ``gold``, ``reference``."""
-        from .exports import export_rows
-
         if what == "labels" and not self.allowed("export_labels"):
             return export_rows(self.store, annotator=self.actor.name, include_skips=include_skips)
         self.require("export_labels", what, what=f"export {what}")

@@ -45,6 +45,7 @@ from functools import lru_cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from ..runtime.mode import lab_mode  # noqa: F401  (re-exported: pages ask the lab whether it is on)
 from .store import Store, StoreError, _now
 
 ROLES = ("annotator", "reviewer", "admin")
@@ -379,11 +380,6 @@ class Accounts:
                           (now, now - idle)).rowcount
             c.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(WINDOW, 7 * 86400),))
         return n
-
-
-def lab_mode() -> bool:
-    """True when the operator switched the app to lab mode (``BERDS_AUTH=lab``)."""
-    return os.environ.get("BERDS_AUTH", "open").strip().lower() == "lab"
 
 
 __all__ = ["Accounts", "AccountError", "LoginError", "ROLES", "User", "check_password_policy", "client_address",

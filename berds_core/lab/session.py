@@ -36,6 +36,7 @@ import os
 import secrets
 import threading
 import time
+from .store import default_db_path, Store
 
 COOKIE = "berds_session"
 ROUTE = "/berds/session"
@@ -82,8 +83,6 @@ def take(code: str, *, now: float | None = None) -> str | None:
 
 
 def _store():
-    from .store import Store, default_db_path
-
     path = str(default_db_path())
     with _LOCK:
         s = _STATE.get("store")

@@ -43,6 +43,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..judges import passage_text
+from .. import __version__
+
 DEFAULT_DB = Path("annotations") / "berds.db"
 ENV_DB = "BERDS_ANNOTATIONS_DB"
 BUSY_TIMEOUT_MS = 60_000
@@ -209,8 +212,6 @@ def default_db_path() -> Path:
 
 def app_version() -> str:
     """What the labels' ``app_version`` records: ``$BERDS_APP_VERSION`` or ``berds <package version>``."""
-    from .. import __version__
-
     return os.environ.get("BERDS_APP_VERSION") or f"berds {__version__}"
 
 
@@ -246,8 +247,6 @@ class Pair:
         """The passage as ``judge`` reads it (:func:`berds_core.judges.passage_text`): the BERDS
         evaluator's ``text + " " + title`` for LLM judges, ``title. text`` for the embedded judge (what the
         stance model reads)."""
-        from ..judges import passage_text
-
         ctx = {"text": self.document} if self.title is None else {"text": self.document, "title": self.title}
         return passage_text(ctx, judge)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -35,6 +36,11 @@ import numpy as np
 
 from ..errors import InputError
 from ..files.jsonio import read_text
+from ..datasets import load_demo
+from ..eval.leaning import infer_sides
+from ..files.csvio import explain
+from ..runs import judged_mask, judges_in, label_matrix
+from .exports import is_export_header, unneutralise
 from .store import Pair
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
@@ -64,7 +70,6 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         raise InputError(where, None, None, "file is empty") from None
     except csv.Error:
         raise InputError(where, 1, None, "malformed TSV header") from None
-    from .exports import is_export_header, unneutralise
 
     exported = is_export_header(header)  # one of our label exports: its cells carry the formula guard
     header = [h.strip() for h in header]
@@ -81,8 +86,6 @@ def read_pairs_tsv(path, *, shown_as: str | None = None) -> list[tuple[int, Pair
         except StopIteration:
             break
         except csv.Error as e:
-            from ..files.csvio import explain
-
             raise InputError(where, start, None, explain(e, start, reader.line_num, "\t")) from None
         line, start = start, reader.line_num + 1
         if not row or all(not c.strip() for c in row):
@@ -121,8 +124,6 @@ def _side(entry: dict, j: int) -> str | None:
     if stances and j < len(stances):
         return str(stances[j]).lower() if stances[j] else "other"
     if len(entry["perspectives"]) == 2:
-        from ..eval.leaning import infer_sides
-
         sides = infer_sides(entry["question"], entry["perspectives"], None)
         if sides is not None:
             return "support" if j == sides.support else "oppose"
@@ -137,8 +138,6 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     judge labels already stored in the runs (``{judge: {pair_id: 0/1}}``),
     read through :func:`berds_core.runs.label_matrix`.
     """
-    from ..runs import judged_mask, judges_in, label_matrix
-
     pairs, stored = [], defaultdict(dict)
     for run_name, entries in runs:
         for e in entries:
@@ -329,12 +328,33 @@ def import_pairs_tsv(store, path, annotator: str | None = None, task_set: str | 
             "task_set": name if annotator else None}
 
 
-def build_task_set(store, candidates: Sequence[Pair], *, n: int, strategy: str, annotators: Sequence[str],
-                   overlap: float = 0.0, per_shared: int = 2, by: str = "subset", seed: int = 0,
-                   name: str, source: str, judge=None, stored_preds: dict | None = None,
-                   params: dict | None = None, route_uncertain: float | None = None,
-                   route_unsure: bool = False, calibration: int = 0, reference: dict[str, int] | None = None) -> dict:
-    """Sample ``n`` of ``candidates``, assign them (with overlap and routing) and save the task set.
+@dataclass(frozen=True)
+class TaskSetSpec:
+    """What a task set is to be: its name and source, how many pairs are drawn and how, who labels them.
+
+    ``strategy`` / ``by`` / ``seed``: :func:`sample_pairs`; ``overlap`` / ``per_shared``: :func:`assign_pairs`;
+    ``route_uncertain``, ``route_unsure``, ``calibration``: see :func:`build_task_set`; ``params``: more
+    settings recorded with the task set (e.g. the run depth ``k``).
+    """
+
+    name: str
+    source: str
+    n: int
+    strategy: str
+    annotators: tuple[str, ...]
+    overlap: float = 0.0
+    per_shared: int = 2
+    by: str = "subset"
+    seed: int = 0
+    route_uncertain: float | None = None
+    route_unsure: bool = False
+    calibration: int = 0
+    params: dict = field(default_factory=dict)
+
+
+def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judge=None,
+                   stored_preds: dict | None = None, reference: dict[str, int] | None = None) -> dict:
+    """Sample ``spec.n`` of ``candidates``, assign them (with overlap and routing) and save the task set.
 
     ``judge`` (an object with ``name`` and ``predict``) scores the candidates
     first; it is required by ``uncertain`` and by ``route_uncertain``. Its
@@ -350,8 +370,9 @@ def build_task_set(store, candidates: Sequence[Pair], *, n: int, strategy: str, 
       put into every annotator's queue at random places, unmarked.
     All writes are one transaction.
     """
-    from dataclasses import replace
-
+    n, strategy, annotators, overlap, per_shared = spec.n, spec.strategy, spec.annotators, spec.overlap, spec.per_shared
+    by, seed, name, source, params = spec.by, spec.seed, spec.name, spec.source, spec.params
+    route_uncertain, route_unsure, calibration = spec.route_uncertain, spec.route_unsure, spec.calibration
     if route_uncertain is not None and judge is None:
         raise ValueError("routing judge-uncertain pairs needs a judge")
     if calibration < 0:
@@ -413,8 +434,6 @@ def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
     A demo passage belongs to the question its id starts with (``a-q01-p07``
     -> ``a-q01``); the pair id is ``demo:<passage>:<perspective index>``.
     """
-    from ..datasets import load_demo
-
     bundle = load_demo()
     by_q = defaultdict(list)
     for p in bundle.passages:
@@ -438,7 +457,7 @@ def build_demo_task_set(store, annotators: Sequence[str], *, n: int = 40, overla
                         name: str = "demo") -> dict:
     """A task set of ``n`` demo pairs (stratified by subset); the demo's gold labels become reference labels."""
     pairs, labels = demo_candidates()
-    return build_task_set(store, pairs, n=n, strategy="stratified", annotators=annotators, overlap=overlap,
-                          per_shared=per_shared, by="subset", seed=seed, name=name, source="built-in demo",
-                          reference=labels, calibration=calibration, route_unsure=route_unsure,
-                          params={"demo": True})
+    spec = TaskSetSpec(name=name, source="built-in demo", n=n, strategy="stratified", annotators=tuple(annotators),
+                       overlap=overlap, per_shared=per_shared, by="subset", seed=seed, route_unsure=route_unsure,
+                       calibration=calibration, params={"demo": True})
+    return build_task_set(store, pairs, spec, reference=labels)

@@ -25,6 +25,7 @@ import os
 from urllib.parse import urlsplit
 
 from ..errors import InputError
+from ..runtime.mode import lab_mode
 
 ENV = "BERDS_ALLOWED_ENDPOINTS"
 _DEFAULT_PORT = {"http": 80, "https": 443}
@@ -59,8 +60,6 @@ def allowed_endpoints() -> list[str]:
 
 def enforced() -> bool:
     """Whether typed addresses are checked: always in lab mode, in open mode once the list is set."""
-    from ..lab.accounts import lab_mode
-
     return lab_mode() or bool(allowed_endpoints())
 
 

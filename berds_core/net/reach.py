@@ -15,6 +15,7 @@ command (its own retries and errors).
 from __future__ import annotations
 
 from ..errors import InputError
+from .openai_api import api_key, headers, normalize_base_url
 
 CONNECT_TIMEOUT = 5.0
 
@@ -39,11 +40,10 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     """Why ``base_url`` cannot be used (one phrase), or None when it answered."""
     import httpx
 
-    from ..generators.openai import OpenAIClient
-
-    client = OpenAIClient(base_url, timeout=timeout, retries=0)
+    client = None
     try:
-        r = client.http.get("/models", timeout=httpx.Timeout(30.0, connect=timeout))
+        client = httpx.Client(base_url=normalize_base_url(base_url), headers=headers(api_key()))
+        r = client.get("/models", timeout=httpx.Timeout(30.0, connect=timeout))
     except httpx.ConnectTimeout:
         return f"no answer within {timeout:g} s"
     except httpx.ConnectError as e:
@@ -58,8 +58,8 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     except httpx.HTTPError as e:  # e.g. a malformed URL, a TLS failure
         return f"cannot connect ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no detail'})"
     finally:
-        if client._http is not None:
-            client._http.close()
+        if client is not None:
+            client.close()
     if r.status_code in (401, 403):
         return f"it refused the API key (HTTP {r.status_code}; set BERDS_OPENAI_API_KEY)"
     return None
@@ -68,8 +68,6 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
 def check_servers(pairs) -> None:
     """``pairs``: (flag, spec). InputError (one line, naming the flag and the server) for the first
     spec whose server cannot be reached; each URL is asked once."""
-    from ..generators.openai import normalize_base_url
-
     seen: set[str] = set()
     for flag, spec in pairs:
         url = server_url(spec)

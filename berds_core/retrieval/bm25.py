@@ -6,6 +6,9 @@ word once, and the score matrix is built with vectorised numpy through
 bm25s' documented override point ``build_index_from_ids``; the scores are the
 same as stock bm25s (a test checks it). The index is saved and loaded with
 bm25s' own ``save``/``load`` under the cache, keyed by the corpus hash.
+A query is scored by bm25s (``get_scores_from_ids``); the top-k are ranked by
+score, equal scores by row (``retrieval.topk``), so the ranking is the same
+whether the index is searched whole or in shards (``berds retrieve --ray``).
 """
 from __future__ import annotations
 
@@ -177,6 +180,7 @@ class BM25Retriever:
     """BM25 over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     name = "bm25"
+    engine = "bm25s"
     embedder_name = None
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True):
@@ -237,6 +241,14 @@ class BM25Retriever:
         k = min(int(k), len(self.corpus))
         if k < 1:
             return [[] for _ in queries]
-        tokens = self.analyzer.analyze(list(queries))
-        rows, scores = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        return [[(int(r), float(s)) for r, s in zip(rr, ss)] for rr, ss in zip(rows, scores)]
+        from .topk import top_k
+
+        out = []
+        for ids in self.query_ids(queries):
+            rows, scores = top_k(self.model.get_scores_from_ids(ids), k)  # ties: lowest row first (topk.py)
+            out.append([(int(r), float(s)) for r, s in zip(rows, scores)])
+        return out
+
+    def query_ids(self, queries: list[str]) -> list[list[int]]:
+        """Each query's token ids in the index vocabulary (bm25s drops the words it does not know)."""
+        return [self.model.get_tokens_ids(t) for t in self.analyzer.analyze(list(queries))]

@@ -1,1 +1,1 @@
-"""Process-wide machinery: background jobs and the model-loading lock."""
+"""Process-wide machinery: background jobs, the model-loading lock and the operator's lab-mode switch."""

@@ -187,7 +187,7 @@ def berds_dev_examples(folder: Path) -> tuple[list[Example], list]:
 
 def human_examples(path: Path, weight: float = 1.0) -> list[Example]:
     """The human pairs: label 1 -> support, 0 -> oppose or unrelated (a partial label)."""
-    from ..cli.judge_cmd import read_pairs
+    from ..datasets.human_pairs import read_pairs
 
     out = []
     for r in read_pairs(path):

@@ -70,6 +70,18 @@ class StanceModel:
         self._memory = memory
         self._lock = threading.RLock()
 
+    def __getstate__(self):
+        """Picklable (a Ray actor gets a copy): the loaded network, tokenizer, memory and lock are left
+        behind; the copy loads the same weights at its first uncached pair."""
+        state = dict(self.__dict__)
+        state.update(_net=None, _tok=None, _mem=OrderedDict(), n_encoded=0)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     @property
     def name(self) -> str:
         return f"stance-{self.version}"

@@ -31,6 +31,7 @@ from . import snapshot as snap
 from .extract import EXTRACTORS, extract_page
 from .fetch import FetchConfig, PageResult, fetch_pages
 from .search import SearchBackend, SearchError, SearchResult, cached_search, today
+from ..corpus import _Builder
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,6 @@ def build_question_corpus(question: Question, backend: SearchBackend, root, opti
     for each page fetched now, ``"done"`` (the summary). A fatal search error (refused key, wrong
     endpoint) raises :class:`SearchError`; any other search failure is recorded in the manifest.
     """
-    from ..corpus import _Builder
-
     opts = options or WebOptions()
     emit = on_event or (lambda kind, info: None)
     t0 = time.perf_counter()

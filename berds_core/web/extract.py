@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..specs import Registry
+from ..corpus import html_to_text
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,6 @@ class TrafilaturaExtractor:
     name = "trafilatura"
 
     def extract(self, html: str, url: str) -> Extracted:
-        from ..corpus import html_to_text
-
         try:
             text, title = html_to_text(html, url)
         except InputError:  # no text at all

@@ -31,7 +31,9 @@ from typing import Callable
 
 from ..errors import InputError
 from .fetch import FetchConfig, PageResult
-from .search import SearchError, SearchResult
+from .results import SearchError, SearchResult
+from ..datasets.demo import demo_recording_path
+from ..files.jsonio import iter_jsonl
 
 
 def _norm(text: str) -> str:
@@ -40,8 +42,6 @@ def _norm(text: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str, mtime: int) -> tuple[dict, ...]:
-    from ..files.jsonio import iter_jsonl
-
     out = []
     for no, obj in iter_jsonl(path):
         for key in ("question", "results", "pages"):
@@ -70,8 +70,6 @@ class ReplaySearch:
     is_recording = True
 
     def __init__(self, recording=None, **_ignored):
-        from ..datasets.demo import demo_recording_path
-
         self.builtin = recording is None
         self.path = Path(recording) if recording else demo_recording_path()
         self.entries = load_recording(self.path)

@@ -29,32 +29,15 @@ import json
 import os
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
+from ..files.cache import cache_dir
 from ..specs import Registry
 from .http import RETRY_STATUS, USER_AGENT, Secret, find_key, public_url, retry_delay
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    url: str
-    title: str
-    snippet: str
-    rank: int  # 1-based, in the backend's order
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-class SearchError(RuntimeError):
-    """A search that failed. ``fatal``: no other query will do better (refused key, wrong endpoint)."""
-
-    def __init__(self, message: str, *, fatal: bool = False):
-        super().__init__(message)
-        self.fatal = fatal
+from .replay import ReplaySearch
+from .results import SearchError, SearchResult  # noqa: F401  (re-exported: the search API's types)
 
 
 def today() -> str:
@@ -351,8 +334,6 @@ def _cse(arg, **opts):
 @SEARCH.register("replay", usage="replay[:<recording.jsonl>]", takes_arg=True,
                  help="replays a recorded search and its pages, no network (bare: the built-in demo recording)")
 def _replay(arg, **opts):
-    from .replay import ReplaySearch
-
     return ReplaySearch(arg or None)
 
 
@@ -384,8 +365,6 @@ class SearchCache:
 
     def __init__(self, path: str | os.PathLike | None = None):
         if path is None:
-            from ..cache import cache_dir
-
             path = cache_dir("web") / "search.sqlite"
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,12 +24,13 @@ import json
 import re
 from pathlib import Path
 
+from ..files.cache import slug
+from ..corpus import load_corpus
 from ..errors import InputError
 from ..files.jsonio import atomic_write, write_jsonl
+from ..files.snapshot_layout import MANIFEST, PASSAGES, is_snapshot  # noqa: F401  (the layout readers share)
 
 FORMAT = "berds-web-snapshot/1"
-PASSAGES = "passages.jsonl"
-MANIFEST = "manifest.json"
 FETCH_LOG = "fetch-log.jsonl"
 SEARCH_FILE = "search.json"
 PAGES = "pages"
@@ -41,8 +42,6 @@ def dir_name(question_id: str) -> str:
     qid = str(question_id)
     if _PLAIN.fullmatch(qid) and not qid.endswith("."):
         return qid
-    from ..cache import slug
-
     return slug(qid)
 
 
@@ -126,15 +125,8 @@ def write_passages(qdir: Path, rows: list[dict]) -> int:
     return write_jsonl(Path(qdir) / PASSAGES, rows)
 
 
-def is_snapshot(folder) -> bool:
-    f = Path(folder)
-    return (f / MANIFEST).is_file() and (f / PASSAGES).is_file()
-
-
 def load_snapshot_corpus(qdir, *, passage_words: int | None = None, name: str | None = None):
     """A question folder's passages as a :class:`~berds_core.corpus.Corpus` (InputError when empty)."""
-    from ..corpus import load_corpus
-
     qdir = Path(qdir)
     return load_corpus(qdir / PASSAGES, passage_words=passage_words, name=name or qdir.name)
 

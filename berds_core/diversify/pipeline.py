@@ -1,0 +1,108 @@
+"""A diversification pipeline: retriever -> candidates -> stages, built from a spec string.
+
+``Pipeline.parse("dense%10>>coverage(probs=model,alpha=0.1,keep=2)")`` reads a spec (:mod:`.spec`) into
+the retriever's name (what the edge opens; None: the retriever in use), the candidate depth (default 100)
+and the stages (:mod:`.stages`); ``str(pipeline)`` prints it back. ``pipeline.run(query)`` ranks one
+question:
+
+1. a pipeline whose stages do not reorder (no stage, or ``none``) returns the retriever's top ``k``;
+2. else the candidates are the retriever's top ``depth`` (or what a source stage, ``qe`` / ``union``,
+   makes), each re-ranker reorders them and keeps at most ``k``;
+3. when fewer than ``k`` remain, the retriever's own order follows them (``--k 100`` over 10 candidates
+   re-ranks the top 10 only).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..specs import SpecError
+from .candidates import candidate_pool
+from .spec import SpecParts, StagePart, format_spec, parse_spec
+from .stages import STAGES, Batch, Candidates, Query, Stage, Using
+
+DEFAULT_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """``retriever`` (bm25 | dense | None: the one in use), ``depth`` (candidates), ``stages``."""
+
+    retriever: str | None = None
+    depth: int = DEFAULT_DEPTH
+    stages: tuple[Stage, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> "Pipeline":
+        """The pipeline of a spec; :class:`SpecError` (one line, with the position) when it is malformed."""
+        parts = parse_spec(text)
+        stages = []
+        for i, part in enumerate(parts.stages):
+            stages.append(_build(text, part))
+            if stages[-1].makes_candidates and i > 0:
+                raise SpecError(f"pipeline '{text}': at {part.at + 1}: {part.name} makes the candidates: "
+                                f"it must be the first stage")
+        return cls(parts.retriever, DEFAULT_DEPTH if parts.depth is None else parts.depth, tuple(stages))
+
+    def __str__(self) -> str:
+        depth = None if self.depth == DEFAULT_DEPTH else self.depth
+        return format_spec(SpecParts(self.retriever, depth, tuple(StagePart(s.name, s.args()) for s in self.stages)))
+
+    @property
+    def pool(self) -> str:
+        """Where the candidates come from: ``union`` when that stage leads, else ``retriever``."""
+        return "union" if self.stages and self.stages[0].name == "union" else "retriever"
+
+    def run(self, q: Query) -> list[tuple[int, float]]:
+        """Ranked ``(corpus_row, score)`` pairs for one question (at most ``q.k``)."""
+        rerankers = [s for s in self.stages if s.reorders and not s.makes_candidates]
+        source = self.stages[0] if self.stages and self.stages[0].makes_candidates else None
+        if source is None and not rerankers:
+            return [(int(r), float(s)) for r, s in q.retriever.search([q.text], q.k)[0]]
+        c = source.candidates(q, self.depth) if source is not None else self._retrieved(q)
+        if len(c) == 0:
+            return []
+        for stage in rerankers:
+            c = c.take(stage.rerank(q, c))
+        return fill([(int(r), float(s)) for r, s in zip(c.rows, c.scores)], q.text, q.retriever, q.k, c.tail)
+
+    def _retrieved(self, q: Query) -> Candidates:
+        # one search serves the candidates and the ranks below them
+        rows, scores = candidate_pool(q.text, q.corpus, q.retriever, q.depth, "retriever")
+        tail = list(zip(rows[self.depth:].tolist(), scores[self.depth:].tolist()))
+        return Candidates(rows[:self.depth], scores[:self.depth], tail)
+
+    def prefetch(self, questions, corpus, retriever, using: Using | None = None, progress: bool = True) -> None:
+        """Batch the per-question work of a run (all question embeddings in one encoder call, the stages'
+        own batches) before the per-question loop; the results are the same without it."""
+        if hasattr(retriever, "text_encoder"):
+            retriever.text_encoder.embed([q.question for q in questions])
+        batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress)
+        for stage in self.stages:
+            stage.prefetch(batch)
+
+
+def _build(text: str, part: StagePart) -> Stage:
+    try:
+        STAGES.parse(part.name)
+    except SpecError:
+        raise SpecError(f"pipeline '{text}': at {part.at + 1}: unknown stage '{part.name}'; "
+                        f"choose from: {STAGES.choices()}") from None
+    try:
+        return STAGES.create(part.name, **dict(part.args))
+    except SpecError as e:
+        keys = [k for k, _ in part.args]
+        at = next((part.arg_at[i] for i, k in enumerate(keys) if f"'{k}'" in str(e) or f" {k} " in str(e)), part.at)
+        raise SpecError(f"pipeline '{text}': at {at + 1}: {e}") from None
+
+
+def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:
+    """``hits`` (the re-ranked candidates) cut at ``k`` or, when fewer, followed by the retriever's next
+    passages in its order (with its scores). ``tail``: those next passages when already retrieved (else one
+    search for them; ``[]``: none follow)."""
+    if len(hits) >= k:
+        return hits[:k]
+    seen = {r for r, _ in hits}
+    if tail is None:
+        tail = retriever.search([text], k + len(hits))[0]
+    more = [(int(r), float(sc)) for r, sc in tail if int(r) not in seen]
+    return hits + more[:k - len(hits)]

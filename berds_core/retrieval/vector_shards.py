@@ -1,0 +1,267 @@
+"""Passage vectors on disk, in resumable, checksummed shards.
+
+Encoding 21M passages takes hours on CPUs (or minutes per GPU); a run killed
+half-way must not start again from zero. The vectors of a corpus (one encoder,
+one precision, one max length) are written in shards of ``SHARD_ROWS`` rows::
+
+    <cache>/vectors/<corpus name>-<hash>-<encoder key>/
+        shard-00000.npy    float32 [rows, dim], unit length, corpus rows start..stop-1
+        shard-00000.json   {start, stop, dim, sha256, corpus_hash, encoder}: written after the .npy,
+                           so a shard without its .json is not done
+        complete.json      written when every shard is done
+
+A shard is encoded, written to a temporary file, checksummed (SHA-256),
+renamed into place, and only then is its ``.json`` written. A resumed run
+(``complete.json`` absent) re-reads every finished shard and checks its
+checksum; a shard that fails (a torn write, a flipped bit) is encoded again,
+the rest is kept. Once complete, the shards are opened memory-mapped
+(``np.load(mmap_mode="r")``): ``get(rows)`` gathers rows (exact re-ranking),
+``chunks()`` streams them (index builds, exact search). Nothing holds all
+vectors in memory.
+
+Vectors that come from elsewhere (``bench/scale.py``'s synthetic ones) are
+written with :meth:`VectorShards.write` under their own encoder key and read the
+same way.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+SHARD_ROWS = 65_536
+FORMAT = "berds-vector-shards/1"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _safe(text: str, n: int = 60) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text))[-n:] or "x"
+
+
+def vectors_folder(corpus, encoder_key: str) -> Path:
+    from ..cache import cache_dir, slug
+
+    return cache_dir("vectors") / f"{_safe(corpus.name, 40)}-{corpus.hash[:20]}-{slug(encoder_key)}"
+
+
+class VectorShards:
+    """The vectors of ``n`` corpus rows under ``folder``, ``shard_rows`` rows a shard."""
+
+    def __init__(self, folder, n: int, corpus_hash: str, encoder_key: str, shard_rows: int = SHARD_ROWS):
+        self.folder = Path(folder)
+        self.n = int(n)
+        self.corpus_hash = corpus_hash
+        self.encoder_key = encoder_key
+        self.shard_rows = int(shard_rows)
+        self._arrays: list[np.ndarray] | None = None
+        self.n_encoded = 0  # rows encoded by this object (0 when everything came from disk)
+        self.shards_reencoded = 0  # shards found corrupt on resume and encoded again
+        done = self._complete_info()
+        if done is not None:
+            self.shard_rows = int(done["shard_rows"])
+
+    # ------------------------------------------------------------ layout
+    @property
+    def n_shards(self) -> int:
+        return (self.n + self.shard_rows - 1) // self.shard_rows
+
+    def bounds(self, i: int) -> tuple[int, int]:
+        return i * self.shard_rows, min((i + 1) * self.shard_rows, self.n)
+
+    def _npy(self, i: int) -> Path:
+        return self.folder / f"shard-{i:05d}.npy"
+
+    def shard_dim(self, i: int) -> int:
+        """The vector size of a written shard ``i`` (read from its header)."""
+        return int(np.load(self._npy(i), mmap_mode="r").shape[1])
+
+    def _meta(self, i: int) -> Path:
+        return self.folder / f"shard-{i:05d}.json"
+
+    def _complete_info(self) -> dict | None:
+        path = self.folder / "complete.json"
+        if not path.is_file():
+            return None
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if info.get("format") != FORMAT or info.get("n") != self.n or info.get("corpus_hash") != self.corpus_hash:
+            return None
+        return info
+
+    @property
+    def complete(self) -> bool:
+        return self._complete_info() is not None
+
+    def shard_ok(self, i: int, dim: int | None = None) -> bool:
+        """Shard ``i`` is finished and its checksum holds (reads the shard)."""
+        meta, npy = self._meta(i), self._npy(i)
+        if not (meta.is_file() and npy.is_file()):
+            return False
+        try:
+            info = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        a, b = self.bounds(i)
+        if (info.get("start"), info.get("stop"), info.get("corpus_hash"), info.get("encoder")) != \
+                (a, b, self.corpus_hash, self.encoder_key):
+            return False
+        if dim is not None and info.get("dim") != dim:
+            return False
+        return _sha256(npy) == info.get("sha256")
+
+    # ------------------------------------------------------------ writing
+    def write(self, i: int, vectors: np.ndarray) -> None:
+        """Write shard ``i`` (its rows' vectors): temporary file, checksum, rename, then the .json."""
+        a, b = self.bounds(i)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape[0] != b - a:
+            raise ValueError(f"shard {i} holds rows {a}..{b - 1}: {b - a} vectors, got {vectors.shape[0]}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        npy, meta = self._npy(i), self._meta(i)
+        meta.unlink(missing_ok=True)  # the shard is not done until its .json is back
+        tmp = npy.with_name(f".{npy.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                np.save(fh, vectors)
+                fh.flush()
+                os.fsync(fh.fileno())
+            digest = _sha256(tmp)
+            os.replace(tmp, npy)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        info = {"start": a, "stop": b, "dim": int(vectors.shape[1]), "sha256": digest,
+                "corpus_hash": self.corpus_hash, "encoder": self.encoder_key}
+        tmp_meta = meta.with_name(f".{meta.name}.{os.getpid()}.tmp")
+        tmp_meta.write_text(json.dumps(info), encoding="utf-8")
+        os.replace(tmp_meta, meta)
+
+    def remove_torn_writes(self) -> None:
+        """Temporary shard files of processes that are gone (a run killed while writing)."""
+        from ..files.build_dir import _alive
+
+        if not self.folder.is_dir():
+            return
+        for p in self.folder.glob(".shard-*.tmp"):
+            try:
+                pid = int(p.name.rsplit(".", 2)[-2])
+            except ValueError:
+                continue
+            if not _alive(pid):
+                p.unlink(missing_ok=True)
+
+    def finish(self, dim: int) -> None:
+        info = {"format": FORMAT, "n": self.n, "dim": int(dim), "shard_rows": self.shard_rows,
+                "corpus_hash": self.corpus_hash, "encoder": self.encoder_key,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        tmp = self.folder / f".complete.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(info), encoding="utf-8")
+        os.replace(tmp, self.folder / "complete.json")
+
+    def encode(self, texts_of, encode, *, dim: int, progress: bool = False, on_progress=None, desc: str = "Encoding"):
+        """Encode every shard not yet done; ``texts_of(start, stop)`` gives the rows' texts and
+        ``encode(texts)`` their unit vectors. Returns self (complete)."""
+        if self.complete:
+            return self
+        from tqdm.auto import tqdm
+
+        self.remove_torn_writes()
+        todo = []
+        for i in range(self.n_shards):
+            if self._meta(i).is_file():
+                if self.shard_ok(i, dim):
+                    continue
+                self.shards_reencoded += 1  # written once, but its checksum fails now
+            todo.append(i)
+        done_rows = self.n - sum(self.bounds(i)[1] - self.bounds(i)[0] for i in todo)
+        with tqdm(total=self.n, initial=done_rows, desc=desc, unit="passage", disable=not progress) as bar:
+            for i in todo:
+                a, b = self.bounds(i)
+                vecs = encode(texts_of(a, b))
+                if vecs.shape != (b - a, dim):
+                    raise ValueError(f"encoder gave {vecs.shape} for rows {a}..{b - 1}, expected {(b - a, dim)}")
+                self.write(i, vecs)
+                self.n_encoded += b - a
+                done_rows += b - a
+                bar.update(b - a)
+                if on_progress is not None:
+                    on_progress(done_rows, self.n)
+        self.finish(dim)
+        return self
+
+    # ------------------------------------------------------------ reading
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        if self._arrays is None:
+            if not self.complete:
+                raise InputError(self.folder, None, None, "the passage vectors are not complete (encoding was "
+                                                          "interrupted): run 'berds index' again to resume it")
+            self._arrays = [np.load(self._npy(i), mmap_mode="r") for i in range(self.n_shards)]
+        return self._arrays
+
+    @property
+    def dim(self) -> int:
+        return int(self.arrays[0].shape[1]) if self.n else 0
+
+    def chunks(self):
+        """``(start, vectors)`` shard by shard (memory-mapped)."""
+        for i, arr in enumerate(self.arrays):
+            yield self.bounds(i)[0], arr
+
+    def get(self, rows) -> np.ndarray:
+        """The vectors of ``rows`` (any order), gathered shard by shard."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        if not len(rows):
+            return out
+        shard = rows // self.shard_rows
+        for s in np.unique(shard):
+            sel = np.flatnonzero(shard == s)
+            local = rows[sel] - s * self.shard_rows
+            order = np.argsort(local)  # ascending reads from the mapped file
+            out[sel[order]] = self.arrays[int(s)][local[order]]
+        return out
+
+    def nbytes(self) -> int:
+        return sum(self._npy(i).stat().st_size for i in range(self.n_shards) if self._npy(i).is_file())
+
+
+class ArrayVectors:
+    """Vectors already in memory, with the reading interface of :class:`VectorShards`."""
+
+    def __init__(self, emb: np.ndarray):
+        self.emb = np.ascontiguousarray(emb, dtype=np.float32)
+        self.n = len(self.emb)
+        self.folder = None
+        self.n_encoded = 0
+        self.shards_reencoded = 0
+
+    @property
+    def dim(self) -> int:
+        return int(self.emb.shape[1])
+
+    def chunks(self, size: int = SHARD_ROWS):
+        for a in range(0, self.n, size):
+            yield a, self.emb[a:a + size]
+
+    def get(self, rows) -> np.ndarray:
+        return self.emb[np.asarray(rows, dtype=np.int64)]
+
+    def nbytes(self) -> int:
+        return int(self.emb.nbytes)

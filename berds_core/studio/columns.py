@@ -1,0 +1,133 @@
+"""What a page computes for one question, as plain data (no Streamlit): a ranked column, a judged run line,
+the best rank of a missing perspective.
+
+A page holds an :class:`Engine` (the corpus, the retriever, the judge and the embedder it resolved from the
+sidebar's strings) and names what it ranks with a pipeline (:mod:`berds_core.diversify`):
+:func:`column_pipeline` turns the pages' method pickers (``none``, ``mmr``, ``qe``, ``rerank``, ``xquad``,
+``pm2``, ``preset``) into the same spec strings the CLI's ``--pipeline`` reads. ``bench/playground.py`` and
+``scripts/precompute_demo_embeddings.py`` call these functions, so they time and pre-compute exactly what
+the pages do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..diversify import Pipeline, as_pipeline, diversify
+from ..eval.measures import mrecall_at_k, precision_at_k
+from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
+
+# the pages' method names -> their pipelines (over the top DEPTH candidates); {lam} / {source} filled in
+PAGE_METHODS = {
+    "none": "none",
+    "mmr": "mmr{lam}",
+    "qe": "qe(source={source})",
+    "rerank": "coverage(source={source})",
+    "coverage": "coverage(source={source})",
+    "xquad": "xquad({lam_}source={source})",
+    "pm2": "pm2({lam_}source={source})",
+    "preset": "diverse",
+}
+
+
+@dataclass
+class Engine:
+    """What a page ranks and judges with: ``corpus``, ``retriever`` (e.g. a ``SharedSearch``), ``judge``
+    (a Judge or None) and ``embedder`` (an encoder object; None: the dense retriever's own)."""
+
+    corpus: object
+    retriever: object
+    judge: object = None
+    embedder: object = None
+
+
+def column_pipeline(method: str, lam: float | None = None, source: str = "dataset") -> Pipeline:
+    """The pipeline of a page's method picker: ``lam`` (MMR, xQuAD, PM-2; None: the stage's default) and
+    ``source`` (the perspectives of qe / the re-rankers)."""
+    if method not in PAGE_METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(PAGE_METHODS)}")
+    spec = PAGE_METHODS[method].format(lam="" if lam is None else f"(lam={float(lam)!r})",
+                                       lam_="" if lam is None else f"lam={float(lam)!r},", source=source)
+    return as_pipeline(spec)
+
+
+def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:
+    """The top-k ``(corpus row, score)`` of one column: ``pipeline`` (a Pipeline, spec or preset name)."""
+    hits = diversify(question, engine.corpus, engine.retriever, pipeline, k, judge=engine.judge,
+                     embedder=engine.embedder)
+    return [(int(r), float(s)) for r, s in hits]
+
+
+def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Judge probabilities and labels, shaped (passages x perspectives).
+
+    ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
+    text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
+    """
+    from ..judges import judge_passages
+
+    return judge_passages(judge, list(passages), list(perspectives))
+
+
+def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
+    """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
+    if gold is None:
+        return None
+    from ..runs import gold_matrix as matrix
+
+    return matrix(gold, question.id, len(question.perspectives), ids)
+
+
+def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_gold: bool = False,
+                  label: str | None = None) -> dict:
+    """Everything one Playground column shows, as plain data (picklable); ``label``: its ``method``
+    (default: the pipeline's spec)."""
+    corpus, judge = engine.corpus, engine.judge
+    ranked = rank(engine, question, pipeline, k)
+    rows = [r for r, _ in ranked]
+    texts = [corpus.texts[r] for r in rows]
+    ids = [corpus.ids[r] for r in rows]
+    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
+    g = gold_matrix(gold, question, ids)
+    L = g if (use_gold and g is not None) else labels
+    return {
+        "method": label if label is not None else str(as_pipeline(pipeline)),
+        "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
+                      "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
+                      "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
+        "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
+        "precision": precision_at_k(L, k),
+        "covered": L[:k].any(axis=0).tolist() if len(L) else [False] * len(question.perspectives),
+        "labels_from": "gold" if (use_gold and g is not None) else "judge",
+    }
+
+
+def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gold: bool = False,
+               depth: int = DEPTH) -> dict[int, int | None]:
+    """For perspectives ``which``: the best rank (1-based) in the top ``depth`` of plain retrieval
+    at which a passage supports it (None when none does)."""
+    if not which:
+        return {}
+    corpus = engine.corpus
+    ranked = engine.retriever.search([question.question], depth)[0]
+    rows = [int(r) for r, _ in ranked]
+    if use_gold and gold is not None:
+        L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
+    else:
+        _, L = judge_matrix(engine.judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
+    out = {}
+    for col, j in enumerate(which):
+        hit = np.nonzero(L[:, col])[0]
+        out[j] = int(hit[0]) + 1 if hit.size else None
+    return out
+
+
+def run_entry(engine: Engine, question, pipeline, k: int) -> dict:
+    """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
+    from ..judges import judge_run
+    from ..retrieval import question_entry
+
+    entry = question_entry(question, engine.corpus, rank(engine, question, pipeline, k))
+    judge_run([entry], engine.judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
+    return entry

@@ -1,0 +1,80 @@
+"""The data a studio page works on: the dataset, corpus and gold labels its sidebar names, loaded with every
+path checked against the allowed roots (``files.safepaths``). No Streamlit here: ``pages/common.py`` caches
+what :func:`load_data` returns.
+
+``load_data(source)`` reads the fields of the sidebar's ``Config`` (``dataset``, ``dataset_path``,
+``dataset_format``, ``gold_path``, ``corpus``, ``corpus_path``, ``retriever``); any object with them will do.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+
+DEMO = "Built-in demo"  # dataset: the bundle the package ships
+FROM_PATH = "File path"  # corpus: a file or folder the visitor names
+FROM_DATASET = "From the dataset"  # corpus: the passages the dataset carries
+
+
+@dataclass
+class Data:
+    """A loaded dataset: questions, corpus (or None), gold labels (or None)."""
+
+    name: str
+    questions: list
+    corpus: object | None
+    gold: dict | None
+    key: str = ""
+    subsets: list = field(default_factory=list)
+
+
+def load_data(cfg) -> Data:
+    """Load the dataset, corpus and gold labels a config names (InputError on bad input).
+
+    Every path comes from a visitor of the page (typed, or an upload's stored
+    copy): it goes through ``resolve_user_path`` first, so nothing outside the
+    allowed roots is opened (``berds_core.files.safepaths``).
+    """
+    from .. import datasets
+    from ..corpora import open_corpus
+    from ..corpus import corpus_from_passages
+    from ..files.safepaths import resolve_user_path
+
+    passages, gold = [], None
+    if cfg.dataset == DEMO:
+        bundle = datasets.load_demo()
+        name, questions, passages, gold = "demo", bundle.questions, bundle.passages, bundle.gold
+    else:
+        if not cfg.dataset_path.strip():
+            raise InputError("dataset", None, "path", "give the path of a questions file")
+        path = str(resolve_user_path(cfg.dataset_path, what="questions file"))
+        name = Path(cfg.dataset_path.strip()).stem
+        if cfg.dataset_format == "debate-sites":
+            questions, passages, gold = datasets.load_debate_sites(path)
+        else:
+            questions = datasets.load_questions(path, None if cfg.dataset_format == "auto" else cfg.dataset_format)
+    if not questions:
+        raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
+    if cfg.gold_path.strip():
+        gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
+    index_folder = None
+    if cfg.retriever.startswith("index:"):  # a prebuilt index folder: typed, so checked like any path
+        index_folder = resolve_user_path(cfg.retriever[len("index:"):].partition("|")[0], what="index folder")
+    if cfg.corpus == FROM_DATASET:
+        corpus = corpus_from_passages(passages, name) if passages else None
+    else:
+        corpus_path = cfg.corpus_path.strip()
+        if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
+            from ..retrieval import index_corpus_source
+
+            corpus_path = index_corpus_source(index_folder) or ""  # the corpus the folder names
+        if not corpus_path:
+            raise InputError("corpus", None, "path", "give the path of a corpus file or folder")
+        # large corpora open from the on-disk store (ingested once): passages are read by row, never all
+        corpus = open_corpus(resolve_user_path(corpus_path, what="corpus path"))
+    subsets = sorted({q.subset for q in questions if q.subset})
+    key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
+                             cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
+    return Data(name, list(questions), corpus, gold, key, subsets)

@@ -1,0 +1,97 @@
+"""The engine's import graph (``docs/architecture.md``): no circles, and no import that goes up a layer.
+
+Read from the source (every ``import`` / ``from ... import`` of ``berds_core``, at module level or inside
+a function), so a lazy import cannot hide a circle or an upward dependency.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "berds_core"
+
+# The layers of docs/architecture.md, bottom up: a module may import its own layer or a lower one.
+LAYERS = {
+    1: ("errors", "records", "naming", "specs", "runtime"),
+    2: ("files", "net", "cache"),
+    3: ("corpus", "corpora", "runs", "embeddings", "demo"),
+    4: ("judges", "web", "retrieval", "generators", "datasets", "eval", "stance"),
+    5: ("convincing", "answers", "studio", "diversify", "lab", "discovery", "distributed"),
+    6: ("cli", "__main__"),
+}
+LAYER_OF = {wing: n for n, wings in LAYERS.items() for wing in wings}
+KNOWN_CIRCLES: list[set[str]] = []  # none: a new circle is broken, not listed
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The berds_core modules ``name`` imports (a ``from pkg import sub`` names the submodule)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.add(sub if sub in MODULES else target)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {t for t in out if t in MODULES and t != name}
+
+
+GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
+
+
+def reachable(start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in GRAPH[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def circles() -> list[set[str]]:
+    """The strongly connected components of more than one module."""
+    reach = {m: reachable(m) for m in GRAPH}
+    out: list[set[str]] = []
+    for m in sorted(GRAPH):
+        if m in reach[m] and not any(m in c for c in out):
+            out.append({m} | {o for o in reach[m] if m in reach[o]})
+    return out
+
+
+def layer(name: str) -> int | None:
+    parts = name.split(".")
+    return LAYER_OF.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_wing_has_a_layer():
+    wings = {m.split(".")[1] for m in MODULES if "." in m}
+    assert wings <= set(LAYER_OF), f"wings without a layer in docs/architecture.md: {sorted(wings - set(LAYER_OF))}"
+
+
+def test_no_import_circles():
+    found = [sorted(c) for c in circles() if c not in KNOWN_CIRCLES]
+    assert found == [], f"import circles: {found}"
+
+
+def test_no_import_goes_up_a_layer():
+    up = [f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})" for a, targets in GRAPH.items() for b in targets
+          if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)]
+    assert up == [], "imports that go up a layer:\n" + "\n".join(sorted(up))
