@@ -229,10 +229,10 @@ def engine_job(cfg: Config) -> JobState:
         data = cached_data(_config_key(cfg), cfg)
         if data.corpus is None:
             return
-        report("reading the demo's precomputed embeddings")
-        seed_shipped(data.corpus)  # the built-in demo: its passages need no encoder at all
         report("loading the judge")
         judge = cached_judge(cfg.judge)
+        report("reading the demo's precomputed embeddings")
+        seed_shipped(data.corpus, judge=judge)  # the built-in demo: its passages need no encoder at all
         model = embedder_model(cfg.embedder)
         report(f"building the {cfg.retriever} index over {len(data.corpus):,} passages")
         cached_retriever(cfg.retriever, data.corpus.hash, model if cfg.retriever == "dense" else None, data.corpus,

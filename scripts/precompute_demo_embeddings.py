@@ -3,19 +3,24 @@ first demo question without loading or running the encoder (``berds_core.studio.
 
     python scripts/precompute_demo_embeddings.py [--out berds_core/demo/embeddings.npz]
 
-For each CPU precision of the default encoder (bf16: CPUs with native bf16; int8: the others), in an empty
-cache: the app's own warm-up (``warmup.warm_passages``: every passage, as text and as "title. text", and the
+For each CPU precision of the default encoder (bf16: CPUs with native bf16; int8: the others), in its own
+process (``BERDS_ENCODING`` set, so every encoder and the stance model run at it) with an empty cache: the app's own warm-up (``warmup.warm_passages``: every passage, as text and as "title. text", and the
 questions' perspectives) and then everything the Playground computes for each demo question (every column
 at k = 10 with each perspective source, and the look-up of missing perspectives), through the same code the
-page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``). Every vector the embedding store then holds
-for the encoder is written, keyed by the sha1 of its text, as float16 (finer than the bf16 and int8
-encodings themselves); ``seed_shipped`` re-normalises them in float32.
+page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``), the diverse preset's column
+included. Written: every vector the embedding store then holds for the encoder, keyed by the sha1 of its
+text, as float16 (finer than the bf16 and int8 encodings themselves; ``seed_shipped`` re-normalises them
+in float32); the stance model's encodings of the preset's (question, candidate) pairs (float16); and the
+embedded judge's probabilities of every pair the page judged (its prediction cache, float32), keyed as
+the caches key them.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sqlite3
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 ENCODINGS = ("bf16", "int8")
-METHODS = ("none", "mmr", "qe", "rerank", "xquad", "pm2")
+METHODS = ("none", "mmr", "qe", "rerank", "xquad", "pm2", "preset")
 SOURCES = ("dataset", "offline", "oracle")
 
 
@@ -52,38 +57,87 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     for q in b.questions:
         for method in METHODS:
             for source in SOURCES if method in ("qe", "rerank", "xquad", "pm2") else ("dataset",):
-                if source == "dataset" and not q.generated_perspectives and method != "none":
+                if source == "dataset" and not q.generated_perspectives and method not in ("none", "preset"):
                     continue
                 res = column_result(Engine(corpus, retriever, judge, te), q,
                                     column_pipeline(method, 0.75 if method == "mmr" else None, source), 10, gold=b.gold)
                 assert res["passages"], (q.id, method)
         best_ranks(Engine(corpus, retriever, judge), q, list(range(len(q.perspectives))))
+    from berds_core.judges.base import prediction_cache
+    from berds_core.stance import get_stance_model
+
     store = embedding_store()
+    skey = get_stance_model(encoding=encoding).store_key
     with sqlite3.connect(store.path) as con:
         rows = con.execute("SELECT text, vec FROM emb WHERE model = ?", (te.key,)).fetchall()
-    print(f"{encoding}: {len(rows)} vectors ({te.key})", file=sys.stderr)
-    return {h: np.frombuffer(v, dtype=np.float32) for h, v in rows}, te.key, corpus.hash
+        # the stance model's encodings of (question, candidate) pairs (the preset); the judge's pairs ship
+        # as its probabilities below, 4 bytes each rather than a 384-dim vector
+        questions = {text_hash_pair(q.question, p) for q in b.questions for p in _candidates(q, corpus)}
+        srows = [(h, v) for h, v in con.execute("SELECT text, vec FROM emb WHERE model = ?", (skey,))
+                 if h in questions]
+    with sqlite3.connect(prediction_cache().path) as con:
+        jrows = con.execute("SELECT passage, perspective, prob FROM preds WHERE judge = ?",
+                            (judge.cache_key,)).fetchall()
+    print(f"{encoding}: {len(rows)} vectors ({te.key}), {len(srows)} stance pairs ({skey}), {len(jrows)} "
+          f"judged pairs ({judge.cache_key})", file=sys.stderr)
+    return {"text": ({h: np.frombuffer(v, dtype=np.float32) for h, v in rows}, te.key),
+            "stance": ({h: np.frombuffer(v, dtype=np.float32) for h, v in srows}, skey),
+            "judge": ({(a, c): float(p) for a, c, p in jrows}, judge.cache_key)}, corpus.hash
+
+
+def text_hash_pair(target: str, text: str) -> str:
+    from berds_core.stance.model import pair_key
+
+    return pair_key(target, text)
+
+
+def _candidates(q, corpus) -> list[str]:
+    """Every passage string the preset's stance step could read for ``q`` (any of the demo's passages)."""
+    from berds_core.stance import passage_string
+
+    return [passage_string(corpus[i]) for i in range(len(corpus))]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "berds_core" / "demo" / "embeddings.npz"))
+    ap.add_argument("--worker", nargs=2, metavar=("ENCODING", "DUMP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    per, keys, hashes = {}, {}, set()
-    corpus_hash = None
-    for enc in ENCODINGS:
-        per[enc], keys[enc], corpus_hash = vectors_for(enc)
-        hashes |= set(per[enc])
-    order = sorted(h for h in hashes if all(h in per[e] for e in ENCODINGS))
+    if args.worker:
+        enc, dump = args.worker
+        with open(dump, "wb") as fh:
+            pickle.dump(vectors_for(enc), fh)
+        return 0
+    per, corpus_hash = {}, None
+    for enc in ENCODINGS:  # each precision in its own process, every encoder of it at that precision
+        with tempfile.TemporaryDirectory() as tmp:
+            dump = Path(tmp) / "vectors.pkl"
+            subprocess.run([sys.executable, __file__, "--worker", enc, str(dump)], check=True,
+                           env={**os.environ, "BERDS_ENCODING": enc})
+            with open(dump, "rb") as fh:
+                per[enc], corpus_hash = pickle.load(fh)
+    parts = {}
+    for kind in ("text", "stance", "judge"):
+        common = set.intersection(*(set(per[e][kind][0]) for e in ENCODINGS))
+        parts[kind] = sorted(common)
+    keys = {e: per[e]["text"][1] for e in ENCODINGS}
     template = keys[ENCODINGS[0]].replace(f"|{ENCODINGS[0]}|", "|{encoding}|")
     assert all(keys[e] == template.replace("{encoding}", e) for e in ENCODINGS), keys
     from berds_core.files.jsonio import atomic_write
 
+    arrays = {"hashes": np.array(parts["text"]), "corpus_hash": np.array(corpus_hash),
+              "key_template": np.array(template),
+              "stance_hashes": np.array(parts["stance"]), "judge_keys": np.array(parts["judge"]).reshape(-1, 2)}
+    for e in ENCODINGS:
+        arrays[e] = np.stack([per[e]["text"][0][h] for h in parts["text"]]).astype(np.float16)
+        arrays[f"stance_key_{e}"] = np.array(per[e]["stance"][1])
+        arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in parts["stance"]]).astype(np.float16)
+        arrays[f"judge_ns_{e}"] = np.array(per[e]["judge"][1])
+        arrays[f"judge_{e}"] = np.array([per[e]["judge"][0][k] for k in parts["judge"]], np.float32)
     with atomic_write(args.out, "wb") as fh:
-        np.savez_compressed(fh, hashes=np.array(order), corpus_hash=np.array(corpus_hash),
-                            key_template=np.array(template),
-                            **{e: np.stack([per[e][h] for h in order]).astype(np.float16) for e in ENCODINGS})
+        np.savez_compressed(fh, **arrays)
+    order = parts["text"]
     print(f"wrote {args.out}: {len(order)} texts x {len(ENCODINGS)} precisions", file=sys.stderr)
     return 0
 

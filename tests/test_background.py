@@ -207,11 +207,15 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     te = text_encoder(None)
     if te.encoding not in ("bf16", "int8"):
         pytest.skip(f"this machine encodes in {te.encoding}: nothing shipped for it")
-    n = seed_shipped(corpus)
-    assert n > 800 and embedding_store().count(te.key) == n
-    assert seed_shipped(corpus) == 0  # already there
-    assert seed_shipped(corpus_from_passages(b.passages[:-1], "other")) == 0  # not the demo: nothing
     judge = get_judge("embedded")
+    n = seed_shipped(corpus, judge=judge)
+    from berds_core.judges.base import prediction_cache
+
+    n_text, n_judged = embedding_store().count(te.key), prediction_cache().count(judge.cache_key)
+    assert n_text > 800 and n_judged > 1000 and n == n_text + n_judged + embedding_store().count(
+        judge.model.store_key)
+    assert seed_shipped(corpus, judge=judge) == 0  # already there
+    assert seed_shipped(corpus_from_passages(b.passages[:-1], "other"), judge=judge) == 0  # not the demo: nothing
     retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
     before = te.n_encoded
     for q in b.questions[:3]:
@@ -221,6 +225,7 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
         best_ranks(engine, q, [0, 1])
         assert all(len(r["passages"]) == 5 for r in res.values())
     assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
+    assert judge.model.n_encoded == 0 and judge.model._net is None  # nor the stance model: every pair judged
     # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
     texts = [p.text for p in b.passages[:20]]
     fresh = te.encode_uncached(texts)

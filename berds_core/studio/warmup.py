@@ -42,10 +42,12 @@ def shipped_path():
     return demo_dir() / SHIPPED
 
 
-def seed_shipped(corpus, path=None) -> int:
-    """Put the shipped embeddings of the demo into the embedding store when ``corpus`` is the demo's and
-    the shipped file has the precision this machine encodes in (``embed.resolve_encoding``); returns how
-    many vectors were added (0: not the demo, another precision, or already there)."""
+def seed_shipped(corpus, path=None, judge=None) -> int:
+    """Put the shipped embeddings of the demo into the caches when ``corpus`` is the demo's and the shipped
+    file has the precision this machine encodes in (``embed.resolve_encoding``): the sentence embeddings
+    of the default encoder, the stance model's pair encodings (the preset's (question, candidate) pairs)
+    and, for the ``embedded`` ``judge``, its probabilities of the pairs the Playground judges. Returns how
+    many entries were added (0: not the demo, another precision or model, or already there)."""
     import numpy as np
 
     from ..embeddings.store import embedding_store, text_encoder
@@ -60,14 +62,35 @@ def seed_shipped(corpus, path=None) -> int:
     te = text_encoder(None)
     if te.key != str(z["key_template"]).replace("{encoding}", te.encoding) or te.encoding not in z.files:
         return 0
+    enc = te.encoding
     hashes = [str(h) for h in z["hashes"]]
     store = embedding_store()
     have = store.get_many(te.key, hashes)
-    vecs = z[te.encoding]
+    vecs = z[enc]
     todo = [(h, v.astype(np.float32) / max(float(np.linalg.norm(v.astype(np.float32))), 1e-12))
             for h, v in zip(hashes, vecs) if h not in have]
     store.put_many(te.key, todo)
-    return len(todo)
+    added = len(todo)
+    if f"stance_key_{enc}" in z.files:
+        from ..stance import get_stance_model
+
+        skey = get_stance_model().store_key
+        if skey == str(z[f"stance_key_{enc}"]):  # the same model version and precision
+            sh = [str(h) for h in z["stance_hashes"]]
+            have = store.get_many(skey, sh)
+            todo = [(h, v.astype(np.float32)) for h, v in zip(sh, z[f"stance_{enc}"]) if h not in have]
+            store.put_many(skey, todo)
+            added += len(todo)
+    if judge is not None and f"judge_ns_{enc}" in z.files and judge.cache_key == str(z[f"judge_ns_{enc}"]):
+        from ..judges.base import prediction_cache
+
+        keys = [(str(a), str(b)) for a, b in z["judge_keys"]]
+        cache = prediction_cache()
+        have = cache.get_many(judge.cache_key, keys)
+        todo = [(k, float(p)) for k, p in zip(keys, z[f"judge_{enc}"]) if k not in have]
+        cache.put_many(judge.cache_key, todo)
+        added += len(todo)
+    return added
 
 
 def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = None, *, texts=(),
