@@ -312,9 +312,16 @@ def fit_and_tune(args, index, a, b) -> dict:
     # ---- heads, fitted on train-A
     Xa, ya = rel_xy(index, a, ca)
     rel_head = fit_head(np.vstack(Xa), np.concatenate(ya), 1.0)
-    log("equivalence head (train-A, C by claim-grouped CV on train-A):")
     Xe, ye, ge = equiv_xy(index, a)
-    equiv_head = fit_head(Xe, ye, grouped_c(Xe, ye, ge))
+    if args.equiv_c is None:
+        log("equivalence head (train-A, C by claim-grouped CV on train-A):")
+        equiv_c = grouped_c(Xe, ye, ge)
+    else:  # the C an earlier run's grouped CV chose (the head reads no stance model, so that choice stands)
+        equiv_c = args.equiv_c
+        log(f"equivalence head (train-A): C={equiv_c} as given (--equiv-c)")
+    report["equivalence_c"] = {"C": equiv_c, "chosen": "here, claim-grouped CV on train-A" if args.equiv_c is None
+                               else "given (--equiv-c): an earlier run's claim-grouped CV on train-A"}
+    equiv_head = fit_head(Xe, ye, equiv_c)
 
     # ---- train-B: the stance model out of fold (each claim read by the fold model that never saw it)
     Xb, yb = rel_xy(index, b, cb)
@@ -426,6 +433,9 @@ def main(argv=None) -> int:
     ap.add_argument("--depth", type=int, default=50, help="BM25 and dense candidates per claim, fused")
     ap.add_argument("--stance-cv", default=str(ROOT / "bench" / "results" / "stance_cv"),
                     help="folder of a finished `scripts/train_stance.py --stage cv` (its fold models and folds)")
+    ap.add_argument("--equiv-c", type=float, default=None,
+                    help="the equivalence head's C (default: chosen here by claim-grouped CV on train-A; the head "
+                         "does not read the stance model, so an earlier run's choice can be given to save the grid)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     data = Path(args.data)
