@@ -37,7 +37,9 @@ SOURCES = ("dataset", "offline", "oracle")
 
 def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     """``{sha1(text): vector}`` the store holds after the page's work on the demo in ``encoding``."""
-    os.environ["BERDS_CACHE"] = tempfile.mkdtemp(prefix=f"berds-demo-{encoding}-")
+    root = os.environ.get("BERDS_DEMO_CACHE_ROOT")  # a kept cache per precision (a rerun reads it back)
+    os.environ["BERDS_CACHE"] = (str(Path(root) / encoding) if root
+                                 else tempfile.mkdtemp(prefix=f"berds-demo-{encoding}-"))
     from berds_core import datasets
     from berds_core.corpus import corpus_from_passages
     from berds_core.embeddings.store import embedding_store, text_encoder
@@ -67,7 +69,10 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     from berds_core.stance import get_stance_model
 
     store = embedding_store()
-    skey = get_stance_model(encoding=encoding).store_key
+    from berds_core.diversify.presets import get_preset
+
+    tokens = next((getattr(st, "tokens", None) for st in get_preset("diverse").stages if st.name == "coverage"), None)
+    skey = get_stance_model().key_for(tokens)  # the preset's (question, candidate) pairs, at its length
     with sqlite3.connect(store.path) as con:
         rows = con.execute("SELECT text, vec FROM emb WHERE model = ?", (te.key,)).fetchall()
         # the stance model's encodings of (question, candidate) pairs (the preset); the judge's pairs ship

@@ -212,8 +212,11 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     from berds_core.judges.base import prediction_cache
 
     n_text, n_judged = embedding_store().count(te.key), prediction_cache().count(judge.cache_key)
-    assert n_text > 800 and n_judged > 1000 and n == n_text + n_judged + embedding_store().count(
-        judge.model.store_key)
+    from berds_core.diversify.presets import get_preset
+
+    tokens = get_preset("diverse").stages[-1].tokens  # the preset's stance pairs ship at its length
+    n_stance = embedding_store().count(judge.model.key_for(tokens))
+    assert n_text >= 402 and n_judged > 10_000 and n_stance >= 140 and n == n_text + n_judged + n_stance
     assert seed_shipped(corpus, judge=judge) == 0  # already there
     assert seed_shipped(corpus_from_passages(b.passages[:-1], "other"), judge=judge) == 0  # not the demo: nothing
     retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
@@ -221,11 +224,14 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     for q in b.questions[:3]:
         engine = Engine(corpus, retriever, judge, te)
         res = {m: column_result(engine, q, column_pipeline(m, 0.75 if m == "mmr" else None, "dataset"), 5, gold=b.gold)
-               for m in ("none", "mmr", "qe", "rerank")}
+               for m in ("none", "mmr", "qe", "rerank", "preset")}
         best_ranks(engine, q, [0, 1])
         assert all(len(r["passages"]) == 5 for r in res.values())
     assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
     assert judge.model.n_encoded == 0 and judge.model._net is None  # nor the stance model: every pair judged
+    from berds_core.stance import get_stance_model
+
+    assert get_stance_model().n_encoded == 0  # and the preset's (question, candidate) pairs shipped too
     # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
     texts = [p.text for p in b.passages[:20]]
     fresh = te.encode_uncached(texts)

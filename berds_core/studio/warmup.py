@@ -74,8 +74,9 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
     if f"stance_key_{enc}" in z.files:
         from ..stance import get_stance_model
 
-        skey = get_stance_model().store_key
-        if skey == str(z[f"stance_key_{enc}"]):  # the same model version and precision
+        shipped = str(z[f"stance_key_{enc}"])  # <model>|<precision>|msl<the preset's tokens>
+        skey = get_stance_model().key_for(int(shipped.rsplit("msl", 1)[1]))
+        if skey == shipped:  # the same model version and precision
             sh = [str(h) for h in z["stance_hashes"]]
             have = store.get_many(skey, sh)
             todo = [(h, v.astype(np.float32)) for h, v in zip(sh, z[f"stance_{enc}"]) if h not in have]
