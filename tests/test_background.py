@@ -214,13 +214,16 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     n_text, n_judged = embedding_store().count(te.key), prediction_cache().count(judge.cache_key)
     from berds_core.diversify.presets import get_preset
 
-    tokens = get_preset("diverse").stages[-1].tokens  # the preset's stance pairs ship at its length
-    n_stance = embedding_store().count(judge.model.key_for(tokens))
-    assert n_text >= 402 and n_judged > 10_000 and n_stance >= 140 and n == n_text + n_judged + n_stance
+    preset = get_preset("diverse")
+    n_stance = embedding_store().count(judge.model.key_for(preset.stages[-1].tokens))  # at the preset's length
+    assert n_text >= 402 and n_judged > 10_000 and n_stance == len(b.questions) * preset.depth
+    assert n == n_text + n_judged + n_stance
     assert seed_shipped(corpus, judge=judge) == 0  # already there
     assert seed_shipped(corpus_from_passages(b.passages[:-1], "other"), judge=judge) == 0  # not the demo: nothing
     retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
-    before = te.n_encoded
+    from berds_core.stance import get_stance_model
+
+    before, stance_before = te.n_encoded, get_stance_model().n_encoded
     for q in b.questions[:3]:
         engine = Engine(corpus, retriever, judge, te)
         res = {m: column_result(engine, q, column_pipeline(m, 0.75 if m == "mmr" else None, "dataset"), 5, gold=b.gold)
@@ -229,9 +232,7 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
         assert all(len(r["passages"]) == 5 for r in res.values())
     assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
     assert judge.model.n_encoded == 0 and judge.model._net is None  # nor the stance model: every pair judged
-    from berds_core.stance import get_stance_model
-
-    assert get_stance_model().n_encoded == 0  # and the preset's (question, candidate) pairs shipped too
+    assert get_stance_model().n_encoded == stance_before  # and the preset's (question, candidate) pairs shipped
     # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
     texts = [p.text for p in b.passages[:20]]
     fresh = te.encode_uncached(texts)

@@ -271,8 +271,11 @@ _MODELS_LOCK = threading.Lock()
 
 def get_stance_model(weights: str | None = None, device: str | None = None,
                      encoding: str | None = None) -> StanceModel:
-    """The process-wide stance model (the shipped weights unless named; loaded on first use)."""
-    key = (str(weights or WEIGHTS), device, encoding)
+    """The process-wide stance model (the shipped weights unless named; loaded on first use), one per
+    resolved precision (``BERDS_ENCODING`` or the CPU's default when ``encoding`` is None)."""
+    from ..embeddings.models import resolve_encoding
+
+    key = (str(weights or WEIGHTS), device, resolve_encoding(encoding, device))
     with _MODELS_LOCK:
         if key not in _MODELS:
             _MODELS[key] = StanceModel(weights, device=device, encoding=encoding)
