@@ -216,7 +216,7 @@ def _record_parts(monkeypatch):
 
 
 @pytest.mark.slow
-def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_cache):
+def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_cache, monkeypatch):
     """What a Ray actor gets: a pickled copy of the embedded judge (no loaded network, lock or memory
     travels) that loads its own and scores a chunk of pairs bit for bit as the original does."""
     import pickle
@@ -227,7 +227,7 @@ def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_ca
     from berds_core.judges import get_judge
 
     judge = get_judge("embedded")
-    judge.model.store = False  # both compute: nothing read back from the store
+    monkeypatch.setattr(judge.model, "store", False)  # both compute: nothing read back from the store
     pairs = run_pairs(run_entries(3, 6, perspectives=2), judge)
     judge.load()
     blob = pickle.dumps(judge)

@@ -31,11 +31,12 @@ class EmbeddedJudge(Judge):
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
         from ..embeddings.models import resolve_encoding
-        from ..stance import StanceModel
+        from ..stance import get_stance_model
 
         try:
             self.encoding = resolve_encoding(encoding, device)
-            self.model = StanceModel(weights, device=device, encoding=self.encoding, batch_size=batch_size)
+            # the process-wide model: the preset and discovery read the same network (loaded once)
+            self.model = get_stance_model(weights, device=device, encoding=self.encoding, batch_size=batch_size)
         except (ValueError, FileNotFoundError) as e:
             raise JudgeError(str(e)) from None
         super().__init__(self.model.threshold("judge") if threshold is None else threshold)

@@ -270,15 +270,16 @@ _MODELS_LOCK = threading.Lock()
 
 
 def get_stance_model(weights: str | None = None, device: str | None = None,
-                     encoding: str | None = None) -> StanceModel:
+                     encoding: str | None = None, batch_size: int = 64) -> StanceModel:
     """The process-wide stance model (the shipped weights unless named; loaded on first use), one per
-    resolved precision (``BERDS_ENCODING`` or the CPU's default when ``encoding`` is None)."""
+    weights file, device, resolved precision (``BERDS_ENCODING`` or the CPU's default when ``encoding``
+    is None) and batch size: the preset, discovery and the embedded judge hold one network between them."""
     from ..embeddings.models import resolve_encoding
 
-    key = (str(weights or WEIGHTS), device, resolve_encoding(encoding, device))
+    key = (str(Path(weights or WEIGHTS).resolve()), device, resolve_encoding(encoding, device), int(batch_size))
     with _MODELS_LOCK:
         if key not in _MODELS:
-            _MODELS[key] = StanceModel(weights, device=device, encoding=encoding)
+            _MODELS[key] = StanceModel(weights, device=device, encoding=encoding, batch_size=batch_size)
         return _MODELS[key]
 
 
