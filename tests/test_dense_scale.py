@@ -95,7 +95,7 @@ def test_killed_encode_resumes_at_the_first_shard_not_done(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         shards.encode(killed.texts_of, killed, dim=16)
     assert killed.calls == 3 and not (folder / "complete.json").exists()
-    torn = folder / ".shard-00003.npy.999999999.tmp"  # what a process killed while writing leaves
+    torn = folder / ".shard-00003.999999999.1.tmp.npy"  # what a process killed while writing leaves
     torn.write_bytes(b"\x93NUMPY half")
     resumed = CountingEncoder(x)
     again = VectorShards(folder, 1000, "h" * 40, "enc", shard_rows=128).encode(resumed.texts_of, resumed, dim=16)

@@ -369,7 +369,7 @@ def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
     from berds_core.distributed.index import IVF_NPROBE, DenseShards, build_ivf
     from berds_core.distributed.runtime import ray_session
     from berds_core.distributed.search import search_dense
-    from berds_core.distributed.shards import ShardSet, save_npy
+    from berds_core.files.shard_files import ShardSet, save_npy
 
     rng = np.random.default_rng(0)
     n, dim, rows = 3000, 32, 1000

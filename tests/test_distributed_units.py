@@ -360,7 +360,7 @@ def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
     shard and merged: k hits per query, nearly all of the exact top-k."""
     from berds_core.distributed.index import _build_graph, _vector_shards, write_vector_shards
     from berds_core.distributed.search import DenseSearcher
-    from berds_core.distributed.shards import ShardSet
+    from berds_core.files.shard_files import ShardSet
     from berds_core.embeddings.store import embed_text
     from berds_core.retrieval import get_retriever
 

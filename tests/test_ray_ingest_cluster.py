@@ -201,6 +201,26 @@ def test_dense_index_over_the_disk_corpus_never_reads_its_texts_on_the_driver(cl
         assert [c["id"] for c in b["ctxs"]] == [c["id"] for c in a["ctxs"]]
         np.testing.assert_allclose([c["score"] for c in b["ctxs"]], [c["score"] for c in a["ctxs"]], atol=1e-5)
 
+    # --shard-rows equal to the one-process shard size: the index's vectors ARE the one-process shards
+    # (written once, no copy), and a one-process index over the same cache then encodes nothing
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache-shared"))
+    read.clear()  # the retrieve above read its hits' texts for the run file
+    assert main(["index", *opts, "--shard-rows", "128", "--ray", cluster]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["ray"]["encode"]["encoded"] == 600 and info["ray"]["shards"] == 5
+    assert info["ray"]["shards_written"] == 5 and not (Path(info["cache_path"]) / "vectors").exists()
+    assert Path(info["ray"]["vectors"]).parent == tmp_path / "cache-shared" / "vectors"
+    np.testing.assert_array_equal(one_process_vectors(tmp_path / "cache-shared"), one)
+    assert read == []  # as above: the driver read no text for the index
+    assert main([*run, "--shard-rows", "128", "--out", str(tmp_path / "shared.jsonl"), "--ray", cluster]) == 0
+    assert json.loads(capsys.readouterr().out)["ray"]["encode"]["encoded"] == 0
+    shared_run = [json.loads(x) for x in (tmp_path / "shared.jsonl").read_text().splitlines()]
+    assert [[c["id"] for c in r["ctxs"]] for r in shared_run] == [[c["id"] for c in r["ctxs"]] for r in one_run]
+    mtimes = {p: p.stat().st_mtime_ns for p in Path(info["ray"]["vectors"]).iterdir()}
+    assert main(["index", *opts]) == 0  # one process, the same cache: the vectors are there
+    capsys.readouterr()
+    assert {p: p.stat().st_mtime_ns for p in Path(info["ray"]["vectors"]).iterdir()} == mtimes
+
     # BM25 over the disk corpus: tantivy's index on the driver, as without --ray (the same run file)
     bm25 = ["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--corpus-storage", "disk",
             "--retriever", "bm25", "--k", "15", "--quiet", "--json"]

@@ -85,7 +85,7 @@ class LazySession:
 
 
 def _shard_rows(args) -> int:
-    from ..distributed.shards import SHARD_ROWS
+    from ..files.shard_files import SHARD_ROWS
 
     return int(args.shard_rows or SHARD_ROWS)
 

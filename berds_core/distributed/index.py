@@ -44,7 +44,7 @@ from ..embeddings.store import embed_text, embedding_store
 from ..retrieval import faiss_index
 from .encode import encode_parts, encode_rows, encode_stats
 from .plan import EncoderSpec, RowPlan, corpus_plan, store_plan
-from .shards import SHARD_ROWS, ShardSet, read_json, save_npy
+from ..files.shard_files import SHARD_ROWS, ShardSet, read_json, save_npy
 
 
 def default_root() -> Path:
@@ -74,6 +74,18 @@ class DenseShards:
 
 
 def _vector_shards(folder: Path, corpus, key: str, shard_rows: int) -> ShardSet:
+    """The index's vector shards. A corpus in the on-disk store: the one-process vectors themselves
+    (``retrieval.vector_shards``, the folder ``berds index`` writes) when their shard size is this index's,
+    so the vectors are written once and read by both; otherwise this index's own shards under
+    ``folder/vectors`` (a corpus in memory: written from the embedding store; another shard size: copied)."""
+    from ..corpora.store import is_disk_corpus
+    from ..retrieval import vector_shards
+
+    if is_disk_corpus(corpus):
+        one = vector_shards.VectorShards(vector_shards.vectors_folder(corpus, key), len(corpus), corpus.hash, key,
+                                         vector_shards.SHARD_ROWS)
+        if one.shard_rows == int(shard_rows):
+            return one
     return ShardSet(folder / "vectors", len(corpus), shard_rows, "npy",
                     {"corpus_hash": corpus.hash, "encoder": key})
 
@@ -187,7 +199,7 @@ def build_ivf(session, vec: ShardSet, folder: Path, factory: str, seed: int = 0)
     import faiss
     import ray
 
-    from .shards import sha256
+    from ..files.shard_files import sha256
 
     base = folder / f"ivf-{slug(factory)}"
     base.mkdir(parents=True, exist_ok=True)
@@ -266,18 +278,23 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
         graphs, built = None, 0
     else:
         graphs, built = (build_ivf if is_ivf(kind) else build_graphs)(session, vec, folder, kind)
-    stats = {"encode": enc, "folder": str(folder), "shards": vec.n_shards, "shard_rows": vec.shard_rows,
+    stats = {"encode": enc, "folder": str(folder), "vectors": str(vec.folder), "shards": vec.n_shards, "shard_rows": vec.shard_rows,
              "shards_written": written, "graphs_built": built, "seconds": round(time.perf_counter() - t0, 3)}
     return DenseShards(folder, kind, vec, graphs, stats)
 
 
 def _encode_store(session, corpus, spec: EncoderSpec, vec: ShardSet, on_part) -> tuple[dict, int]:
     """A corpus in the on-disk store: encoded in the one-process vector shards (the actors read the texts
-    from the store), then this layout's shards copied from them. Nothing is encoded when ``vec`` is complete."""
-    from ..retrieval.vector_shards import SHARD_ROWS as ONE_PROCESS_ROWS, VectorShards, vectors_folder
+    from the store); when ``vec`` is not those shards (another shard size), its shards are then copied from
+    them. Returns the encoding counts and the vector shards written. Nothing is encoded when ``vec`` is
+    complete."""
+    from ..retrieval import vector_shards
 
-    parts = VectorShards(vectors_folder(corpus, spec.key), len(corpus), corpus.hash, spec.key, ONE_PROCESS_ROWS)
     if vec.complete:  # this layout is written: the one-process shards are not needed (nor read)
         return encode_stats(RowPlan(texts=len(corpus), stored=len(corpus))), 0
-    enc = encode_rows(session, spec, corpus, parts, store_plan(parts), on_part=on_part)
-    return enc, copy_vector_shards(vec, parts)
+    shared = isinstance(vec, vector_shards.VectorShards)
+    parts = vec if shared else vector_shards.VectorShards(
+        vector_shards.vectors_folder(corpus, spec.key), len(corpus), corpus.hash, spec.key, vector_shards.SHARD_ROWS)
+    plan = store_plan(parts)
+    enc = encode_rows(session, spec, corpus, parts, plan, on_part=on_part)
+    return enc, (len(plan.parts) if shared else copy_vector_shards(vec, parts))

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..retrieval.topk import merge_topk, top_k
-from .shards import ShardSet
+from ..files.shard_files import ShardSet
 
 
 class _Searcher:

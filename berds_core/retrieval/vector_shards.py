@@ -25,27 +25,13 @@ same way.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
-
-SHARD_ROWS = 65_536
-FORMAT = "berds-vector-shards/1"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+from ..files.shard_files import FORMAT, SHARD_ROWS, ShardSet, read_json, save_npy
 
 
 def _safe(text: str, n: int = 60) -> str:
@@ -58,15 +44,15 @@ def vectors_folder(corpus, encoder_key: str) -> Path:
     return cache_dir("vectors") / f"{_safe(corpus.name, 40)}-{corpus.hash[:20]}-{slug(encoder_key)}"
 
 
-class VectorShards:
-    """The vectors of ``n`` corpus rows under ``folder``, ``shard_rows`` rows a shard."""
+class VectorShards(ShardSet):
+    """The vectors of ``n`` corpus rows under ``folder``, ``shard_rows`` rows a shard (the shard files of
+    ``files.shard_files``; a complete folder keeps the shard size it was written with)."""
 
-    def __init__(self, folder, n: int, corpus_hash: str, encoder_key: str, shard_rows: int = SHARD_ROWS):
-        self.folder = Path(folder)
-        self.n = int(n)
+    def __init__(self, folder, n: int, corpus_hash: str, encoder_key: str, shard_rows: int | None = None):
+        super().__init__(folder, n, SHARD_ROWS if shard_rows is None else shard_rows, "npy",
+                         {"corpus_hash": corpus_hash, "encoder": encoder_key})
         self.corpus_hash = corpus_hash
         self.encoder_key = encoder_key
-        self.shard_rows = int(shard_rows)
         self._arrays: list[np.ndarray] | None = None
         self.n_encoded = 0  # rows encoded by this object (0 when everything came from disk)
         self.shards_reencoded = 0  # shards found corrupt on resume and encoded again
@@ -75,32 +61,17 @@ class VectorShards:
             self.shard_rows = int(done["shard_rows"])
 
     # ------------------------------------------------------------ layout
-    @property
-    def n_shards(self) -> int:
-        return (self.n + self.shard_rows - 1) // self.shard_rows
-
-    def bounds(self, i: int) -> tuple[int, int]:
-        return i * self.shard_rows, min((i + 1) * self.shard_rows, self.n)
-
     def _npy(self, i: int) -> Path:
-        return self.folder / f"shard-{i:05d}.npy"
+        return self.path(i)
 
     def shard_dim(self, i: int) -> int:
         """The vector size of a written shard ``i`` (read from its header)."""
         return int(np.load(self._npy(i), mmap_mode="r").shape[1])
 
-    def _meta(self, i: int) -> Path:
-        return self.folder / f"shard-{i:05d}.json"
-
     def _complete_info(self) -> dict | None:
-        path = self.folder / "complete.json"
-        if not path.is_file():
-            return None
-        try:
-            info = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if info.get("format") != FORMAT or info.get("n") != self.n or info.get("corpus_hash") != self.corpus_hash:
+        info = read_json(self.folder / "complete.json")
+        if not info or info.get("format") != FORMAT or info.get("n") != self.n or \
+                info.get("corpus_hash") != self.corpus_hash or not info.get("shard_rows"):
             return None
         return info
 
@@ -109,21 +80,10 @@ class VectorShards:
         return self._complete_info() is not None
 
     def shard_ok(self, i: int, dim: int | None = None) -> bool:
-        """Shard ``i`` is finished and its checksum holds (reads the shard)."""
-        meta, npy = self._meta(i), self._npy(i)
-        if not (meta.is_file() and npy.is_file()):
+        """Shard ``i`` is finished, for this corpus and encoder, and its checksum holds (reads the shard)."""
+        if dim is not None and (read_json(self.meta(i)) or {}).get("dim") != dim:
             return False
-        try:
-            info = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        a, b = self.bounds(i)
-        if (info.get("start"), info.get("stop"), info.get("corpus_hash"), info.get("encoder")) != \
-                (a, b, self.corpus_hash, self.encoder_key):
-            return False
-        if dim is not None and info.get("dim") != dim:
-            return False
-        return _sha256(npy) == info.get("sha256")
+        return self.ok(i)
 
     # ------------------------------------------------------------ writing
     def write(self, i: int, vectors: np.ndarray) -> None:
@@ -132,47 +92,10 @@ class VectorShards:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.shape[0] != b - a:
             raise ValueError(f"shard {i} holds rows {a}..{b - 1}: {b - a} vectors, got {vectors.shape[0]}")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        npy, meta = self._npy(i), self._meta(i)
-        meta.unlink(missing_ok=True)  # the shard is not done until its .json is back
-        tmp = npy.with_name(f".{npy.name}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.save(fh, vectors)
-                fh.flush()
-                os.fsync(fh.fileno())
-            digest = _sha256(tmp)
-            os.replace(tmp, npy)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        info = {"start": a, "stop": b, "dim": int(vectors.shape[1]), "sha256": digest,
-                "corpus_hash": self.corpus_hash, "encoder": self.encoder_key}
-        tmp_meta = meta.with_name(f".{meta.name}.{os.getpid()}.tmp")
-        tmp_meta.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp_meta, meta)
-
-    def remove_torn_writes(self) -> None:
-        """Temporary shard files of processes that are gone (a run killed while writing)."""
-        from ..files.build_dir import _alive
-
-        if not self.folder.is_dir():
-            return
-        for p in self.folder.glob(".shard-*.tmp"):
-            try:
-                pid = int(p.name.rsplit(".", 2)[-2])
-            except ValueError:
-                continue
-            if not _alive(pid):
-                p.unlink(missing_ok=True)
+        save_npy(self, i, vectors, dim=int(vectors.shape[1]))
 
     def finish(self, dim: int) -> None:
-        info = {"format": FORMAT, "n": self.n, "dim": int(dim), "shard_rows": self.shard_rows,
-                "corpus_hash": self.corpus_hash, "encoder": self.encoder_key,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        tmp = self.folder / f".complete.json.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(info), encoding="utf-8")
-        os.replace(tmp, self.folder / "complete.json")
+        super().finish(dim=int(dim))
 
     def encode(self, texts_of, encode, *, dim: int, progress: bool = False, on_progress=None, desc: str = "Encoding"):
         """Encode every shard not yet done; ``texts_of(start, stop)`` gives the rows' texts and
@@ -184,7 +107,7 @@ class VectorShards:
         self.remove_torn_writes()
         todo = []
         for i in range(self.n_shards):
-            if self._meta(i).is_file():
+            if self.meta(i).is_file():
                 if self.shard_ok(i, dim):
                     continue
                 self.shards_reencoded += 1  # written once, but its checksum fails now

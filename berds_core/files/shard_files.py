@@ -1,12 +1,15 @@
-"""Shard files of a sharded index: written once, atomically, checksummed, found again on resume.
+"""Shard files: written once, atomically, checksummed, found again on resume.
 
 A *shard* covers corpus rows ``start..stop-1``. Its payload file (``.npy``
 vectors, ``.faiss`` index, ``.npz`` BM25 rows) is written to a temporary name,
 checksummed (SHA-256) and renamed into place; only then is its ``.json``
 written, so a shard without its ``.json`` is not done. ``complete.json`` marks
-a folder whose every shard is done. The vector layout is the one the
-corpus-scale work uses (``berds-vector-shards/1``), so either side can read
-the other's vectors.
+a folder whose every shard is done.
+
+One layout for every sharded thing the studio writes: the passage vectors of
+a corpus (``retrieval.vector_shards.VectorShards``, one process or a Ray
+cluster: the same folder), and the Ray index's HNSW graphs, IVF lists and
+BM25 row shards (``distributed/``).
 """
 from __future__ import annotations
 
@@ -97,6 +100,21 @@ class ShardSet:
         write_json(self.folder / "complete.json", {"format": FORMAT, "n": self.n, "shard_rows": self.shard_rows,
                                                    **self.ident, **extra,
                                                    "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
+
+    def remove_torn_writes(self) -> int:
+        """Delete temporary shard files of processes that are gone (a run killed while writing); returns
+        how many. Files of live processes (another writer) are left alone."""
+        from .build_dir import _alive
+
+        if not self.folder.is_dir():
+            return 0
+        n = 0
+        for p in self.folder.glob(".shard-*.tmp*"):
+            pid = next((int(x) for x in p.name.split(".")[2:] if x.isdigit()), None)  # .shard-i.<pid>.<ns>.tmp.x
+            if pid is not None and not _alive(pid):
+                p.unlink(missing_ok=True)
+                n += 1
+        return n
 
     def specs(self) -> list[dict]:
         """What a worker needs to open each shard: path, first row and row count."""
