@@ -13,7 +13,8 @@ its start-up is part of the time), alternating, ``--repeat`` times; medians:
 - ``synthetic index``: ``berds index --retriever dense`` over ``--passages`` synthetic passages of
   ``--words`` words (MiniLM, the CPU default precision);
 - ``synthetic judge``: ``berds judge --judge embedded`` over a run of ``--questions`` questions x
-  (passages / questions) passages x 2 perspectives, empty cache (every passage encoded by the judge).
+  (passages / questions) passages x 2 perspectives, empty cache (every (perspective, passage) pair read
+  by the stance model's cross-encoder; with ``--ray``, in judge actors).
 
 Outputs are checked equal (the run files byte for byte). From the ``--ray``
 runs' own report it also derives the throughput per encoder actor and the

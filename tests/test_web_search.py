@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from berds_core.specs import SpecError
-from berds_core.web import SEARCH, SearchError, cached_search, get_search
+from berds_core.web import SEARCH, SearchError, SearchResult, cached_search, get_search
 from berds_core.web.search import SearchCache, key_names
 from web_servers import KEYS, search_server
 
@@ -164,3 +164,26 @@ def test_cache_per_backend_query_and_date(env, tmp_path):
     assert hit and len(env.requests) == before
     raw = (tmp_path / "s.sqlite").read_bytes()
     assert not any(k.encode() in raw for k in KEYS.values())
+
+
+def test_cache_adopts_the_table_an_earlier_version_wrote(tmp_path):
+    """A search.sqlite written before the cache moved onto the key-value base (table ``search`` with an
+    ``n`` column) is read as it is: its rows move into the new table, once, and serve the same hits."""
+    import json
+    import sqlite3
+
+    path = tmp_path / "s.sqlite"
+    old = [{"url": f"https://example.org/{i}", "title": f"T{i}", "snippet": "s", "rank": i + 1} for i in range(5)]
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE search (backend TEXT, query TEXT, date TEXT, n INTEGER, results TEXT, "
+                "PRIMARY KEY (backend, query, date))")
+    con.execute("INSERT INTO search VALUES (?, ?, ?, ?, ?)", ("serper", "ban cars?", "2026-01-01", 5, json.dumps(old)))
+    con.commit()
+    con.close()
+    cache = SearchCache(path)
+    hit = cache.get("serper", "ban cars?", "2026-01-01", 3)
+    assert [r.to_json() for r in hit] == [SearchResult(**r).to_json() for r in old[:3]]
+    assert cache.get("serper", "ban cars?", "2026-01-01", 6) is None  # fetched for 5: more is a new search
+    assert cache.get("serper", "ban cars?", "2026-01-02", 3) is None
+    tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"web_search"} and SearchCache(path).count("serper") == 1

@@ -1,6 +1,7 @@
-"""One key-value cache on SQLite: what the judge predictions, the generated texts and the
-embeddings share (``judges.base.PredictionCache``, ``generators.base.GenerationCache``,
-``embeddings.store.EmbeddingStore``).
+"""One key-value cache on SQLite: what the judge predictions, the generated texts, the
+embeddings and the web search results share (``judges.base.PredictionCache``,
+``generators.base.GenerationCache``, ``embeddings.store.EmbeddingStore``,
+``web.search.SearchCache``).
 
 A cache is one table ``(namespace, key..., value)`` whose primary key is the namespace
 and the key columns: the namespace is the judge / generator / model name, the key one or

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
 from ..files.cache import cache_dir
+from ..files.kvcache import KeyValueCache
 from ..specs import Registry
 from .http import RETRY_STATUS, USER_AGENT, Secret, find_key, public_url, retry_delay
 from .replay import ReplaySearch
@@ -359,46 +359,64 @@ def get_search(spec: str, **opts) -> SearchBackend:
 # --------------------------------------------------------------------------- the cache
 
 
-class SearchCache:
-    """Results per (backend name, query, date) in SQLite. A stored list serves any ``n`` up to the
-    ``n`` it was fetched for (or any ``n`` when the backend had fewer results than asked)."""
+class SearchCache(KeyValueCache):
+    """Results per (backend name, query, date) in SQLite (``files.kvcache``): the value is the ``n`` the
+    list was fetched for and the list. A stored list serves any ``n`` up to the ``n`` it was fetched for
+    (or any ``n`` when the backend had fewer results than asked)."""
+
+    table, namespace, keys, value, value_type = "web_search", "backend", ("query", "date"), "entry", "TEXT"
 
     def __init__(self, path: str | os.PathLike | None = None):
-        if path is None:
-            path = cache_dir("web") / "search.sqlite"
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as con:
-            con.execute("CREATE TABLE IF NOT EXISTS search (backend TEXT, query TEXT, date TEXT, n INTEGER, "
-                        "results TEXT, PRIMARY KEY (backend, query, date))")
+        path = Path(path or default_search_cache_path())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        super().__init__(path)
+        self._adopt_earlier_table()
 
-    def _connect(self):
-        con = sqlite3.connect(self.path, timeout=30)
-        con.execute("PRAGMA journal_mode=WAL")
-        return con
+    def _adopt_earlier_table(self) -> None:
+        """Rows of the table earlier versions wrote (``search``: backend, query, date, n, results) move
+        into this one, in one transaction, the first time the file is opened."""
+        with self._lock:
+            if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='search'").fetchone():
+                return
+            self._conn.execute(f"INSERT OR IGNORE INTO {self.table} SELECT backend, query, date, "
+                               "json_object('n', n, 'results', json(results)) FROM search")
+            self._conn.execute("DROP TABLE search")
+            self._conn.commit()
+
+    def encode(self, value) -> str:
+        n, results = value
+        return json.dumps({"n": int(n), "results": [r.to_json() for r in results]})
+
+    def decode(self, stored) -> dict:
+        return json.loads(stored)
 
     def get(self, backend: str, query: str, date: str, n: int) -> list[SearchResult] | None:
-        with self._connect() as con:
-            row = con.execute("SELECT n, results FROM search WHERE backend=? AND query=? AND date=?",
-                              (backend, query, date)).fetchone()
-        if row is None:
+        entry = self.get_many(backend, [(query, date)]).get((query, date))
+        if entry is None:
             return None
-        stored_n, results = row[0], [SearchResult(**r) for r in json.loads(row[1])]
+        stored_n, results = int(entry["n"]), [SearchResult(**r) for r in entry["results"]]
         if stored_n >= n or len(results) < stored_n:
             return results[:n]
         return None
 
     def put(self, backend: str, query: str, date: str, n: int, results: list[SearchResult]) -> None:
-        with self._connect() as con:
-            con.execute("INSERT OR REPLACE INTO search VALUES (?, ?, ?, ?, ?)",
-                        (backend, query, date, int(n), json.dumps([r.to_json() for r in results])))
+        self.put_many(backend, [((query, date), (n, results))])
+
+
+def default_search_cache_path() -> Path:
+    return cache_dir("web") / "search.sqlite"
+
+
+def search_cache() -> SearchCache:
+    """The process-wide search cache of the current cache folder."""
+    return SearchCache.shared(default_search_cache_path())
 
 
 def cached_search(backend: SearchBackend, query: str, n: int, *, date: str | None = None,
                   cache: SearchCache | None | bool = True) -> tuple[list[SearchResult], bool]:
     """``(results, from_cache)``: the backend's top ``n`` for ``query`` today (or on ``date``)."""
     date = date or today()
-    store = SearchCache() if cache is True else (cache or None)
+    store = search_cache() if cache is True else (cache or None)
     if store is not None:
         hit = store.get(backend.name, query, date, n)
         if hit is not None:
