@@ -2,9 +2,10 @@
 second node, one CPU each, so actors and tasks run in processes of both nodes). No mock of Ray.
 
 Ray binds its nodes to this machine's own address (it refuses the loopback for a node), so the
-cluster stays on this machine. The cluster is started once for the module and stopped at its end;
-each test stops what it starts (the CLI's ``--ray local`` stops its own instance).
+cluster stays on this machine. The cluster is started once for the module and stopped at its end
+(the test that SIGKILLs an actor gets a cluster of its own); each test stops what it starts (the CLI's ``--ray local`` stops its own instance).
 """
+import contextlib
 import csv
 import json
 import os
@@ -57,23 +58,42 @@ def _free_port() -> int:
 CLIENT_PORT = {}
 
 
-@pytest.fixture(scope="module")
-def cluster(ray_tmpdir):
-    """The module's one cluster: a head (with a Ray Client server, for ray://) and a second node."""
+@contextlib.contextmanager
+def two_nodes(client_port: int | None = None):
+    """A head (with a Ray Client server when ``client_port`` is given) and a second node, one CPU each;
+    yields the head's address, stops both at the end."""
     from ray.cluster_utils import Cluster
 
-    port = _free_port()
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 150 * 2**20,
-                                                      "include_dashboard": False, "ray_client_server_port": port})
+    head = {"num_cpus": 1, "object_store_memory": 150 * 2**20, "include_dashboard": False}
+    if client_port is not None:
+        head["ray_client_server_port"] = client_port
+    c = Cluster(initialize_head=True, head_node_args=head)
     try:
         c.add_node(num_cpus=1, object_store_memory=150 * 2**20)
         c.wait_for_nodes()
-        CLIENT_PORT["port"] = port
         yield c.address
     finally:
         if ray.is_initialized():
             ray.shutdown()
         c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_tmpdir):
+    """The module's one cluster: a head (with a Ray Client server, for ray://) and a second node."""
+    port = _free_port()
+    with two_nodes(port) as address:
+        CLIENT_PORT["port"] = port
+        yield address
+
+
+@pytest.fixture
+def cluster_to_damage(ray_tmpdir):
+    """A two-node cluster of the test's own, for a test that SIGKILLs Ray's processes: whatever the kill
+    leaves behind (an actor restarting, a lease held) cannot reach the module's cluster and the tests
+    after it."""
+    with two_nodes() as address:
+        yield address
 
 
 def berds(args, cache, *, check=True, ray_address=None):
@@ -205,7 +225,7 @@ def _executing(actor: str = "EncodeActor") -> list[int]:
     return pids
 
 
-def test_worker_killed_mid_judging_changes_nothing(cluster, tmp_path, monkeypatch):
+def test_worker_killed_mid_judging_changes_nothing(cluster_to_damage, tmp_path, monkeypatch):
     """SIGKILL an actor process while it scores a chunk of a judging job (the embedded judge: the stance
     model on the chunk's pairs): Ray restarts it and scores the chunk again; labels and probabilities equal
     one process's bit for bit."""
@@ -228,12 +248,12 @@ def test_worker_killed_mid_judging_changes_nothing(cluster, tmp_path, monkeypatc
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "ray"))
     judge = get_judge("embedded")
     mine = json.loads(json.dumps(entries))
-    ray.init(address=cluster)
+    ray.init(address=cluster_to_damage)
     result, errors, killed = {}, [], []
 
     def job():
         try:
-            with ray_session(cluster, progress=False) as session:
+            with ray_session(cluster_to_damage, progress=False) as session:
                 result.update(judge_on_cluster(session, judge, run_pairs(mine, judge)))
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)

@@ -278,8 +278,9 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
         graphs, built = None, 0
     else:
         graphs, built = (build_ivf if is_ivf(kind) else build_graphs)(session, vec, folder, kind)
-    stats = {"encode": enc, "folder": str(folder), "vectors": str(vec.folder), "shards": vec.n_shards, "shard_rows": vec.shard_rows,
-             "shards_written": written, "graphs_built": built, "seconds": round(time.perf_counter() - t0, 3)}
+    stats = {"encode": enc, "folder": str(folder), "vectors": str(vec.folder), "shards": vec.n_shards,
+             "shard_rows": vec.shard_rows, "shards_written": written, "graphs_built": built,
+             "seconds": round(time.perf_counter() - t0, 3)}
     return DenseShards(folder, kind, vec, graphs, stats)
 
 

@@ -25,7 +25,6 @@ fictional ``.example`` sites).
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Callable
 
