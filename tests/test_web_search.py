@@ -178,6 +178,7 @@ def test_cache_adopts_the_table_an_earlier_version_wrote(tmp_path):
     con.execute("CREATE TABLE search (backend TEXT, query TEXT, date TEXT, n INTEGER, results TEXT, "
                 "PRIMARY KEY (backend, query, date))")
     con.execute("INSERT INTO search VALUES (?, ?, ?, ?, ?)", ("serper", "ban cars?", "2026-01-01", 5, json.dumps(old)))
+    con.execute("INSERT INTO search VALUES (?, ?, ?, ?, ?)", ("serper", "torn?", "2026-01-01", 5, '[{"url": "ht'))
     con.commit()
     con.close()
     cache = SearchCache(path)
@@ -186,4 +187,5 @@ def test_cache_adopts_the_table_an_earlier_version_wrote(tmp_path):
     assert cache.get("serper", "ban cars?", "2026-01-01", 6) is None  # fetched for 5: more is a new search
     assert cache.get("serper", "ban cars?", "2026-01-02", 3) is None
     tables = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"web_search"} and SearchCache(path).count("serper") == 1
+    assert tables == {"web_search"} and SearchCache(path).count("serper") == 1  # the torn row dropped
+    assert cache.get("serper", "torn?", "2026-01-01", 3) is None

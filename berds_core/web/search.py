@@ -374,12 +374,13 @@ class SearchCache(KeyValueCache):
 
     def _adopt_earlier_table(self) -> None:
         """Rows of the table earlier versions wrote (``search``: backend, query, date, n, results) move
-        into this one, in one transaction, the first time the file is opened."""
+        into this one, in one transaction, the first time the file is opened (a row whose results are not
+        JSON, a torn write, is dropped: it is a cache, the search runs again)."""
         with self._lock:
             if not self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='search'").fetchone():
                 return
             self._conn.execute(f"INSERT OR IGNORE INTO {self.table} SELECT backend, query, date, "
-                               "json_object('n', n, 'results', json(results)) FROM search")
+                               "json_object('n', n, 'results', json(results)) FROM search WHERE json_valid(results)")
             self._conn.execute("DROP TABLE search")
             self._conn.commit()
 
