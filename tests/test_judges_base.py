@@ -133,7 +133,7 @@ def test_passage_text_follows_the_authors_rule_except_for_the_embedded_judge():
     assert passage_text({"text": "T", "title": ""}) == "T "  # an empty title still adds the space
     assert passage_text({"text": "T"}) == "T"
     assert passage_text(Passage("p", "Ti", "T")) == "T Ti"
-    assert passage_text({"text": "T", "title": "Ti"}, get_judge("embedded")) == "Ti. T"  # what the stance model reads
+    assert passage_text({"text": "T", "title": "Ti"}, get_judge("embedded")) == "T"  # what dense retrieval embeds
     assert passage_text({"text": "T", "title": "Ti"}, WordOverlapJudge()) == "T Ti"
 
 
@@ -144,7 +144,7 @@ def test_cli_judge_writes_a_run_that_evaluates(tmp_path, capsys):
     out = tmp_path / "judged.jsonl"
     assert main(["judge", "--run", str(path), "--judge", "embedded", "--out", str(out), "--json", "--quiet"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["pairs"] == 7 and res["questions"] == 2 and res["judge"].startswith("embedded-stance")
+    assert res["pairs"] == 7 and res["questions"] == 2 and res["judge"].startswith("embedded-cos")
     entries = read_run(out)
     assert label_matrix(entries[0], judge=res["judge"]).shape == (2, 2)
     # re-judging is served from the cache
@@ -205,7 +205,7 @@ def test_cli_judge_eval_table_json_and_out(tmp_path, capsys):
     assert rows[1].split("\t")[-1] in ("0", "1")
     assert main(["judge-eval", "--pairs", str(f), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "Pos. rate" in text and "Kappa" in text and "embedded-stance" in text
+    assert "Pos. rate" in text and "Kappa" in text and "embedded-cos" in text
 
 
 def test_cli_bad_input_exits_2(tmp_path, capsys):

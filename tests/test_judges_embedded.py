@@ -1,10 +1,13 @@
-"""The embedded judge: the studio's stance model behind the judge interface (shipped weights), its rule,
-names, caching through the prediction cache and the embedding store, and what the app says it measures."""
+"""The embedded judge: a calibrated cosine head (shipped weights) gated on the question's topic, with an unsure
+band; its names, caching through the prediction cache and the embedding store, and what the app says it
+measures."""
 import numpy as np
 import pytest
 
-from berds_core.judges import describe_judge, get_judge
+from berds_core.judges import describe_judge, gate, get_judge, judge_passages, judge_run
+from berds_core.judges.calibration import NO, UNSURE, YES, best_f1_threshold, ece, threshold_band, verdicts
 
+QUESTION = "Is nuclear power a good solution to climate change?"
 PERSP = ["Nuclear power should be expanded to fight climate change.",
          "Nuclear power should not be expanded to fight climate change."]
 PASSAGES = [
@@ -20,40 +23,75 @@ def _pairs():
     return [(p, s) for p in PASSAGES for s in PERSP]
 
 
-def test_judge_reads_the_stance_model(tmp_path, monkeypatch):
-    """The judge's probabilities are the stance model's support rule on (perspective, passage) pairs.
-    What it gets right is measured out of fold in docs/stance.md (F1 0.29 on the human pairs): the
-    shipped model does not reliably tell the two sides of these hand-made nuclear arguments apart, so
-    only the off-topic passage's place is asserted here, and that the probabilities are the model's."""
+def test_judge_is_the_calibrated_cosine_of_the_shipped_weights(tmp_path, monkeypatch):
+    """P(supports) is the shipped head of the cosine of the encoder's (dense retrieval's) vectors; the recipe,
+    on no side and no topic, scores lowest; labels are the threshold's; a second judge reads the cache."""
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     j = get_judge("embedded")
     probs, labels = j.predict(_pairs())
     assert probs.dtype == np.float32 and labels.dtype == np.bool_ and ((probs >= 0) & (probs <= 1)).all()
     P = probs.reshape(3, 2)
-    assert P[1].max() < min(P[0].max(), P[2].max())  # the recipe supports neither side as much as an argument
-    rule = j.model.rule("judge")
-    np.testing.assert_allclose(probs, j.model.supports([(s, p) for p, s in _pairs()]), rtol=1e-6)
-    assert set(rule) >= {"temperature", "consistency", "threshold"}
+    assert P[1].max() < min(P[0].max(), P[2].max())
+    enc = j.encoder
+    cos = np.array([float(enc.embed([d])[0] @ enc.embed([s])[0]) for d, s in _pairs()])
+    np.testing.assert_allclose(probs, j.probabilities(cos), rtol=1e-5)
     np.testing.assert_array_equal(labels, probs >= j.threshold)
-    assert j.threshold == j.model.threshold("judge") and j.status()["ok"]
-    assert j.name.startswith("embedded-stance-v3")
+    assert j.name.startswith("embedded-cos-v4") and j.status()["ok"]
     again = get_judge("embedded")
     p2, _ = again.predict(_pairs())
     assert again.forward_calls == 0  # the prediction cache
     np.testing.assert_allclose(p2, probs, rtol=1e-6)
 
 
-def test_pair_encodings_persist_in_the_embedding_store(tmp_path, monkeypatch):
+def test_passage_vectors_are_the_stores(tmp_path, monkeypatch):
+    """The judge embeds a passage once, in the one embedding store dense retrieval and MMR read."""
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
-    from berds_core.stance import StanceModel
+    j = get_judge("embedded", encoding="fp32")
+    j.predict(_pairs())
+    from berds_core.embeddings.store import text_encoder
 
-    a = StanceModel()
-    a.supports([(s, p) for p, s in _pairs()])
-    n = a.n_encoded
-    assert n >= len(_pairs())  # the pairs (and, with the consistency rule, the negated perspectives)
-    b = StanceModel()  # a new process would start here: the store has every encoding
-    np.testing.assert_allclose(b.supports([(s, p) for p, s in _pairs()]), a.supports([(s, p) for p, s in _pairs()]))
-    assert b.n_encoded == 0 and b._net is None
+    te = text_encoder(None, encoding="fp32")
+    assert te is j.encoder
+    before = te.n_encoded
+    te.embed(PASSAGES + PERSP)
+    assert te.n_encoded == before  # nothing encoded twice
+
+
+def test_topicality_gate_zeroes_passages_off_the_question(tmp_path, monkeypatch):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
+    j = get_judge("embedded")
+    on = j.topical(QUESTION, PASSAGES)
+    assert on.tolist() == [True, False, True]
+    raw, _ = judge_passages(j, PASSAGES, PERSP)
+    P, L = judge_passages(j, PASSAGES, PERSP, QUESTION)
+    assert (P[1] == 0).all() and not L[1].any()  # the recipe supports nothing
+    np.testing.assert_allclose(P[[0, 2]], raw[[0, 2]])
+    entry = {"question": QUESTION, "perspectives": PERSP, "ctxs": [{"id": str(i), "title": "", "text": t}
+                                                                   for i, t in enumerate(PASSAGES)]}
+    judge_run([entry], j, progress=False)
+    assert entry["ctxs"][1][j.name + "-probs"] == [0.0, 0.0] and entry["ctxs"][1][j.name + "-preds"] == [False, False]
+    # a judge without a gate (LLM judges) is left as it is
+    none = gate(type("J", (), {"topical": lambda self, q, d: None})(), QUESTION, PASSAGES, raw, raw > 0)
+    np.testing.assert_array_equal(none[0], raw)
+
+
+def test_unsure_band_holds_the_threshold_and_decides_three_ways():
+    j = get_judge("embedded")
+    lo, hi = j.band
+    assert 0 < lo <= j.threshold <= hi < 1
+    v = verdicts([lo - 0.01, lo, j.threshold, hi - 1e-6, hi, 0.99], j.band, j.threshold)
+    assert v.tolist() == [NO, UNSURE, UNSURE, UNSURE, YES, YES]
+    assert verdicts([0.2, 0.7], None, 0.5).tolist() == [NO, YES]  # no band: the threshold decides
+
+
+def test_calibration_measures_on_known_cases():
+    y = np.array([0, 0, 1, 1])
+    assert ece(y, np.array([0.0, 0.0, 1.0, 1.0])) == 0.0
+    assert ece(y, np.array([0.5] * 4)) == 0.0  # right on average in its one bin
+    assert ece(y, np.array([1.0, 1.0, 0.0, 0.0])) == pytest.approx(1.0)
+    assert best_f1_threshold(y, np.array([0.1, 0.2, 0.8, 0.9])) == pytest.approx(0.8)
+    lo, hi = threshold_band(np.array([0, 1] * 10), np.linspace(0, 1, 20), np.repeat(np.arange(10), 2))
+    assert 0 <= lo <= hi <= 1
 
 
 def test_threshold_override_changes_name_not_probs():
@@ -65,29 +103,42 @@ def test_encodings_agree_and_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     fp32 = get_judge("embedded", encoding="fp32")
     int8 = get_judge("embedded", encoding="int8")
-    assert fp32.name.startswith("embedded-stance-v3-t") and int8.name.startswith("embedded-stance-v3-int8-t")
+    assert fp32.name.startswith("embedded-cos-v4-t") and int8.name.startswith("embedded-cos-v4-int8-t")
     a, _ = fp32.predict(_pairs())
     b, _ = int8.predict(_pairs())
-    np.testing.assert_allclose(a, b, atol=0.1)
-    assert np.argmax(a) == np.argmax(b)
+    np.testing.assert_allclose(a, b, atol=0.05)
 
 
-def test_bad_encoding_is_a_judge_error():
+def test_bad_encoding_and_bad_weights_are_judge_errors(tmp_path):
     from berds_core.judges import JudgeError
 
     with pytest.raises(JudgeError, match="encoding"):
         get_judge("embedded", encoding="fp8")
+    from berds_core.judges.embedded import EmbeddedJudge
+
+    with pytest.raises(JudgeError, match="missing"):
+        EmbeddedJudge(weights=str(tmp_path / "none.npz"))
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, meta=np.array('{"head": {}}'))
+    with pytest.raises(JudgeError, match="unreadable"):
+        EmbeddedJudge(weights=str(bad))
 
 
-def test_the_app_label_says_what_it_measures():
-    from berds_core.judges.embedded import judge_report
+def test_the_shipped_judge_meets_its_bar_and_the_app_says_what_it_measures():
+    """The shipped weights' out-of-fold report (scripts/train_judge.py): never below the earlier judges under the
+    same protocol, calibrated; the app's label and caveat are printed from that report."""
+    from berds_core.judges.embedded import judge_report, load_head, WEIGHTS
 
     cv = judge_report()
-    assert {"f1", "precision", "recall", "kappa", "pairs"} <= set(cv)
+    oof = load_head(str(WEIGHTS))["oof"]
+    assert cv["f1"] >= oof["earlier_cosine"]["f1"] and cv["kappa"] >= oof["earlier_cosine"]["kappa"]
+    assert all(cv["f1"] >= r["f1"] for r in oof["recorded"].values())
+    assert cv["ece"] <= 0.05
     d = describe_judge("embedded")
-    assert d["stance"] and d["label"] == "supports"
-    assert f"F1 {cv['f1']:.2f}" in d["caveat"] and "out of fold" in d["caveat"]
+    assert not d["stance"] and d["label"] == "close"
+    assert f"F1 {cv['f1']:.2f}" in d["caveat"] and "out of fold" in d["caveat"].lower() and "cannot" in d["caveat"]
     assert describe_judge(get_judge("embedded").name) == d  # a stored judge name reads the same
     old = describe_judge("embedded-minilm-v2-bf16-t0.22")  # runs judged by the earlier cosine judge
     assert not old["stance"] and old["label"] == "on topic"
+    assert describe_judge("embedded-stance-v3-bf16-t0.45")["stance"]  # runs judged by the stance model
     assert describe_judge("hf:some/model") == {"stance": True, "label": "supports", "caveat": None}

@@ -183,6 +183,21 @@ def table(rows: list[tuple[str, dict]]) -> str:
     return "\n".join(out)
 
 
+def gate_rows(judge, rows, probs, preds):
+    """Topicality first, as ``judge_run`` does: a document the judge finds off its row's question supports
+    nothing (judges with a gate: ``embedded``)."""
+    from ..judges import gate
+
+    probs, preds = np.array(probs, copy=True), np.array(preds, copy=True)
+    by_q: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_q.setdefault(r["question"], []).append(i)
+    for q, idx in by_q.items():
+        P, L = gate(judge, q, [rows[i]["document"] for i in idx], probs[idx][:, None], preds[idx][:, None])
+        probs[idx], preds[idx] = P[:, 0], L[:, 0]
+    return probs, preds
+
+
 def run_eval(args):
     rows = read_pairs(args.pairs)
     judge = make_judge(args)
@@ -191,6 +206,7 @@ def run_eval(args):
 
     ray_info = judge_on_ray(args, judge, pairs)  # --ray: the cluster fills the cache
     probs, preds = _predict(judge, pairs, args, "--judge")
+    probs, preds = gate_rows(judge, rows, probs, preds)
     labels = np.array([r["label"].strip() == "1" for r in rows])
     result = {**agreement(labels, preds), "judge": judge.name, **_decided_by(judge)}
     if ray_info is not None:

@@ -2,11 +2,11 @@
 
 ``get_judge(spec, **opts)`` (registry ``JUDGES``, one error listing the choices):
 
-- ``embedded`` (default): offline CPU judge, the studio's stance model
-  (``berds_core.stance``: a MiniLM cross-encoder reading perspective and
-  passage together; opts: ``threshold``, ``device``, ``batch_size``,
-  ``encoding`` fp32|bf16|int8|auto). Its out-of-fold agreement with the BERDS
-  human pairs is in its weights' report (``describe_judge``);
+- ``embedded`` (default): offline CPU judge, a calibrated MiniLM cosine of
+  perspective and passage, gated on the question's topic (opts: ``threshold``,
+  ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto); chosen by
+  nested cross-validation (``scripts/train_judge.py``), its out-of-fold
+  agreement with the BERDS human pairs in its weights' report (``describe_judge``);
 - ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM;
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server (vLLM, Ollama, OpenAI);
 - ``berds-evaluator``: the BERDS paper's fine-tuned evaluator,
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..generators import split_openai_spec
 from ..specs import Registry, SpecError
-from .base import Judge, JudgeError, PredictionCache, prediction_cache
+from .base import Judge, JudgeError, PredictionCache, gate, prediction_cache
 from ..files.safepaths import resolve_user_model
 from ..net.endpoints import check_endpoint
 from ..runs import set_judgments
@@ -47,7 +47,7 @@ BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
 BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
 BERDS_EVALUATOR_MODULE = "berds-evaluator"  # the LoRA module name the README's `vllm serve` command registers
 
-__all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError",
+__all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError", "gate",
            "PredictionCache", "prediction_cache", "parse_spec", "describe_judge", "BERDS_EVALUATOR_MODEL",
            "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]
 
@@ -61,8 +61,8 @@ def _pick(opts: dict, allowed: set) -> dict:
     return {k: v for k, v in opts.items() if k in allowed}
 
 
-@JUDGES.register("embedded", help="offline stance model (MiniLM cross-encoder): does the passage support the "
-                                  "perspective")
+@JUDGES.register("embedded", help="offline: calibrated MiniLM cosine of passage and perspective, gated on "
+                                  "the question's topic (reads closeness, not sides)")
 def _embedded(arg, **opts):
     from .embedded import EmbeddedJudge
 
@@ -173,12 +173,13 @@ def get_judge(spec: str = "embedded", **opts) -> Judge:
 
 def describe_judge(spec_or_judge) -> dict:
     """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``
-    for a judge, a spec (``embedded``) or a stored judge name (``embedded-stance-v3-...``).
+    for a judge, a spec (``embedded``) or a stored judge name (``embedded-cos-v4-...``).
 
-    The ``embedded`` judge is the studio's stance model: it tells a passage for a perspective from one
-    against it, with the accuracy its out-of-fold figures on the BERDS human pairs state (read from its
-    weights), below the paper's fine-tuned 7B evaluator's. Judge names of the earlier embedded judges
-    (``embedded-minilm-...``: cosine features, topicality only) keep their "on topic" label.
+    The ``embedded`` judge reads how close a passage is to a perspective (a calibrated MiniLM cosine, gated on
+    the question's topic): it cannot tell a passage for a perspective from one against it, so its positives
+    are labelled "close", not "supports"; its out-of-fold figures on the BERDS human pairs come from its
+    weights. Names of earlier embedded judges stored in runs and databases keep what they measured:
+    ``embedded-minilm-...`` (cosine, topicality) and ``embedded-stance-...`` (the stance model, issue 28).
     """
     backend = getattr(spec_or_judge, "backend", None)
     text = str(spec_or_judge or "").strip()
@@ -186,19 +187,26 @@ def describe_judge(spec_or_judge) -> dict:
         return {"stance": False, "label": "on topic",
                 "caveat": "Judged by an earlier offline embedded judge that measured topicality, not stance: "
                           "it could not tell a passage for a perspective from one against it."}
+    if backend is None and text.startswith("embedded-stance"):
+        return {"stance": True, "label": "supports",
+                "caveat": "Judged by an earlier offline embedded judge, the studio's stance model (out of fold "
+                          "on the BERDS human pairs' development half: F1 0.29, kappa 0.08, below the cosine "
+                          "judge that replaced it)."}
     if backend is None and (text in ("embedded", "default") or text.startswith(("embedded-", "embedded:"))):
         backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
         from .embedded import judge_report
 
         cv = judge_report()
-        fig = (f" (out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, precision "
-               f"{cv['precision']:.2f}, recall {cv['recall']:.2f}, Cohen's kappa {cv['kappa']:.2f}; the paper's "
-               "fine-tuned evaluator: F1 0.62)") if cv else ""
-        return {"stance": True, "label": "supports",
-                "caveat": "The offline embedded judge is a small stance model (a MiniLM cross-encoder)" + fig +
-                          ". For the paper's figures, use berds-evaluator (the paper's evaluator), "
-                          "hf:<model> or openai:<model>@<url>."}
+        fig = (f" Out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, precision "
+               f"{cv['precision']:.2f}, recall {cv['recall']:.2f}, Cohen's kappa {cv['kappa']:.2f}, calibration "
+               f"error {cv['ece']:.2f} (the paper's fine-tuned evaluator: F1 0.62).") if cv else ""
+        return {"stance": False, "label": "close",
+                "caveat": "The offline embedded judge reads how close a passage is to a perspective (MiniLM "
+                          "cosine, calibrated; passages off the question's topic support nothing): it cannot "
+                          "tell a passage for a perspective from one against it." + fig +
+                          " For the paper's figures, use berds-evaluator (the paper's evaluator), hf:<model> or "
+                          "openai:<model>@<url>."}
     return {"stance": True, "label": "supports", "caveat": None}
 
 
@@ -223,14 +231,17 @@ def passage_text(ctx, judge: Judge | None = None) -> str:
     return document_text(ctx)
 
 
-def judge_passages(judge: Judge, passages, perspectives, **predict_opts) -> tuple[np.ndarray, np.ndarray]:
-    """Probabilities and labels, shaped (passages x perspectives), for run ctxs, corpus passages or texts."""
+def judge_passages(judge: Judge, passages, perspectives, question: str | None = None, **predict_opts
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities and labels, shaped (passages x perspectives), for run ctxs, corpus passages or texts;
+    with ``question``, passages the judge finds off its topic support nothing (:func:`base.gate`)."""
     n, m = len(passages), len(perspectives)
     if n == 0 or m == 0:
         return np.zeros((n, m)), np.zeros((n, m), dtype=bool)
     docs = [passage_text(p, judge) for p in passages]
     probs, labels = judge.predict([(d, s) for d in docs for s in perspectives], **predict_opts)
-    return np.asarray(probs, dtype=float).reshape(n, m), np.asarray(labels, dtype=bool).reshape(n, m)
+    return gate(judge, question, docs, np.asarray(probs, dtype=float).reshape(n, m),
+                np.asarray(labels, dtype=bool).reshape(n, m))
 
 
 def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[dict]:
@@ -238,14 +249,17 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
     perspective) and ``ctx["<judge.name>-probs"]``, the BERDS authors' layout.
 
     All pairs of the run go through one cached ``predict`` call, so an
-    interrupted run resumes where it stopped.
+    interrupted run resumes where it stopped. Passages the judge finds off the
+    question's topic support nothing (:func:`base.gate`).
     """
     pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
     probs, labels = judge.predict(pairs, progress=progress, desc=f"judge {judge.name}")
     i = 0
     for e in entries:
-        n = len(e["ctxs"]) * len(e["perspectives"])
-        set_judgments(e, judge.name, labels[i:i + n].reshape(len(e["ctxs"]), len(e["perspectives"])),
-                      probs[i:i + n].reshape(len(e["ctxs"]), len(e["perspectives"])))
+        shape = (len(e["ctxs"]), len(e["perspectives"]))
+        n = shape[0] * shape[1]
+        docs = [pairs[i + r * shape[1]][0] for r in range(shape[0])] if shape[1] else []
+        P, L = gate(judge, e.get("question"), docs, probs[i:i + n].reshape(shape), labels[i:i + n].reshape(shape))
+        set_judgments(e, judge.name, L, P)
         i += n
     return entries

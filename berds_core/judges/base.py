@@ -55,6 +55,7 @@ class Judge:
 
     backend = "base"
     commit_every = 256
+    band: tuple[float, float] | None = None  # probabilities it cannot tell from its threshold ("unsure"); None: none
 
     def __init__(self, threshold: float = 0.5):
         self.threshold = float(threshold)
@@ -87,6 +88,11 @@ class Judge:
     def status(self) -> dict:
         """``{"ok": bool, "detail": str}`` for the app's sidebar (loaded / reachable / why not)."""
         return {"ok": True, "detail": "ready"}
+
+    def topical(self, question: str, docs: Sequence[str]) -> np.ndarray | None:
+        """Per passage text: is it about ``question``? A passage that is not supports nothing (``gate``).
+        None: this judge has no topicality gate (an LLM judge reads the passage itself)."""
+        return None
 
     def document(self, ctx: dict) -> str:
         """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS
@@ -140,3 +146,17 @@ class Judge:
                 bar.close()
         probs = np.array([known[k] for k in keys], dtype=np.float32)
         return probs, probs >= self.threshold
+
+
+def gate(judge: Judge, question: str | None, docs: Sequence[str], probs: np.ndarray, labels: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Topicality first: probabilities (passages x perspectives) of passages the judge finds off the question's
+    topic become 0 and their labels False (a copy; unchanged when the judge has no gate or no question)."""
+    if question is None or not len(docs):
+        return probs, labels
+    on = judge.topical(question, list(docs))
+    if on is None or on.all():
+        return probs, labels
+    probs, labels = np.array(probs, copy=True), np.array(labels, copy=True)
+    probs[~on], labels[~on] = 0.0, False
+    return probs, labels
