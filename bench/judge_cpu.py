@@ -1,25 +1,25 @@
 #!/usr/bin/env python
-"""Throughput of the embedded judge (the studio's stance model) on CPU, cold and warm, per precision.
+"""Throughput of the embedded judge on CPU, cold and warm, per precision, against the stance-model judge it replaced.
 
     python bench/judge_cpu.py [--data ../shared/data] [--passages 120] [--runs 3] [--encodings auto fp32] [--json]
 
 Workload: BERDS-like judging of retrieved passages against every perspective
 of their question: the passages of ``berds-human/pers_det.dev.tsv`` (about 100
 words each), each paired with all perspectives of its question. Per encoding
-and run, on a fresh judge (nothing in memory, the prediction cache bypassed):
+and run, on a fresh judge (the prediction cache bypassed):
 
 - ``cold``: the judge's scoring path (``_score``) with an EMPTY embedding store
-  (a fresh ``BERDS_CACHE`` per run): every pair through the network (with the
-  judge's consistency rule, when chosen, twice: the perspective and its
-  negation);
+  (a fresh ``BERDS_CACHE`` per run): the embedded judge (v4, a cosine head)
+  encodes each passage and each perspective once;
 - ``warm``: the same pairs again on a new judge with the store filled by the
-  cold run (a pair judged before: re-judging with another threshold, another
-  page, another process): no network pass.
+  cold run (a passage judged or retrieved before): no model pass;
+- ``stance_cold``: the alternative, the judge main shipped before issue 37 (the
+  stance model, a cross-encoder: one network pass per (perspective, passage)
+  pair, with its judge rule), in the same run on the same pairs, empty store.
 
-Reports the median pairs/s of ``--runs`` runs and warm / cold. Quality figures
-are not measured here: the judge is trained on these pairs, and its
-out-of-fold figures come from ``scripts/train_stance.py`` (in the weights'
-report and ``docs/stance.md``). Skips cleanly when the data folder is missing.
+Reports the median pairs/s of ``--runs`` runs and the ratios. Quality figures
+are not measured here (``scripts/train_judge.py``, ``docs/judge.md``). Skips
+cleanly when the data folder is missing.
 """
 from __future__ import annotations
 
@@ -71,29 +71,37 @@ def main(argv=None) -> int:
     pairs = workload(tsv, args.passages)
     tmp = tempfile.TemporaryDirectory(prefix="berds-bench-judge-")
     encs = list(dict.fromkeys(resolve_encoding(e) for e in args.encodings))
-    rates = {(enc, m): [] for enc in encs for m in ("cold", "warm")}
+    modes = ("cold", "warm", "stance_cold")
+    rates = {(enc, m): [] for enc in encs for m in modes}
     for r in range(args.runs):
-        os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}")  # an empty embedding store
         for enc in encs:
+            os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}-{enc}")  # an empty embedding store
             for mode in ("cold", "warm"):
                 judge = EmbeddedJudge(encoding=enc)
-                judge.model._load()  # loading is not part of the rate
+                judge.load()  # loading is not part of the rate
                 t = time.perf_counter()
                 judge._score(pairs)
                 rates[(enc, mode)].append(len(pairs) / (time.perf_counter() - t))
+            os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}-{enc}-stance")
+            from berds_core.stance import StanceModel
+
+            model = StanceModel(encoding=enc)
+            model._load()
+            t = time.perf_counter()
+            model.supports([(s_, d) for d, s_ in pairs])
+            rates[(enc, "stance_cold")].append(len(pairs) / (time.perf_counter() - t))
         sys.stderr.write(f"run {r + 1}: " + ", ".join(f"{e}/{m} {v[-1]:.1f}" for (e, m), v in rates.items())
                          + " pairs/s\n")
     judge = EmbeddedJudge(encoding=encs[0])
     result = {"pairs": len(pairs), "unique_passages": len({p for p, _ in pairs}), "judge": judge.name,
-              "rule": judge.model.rule("judge"), "torch_threads": torch.get_num_threads(),
-              "cpu_count": os.cpu_count(), "load_avg_1min": round(os.getloadavg()[0], 2)}
+              "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+              "load_avg_1min": round(os.getloadavg()[0], 2)}
     for enc in encs:
-        cold = statistics.median(rates[(enc, "cold")])
-        warm = statistics.median(rates[(enc, "warm")])
+        med = {m: statistics.median(rates[(enc, m)]) for m in modes}
         result[f"embedded_{enc}"] = {m: {"pairs_per_s": [round(x, 1) for x in rates[(enc, m)]],
-                                         "median": round(statistics.median(rates[(enc, m)]), 1)}
-                                     for m in ("cold", "warm")}
-        result[f"embedded_{enc}"]["warm_vs_cold"] = round(warm / cold, 1)
+                                         "median": round(med[m], 1)} for m in modes}
+        result[f"embedded_{enc}"]["warm_vs_cold"] = round(med["warm"] / med["cold"], 1)
+        result[f"embedded_{enc}"]["cold_vs_stance_cold"] = round(med["cold"] / med["stance_cold"], 1)
     tmp.cleanup()
     print(json.dumps(result) if args.json else json.dumps(result, indent=1))
     return 0

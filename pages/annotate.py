@@ -166,14 +166,40 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
                         placeholder="Note (optional)")
 
 
+DEMO_GUEST = "guest"  # the name of one-click demo labelling in open mode (changeable from the account bar)
+
+
+def start_demo_now() -> None:
+    """Button callback (open mode, no name yet): label the demo now, as ``guest``; the task set is built on
+    this same run, so one click opens a ready demo queue."""
+    st.session_state["ann_annotator"] = DEMO_GUEST
+    st.query_params["annotator"] = DEMO_GUEST
+    st.session_state["ann_build_demo"] = True
+
+
+def ensure_demo_task_set(lab: Lab) -> None:
+    """After the one click: the built-in demo's task set for this annotator, unless they already have one."""
+    if not st.session_state.pop("ann_build_demo", False) or lab.task_sets():
+        return
+    from pages.annotate_admin import start_demo
+
+    start_demo(lab)
+
+
 def main() -> None:
+    from berds_core.runtime.mode import lab_mode
     from pages.annotate_admin import admin_panel, quick_start
 
     st.title("Annotate")
     store = page_store("ann", must_exist=False)
     if store is None:
         return
+    if not lab_mode() and not (st.query_params.get("annotator") or st.session_state.get("ann_annotator")):
+        st.button("Label the demo now (40 pairs, keyboard: y / n / s, u to undo)", key="ann_demo_now",
+                  type="primary", on_click=start_demo_now,
+                  help=f"Opens a ready task set of the built-in demo as '{DEMO_GUEST}'; or give your own name below.")
     lab = lab_for_page(store)
+    ensure_demo_task_set(lab)
     account_bar(lab)
     other = (st.query_params.get("annotator") or "").strip()
     if not lab.actor.open_mode and other and other != lab.actor.name:

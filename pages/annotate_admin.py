@@ -190,14 +190,19 @@ def build_tab(lab: Lab) -> None:
 
 def quick_start(lab: Lab) -> None:
     """One click to a ready demo round for the current user (open mode) or chosen annotators."""
+    if st.button("Start the demo task set (40 pairs from the built-in demo)", key="ann_demo_btn", type="primary"):
+        if start_demo(lab) is not None:
+            st.rerun()
+
+
+def start_demo(lab: Lab):
+    """The built-in demo's task set (40 pairs, stratified) for the current user; None after an error line."""
     from berds_core.lab.tasks import demo_candidates
 
-    if st.button("Start the demo task set (40 pairs from the built-in demo)", key="ann_demo_btn", type="primary"):
-        pairs, ref = demo_candidates()
-        spec = TaskSetSpec(name="demo", source="built-in demo", n=40, strategy="stratified",
-                           annotators=(lab.actor.name,), params={"demo": True})
-        if _attempt(lambda: lab.build_task_set(pairs, spec, reference=ref)) is not None:
-            st.rerun()
+    pairs, ref = demo_candidates()
+    spec = TaskSetSpec(name="demo", source="built-in demo", n=40, strategy="stratified",
+                       annotators=(lab.actor.name,), params={"demo": True})
+    return _attempt(lambda: lab.build_task_set(pairs, spec, reference=ref))
 
 
 def guidelines_tab(lab: Lab) -> None:

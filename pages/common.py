@@ -160,6 +160,18 @@ def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, pr
                     lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
 
 
+def question_engine(cfg: Config, data: Data, question, judge, embedder, kind: str | None = None):
+    """The engine one question is ranked with: its own pool (the built-in demo, as BERDS's web setting;
+    ``Data.corpus_for``) or the dataset's corpus, with a ``kind`` retriever (default: the sidebar's; the
+    preset passes ``dense`` with the default embedder, as ``--preset`` does)."""
+    from berds_core.studio.columns import Engine
+
+    kind = kind or cfg.retriever
+    corpus = data.corpus_for(question.id)
+    model = embedder_model(cfg.embedder) if kind == "dense" and kind == cfg.retriever else None
+    return Engine(corpus, cached_retriever(kind, corpus.hash, model, corpus), judge, embedder)
+
+
 def cached_judge(spec: str):
     """The judge of a spec typed in the app: folders under the allowed roots, servers on the operator's
     list (``app_judge_spec``: InputError before anything is loaded or requested)."""
@@ -237,6 +249,9 @@ def engine_job(cfg: Config) -> JobState:
         report(f"building the {cfg.retriever} index over {len(data.corpus):,} passages")
         cached_retriever(cfg.retriever, data.corpus.hash, model if cfg.retriever == "dense" else None, data.corpus,
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
+        for i, pool in enumerate(data.pools.values()):  # each demo question retrieves from its own pool
+            report(f"building the {cfg.retriever} index of each question's pool", i, len(data.pools))
+            cached_retriever(cfg.retriever, pool.hash, model if cfg.retriever == "dense" else None, pool)
         report("loading the embedder")
         embedder = cached_embedder(model)
         report.ready()  # pages can answer now; encoding every passage ahead of time only speeds later questions
@@ -259,6 +274,9 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
         report(f"building the {kind} index over {len(data.corpus):,} passages")
         cached_retriever(kind, data.corpus.hash, model, data.corpus,
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
+        for i, pool in enumerate(data.pools.values()):  # the questions' own pools (the built-in demo)
+            report(f"building the {kind} index of each question's pool", i, len(data.pools))
+            cached_retriever(kind, pool.hash, model, pool)
 
     return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
 

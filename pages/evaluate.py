@@ -10,15 +10,16 @@ import streamlit as st
 
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
-from berds_core.studio.columns import Engine, column_pipeline, run_entry
+from berds_core.studio.columns import column_pipeline, run_entry
 from berds_core.studio.summaries import summarize, summarize_scores
-from pages.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine
+from berds_core.diversify import get_preset
+from pages.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, question_engine
 
 ensure_shell()
 
 METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
            "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2",
-           "preset": "preset: diverse (best found)"}
+           "preset": "preset: diverse"}
 PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
@@ -39,6 +40,10 @@ def run_key(cfg, method, lam, qe_source) -> str:
 
 
 def config_label(cfg, method, lam, qe_source, labels) -> str:
+    """The configuration's name, printed from what runs: the preset is its saved pipeline (it retrieves with
+    its own retriever, whatever the sidebar says)."""
+    if method == "preset":
+        return f"{METHODS[method]} = {get_preset('diverse')} · {labels}"
     extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
     return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
 
@@ -153,10 +158,10 @@ def main() -> None:
         else:
             bar = st.progress(0.0, text="Retrieving and judging…")
             done_n = len(questions) - len(todo)
-            engine = Engine(data.corpus, retriever, judge, embedder)
             pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)
+            kind = pipeline.retriever if method == "preset" else None  # the preset's own retriever (dense)
             for i, q in enumerate(todo):
-                store[q.id] = run_entry(engine, q, pipeline, DEPTH)
+                store[q.id] = run_entry(question_engine(cfg, data, q, judge, embedder, kind), q, pipeline, DEPTH)
                 bar.progress((done_n + i + 1) / len(questions),  # question text shown literally
                              text=esc(f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}"))
             ss.eval_active = None

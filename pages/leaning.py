@@ -10,7 +10,7 @@ import streamlit as st
 from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
-from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, rank
+from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, judge_verdicts, rank
 from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, page_engine, retriever_job,
                           wait_for)
 
@@ -36,8 +36,8 @@ def labelled_top(question, query: str, corpus, retriever, judge, method: str, de
     ids = [corpus.ids[r] for r in rows]
     if use_gold:
         return ids, gold_matrix(gold, question, ids)
-    _, L = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
-    return ids, L
+    probs, _ = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question)
+    return ids, judge_verdicts(judge, probs) == 1  # confident decisions only, as every page counts them
 
 
 @st.cache_data(show_spinner="Retrieving and labelling…", max_entries=64)
@@ -45,13 +45,14 @@ def config_results(_data, data_key: str, retriever_kind: str, method: str, form:
                    use_gold: bool, judge_spec: str, embedder: str, sides_key: tuple) -> list[dict]:
     """Per two-perspective question: bucket, p, n for one configuration and query form."""
     model = embedder_model(embedder) if retriever_kind == "dense" else None
-    retriever = cached_retriever(retriever_kind, _data.corpus.hash, model, _data.corpus)
     judge = None if use_gold else cached_judge(judge_spec)
     sides = {qid: Sides(*s) for qid, s in sides_key}
     out = []
     for q in (q for q in _data.questions if q.id in sides):
         s = sides[q.id]
-        _, L = labelled_top(q, query_for(form, q.question, q.perspectives, s), _data.corpus, retriever, judge,
+        corpus = _data.corpus_for(q.id)  # the question's own pool (the built-in demo), else the corpus
+        retriever = cached_retriever(retriever_kind, corpus.hash, model, corpus)
+        _, L = labelled_top(q, query_for(form, q.question, q.perspectives, s), corpus, retriever, judge,
                             method, k, _data.gold, use_gold)
         p, n = side_shares(L, s, k)
         out.append({"id": q.id, "question": q.question, "subset": q.subset or "all",
@@ -311,9 +312,12 @@ def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: st
     per_kind = {}
     for kind in ("bm25", "dense"):
         model = embedder_model(embedder) if kind == "dense" else None
-        retr = cached_retriever(kind, _data.corpus.hash, model, _data.corpus)
-        per_kind[kind] = [labelled_top(q, q.question, _data.corpus, retr, judge, "none", COVERAGE_DEPTH,
-                                       _data.gold, use_gold) for q in qs]
+        per_kind[kind] = []
+        for q in qs:
+            corpus = _data.corpus_for(q.id)
+            retr = cached_retriever(kind, corpus.hash, model, corpus)
+            per_kind[kind].append(labelled_top(q, q.question, corpus, retr, judge, "none", COVERAGE_DEPTH,
+                                               _data.gold, use_gold))
     union = union_coverage([[(ids[:n], L[:n]) for ids, L in per_kind[kd]] for kd in per_kind], n)
     needed = {kd: passages_needed([L for _, L in per_kind[kd]]) for kd in per_kind}
     return union, needed

@@ -10,6 +10,7 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
+from berds_core.diversify import get_preset
 from berds_core.studio.columns import DEPTH, Engine, best_ranks, column_pipeline, column_result
 from pages.common import (ensure_shell, Config, LABEL_SOURCES, cached_data, cached_embedder, cached_judge,
                           cached_retriever, embedder_model, esc, foreground, judge_caveat, page_engine, show_error)
@@ -17,16 +18,8 @@ from pages import web_live
 
 ensure_shell()
 
-COLUMNS = {
-    "none": ("Plain retrieval", "the retriever's own top k"),
-    "mmr": ("+ MMR", "maximal marginal relevance over the top 100"),
-    "qe": ("+ Query expansion", "one search per perspective, merged round-robin"),
-    "rerank": ("+ Re-ranker", "perspective-aware: the top 100 re-ranked for judged coverage"),
-    "xquad": ("+ xQuAD", "the top 100 re-ranked for the perspectives, one expanded query per perspective"),
-    "pm2": ("+ PM-2", "the top 100 re-ranked so the perspectives get proportional seats"),
-    "preset": ("+ Diverse preset", "the studio's own: dense top 10, the first 2 kept, the rest re-ranked by the "
-                                   "trained stance model for both sides (chosen by cross-validation)"),
-}
+COLUMNS = {"none": "Plain retrieval", "mmr": "+ MMR", "qe": "+ Query expansion", "rerank": "+ Re-ranker",
+           "xquad": "+ xQuAD", "pm2": "+ PM-2", "preset": "+ Diverse preset"}
 PERSPECTIVE_COLUMNS = ("qe", "rerank", "xquad", "pm2")  # columns that use the perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
@@ -44,6 +37,7 @@ CSS = """
 .bc-chip{font-size:0.75rem;border-radius:999px;padding:1px 8px;border:1px solid #cfd6de;background:#f3f5f8;color:#3b434c}
 .bc-chip.yes{background:#dff3e4;border-color:#58b26d;color:#1d5b2c;font-weight:600}
 .bc-chip.topical{background:#e3eefb;border-color:#6f9bd1;color:#1f4b7a;font-weight:600}
+.bc-chip.unsure{background:#fff6e0;border-color:#d9a93a;color:#6b4e00;border-style:dashed}
 .bc-chip .g{margin-left:4px;font-weight:700}
 .bc-desc{font-size:0.8rem;color:#5b6470;min-height:2.5em;line-height:1.25;margin-top:-6px}
 .bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
@@ -67,32 +61,36 @@ def _question_from_key(key: tuple) -> Question:
     return Question(qid, text, list(persp), subset=subset, generated_perspectives=list(gen))
 
 
-def _engine(cfg_key: tuple):
+def _engine(cfg_key: tuple, qid: str, method: str = "none") -> tuple[Config, object, Engine]:
+    """The config, the data and the engine one question is ranked with: the question's own pool (the built-in
+    demo, as BERDS's web setting) or the dataset's corpus; the preset picks its own retriever (dense, default
+    embedder), as --preset does."""
     cfg = Config(**dict(cfg_key))
     data = cached_data(cfg_key, cfg)
-    retriever = cached_retriever(cfg.retriever, data.corpus.hash,
-                                 embedder_model(cfg.embedder) if cfg.retriever == "dense" else None, data.corpus)
-    return cfg, data, retriever, cached_judge(cfg.judge), cached_embedder(embedder_model(cfg.embedder))
+    corpus = data.corpus_for(qid)
+    kind = "dense" if method == "preset" else cfg.retriever
+    model = embedder_model(cfg.embedder) if kind == "dense" and method != "preset" else None
+    retriever = cached_retriever(kind, corpus.hash, model, corpus)
+    return cfg, data, Engine(corpus, retriever, cached_judge(cfg.judge), cached_embedder(embedder_model(cfg.embedder)))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
                   use_gold: bool) -> dict:
-    cfg, data, retriever, judge, embedder = _engine(cfg_key)
-    if method == "preset":  # the preset picks its own retriever (dense, default embedder), as --preset does
-        retriever = cached_retriever("dense", data.corpus.hash, None, data.corpus)
     q = _question_from_key(qkey)
+    cfg, data, engine = _engine(cfg_key, q.id, method)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return column_result(Engine(data.corpus, retriever, judge, embedder), q, column_pipeline(method, lam, qe_source), k,
-                         gold=gold, use_gold=use_gold, label=method)
+    return column_result(engine, q, column_pipeline(method, lam, qe_source), k, gold=gold, use_gold=use_gold,
+                         label=method)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool) -> dict:
-    cfg, data, retriever, judge, _ = _engine(cfg_key)
     q = _question_from_key(qkey)
+    cfg, data, engine = _engine(cfg_key, q.id)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return best_ranks(Engine(data.corpus, retriever, judge), q, list(which), gold=gold, use_gold=use_gold)
+    return best_ranks(Engine(engine.corpus, engine.retriever, engine.judge), q, list(which), gold=gold,
+                      use_gold=use_gold)
 
 
 POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)
@@ -175,18 +173,25 @@ def derived_perspectives(text: str) -> list[str]:
     return [p for p in yes_no_sides(text) if p]
 
 
-def chip_html(j: int, prob: float, label: bool, gold: bool | None, stance: bool = True, use_gold: bool = False) -> str:
+def chip_html(j: int, prob: float, verdict: int, gold: bool | None, stance: bool = True, use_gold: bool = False) -> str:
     """One perspective chip, coloured by the labels that score (``use_gold``: the gold label, else the
-    judge's). ``stance=False`` (the embedded judge): a judge positive is "on topic", drawn blue, never
+    judge's ``verdict``: +1 supports, 0 unsure, -1 does not). A probability the judge cannot tell apart from
+    its threshold is drawn "unsure" (dashed, a question mark), never as a number that looks like a verdict.
+    ``stance=False`` (a judge that reads closeness, not sides): a positive is "on topic", drawn blue, never
     green as "supports"."""
     g = '<span class="g">G✓</span>' if gold else ""
     if use_gold and gold is not None:
-        cls = "bc-chip yes" if gold else "bc-chip"
+        cls, shown = ("bc-chip yes" if gold else "bc-chip"), f"{prob:.2f}"
+    elif verdict == 0:
+        cls, shown = "bc-chip unsure", "?"
     else:
-        cls = ("bc-chip yes" if stance else "bc-chip topical") if label else "bc-chip"
-    what = "judge probability" if stance else "topicality score (this judge cannot tell sides apart)"
-    tip = f"P{j + 1}: {what} {prob:.2f}" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
-    return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {prob:.2f}{g}</span>'
+        cls = ("bc-chip yes" if stance else "bc-chip topical") if verdict > 0 else "bc-chip"
+        shown = f"{prob:.2f}"
+    what = "judge's probability that it supports" if stance else \
+        "judge's probability that it supports (it reads closeness; it cannot tell sides apart)"
+    say = {1: "counted", 0: "unsure: too close to the judge's threshold to count", -1: "not counted"}[int(verdict)]
+    tip = f"P{j + 1}: {what} {prob:.2f} ({say})" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
+    return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {shown}{g}</span>'
 
 
 def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = False) -> str:
@@ -194,8 +199,9 @@ def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = Fa
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
-    chips = "".join(chip_html(j, pr, lb, None if p["gold"] is None else p["gold"][j], stance, use_gold)
-                    for j, (pr, lb) in enumerate(zip(p["probs"], p["labels"])))
+    verdicts = p.get("verdicts") or [1 if lb else -1 for lb in p["labels"]]
+    chips = "".join(chip_html(j, pr, v, None if p["gold"] is None else p["gold"][j], stance, use_gold)
+                    for j, (pr, v) in enumerate(zip(p["probs"], verdicts)))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
     return (f'<div class="bc-card" data-testid="passage-card"><div class="bc-head"><span class="bc-rank">#{p["rank"]}'
@@ -204,9 +210,9 @@ def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = Fa
 
 
 def _scoring_labels(res: dict, use_gold: bool) -> list[list[bool]]:
-    """Per passage of a column, the labels its metrics were computed with."""
+    """Per passage of a column, the labels its metrics were computed with (the judge's: confident ones)."""
     gold = use_gold and res["labels_from"] == "gold"
-    return [p["gold"] if gold else p["labels"] for p in res["passages"]]
+    return [p["gold"] if gold else [v > 0 for v in p.get("verdicts", p["labels"])] for p in res["passages"]]
 
 
 def metrics_html(res: dict, k: int, desc: str) -> str:
@@ -221,12 +227,13 @@ def main() -> None:
 
     cfg, data, retriever, judge, embedder = page_engine()
     stance = describe_judge(judge)["stance"]
-    st.caption("One question, four rankings side by side. Chips: the judge's probability that the passage "
-               + ("supports each perspective (green = supports according to the labels chosen under "
-                  "*Labels from*; " if stance else
-                  "is on the topic of each perspective (blue = on topic by the judge, green = supports by the "
-                  "gold labels when *Labels from* is gold; ")
-               + "G✓ = the dataset's gold label says it supports).")
+    st.caption("One question, its rankings side by side. Chips: the judge's probability that the passage "
+               "supports each perspective ("
+               + ("green = supports according to the labels chosen under *Labels from*; " if stance else
+                  "blue = close to the perspective by the judge, which cannot tell sides apart; green = supports "
+                  "by the gold labels when *Labels from* is gold; ")
+               + "? = too close to the judge's threshold to count, not counted by the judge's metrics; "
+                 "G✓ = the dataset's gold label says it supports).")
     judge_caveat(cfg.judge)
     cfg_key = tuple(cfg.as_dict().items())
 
@@ -312,8 +319,8 @@ def main() -> None:
     if t5.toggle("PM-2", value=False, key="pg_pm2"):
         shown.append("pm2")
     if t6.toggle("Diverse preset", value=False, key="pg_preset",
-                 help="The studio's own re-ranker (berds retrieve --preset diverse): dense retrieval, the top 2 "
-                      "kept, ranks 3-10 re-ranked by a trained stance model to cover both sides of the question."):
+                 help=f"The studio's own pipeline (berds retrieve --preset diverse, `{get_preset('diverse')}`): "
+                      f"{get_preset('diverse').describe()}. Chosen by question-grouped cross-validation."):
         shown.append("preset")
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
@@ -335,11 +342,13 @@ def main() -> None:
 
     cols = st.columns(len(shown))
     for col, method in zip(cols, shown):
-        name, desc = COLUMNS[method]
-        res = results[method]
+        name, res = COLUMNS[method], results[method]
+        pipe = column_pipeline(method, lam if method == "mmr" else None,
+                               qe_source if method in PERSPECTIVE_COLUMNS else "dataset")
+        desc = pipe.describe(cfg.retriever if not web else "web search") + (
+            f" ({pipe})" if method == "preset" else "")
         with col:
             st.markdown(f"#### {name}")
-            desc = desc if method != "mmr" else f"{desc}, λ = {lam:.2f}"
             if "error" in res:
                 show_error(res["error"])
                 continue
@@ -361,9 +370,15 @@ def main() -> None:
     if ok:
         covered = [any(r["covered"][j] for r in ok) for j in range(len(question.perspectives))]
         missing = [j for j, c in enumerate(covered) if not c]
+        unsure = [j for j in missing if any(r.get("unsure", [False] * len(covered))[j] for r in ok)]
         if not missing:
-            st.success(f"Every perspective is covered by at least one column in the top {k}.")
+            st.success(f"Every perspective is covered by at least one column in the top {k}"
+                       + ("." if use_gold else " (confident decisions of the judge)."))
         else:
+            if unsure:
+                st.info(f"The judge is unsure about {len(unsure)} perspective(s) "
+                        f"({', '.join(f'P{j + 1}' for j in unsure)}): passages in the top {k} are too close to its "
+                        "threshold to count as covering them (chips with a question mark).")
             with foreground():
                 ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
                          cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))

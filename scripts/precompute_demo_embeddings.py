@@ -4,9 +4,10 @@ first demo question without loading or running the encoder (``berds_core.studio.
     python scripts/precompute_demo_embeddings.py [--out berds_core/demo/embeddings.npz]
 
 For each CPU precision of the default encoder (bf16: CPUs with native bf16; int8: the others), in its own
-process (``BERDS_ENCODING`` set, so every encoder and the stance model run at it) with an empty cache: the app's own warm-up (``warmup.warm_passages``: every passage, as text and as "title. text", and the
-questions' perspectives) and then everything the Playground computes for each demo question (every column
-at k = 10 with each perspective source, and the look-up of missing perspectives), through the same code the
+process (``BERDS_ENCODING`` set, so every encoder and the stance model run at it) with an empty cache: the app's
+own warm-up (``warmup.warm_passages``: every passage and the questions' perspectives) and then everything the
+Playground computes for each demo question in its own pool (every column at k = 10 with each perspective
+source, with BM25 and with dense, and the look-up of missing perspectives), through the same code the
 page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``), the diverse preset's column
 included. Written: every vector the embedding store then holds for the encoder, keyed by the sha1 of its
 text, as float16 (finer than the bf16 and int8 encodings themselves; ``seed_shipped`` re-normalises them
@@ -51,20 +52,27 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
 
     b = datasets.load_demo()
     corpus = corpus_from_passages(b.passages, "demo")
+    by_id = {p.id: p for p in b.passages}
+    pools = {qid: corpus_from_passages([by_id[i] for i in ids], f"demo:{qid}") for qid, ids in b.pools.items()}
     te = text_encoder(None, encoding=encoding)
     judge = get_judge("embedded", encoding=encoding)
     warm_passages(corpus, judge, te, texts=[p for q in b.questions
                                             for p in list(q.perspectives) + list(q.generated_perspectives or ())])
-    retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
-    for q in b.questions:
-        for method in METHODS:
-            for source in SOURCES if method in ("qe", "rerank", "xquad", "pm2") else ("dataset",):
-                if source == "dataset" and not q.generated_perspectives and method not in ("none", "preset"):
-                    continue
-                res = column_result(Engine(corpus, retriever, judge, te), q,
-                                    column_pipeline(method, 0.75 if method == "mmr" else None, source), 10, gold=b.gold)
-                assert res["passages"], (q.id, method)
-        best_ranks(Engine(corpus, retriever, judge), q, list(range(len(q.perspectives))))
+    for q in b.questions:  # each question in its own pool, as the pages rank it (studio.data.Data.corpus_for)
+        pool = pools[q.id]
+        retrievers = {kind: SharedSearch(get_retriever(kind, pool, progress=False)) for kind in ("bm25", "dense")}
+        for kind, retriever in retrievers.items():
+            for method in METHODS:
+                if method == "preset" and kind == "bm25":
+                    continue  # the preset retrieves with dense whatever the sidebar says
+                for source in SOURCES if method in ("qe", "rerank", "xquad", "pm2") else ("dataset",):
+                    if source == "dataset" and not q.generated_perspectives and method not in ("none", "preset"):
+                        continue
+                    res = column_result(Engine(pool, retriever, judge, te), q,
+                                        column_pipeline(method, 0.75 if method == "mmr" else None, source), 10,
+                                        gold=b.gold)
+                    assert res["passages"], (q.id, method)
+            best_ranks(Engine(pool, retriever, judge), q, list(range(len(q.perspectives))))
     from berds_core.judges.base import prediction_cache
     from berds_core.stance import get_stance_model
 
@@ -77,7 +85,7 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
         rows = con.execute("SELECT text, vec FROM emb WHERE model = ?", (te.key,)).fetchall()
         # the stance model's encodings of (question, candidate) pairs (the preset); the judge's pairs ship
         # as its probabilities below, 4 bytes each rather than a 384-dim vector
-        questions = {text_hash_pair(q.question, p) for q in b.questions for p in _candidates(q, corpus)}
+        questions = {text_hash_pair(q.question, p) for q in b.questions for p in _candidates(pools[q.id])}
         srows = [(h, v) for h, v in con.execute("SELECT text, vec FROM emb WHERE model = ?", (skey,))
                  if h in questions]
     with sqlite3.connect(prediction_cache().path) as con:
@@ -96,8 +104,8 @@ def text_hash_pair(target: str, text: str) -> str:
     return pair_key(target, text)
 
 
-def _candidates(q, corpus) -> list[str]:
-    """Every passage string the preset's stance step could read for ``q`` (any of the demo's passages)."""
+def _candidates(corpus) -> list[str]:
+    """Every passage string the preset's stance step could read for a question (any passage of its pool)."""
     from berds_core.stance import passage_string
 
     return [passage_string(corpus[i]) for i in range(len(corpus))]
@@ -123,9 +131,11 @@ def main(argv=None) -> int:
             with open(dump, "rb") as fh:
                 per[enc], corpus_hash = pickle.load(fh)
     parts = {}
-    for kind in ("text", "stance", "judge"):
+    for kind in ("text", "judge"):
         common = set.intersection(*(set(per[e][kind][0]) for e in ENCODINGS))
         parts[kind] = sorted(common)
+    # the preset's candidates are each precision's own dense top k: every precision keeps its own pairs
+    stance_parts = {e: sorted(per[e]["stance"][0]) for e in ENCODINGS}
     keys = {e: per[e]["text"][1] for e in ENCODINGS}
     template = keys[ENCODINGS[0]].replace(f"|{ENCODINGS[0]}|", "|{encoding}|")
     assert all(keys[e] == template.replace("{encoding}", e) for e in ENCODINGS), keys
@@ -133,11 +143,12 @@ def main(argv=None) -> int:
 
     arrays = {"hashes": np.array(parts["text"]), "corpus_hash": np.array(corpus_hash),
               "key_template": np.array(template),
-              "stance_hashes": np.array(parts["stance"]), "judge_keys": np.array(parts["judge"]).reshape(-1, 2)}
+              "judge_keys": np.array(parts["judge"]).reshape(-1, 2)}
     for e in ENCODINGS:
         arrays[e] = np.stack([per[e]["text"][0][h] for h in parts["text"]]).astype(np.float16)
         arrays[f"stance_key_{e}"] = np.array(per[e]["stance"][1])
-        arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in parts["stance"]]).astype(np.float16)
+        arrays[f"stance_hashes_{e}"] = np.array(stance_parts[e])
+        arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in stance_parts[e]]).astype(np.float16)
         arrays[f"judge_ns_{e}"] = np.array(per[e]["judge"][1])
         arrays[f"judge_{e}"] = np.array([per[e]["judge"][0][k] for k in parts["judge"]], np.float32)
     with atomic_write(args.out, "wb") as fh:

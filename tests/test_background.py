@@ -215,25 +215,28 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
     from berds_core.diversify.presets import get_preset
 
     preset = get_preset("diverse")
-    n_stance = embedding_store().count(judge.model.key_for(preset.stages[-1].tokens))  # at the preset's length
-    assert n_text >= 402 and n_judged > 10_000 and n_stance == len(b.questions) * preset.depth
+    from berds_core.stance import get_stance_model
+
+    stance = get_stance_model()  # the preset's network (the judge embeds texts; it reads no pairs)
+    n_stance = embedding_store().count(stance.key_for(preset.stages[-1].tokens))  # at the preset's length
+    assert n_text >= 560 and n_judged > 4_000 and n_stance == len(b.questions) * preset.depth
     assert n == n_text + n_judged + n_stance
     assert seed_shipped(corpus, judge=judge) == 0  # already there
     assert seed_shipped(corpus_from_passages(b.passages[:-1], "other"), judge=judge) == 0  # not the demo: nothing
-    retriever = SharedSearch(get_retriever("bm25", corpus, progress=False))
-    from berds_core.stance import get_stance_model
-
-    assert judge.model is get_stance_model()  # one network for the judge and the preset
-    before, stance_before = te.n_encoded, judge.model.n_encoded
-    for q in b.questions[:3]:
-        engine = Engine(corpus, retriever, judge, te)
+    by_id = {p.id: p for p in b.passages}
+    before, stance_before = te.n_encoded, stance.n_encoded
+    for q in b.questions[:3]:  # each demo question in its own pool, as the pages rank it
+        pool = corpus_from_passages([by_id[i] for i in b.pools[q.id]], f"demo:{q.id}")
+        engine = Engine(pool, SharedSearch(get_retriever("bm25", pool, progress=False)), judge, te)
         res = {m: column_result(engine, q, column_pipeline(m, 0.75 if m == "mmr" else None, "dataset"), 5, gold=b.gold)
-               for m in ("none", "mmr", "qe", "rerank", "preset")}
+               for m in ("none", "mmr", "qe", "rerank")}
+        dense = Engine(pool, SharedSearch(get_retriever("dense", pool, progress=False)), judge, te)
+        res["preset"] = column_result(dense, q, column_pipeline("preset"), 5, gold=b.gold)
         best_ranks(engine, q, [0, 1])
         assert all(len(r["passages"]) == 5 for r in res.values())
     assert te.n_encoded == before and te._encoder is None  # nothing encoded, no model loaded
-    # nor the stance model: every pair judged and the preset's (question, candidate) pairs shipped
-    assert judge.model.n_encoded == stance_before
+    # nor the stance model: the preset's (question, candidate) pairs shipped
+    assert stance.n_encoded == stance_before
     # the shipped vectors are this encoder's: recomputed here they agree to the precision's own noise
     texts = [p.text for p in b.passages[:20]]
     fresh = te.encode_uncached(texts)

@@ -15,6 +15,11 @@ from berds_core.diversify.spec import format_spec, parse_spec
 from berds_core.records import Question
 
 FIXTURE = Path(__file__).parent / "fixtures" / "stages_demo_old.json"
+# The first built-in demo (402 passages in one corpus), kept as a fixture: the old if-chain recorded FIXTURE's
+# rankings on it (issue 26). Its two judge cases (coverage and xQuAD with the embedded judge) were dropped when
+# issue 37 replaced the judge they were recorded with (the stance model); the stages read a judge's
+# probabilities as before (tests/test_coverage_rerank.py, tests/test_xquad_pm2.py).
+DEMO_V1 = Path(__file__).parent / "fixtures" / "demo_v1"
 
 ROUND_TRIP = [
     ("dense%10>>coverage(probs=model,alpha=0.1,keep=2)", "dense%10>>coverage(probs=model,alpha=0.1,keep=2)"),
@@ -141,7 +146,7 @@ def demo():
     from berds_core.corpus import corpus_from_passages
     from berds_core.retrieval import get_retriever
 
-    b = datasets.load_demo()
+    b = datasets.load_demo(DEMO_V1)  # the demo as it was when the old code path recorded these rankings
     corpus = corpus_from_passages(b.passages, "demo")
     yield b, corpus, {kind: get_retriever(kind, corpus, progress=False) for kind in ("bm25", "dense")}
     if old is None:

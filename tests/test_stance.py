@@ -241,20 +241,6 @@ def test_uses_apply_the_rules_stored_with_the_weights(tiny, tmp_path, monkeypatc
     assert fold.threshold("judge") == 0.7 and fold.temperature("judge") == 1.0  # a fold model gets its fold's rules
 
 
-def test_judge_reads_the_stance_model(tiny, tmp_path, monkeypatch):
-    monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
-    base, path = tiny
-    from berds_core.judges.embedded import EmbeddedJudge
-
-    j = EmbeddedJudge(weights=str(path), encoding="fp32")
-    assert j.name.startswith("embedded-stance-t1-t") and j.threshold == 0.5
-    assert j.document({"title": "Cats help", "text": "Studies show..."}) == "Cats help. Studies show..."
-    pairs = [(e.text, e.target) for e in TRAIN]
-    probs, labels = j.predict(pairs)
-    np.testing.assert_allclose(probs, j.model.supports([(t, d) for d, t in pairs]), atol=1e-6)
-    assert (labels == (probs >= 0.5)).all()
-
-
 # ------------------------------------------------------------------ examples
 
 

@@ -8,7 +8,11 @@ checked before anything is written; each file is written atomically. Existing
 files are not replaced without ``--force``.
 
 ``berds import demo --out DIR`` exports the built-in demo bundle (no FILE):
-the three files every other example of the README then reads.
+the three files every other example of the README then reads, and each
+question's own pool as ``DIR/corpora/<question>/passages.jsonl`` (the layout
+``berds retrieve --corpus-per-question DIR/corpora`` reads: each demo question
+retrieves from its own 40 passages, as BERDS's web setting does);
+``corpus.jsonl`` is their union, each line with its ``question_id``.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from ..files.jsonio import write_jsonl
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
 OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")
+POOLS = "corpora"  # DIR/corpora/<question>/passages.jsonl: one corpus per question (bundles with pools)
 
 
 def register(sub) -> None:
@@ -68,8 +73,16 @@ def run(args) -> dict:
     bundle = _load(args)
     writes = {"questions.jsonl": [q.to_json() for q in bundle.questions]}
     if bundle.passages:
-        writes["corpus.jsonl"] = [p.to_json() for p in bundle.passages]
+        owner = {pid: qid for qid, ids in bundle.pools.items() for pid in ids}
+        writes["corpus.jsonl"] = [{**p.to_json(), **({"question_id": owner[p.id]} if p.id in owner else {})}
+                                  for p in bundle.passages]
         writes["gold.jsonl"] = gold_rows(bundle.gold, bundle.questions)
+        if bundle.pools:
+            from ..web.snapshot import PASSAGES, dir_name
+
+            by_id = {p.id: p for p in bundle.passages}
+            for qid, ids in bundle.pools.items():
+                writes[f"{POOLS}/{dir_name(qid)}/{PASSAGES}"] = [by_id[i].to_json() for i in ids]
     if not args.force:
         for name in writes:
             if (out / name).exists():
@@ -79,10 +92,12 @@ def run(args) -> dict:
         sys.stderr.write(f"berds import: note: {', '.join(stale)} in {out} are from an earlier import and were left as they are\n")
     out.mkdir(parents=True, exist_ok=True)
     for name, rows in writes.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         write_jsonl(out / name, rows)
     return {
         "kind": args.kind, "source": str(args.file or "built-in demo"), "out": str(out),
         "questions": len(bundle.questions), "passages": len(bundle.passages),
         "gold_pairs": len(writes.get("gold.jsonl", [])),
+        "corpus_per_question": str(out / POOLS) if bundle.pools else None,
         "files": [str(out / name) for name in writes],
     }

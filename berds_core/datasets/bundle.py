@@ -21,6 +21,9 @@ class Bundle:
     questions: list[Question]
     passages: list[Passage] = field(default_factory=list)
     gold: Gold = field(default_factory=dict)
+    # question id -> the ids of the passages it retrieves from (BERDS's web setting: a corpus per question);
+    # empty: every question retrieves from all the passages
+    pools: dict[str, list[str]] = field(default_factory=dict)
 
     def __iter__(self):
         return iter((self.questions, self.passages, self.gold))
@@ -58,6 +61,22 @@ def read_passages_jsonl(path) -> tuple[list[Passage], dict[str, int]]:
     return passages, lines
 
 
+def read_pools(path, questions) -> dict[str, list[str]]:
+    """The optional ``question_id`` of each line of a passages JSONL: question id -> its passages' ids
+    (in file order). A ``question_id`` that names no question of ``questions`` is an error."""
+    known = {q.id for q in questions}
+    pools: dict[str, list[str]] = {}
+    for no, obj in iter_jsonl(path):
+        qid = obj.get("question_id")
+        if qid is None:
+            continue
+        qid = as_id(qid, path, no, "question_id")
+        if qid not in known:
+            raise InputError(path, no, "question_id", f"names no question of the dataset ({qid!r})")
+        pools.setdefault(qid, []).append(as_id(obj.get("id"), path, no, "id"))
+    return pools
+
+
 def merge_unique(parts: list[tuple[Path, list, dict[str, int]]], what: str) -> list:
     """Concatenate items from several files; an id seen in two files is an error."""
     out, where = [], {}
@@ -71,4 +90,4 @@ def merge_unique(parts: list[tuple[Path, list, dict[str, int]]], what: str) -> l
     return out
 
 
-__all__ = ["Bundle", "read_passages_jsonl", "merge_unique"]
+__all__ = ["Bundle", "read_passages_jsonl", "read_pools", "merge_unique"]

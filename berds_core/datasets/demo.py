@@ -1,9 +1,12 @@
 """The built-in demo bundle, shipped inside the package (``berds_core/demo``).
 
 Files: ``questions_*.jsonl`` (question JSONL), ``corpus_*.jsonl``
-(``{id, title, text}``) and ``gold_*.jsonl`` (gold labels); all files of a kind
+(``{id, title, text, question_id, kind}``) and ``gold_*.jsonl`` (gold labels); all files of a kind
 are concatenated in name order and checked together: unique ids across files,
 every gold pair names an existing question, passage and perspective index.
+Each passage belongs to one question's pool (``question_id``; ``Bundle.pools``): a demo question
+retrieves from its own 40 passages, as BERDS's web setting does (``docs/demo.md``: how the pools
+were written; ``kind`` says a passage's role, argument, background or distractor, and no method reads it).
 
 Beside the bundle, for a speaker without network: ``perspective_pool.jsonl``
 (perspective sentences for the demo questions and a few more claims; the pool
@@ -17,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
-from .bundle import Bundle, merge_unique, read_passages_jsonl
+from .bundle import Bundle, merge_unique, read_passages_jsonl, read_pools
 from .generic import read_questions_jsonl
 from .gold import read_gold, validate_gold
 
@@ -56,4 +59,17 @@ def load_demo(folder=None) -> Bundle:
         for qid, labels in part.items():
             for pid, persp in labels.items():
                 gold.setdefault(qid, {}).setdefault(pid, set()).update(persp)
-    return Bundle("demo", questions, passages, gold)
+    pools: dict = {}
+    for f in cfiles:
+        for qid, ids in read_pools(f, questions).items():
+            pools.setdefault(qid, []).extend(ids)
+    if pools:  # a pool for every question, and every gold label inside its question's pool
+        missing = [q.id for q in questions if q.id not in pools]
+        if missing:
+            raise InputError(cfiles[0], None, "question_id", f"no passage belongs to question {missing[0]!r}")
+        for qid, labels in gold.items():
+            outside = sorted(set(labels) - set(pools[qid]))
+            if outside:
+                raise InputError(gfiles[0], None, "passage_id",
+                                 f"{outside[0]!r} is labelled for {qid!r} but belongs to another question's pool")
+    return Bundle("demo", questions, passages, gold, pools)

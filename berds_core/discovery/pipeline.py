@@ -231,6 +231,22 @@ def select(rel: np.ndarray, support: np.ndarray, same: np.ndarray, knobs: Knobs)
     return balanced_order(clusters, knobs.max_k)
 
 
+def with_written(sup: np.ndarray, same: np.ndarray, written: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """A stance written in the pool for this very claim wins over the model's (P(support) 1 or 0), and two
+    sentences written on opposite sides are never one perspective."""
+    if not any(written):
+        return sup, same
+    sup, same = np.array(sup, dtype=np.float64, copy=True), np.array(same, dtype=np.float64, copy=True)
+    for i, w in enumerate(written):
+        if w:
+            sup[i] = 1.0 if w == "support" else 0.0
+    for i, wi in enumerate(written):
+        for j, wj in enumerate(written):
+            if wi and wj and wi != wj:
+                same[i, j] = 0.0
+    return sup, same
+
+
 def kept(rel: np.ndarray, knobs: Knobs) -> np.ndarray:
     """Indices of the candidates kept as relevant, most relevant first."""
     order = np.argsort(-rel, kind="stable")[:knobs.max_kept]
@@ -280,10 +296,13 @@ class Discoverer:
         E = np.asarray(emb[rows])
         sup = self.models.support(cands.claim, cands.claim_emb, texts, E)
         same = self.models.same(texts, E) if len(rows) > 1 else np.eye(len(rows))
+        written = self.index.written_for(cands.claim, rows) if hasattr(self.index, "written_for") else [None] * len(rows)
+        sup, same = with_written(sup, same, written)
         out = []
         for n, cl in enumerate(select(rel[keep], sup, same, k)):
             r = int(rows[cl.rep])
-            out.append({"pid": pool.ids[r], "text": pool.texts[r], "stance": cl.stance, "cluster": n,
+            out.append({"pid": pool.ids[r], "text": pool.texts[r], "stance": written[cl.rep] or cl.stance,
+                        "stance_from": "written" if written[cl.rep] else self.method, "cluster": n,
                         "score": round(float(cl.score), 4), "support_prob": round(float(cl.support), 4),
                         "members": [pool.ids[int(rows[m])] for m in cl.members if m != cl.rep]})
         return out
@@ -319,7 +338,9 @@ class Discoverer:
         E = np.asarray(self.index.embeddings[rows])
         c = self.index.encode([claim])[0]
         sup = self.models.support(claim, c, texts, E)
-        labels = cluster_labels(self.models.same(texts, E), self.knobs.cluster_threshold, self.knobs.linkage)
+        written = self.index.written_for(claim, rows) if hasattr(self.index, "written_for") else [None] * len(rows)
+        sup, same = with_written(sup, self.models.same(texts, E), written)
+        labels = cluster_labels(same, self.knobs.cluster_threshold, self.knobs.linkage)
         return [{"pid": pool.ids[r], "stance": "support" if s >= self.knobs.stance_threshold else "undermine",
                  "cluster": int(lab), "support_prob": round(float(s), 4)}
                 for r, s, lab in zip(rows, sup, labels)]

@@ -91,7 +91,19 @@ def load_pool(path, name: str | None = None) -> Corpus:
             if line.strip():
                 builder.add(line, "", None, str(no), (p, no))
         return builder.corpus(p, name or stem)
-    if suffix == ".json":
+    for where, obj in _records(p):
+        builder.add(_text_of(obj, p, where), "", _id_of(obj, p, where), f"{stem}-{where}".replace(" ", "-"),
+                    (p, where))
+    return builder.corpus(p, name or stem)
+
+
+def _row_id(obj: dict, path, where) -> str:
+    return _id_of(obj, path, where) or f"{Path(path).stem}-{where}".replace(" ", "-")
+
+
+def _records(p: Path) -> list[tuple[object, dict]]:
+    """``(where, object)`` of a JSON array or JSONL pool."""
+    if p.suffix.lower() == ".json":
         doc = load_json_document(p)
         if not isinstance(doc, list):
             raise InputError(p, None, None, "expected a JSON array of {pId, text} objects")
@@ -100,12 +112,39 @@ def load_pool(path, name: str | None = None) -> Corpus:
             if not isinstance(obj, dict):
                 raise InputError(p, f"entry {i}", None, "expected a JSON object")
             records.append((f"entry {i}", obj))
-    else:
-        records = list(iter_jsonl(p))
-    for where, obj in records:
-        builder.add(_text_of(obj, p, where), "", _id_of(obj, p, where), f"{stem}-{where}".replace(" ", "-"),
-                    (p, where))
-    return builder.corpus(p, name or stem)
+        return records
+    return list(iter_jsonl(p))
+
+
+STANCES = {"support": "support", "for": "support", "undermine": "undermine", "oppose": "undermine",
+           "against": "undermine"}
+
+
+def claim_key(claim: str) -> str:
+    """A claim compared as written: the claim form of a question, lower case, single spaces, no end stop."""
+    from ..datasets.sides import yes_no_sides
+
+    yes, _ = yes_no_sides(claim)
+    return " ".join((yes or claim).lower().split()).rstrip(" .!?")
+
+
+def written_stances(path) -> dict[str, tuple[str, str]]:
+    """Pool id -> (claim key of its ``topic``, its ``stance``) for JSON / JSONL pool entries that carry both:
+    the stance a sentence was written with, for the claim it was written for (the built-in demo pool)."""
+    p = pool_path(path)
+    if p.suffix.lower() not in (".json", ".jsonl", ".ndjson"):
+        return {}
+    out = {}
+    for where, obj in _records(p):
+        stance, topic = obj.get("stance"), obj.get("topic")
+        if stance is None:
+            continue
+        if not isinstance(stance, str) or stance.strip().lower() not in STANCES:
+            raise InputError(p, where, "stance", f"expected one of {', '.join(STANCES)}, got {stance!r}")
+        if not isinstance(topic, str) or not topic.strip():
+            raise InputError(p, where, "topic", "a stance needs the claim or question it is for")
+        out[_row_id(obj, p, where)] = (claim_key(topic), STANCES[stance.strip().lower()])
+    return out
 
 
 class PoolIndex:
@@ -116,11 +155,24 @@ class PoolIndex:
         from ..retrieval import get_retriever
 
         self.pool = pool
+        self.written: dict[int, tuple[str, str]] = {}  # row -> (claim key, stance) as written (set_written)
         self.bm25 = get_retriever("bm25", pool, progress=progress)
         self.dense = get_retriever("dense", pool, model, progress=progress, device=device, encoding=encoding)
 
     def __len__(self) -> int:
         return len(self.pool)
+
+    def set_written(self, by_id: dict[str, tuple[str, str]]) -> "PoolIndex":
+        """The stances the pool's entries were written with (:func:`written_stances`), by row."""
+        self.written = {self.pool.index_of(i): v for i, v in by_id.items() if i in self.pool._row_of}
+        return self
+
+    def written_for(self, claim: str, rows) -> list[str | None]:
+        """Per row, the stance written for ``claim`` (None: written for another claim, or none written)."""
+        if not self.written:
+            return [None] * len(rows)
+        key = claim_key(claim)
+        return [(lambda w: w[1] if w and w[0] == key else None)(self.written.get(int(r))) for r in rows]
 
     @property
     def embeddings(self) -> np.ndarray:
@@ -190,7 +242,7 @@ def _file_key(path) -> tuple:
 
 @functools.lru_cache(maxsize=4)
 def _open(key: tuple, model: str | None, progress: bool) -> PoolIndex:
-    return PoolIndex(load_pool(key[0]), model=model, progress=progress)
+    return PoolIndex(load_pool(key[0]), model=model, progress=progress).set_written(written_stances(key[0]))
 
 
 def open_pool(path, *, model: str | None = None, progress: bool = False) -> PoolIndex:

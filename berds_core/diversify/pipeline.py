@@ -47,6 +47,21 @@ class Pipeline:
         depth = None if self.depth == DEFAULT_DEPTH else self.depth
         return format_spec(SpecParts(self.retriever, depth, tuple(StagePart(s.name, s.args()) for s in self.stages)))
 
+    def describe(self, retriever: str | None = None) -> str:
+        """What the pipeline does, in words printed from its parts (a caption never typed beside a spec);
+        ``retriever``: the name of the one in use when the pipeline names none."""
+        who = self.retriever or retriever or "the retriever"
+        moving = [st for st in self.stages if st.reorders]
+        if not moving:
+            return f"{who}'s own ranking"
+        steps = []
+        for st in moving:
+            what, _, how = st.help.partition(": ")
+            args = ", ".join(f"{k}={v}" for k, v in st.args())
+            steps.append(what + (f" ({how}{'; ' if how and args else ''}{args})" if how or args else ""))
+        head = who if self.stages[0].makes_candidates else f"{who} top {self.depth}"
+        return f"{head}, then " + ", then ".join(steps) + f"; below them, {who}'s own order"
+
     @property
     def pool(self) -> str:
         """Where the candidates come from: ``union`` when that stage leads, else ``retriever``."""

@@ -431,13 +431,12 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
 def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
     """Every (passage, perspective) pair of the built-in demo bundle, and its gold labels as 0/1.
 
-    A demo passage belongs to the question its id starts with (``a-q01-p07``
-    -> ``a-q01``); the pair id is ``demo:<passage>:<perspective index>``.
+    A demo passage belongs to its question's pool (``Bundle.pools``); the pair id is
+    ``demo:<passage>:<perspective index>``.
     """
     bundle = load_demo()
-    by_q = defaultdict(list)
-    for p in bundle.passages:
-        by_q[p.id.rsplit("-p", 1)[0]].append(p)
+    by_id = {p.id: p for p in bundle.passages}
+    by_q = {qid: [by_id[i] for i in ids] for qid, ids in bundle.pools.items()}
     pairs, labels = [], {}
     for q in bundle.questions:
         entry = {"question": q.question, "perspectives": q.perspectives, "stances": q.stances}

@@ -59,15 +59,24 @@ def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:
     return [(int(r), float(s)) for r, s in hits]
 
 
-def judge_matrix(judge, passages: list, perspectives: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def judge_matrix(judge, passages: list, perspectives: list[str], question: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Judge probabilities and labels, shaped (passages x perspectives).
 
     ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
     text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
+    ``question``: passages the judge finds off its topic support nothing (``judges.gate``).
     """
     from ..judges import judge_passages
 
-    return judge_passages(judge, list(passages), list(perspectives))
+    return judge_passages(judge, list(passages), list(perspectives), question)
+
+
+def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
+    """``+1`` supports, ``0`` unsure, ``-1`` does not (``judges.calibration.verdicts`` with the judge's band)."""
+    from ..judges.calibration import verdicts
+
+    return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
@@ -88,18 +97,26 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     rows = [r for r, _ in ranked]
     texts = [corpus.texts[r] for r in rows]
     ids = [corpus.ids[r] for r in rows]
-    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives)
+    m = len(question.perspectives)
+    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question)
+    verdict = judge_verdicts(judge, probs) if len(rows) else np.zeros((0, m), dtype=np.int8)
     g = gold_matrix(gold, question, ids)
-    L = g if (use_gold and g is not None) else labels
+    by_gold = use_gold and g is not None
+    # the judge's metrics count confident decisions only; perspectives it is unsure about are said apart
+    L = g if by_gold else verdict == 1
+    covered = L[:k].any(axis=0) if len(L) else np.zeros(m, dtype=bool)
+    unsure = (np.zeros(m, dtype=bool) if by_gold or not len(L) else ~covered & (verdict[:k] == 0).any(axis=0))
     return {
         "method": label if label is not None else str(as_pipeline(pipeline)),
         "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
                       "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
+                      "verdicts": verdict[i].tolist(),
                       "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
         "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
         "precision": precision_at_k(L, k),
-        "covered": L[:k].any(axis=0).tolist() if len(L) else [False] * len(question.perspectives),
-        "labels_from": "gold" if (use_gold and g is not None) else "judge",
+        "covered": covered.tolist(),
+        "unsure": unsure.tolist(),
+        "labels_from": "gold" if by_gold else "judge",
     }
 
 
@@ -114,8 +131,10 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     rows = [int(r) for r, _ in ranked]
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
-    else:
-        _, L = judge_matrix(engine.judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which])
+    else:  # confident decisions only, as the columns count them
+        probs, _ = judge_matrix(engine.judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which],
+                                question.question)
+        L = judge_verdicts(engine.judge, probs) == 1
     out = {}
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]

@@ -28,6 +28,13 @@ class Data:
     gold: dict | None
     key: str = ""
     subsets: list = field(default_factory=list)
+    # question id -> the corpus it retrieves from (the built-in demo: each question's own pool, as BERDS's web
+    # setting); a question without one retrieves from ``corpus``
+    pools: dict = field(default_factory=dict)
+
+    def corpus_for(self, question_id: str):
+        """The corpus a question retrieves from: its pool, else the dataset's corpus."""
+        return self.pools.get(question_id, self.corpus)
 
 
 def load_data(cfg) -> Data:
@@ -42,10 +49,10 @@ def load_data(cfg) -> Data:
     from ..corpus import corpus_from_passages
     from ..files.safepaths import resolve_user_path
 
-    passages, gold = [], None
+    passages, gold, pool_ids = [], None, {}
     if cfg.dataset == DEMO:
         bundle = datasets.load_demo()
-        name, questions, passages, gold = "demo", bundle.questions, bundle.passages, bundle.gold
+        name, questions, passages, gold, pool_ids = "demo", bundle.questions, bundle.passages, bundle.gold, bundle.pools
     else:
         if not cfg.dataset_path.strip():
             raise InputError("dataset", None, "path", "give the path of a questions file")
@@ -62,8 +69,12 @@ def load_data(cfg) -> Data:
     index_folder = None
     if cfg.retriever.startswith("index:"):  # a prebuilt index folder: typed, so checked like any path
         index_folder = resolve_user_path(cfg.retriever[len("index:"):].partition("|")[0], what="index folder")
+    pools = {}
     if cfg.corpus == FROM_DATASET:
         corpus = corpus_from_passages(passages, name) if passages else None
+        if corpus is not None and pool_ids and index_folder is None:
+            by_id = {p.id: p for p in passages}
+            pools = {qid: corpus_from_passages([by_id[i] for i in ids], f"{name}:{qid}") for qid, ids in pool_ids.items()}
     else:
         corpus_path = cfg.corpus_path.strip()
         if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
@@ -77,4 +88,4 @@ def load_data(cfg) -> Data:
     subsets = sorted({q.subset for q in questions if q.subset})
     key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
                              cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
-    return Data(name, list(questions), corpus, gold, key, subsets)
+    return Data(name, list(questions), corpus, gold, key, subsets, pools)

@@ -6,12 +6,10 @@ question is encoding those passages. They belong to one corpus, so
 :func:`warm_passages` encodes every passage once, up front, with progress:
 
 - the judge's passage embeddings, for a judge that embeds texts one by one
-  (one with a ``featurizer`` exposing ``sentence_embeddings``; they persist in
-  the embedding store, so the next process starts warm). The embedded judge
-  reads (perspective, passage) *pairs* (the stance model, a cross-encoder):
-  nothing can be encoded before the perspectives are known, so it only loads
-  its network here (``load()``) and encodes each question's pairs once, in
-  the store;
+  (one with an ``encoder``: the ``embedded`` judge, whose vectors are dense
+  retrieval's and MMR's; they persist in the embedding store, so the next
+  process starts warm). A judge that reads pairs (an LLM) only loads its model
+  here (``load()``);
 - MMR's passage embeddings (``diversify.embeddings.passage_embeddings``).
 
 ``texts`` adds other texts a per-text judge will read: the dataset's perspectives
@@ -77,7 +75,7 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
         shipped = str(z[f"stance_key_{enc}"])  # <model>|<precision>|msl<the preset's tokens>
         skey = get_stance_model().key_for(int(shipped.rsplit("msl", 1)[1]))
         if skey == shipped:  # the same model version and precision
-            sh = [str(h) for h in z["stance_hashes"]]
+            sh = [str(h) for h in z[f"stance_hashes_{enc}" if f"stance_hashes_{enc}" in z.files else "stance_hashes"]]
             have = store.get_many(skey, sh)
             todo = [(h, v.astype(np.float32)) for h, v in zip(sh, z[f"stance_{enc}"]) if h not in have]
             store.put_many(skey, todo)
@@ -104,22 +102,20 @@ def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = N
     report = report or (lambda *a, **k: None)
     out = {"judge_texts": 0, "mmr_passages": 0, "skipped": None}
     load = getattr(judge, "load", None)
-    if callable(load):
+    if callable(load) and getattr(judge, "encoder", None) is None:  # an encoder loads at its first new text
         report("loading the judge model")
         load()
     n = len(corpus)
     if n > max_passages:
         out["skipped"] = f"{n:,} passages (more than {max_passages:,}): encoded per question instead"
         return out
-    from ..diversify.facets import passage_text
 
-    feat = getattr(judge, "featurizer", None)
-    if feat is not None and hasattr(feat, "sentence_embeddings"):
-        todo = list(dict.fromkeys(list(corpus.texts) + [passage_text(corpus, r) for r in range(n)]
-                                  + list(texts)[:max_passages]))
+    encoder = getattr(judge, "encoder", None)  # a judge that embeds texts one by one (``embedded``)
+    if encoder is not None and hasattr(encoder, "embed"):
+        todo = list(dict.fromkeys(list(corpus.texts) + list(texts)[:max_passages]))
         for a in range(0, len(todo), BATCH):  # the encoder loads at the first text not in the store
             report("encoding passages for the judge", a, len(todo))
-            feat.sentence_embeddings(todo[a:a + BATCH])
+            encoder.embed(todo[a:a + BATCH])
         out["judge_texts"] = len(todo)
     if embedder is not None:
         from ..diversify.vectors import passage_embeddings
