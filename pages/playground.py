@@ -363,7 +363,8 @@ def main() -> None:
                                 not any((p["score"] or 0) > 0 for p in plain["passages"])):
         st.info("Nothing found: no passage of this corpus shares a word with the question. "
                 "Try other words, or choose another corpus in the sidebar.", icon=":material/search_off:")
-    elif ok and not any(any(any(row) for row in _scoring_labels(r, use_gold)) for r in ok):
+    elif ok and not any(any(any(row) for row in _scoring_labels(r, use_gold)) or any(r.get("unsure") or [])
+                        for r in ok):  # nothing counted and nothing the judge is unsure about
         st.info(f"Nothing relevant found: none of the passages retrieved supports any perspective "
                 f"(according to the {'gold' if use_gold else 'judge'} labels). This corpus may not cover the "
                 "question; try other words, or choose another corpus in the sidebar.", icon=":material/search_off:")

@@ -98,9 +98,28 @@ def test_name_is_asked_once_then_in_url(db):
     at = _annotate(annotator=None)
     assert not at.exception
     at.text_input(key="ann_name_input").input("bob")
-    at.button[0].click().run()  # the form's submit button
+    next(b for b in at.button if b.label == "Start labelling").click().run()  # the form's submit button
     assert at.query_params["annotator"] in ("bob", ["bob"])
     assert "Question 2?" in _texts(at)  # bob's queue starts at p2
+
+
+def test_one_click_opens_a_ready_demo_queue(tmp_path, monkeypatch):
+    """issue 37: from a fresh Annotate page (open mode, no name, no task set) one click labels the demo."""
+    path = tmp_path / "fresh.db"
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(path))
+    monkeypatch.delenv("BERDS_AUTH", raising=False)
+    at = _annotate(annotator=None)
+    assert not at.exception
+    at.button(key="ann_demo_now").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["annotator"] in ("guest", ["guest"])
+    assert any("0 of 40 done" in p.proto.text for p in at.get("progress"))
+    assert "does it support the perspective?" in _texts(at)  # a pair is on screen
+    with Store(path) as s:
+        assert s.task_sets() == ["demo"] and len(s.queue("guest")) == 40
+    at.button(key="btn_yes").click().run()  # and the keys label it
+    with Store(path) as s:
+        assert len(s.labels("guest")) == 1
 
 
 def _import_path(at, path):

@@ -221,15 +221,17 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     m = len(re.findall(r'<span class="bc-tag">P\d+</span>', md.split("####")[0]))
     assert m >= 2  # the perspective legend
     # one chip per perspective on every card
-    assert len(re.findall(r'class="bc-chip( yes| topical)?"', md)) == 4 * k * m
+    assert len(re.findall(r'class="bc-chip( yes| topical| unsure)?"', md)) == 4 * k * m
     # the demo question has gold labels, so they score by default (as on Evaluate): green = gold supports
     assert at.radio(key="pg_labels").value == "gold" and 'class="bc-chip topical"' not in md
-    # scored by the default embedded judge, the studio's stance model: its positives "support" (green), and a
-    # caption says what it is and how well it agrees with people
+    # scored by the default embedded judge (closeness, not stance): its confident positives are "close" (blue),
+    # never green "supports"; pairs it cannot tell from its threshold are "?" (unsure); a caption says what it
+    # is and how well it agrees with people
     at.radio(key="pg_labels").set_value("judge").run()
     md = _md(at)
-    assert 'class="bc-chip topical"' not in md
-    assert any("small stance model" in c.value and "F1" in c.value for c in at.caption)
+    assert 'class="bc-chip yes"' not in md and 'class="bc-chip unsure"' in md
+    assert re.search(r'class="bc-chip unsure" title="[^"]*unsure[^"]*">P\d+ \?', md)
+    assert any("how close a passage is" in c.value and "F1" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them
     assert "gold yes" in md and "gold no" in md and "G✓" in md
     values = re.findall(r"MRecall@\d+<b>(\d)</b>", md)

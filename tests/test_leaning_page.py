@@ -79,10 +79,13 @@ def test_rank_aware_leaning_table_matches_the_engine(page):
     for _, row in table.iterrows():
         assert -1 <= row["lo"] <= row["rank_leaning"] <= row["hi"] <= 1
     demo = load_demo()
-    corpus = corpus_from_passages(demo.passages, "demo")
+    by_id = {p.id: p for p in demo.passages}
     two = [q for q in demo.questions if len(q.perspectives) == 2]
-    hits = get_retriever("bm25", corpus, progress=False).search([q.question for q in two], 5)
-    mats = [gold_matrix(demo.gold, q.id, 2, [corpus.ids[r] for r, _ in h]) for q, h in zip(two, hits)]
+    mats = []
+    for q in two:  # each demo question in its own pool, as the page ranks it
+        pool = corpus_from_passages([by_id[i] for i in demo.pools[q.id]], f"demo:{q.id}")
+        hits = get_retriever("bm25", pool, progress=False).search([q.question], 5)[0]
+        mats.append(gold_matrix(demo.gold, q.id, 2, [pool.ids[r] for r, _ in hits]))
     sides = [infer_sides(q.question, q.perspectives, q.stances) for q in two]
     expected = exposure_leaning(mats, sides, 5)
     row = table[table["configuration"] == "bm25 plain"].iloc[0]

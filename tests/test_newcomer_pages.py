@@ -305,10 +305,11 @@ def test_gold_scoring_colours_the_chips_by_gold(warm):
     assert pairs and chips
     for cls, gmark in pairs:  # green exactly where gold says "supports"
         assert (cls == "bc-chip yes") == bool(gmark)
-    judge_pairs = re.findall(r'<span class="(bc-chip(?: yes| topical)?)" title="[^"]*">P\d+ [\d.]+'
+    judge_pairs = re.findall(r'<span class="(bc-chip(?: yes| topical| unsure)?)" title="[^"]*">P\d+ (?:[\d.]+|\?)'
                              r'(<span class="g">G✓</span>)?</span>', judge_md)
-    assert judge_pairs and 'class="bc-chip topical"' not in judge_md  # the embedded judge reads stance
-    assert any((cls != "bc-chip") != bool(g) for cls, g in judge_pairs)  # the judge disagrees somewhere
+    # the embedded judge reads closeness, not stance: never green "supports"
+    assert judge_pairs and 'class="bc-chip yes"' not in judge_md
+    assert any((cls == "bc-chip topical") != bool(g) for cls, g in judge_pairs)  # the judge disagrees somewhere
 
 
 def test_typed_question_the_corpus_does_not_cover_gets_a_hint(warm):
