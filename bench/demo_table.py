@@ -109,10 +109,10 @@ def judge_markdown() -> str:
 
 
 def replace_block(text: str, name: str, body: str) -> str:
-    pat = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
+    pat = re.compile(rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.S)
     if not pat.search(text):
         raise SystemExit(f"README.md has no <!-- {name}:begin --> / <!-- {name}:end --> block")
-    return pat.sub(lambda m: m.group(1) + body + m.group(2), text)
+    return pat.sub(lambda m: m.group(1) + body.rstrip("\n") + "\n" + m.group(2), text)
 
 
 def main(argv=None) -> int:

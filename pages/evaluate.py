@@ -10,16 +10,12 @@ import streamlit as st
 
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
-from berds_core.studio.columns import column_pipeline, run_entry
+from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
 from berds_core.studio.summaries import summarize, summarize_scores
-from berds_core.diversify import get_preset
 from pages.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, question_engine
 
 ensure_shell()
 
-METHODS = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
-           "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2",
-           "preset": "preset: diverse"}
 PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
@@ -40,12 +36,7 @@ def run_key(cfg, method, lam, qe_source) -> str:
 
 
 def config_label(cfg, method, lam, qe_source, labels) -> str:
-    """The configuration's name, printed from what runs: the preset is its saved pipeline (it retrieves with
-    its own retriever, whatever the sidebar says)."""
-    if method == "preset":
-        return f"{METHODS[method]} = {get_preset('diverse')} · {labels}"
-    extra = f" λ={lam:.2f}" if method == "mmr" else (f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
-    return f"{cfg.retriever} {METHODS[method]}{extra} · {labels}"
+    return method_label(cfg.retriever, method, lam, qe_source, labels)
 
 
 def interval_text(m: dict, n: int) -> str:

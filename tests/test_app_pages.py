@@ -210,6 +210,20 @@ def playground(_app):
     return _open(_app(), "pages/playground.py")
 
 
+def test_preset_column_says_its_saved_pipeline(playground):
+    """issue 37: the preset's caption is printed from its spec (the help of its switch too), never typed."""
+    from berds_core.diversify import get_preset
+    from pages.common import esc
+
+    at = playground
+    at.toggle(key="pg_preset").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    md = _md(at)
+    p = get_preset("diverse")
+    assert "#### + Diverse preset" in md and esc(f"{p.describe('bm25')} ({p})") in md
+    assert str(p) in at.toggle(key="pg_preset").help and p.describe() in at.toggle(key="pg_preset").help
+
+
 def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     at = playground
     md = _md(at)

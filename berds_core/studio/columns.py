@@ -31,6 +31,21 @@ PAGE_METHODS = {
 }
 
 
+# the pages' names of their methods (Evaluate's picker and labels)
+METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
+                "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2", "preset": "preset: diverse"}
+
+
+def method_label(retriever: str, method: str, lam: float | None, qe_source: str, labels: str) -> str:
+    """A configuration's name, printed from what runs: the preset is its saved pipeline (it retrieves with its
+    own retriever, whatever ``retriever`` says); the others name the retriever and their knob."""
+    if method == "preset":
+        return f"{METHOD_NAMES[method]} = {as_pipeline('diverse')} · {labels}"
+    extra = (f" λ={lam:.2f}" if method == "mmr" else
+             f" ({qe_source})" if method in ("qe", "coverage", "xquad", "pm2") else "")
+    return f"{retriever} {METHOD_NAMES[method]}{extra} · {labels}"
+
+
 @dataclass
 class Engine:
     """What a page ranks and judges with: ``corpus``, ``retriever`` (e.g. a ``SharedSearch``), ``judge``
