@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..files.jsonio import atomic_write
-from ..files.outputs import declare
+from ..files.outputs import declare, report_stream
 
 from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
 
@@ -212,10 +212,11 @@ def run_eval(args):
     if "decode_comparison" in result:
         rows.append((result["decode_comparison"]["other_vs_humans"]["judge"],
                      result["decode_comparison"]["other_vs_humans"]))
-    sys.stdout.write(table(rows) + "\n")
+    to = report_stream(args)  # stderr when ``--out -`` put the TSV on stdout
+    to.write(table(rows) + "\n")
     if "decode_comparison" in result:
         c = result["decode_comparison"]
-        sys.stdout.write(f"logits vs generate: {c['disagree']} of {c['pairs']} pairs disagree ({100 * c['rate']:.1f}%)\n")
+        to.write(f"logits vs generate: {c['disagree']} of {c['pairs']} pairs disagree ({100 * c['rate']:.1f}%)\n")
     if args.out:
-        sys.stdout.write(f"wrote {args.out}\n")
+        to.write(f"wrote {args.out}\n")
     return None
