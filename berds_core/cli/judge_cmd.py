@@ -1,7 +1,6 @@
 """``berds judge`` (add a judge's predictions to a run) and ``berds judge-eval`` (judge vs human labels)."""
 from __future__ import annotations
 
-import csv
 import sys
 
 import numpy as np
@@ -9,6 +8,7 @@ import numpy as np
 from ..errors import InputError
 from ..files.jsonio import atomic_write
 from ..files.outputs import declare, report_stream
+from ..files.spreadsheet import delimited
 
 from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
 
@@ -200,12 +200,11 @@ def run_eval(args):
         cmp["other_vs_humans"] = {**agreement(labels, other_preds), "judge": other.name}
         result["decode_comparison"] = cmp
     if args.out:
+        cols = list(k for k in rows[0] if k != "_line")
+        text = delimited(([r[c] for c in cols] + [f"{float(p):.6f}", int(y)] for r, p, y in zip(rows, probs, preds)),
+                         cols + ["probability", "prediction"], "\t")  # the spreadsheet formula guard too
         with atomic_write(args.out) as fh:
-            w = csv.writer(fh, delimiter="\t", quotechar='"', doublequote=True, lineterminator="\n")
-            cols = list(k for k in rows[0] if k != "_line")
-            w.writerow(cols + ["probability", "prediction"])
-            for r, p, y in zip(rows, probs, preds):
-                w.writerow([r[c] for c in cols] + [f"{float(p):.6f}", int(y)])
+            fh.write(text)
     if args.json:
         return result
     rows = [(judge.name, result)]
