@@ -134,10 +134,11 @@ def run_judge(args) -> dict:
     from ..judges import JudgeError, judge_run, passage_text
     from ..runs import label_matrix, read_run, write_run
 
-    from ._ray import judge_on_ray, run_pairs
+    from ._ray import check_judge_ray, judge_on_ray, run_pairs
 
     entries = read_run(args.run)
     judge = make_judge(args)
+    check_judge_ray(args, judge)  # before any work, even when every pair turns out cached
     ray_info = judge_on_ray(args, judge, run_pairs(entries, judge))  # --ray: the cluster fills the cache
     try:
         judge_run(entries, judge, progress=not args.quiet)
@@ -184,8 +185,11 @@ def table(rows: list[tuple[str, dict]]) -> str:
 
 
 def run_eval(args):
+    from ._ray import check_judge_ray
+
     rows = read_pairs(args.pairs)
     judge = make_judge(args)
+    check_judge_ray(args, judge)  # before any work, even when every pair turns out cached
     pairs = [(r["document"], r["perspective"]) for r in rows]
     from ._ray import judge_on_ray
 

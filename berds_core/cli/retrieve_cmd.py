@@ -49,7 +49,7 @@ def run_index(args) -> dict:
     check_models(args)
     from . import _ray
 
-    if _ray.address(args):
+    if _ray.requested(args):
         return _ray.run_index(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
@@ -70,7 +70,7 @@ def run_retrieve(args) -> dict:
     check_models(args)
     from . import _ray
 
-    if _ray.address(args):
+    if _ray.requested(args):
         return _ray.run_retrieve(args, div)
     if args.corpus is not None and args.corpus_per_question is not None or \
             args.corpus is None and args.corpus_per_question is None and args.index_dir is None:
