@@ -95,7 +95,7 @@ def chosen_measures(args, ks: list[int]) -> tuple[list, list[int]]:
     from ..eval.diversity import DEFAULT_ALPHA
     from ..eval.measures import parse_measures
 
-    if not args.measures:
+    if args.measures is None:
         return [], ks
     chosen = parse_measures(args.measures, source="--measures")
     if not chosen:

@@ -570,6 +570,10 @@ class Store:
                 out.append(r[0])
         return out
 
+    def has_assignments(self) -> bool:
+        """Whether any task set gave anyone a queue."""
+        return bool(self._read("SELECT 1 FROM assignments LIMIT 1"))
+
     def is_assigned(self, annotator: str, pair_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM assignments WHERE annotator = ? AND pair_id = ? LIMIT 1",
                                (annotator, str(pair_id))))
