@@ -3,8 +3,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import shell, sidebar, start_warmup
-from pages.lab_ui import gate
+from studio_ui.common import shell, sidebar, start_warmup
+from studio_ui.lab_ui import gate
 
 ROOT = Path(__file__).parent
 

@@ -7,9 +7,17 @@ tab), and a guard that refuses file uploads from visitors who have not signed
 in (:mod:`berds_core.lab.session`). A lab (``BERDS_AUTH=lab``) runs this;
 ``streamlit run app.py`` still works, with sign-ins that last one tab.
 """
-import streamlit as st
+import os
 
-from berds_core.lab.session import middleware, routes
+# Streamlit serves through uvicorn, whose default believes X-Forwarded-For from 127.0.0.1: a client on this
+# host (or behind a pass-through front end) could then write its own address and get a fresh sign-in
+# budget with each one. Trust no forwarding header unless the operator names its proxy (FORWARDED_ALLOW_IPS,
+# uvicorn's own setting; the lab's rate limits read the proxy's header through BERDS_PROXY_HEADER).
+os.environ.setdefault("FORWARDED_ALLOW_IPS", "")
+
+import streamlit as st  # noqa: E402  (after the setting: uvicorn reads it when the server starts)
+
+from berds_core.lab.session import middleware, routes  # noqa: E402
 
 app = st.App("app.py", routes=routes(), middleware=middleware())
 

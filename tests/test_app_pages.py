@@ -46,7 +46,7 @@ def shown(elements) -> list[str]:
 def wait_warm(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     """Rerun until the background warm-up of the current configuration is over (models load off the page run)."""
     from berds_core.runtime.background import JOBS
-    from pages.common import _config_key, current_config
+    from studio_ui.common import _config_key, current_config
 
     end = time.monotonic() + timeout
     while True:

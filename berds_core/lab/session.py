@@ -6,7 +6,7 @@ JavaScript cannot be HttpOnly. Streamlit 1.67 offers the honest way: an
 app. This module is that route and a guard for uploads:
 
 - ``POST /berds/session`` with a one-time code: after a password check the
-  page (:mod:`pages.lab_ui`) gets a code (:func:`handoff`, random, 60 s, used
+  page (:mod:`studio_ui.lab_ui`) gets a code (:func:`handoff`, random, 60 s, used
   once) and its browser exchanges it here for the cookie
   ``berds_session=<session token>; HttpOnly; SameSite=Strict; Path=/``
   (``Secure`` over TLS, or with ``BERDS_COOKIE_SECURE=1`` behind a TLS proxy),
