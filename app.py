@@ -4,7 +4,10 @@ from pathlib import Path
 import streamlit as st
 
 from studio_ui.common import shell, sidebar, start_warmup
+from studio_ui.guards import install as install_guards
 from studio_ui.lab_ui import gate
+
+install_guards()  # also under `streamlit run app.py` (serve.py installs them before the server starts)
 
 ROOT = Path(__file__).parent
 

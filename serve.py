@@ -18,6 +18,9 @@ os.environ.setdefault("FORWARDED_ALLOW_IPS", "")
 import streamlit as st  # noqa: E402  (after the setting: uvicorn reads it when the server starts)
 
 from berds_core.lab.session import middleware, routes  # noqa: E402
+from studio_ui.guards import install as install_guards  # noqa: E402
+
+install_guards()  # clear_cache from the websocket: a signed-in admin's tab only, in lab mode
 
 app = st.App("app.py", routes=routes(), middleware=middleware())
 
