@@ -15,7 +15,27 @@ import os
 # uvicorn's own setting; the lab's rate limits read the proxy's header through BERDS_PROXY_HEADER).
 os.environ.setdefault("FORWARDED_ALLOW_IPS", "")
 
-import streamlit as st  # noqa: E402  (after the setting: uvicorn reads it when the server starts)
+
+def _trust_only_named_proxies() -> None:
+    """uvicorn read its trust setting before importing this file (``streamlit run`` hands it ``serve:app``),
+    and wraps the app in its ProxyHeadersMiddleware just after the import: give that wrapper the setting
+    above instead (the operator's FORWARDED_ALLOW_IPS when named, else nobody)."""
+    try:
+        import uvicorn.config as uvicorn_config
+    except ImportError:  # pragma: no cover - Streamlit's server is uvicorn
+        return
+    real = getattr(uvicorn_config.ProxyHeadersMiddleware, "berds_real", uvicorn_config.ProxyHeadersMiddleware)
+
+    def proxy_headers(app, trusted_hosts="127.0.0.1"):
+        return real(app, trusted_hosts=os.environ.get("FORWARDED_ALLOW_IPS", ""))
+
+    proxy_headers.berds_real = real
+    uvicorn_config.ProxyHeadersMiddleware = proxy_headers
+
+
+_trust_only_named_proxies()
+
+import streamlit as st  # noqa: E402
 
 from berds_core.lab.session import middleware, routes  # noqa: E402
 from studio_ui.guards import install as install_guards  # noqa: E402
