@@ -74,7 +74,7 @@ def resolve_output(path, field: str | None = None) -> Sink:
                                              "create the target or give the file itself")
     try:
         mode = os.stat(p).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new file (its folder is checked by the caller)
         return Sink("file", p)
     except OSError as e:
         raise InputError(given, None, field, f"cannot be examined ({e.strerror})") from None
