@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import InputError
 from ..files.jsonio import atomic_write
 from ..files.outputs import declare, report_stream
-from ..files.spreadsheet import delimited
+from ..files.spreadsheet import delimited_lines
 
 from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
 
@@ -205,10 +205,11 @@ def run_eval(args):
         result["decode_comparison"] = cmp
     if args.out:
         cols = list(k for k in rows[0] if k != "_line")
-        text = delimited(([r[c] for c in cols] + [f"{float(p):.6f}", int(y)] for r, p, y in zip(rows, probs, preds)),
-                         cols + ["probability", "prediction"], "\t")  # the spreadsheet formula guard too
-        with atomic_write(args.out) as fh:
-            fh.write(text)
+        with atomic_write(args.out) as fh:  # the spreadsheet formula guard too
+            for line in delimited_lines(([r[c] for c in cols] + [f"{float(p):.6f}", int(y)]
+                                         for r, p, y in zip(rows, probs, preds)),
+                                        cols + ["probability", "prediction"], "\t"):
+                fh.write(line)
     if args.json:
         return result
     rows = [(judge.name, result)]

@@ -58,23 +58,26 @@ def unneutralise(value):
     return "".join(p[1:] if i % 2 == 0 and p.startswith("'") else p for i, p in enumerate(parts))
 
 
-def delimited(rows: Iterable, columns: list[str], delimiter: str = ",", *, header: bool = True) -> str:
-    """``rows`` (dicts, or sequences in ``columns`` order) as CSV / TSV text: every cell neutralised, every
-    field with a delimiter, a quote, ``\\n`` or ``\\r`` quoted, records ended by ``\\n``."""
+def delimited_lines(rows: Iterable, columns: list[str], delimiter: str = ",", *, header: bool = True):
+    """The records of :func:`delimited`, one string each (header first), for writing as they come."""
     buf = io.StringIO(newline="")
     w = csv.writer(buf, delimiter=delimiter, quotechar='"', doublequote=True, quoting=csv.QUOTE_MINIMAL,
                    lineterminator="\r\n")  # so that both \r and \n inside a field are quoted
 
-    def put(cells) -> None:
+    def one(cells) -> str:
         w.writerow([neutralise(c) for c in cells])
         text = buf.getvalue()
         buf.seek(0)
         buf.truncate()
-        parts.append(text[:-2] + "\n")  # the record's own \r\n, outside any quote, becomes \n
+        return text[:-2] + "\n"  # the record's own \r\n, outside any quote, becomes \n
 
-    parts: list[str] = []
     if header:
-        put([str(c) for c in columns])
+        yield one([str(c) for c in columns])
     for r in rows:
-        put([r.get(c, "") for c in columns] if isinstance(r, dict) else list(r))
-    return "".join(parts)
+        yield one([r.get(c, "") for c in columns] if isinstance(r, dict) else list(r))
+
+
+def delimited(rows: Iterable, columns: list[str], delimiter: str = ",", *, header: bool = True) -> str:
+    """``rows`` (dicts, or sequences in ``columns`` order) as CSV / TSV text: every cell neutralised, every
+    field with a delimiter, a quote, ``\n`` or ``\r`` quoted, records ended by ``\n``."""
+    return "".join(delimited_lines(rows, columns, delimiter, header=header))
