@@ -160,3 +160,31 @@ def test_streamlit_grid_download_is_off():
 
     conf = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert conf["client"]["disableDataExport"] is True
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_tables_offer_no_unguarded_csv_download_in_a_real_browser(tmp_path):
+    """The app's config (run from the project folder) leaves a table's toolbar without "Download as CSV";
+    Streamlit's default would offer it (checked in the same test, so the check can fail)."""
+    from browser_harness import chromium_page, skip_reason, streamlit_server, wait_for_app
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    script = tmp_path / "table.py"
+    script.write_text("import pandas as pd\nimport streamlit as st\n"
+                      "st.dataframe(pd.DataFrame({'note': ['=HYPERLINK(\"http://evil.example\",\"x\")'], 'n': [1]}))\n")
+
+    def buttons(env) -> list[str]:
+        with streamlit_server(script, env=env) as url, chromium_page() as page:
+            page.goto(url)
+            wait_for_app(page)
+            page.locator('[data-testid="stDataFrame"]').hover()
+            page.locator('[data-testid="stElementToolbar"]').wait_for(timeout=30_000)
+            return page.locator('[data-testid="stElementToolbar"] button').evaluate_all(
+                "bs => bs.map(b => b.getAttribute('aria-label'))")
+
+    ours = buttons({})
+    assert "Download as CSV" not in ours and "Search" in ours
+    assert "Download as CSV" in buttons({"STREAMLIT_CLIENT_DISABLE_DATA_EXPORT": "false"})
