@@ -86,13 +86,18 @@ def test_a_link_to_proc_self_fd_1_reaches_stdout(demo, tmp_path):
     assert len(ids) == 14
 
 
-def test_dev_stdout_by_name_reaches_stdout(demo):
+def test_a_link_to_dev_stdout_reaches_stdout(demo, tmp_path):
+    """A chain of links through ``/dev/stdout`` (never ``/dev/stdout`` itself: a regressed writer run as root
+    would replace the system's node; here it could only replace the temporary link)."""
     if not os.path.islink("/dev/stdout"):
         pytest.skip("no /dev/stdout link on this system")
-    res = _cli(_retrieve(demo, "/dev/stdout"))
+    link = tmp_path / "out"
+    link.symlink_to("/dev/stdout")
+    res = _cli(_retrieve(demo, link))
     assert res.returncode == 0, res.stderr.decode()
     assert len(_jsonl_ids(res.stdout)) == 14
     assert b"questions\t14" in res.stderr  # the summary moved out of the way of the data
+    assert link.is_symlink() and os.path.islink("/dev/stdout")
 
 
 def test_a_dangling_link_is_refused_in_one_line(demo, tmp_path):
