@@ -3,8 +3,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import shell, sidebar, start_warmup
-from pages.lab_ui import gate
+from studio_ui.common import shell, sidebar, start_warmup
+from studio_ui.guards import install as install_guards
+from studio_ui.lab_ui import gate, signed_in
+
+install_guards()  # also under `streamlit run app.py` (serve.py installs them before the server starts)
 
 ROOT = Path(__file__).parent
 
@@ -28,9 +31,11 @@ TOOLS = [
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TOOLS if (ROOT / f).exists()]
 # Lab mode (BERDS_AUTH=lab): one gate for every page, the sidebar, uploads and warm-ups. A visitor who
 # has not signed in gets the sign-in form only; the address (a deep link) is kept for after the sign-in.
-allowed = gate()
-nav = st.navigation(pages, position="sidebar" if allowed else "hidden")
-if not allowed:
+# The navigation is set up before the gate draws anything: a form drawn before st.navigation belongs to
+# the first run's page context, and Streamlit dropped its submitted values when the next run resolved the
+# page (the first sign-in on a fresh server did nothing). signed_in() draws nothing.
+nav = st.navigation(pages, position="sidebar" if signed_in() else "hidden")
+if not gate():
     st.stop()
 sidebar()
 try:

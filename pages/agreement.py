@@ -23,11 +23,11 @@ import streamlit as st  # noqa: E402
 
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.store import Store, StoreError  # noqa: E402
-from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
+from studio_ui.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
-from pages.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse  # noqa: E402
+from studio_ui.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse  # noqa: E402
 
 BY = {"annotators": "annotator", "subsets": "dataset subset", "sides": "perspective side",
       "per_question": "question"}
@@ -84,7 +84,7 @@ def breakdown_rows(blocks: dict, by: str) -> list[dict]:
 
 def run_judge_on_labels(store: Store, spec: str) -> int:
     from berds_core.lab.tasks import judge_probabilities
-    from pages.common import cached_judge
+    from studio_ui.common import cached_judge
 
     judge = cached_judge(spec)
     ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold())

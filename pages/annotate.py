@@ -26,11 +26,11 @@ import streamlit as st  # noqa: E402
 
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.store import SKIP, StoreError  # noqa: E402
-from pages.common import ensure_shell, esc, judge_caveat  # noqa: E402
+from studio_ui.common import ensure_shell, esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
-from pages.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse, safe_markdown  # noqa: E402
+from studio_ui.lab_ui import account_bar, error_line, lab_for_page, page_store, refuse, safe_markdown  # noqa: E402
 
 ALL = "All my tasks"
 UIS = {"keyboard": "Keyboard (next pair ready at once)", "simple": "Simple buttons"}
@@ -91,7 +91,7 @@ def other_annotator(lab: Lab, name: str) -> None:
 
 def reveal_last(lab: Lab) -> None:
     """The previous pair's decision, with the judge's answer behind an expander (no anchoring)."""
-    from pages.annotator_widget import judge_line
+    from studio_ui.annotator_widget import judge_line
 
     last = st.session_state.get("ann_last")
     if not last:
@@ -149,7 +149,7 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
             st.markdown(f"**{esc(view['title'])}**")
         st.markdown(esc(view["document"]))
     if ss.get("ann_show_judge"):
-        from pages.annotator_widget import judge_line
+        from studio_ui.annotator_widget import judge_line
 
         st.caption(esc(judge_line(lab, pid, log=False)))
     cols = st.columns(4)
@@ -181,14 +181,14 @@ def ensure_demo_task_set(lab: Lab) -> None:
     """After the one click: the built-in demo's task set for this annotator, unless they already have one."""
     if not st.session_state.pop("ann_build_demo", False) or lab.task_sets():
         return
-    from pages.annotate_admin import start_demo
+    from studio_ui.annotate_admin import start_demo
 
     start_demo(lab)
 
 
 def main() -> None:
     from berds_core.runtime.mode import lab_mode
-    from pages.annotate_admin import admin_panel, quick_start
+    from studio_ui.annotate_admin import admin_panel, quick_start
 
     st.title("Annotate")
     store = page_store("ann", must_exist=False)
@@ -232,7 +232,7 @@ def main() -> None:
     if lab.allowed("see_judge_before_labelling"):
         st.toggle("Show the judge's answer while I label (recorded with each label)", key="ann_show_judge")
     if ui == "keyboard":
-        from pages.annotator_widget import keyboard_annotator
+        from studio_ui.annotator_widget import keyboard_annotator
 
         applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
         for why in applied.rejected.values():

@@ -10,9 +10,9 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine,
+from studio_ui.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine,
                           show_error)
-from pages.local_server import server_help
+from studio_ui.local_server import server_help
 
 ensure_shell()
 

@@ -9,8 +9,8 @@ import streamlit as st
 from berds_core.convincing import DETERMINISTIC, EDITS, FEATURES
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from pages.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
-from pages.local_server import server_help
+from studio_ui.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from studio_ui.local_server import server_help
 
 ensure_shell()
 

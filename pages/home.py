@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.common import current_config, ensure_shell, esc, get_data
+from studio_ui.common import current_config, ensure_shell, esc, get_data
 
 ensure_shell()
 

@@ -11,7 +11,7 @@ from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
 from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, judge_verdicts, rank
-from pages.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, page_engine, retriever_job,
+from studio_ui.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, page_engine, retriever_job,
                           wait_for)
 
 ensure_shell()

@@ -12,9 +12,9 @@ from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
 from berds_core.studio.columns import DEPTH, Engine, best_ranks, column_pipeline, column_result
-from pages.common import (ensure_shell, Config, LABEL_SOURCES, cached_data, cached_embedder, cached_judge,
+from studio_ui.common import (ensure_shell, Config, LABEL_SOURCES, cached_data, cached_embedder, cached_judge,
                           cached_retriever, embedder_model, esc, foreground, judge_caveat, page_engine, show_error)
-from pages import web_live
+from studio_ui import web_live
 
 ensure_shell()
 
@@ -141,7 +141,7 @@ def discover_into_box() -> None:
             if upload is None:
                 ss["pg_discover_msg"] = ("warning", "Upload a pool file first (or choose the built-in demo pool).")
                 return
-            from pages.common import _save_upload
+            from studio_ui.common import _save_upload
 
             path = Path(_save_upload(upload, "pool"))
         else:

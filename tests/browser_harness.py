@@ -62,15 +62,17 @@ class ServerURL(str):
 
 @contextlib.contextmanager
 def streamlit_server(script: str | os.PathLike = "app.py", *, timeout: float = 90.0,
-                     env: dict | None = None, cwd: str | os.PathLike = ROOT, file_watcher: str | None = "none"):
-    """Run ``streamlit run script`` on a free port; yield ``http://127.0.0.1:<port>``.
+                     env: dict | None = None, cwd: str | os.PathLike = ROOT, file_watcher: str | None = "none",
+                     port: int | None = None):
+    """Run ``streamlit run script`` on a free port (or ``port``: a server started again where a browser
+    still points); yield ``http://127.0.0.1:<port>``.
 
     The server gets its own empty BERDS_CACHE (unless ``env`` sets one), no
     hub access and no usage statistics. Its output goes to a log file that is
     printed into the failure message when the server does not come up.
     ``file_watcher=None`` leaves the watcher to the project's ``.streamlit/config.toml``.
     """
-    port = free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     tmp = Path(tempfile.mkdtemp(prefix="berds-browser-"))
     full_env = dict(os.environ)

@@ -142,13 +142,24 @@ def test_a_success_does_not_reset_an_address(acc):
     with pytest.raises(LoginError, match="wrong name"):
         acc.login("alice", "nope nope nope", client="10.0.0.66")  # the 20th failure
     with pytest.raises(LoginError, match="too many failed sign-ins"):
-        acc.login("mallory", SECRET, client="10.0.0.66")  # the 21st attempt waits
+        acc.login("alice", SECRET, client="10.0.0.66")  # the 21st attempt for alice waits, right password or not
+    assert acc.client_wait("10.0.0.66") > 0  # mallory's success cleared nothing
+    # mallory has signed in from this address before: her own account is not locked by the address (a
+    # co-worker behind the same NAT), it keeps its per-name slow-down, and it opens no door to alice's
+    acc.login("mallory", SECRET, client="10.0.0.66")
+    with pytest.raises(LoginError, match="too many failed sign-ins"):
+        acc.login("alice", "nope nope nope", client="10.0.0.66")
 
 
 def test_client_address_uses_only_the_proxy_header_the_operator_names(monkeypatch):
     monkeypatch.delenv("BERDS_PROXY_HEADER", raising=False)
     monkeypatch.delenv("BERDS_PROXY_HOPS", raising=False)
     headers = {"X-Forwarded-For": "6.6.6.6, 203.0.113.7", "X-Real-IP": "198.51.100.2"}
+    # uvicorn's default (FORWARDED_ALLOW_IPS unset: `streamlit run app.py`) believed the client's own
+    # X-Forwarded-For from a loopback connection: the connection is counted as this host, not as written
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    assert client_address("203.0.113.7", headers) == "127.0.0.1"
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "")  # serve.py: uvicorn trusts no forwarding header
     assert client_address(None, headers) == "127.0.0.1"  # localhost (Streamlit says None): still an address
     assert client_address("192.0.2.1", headers) == "192.0.2.1"  # headers ignored unless the operator names one
     monkeypatch.setenv("BERDS_PROXY_HEADER", "X-Forwarded-For")

@@ -130,3 +130,51 @@ def test_sigkill_after_acknowledged_labels_under_eight_browser_sessions(tmp_path
             for j in range(3):
                 assert got[f"{n}-{j}"] == ("yn"[(i + j) % 2] == "y") * 1
             assert set(got) <= {f"{n}-{j}" for j in range(6)}  # only their own queue
+
+
+def test_keypresses_while_the_server_is_down_are_reported_not_dropped(tmp_path):
+    """Issue 38, item 10: the server goes away; two keys pressed meanwhile show the next pairs at once, the
+    widget says the server does not answer; the server comes back (a new process on the same port): the
+    widget says the two decisions could not be confirmed, and their pairs are in the queue again."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from browser_harness import free_port
+
+    db = tmp_path / "down.db"
+    with Store(db) as s:
+        s.add_pairs([Pair(f"d{i}", f"Question {i}?", f"Passage {i}", f"Perspective {i}") for i in range(6)])
+        s.create_task_set("down", {"kim": [f"d{i}" for i in range(6)]})
+    port = free_port()
+    env = {"BERDS_ANNOTATIONS_DB": str(db)}
+    with chromium_page() as page:
+        with streamlit_server(ROOT / "pages" / "annotate.py", env=env, port=port) as url:
+            page.goto(f"{url}/?annotator=kim")
+            wait_for_app(page)
+            _wait_for_question(page, "Question 0?")
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            page.keyboard.press("y")
+            _wait_for_question(page, "Question 1?", timeout=5)
+            _wait_saved(page)
+            _wait_for_labels(db, "kim", 1)
+            os.killpg(url.pid, signal.SIGKILL)  # the server is gone
+        page.keyboard.press("n")
+        _wait_for_question(page, "Question 2?", timeout=5)
+        page.keyboard.press("y")
+        _wait_for_question(page, "Question 3?", timeout=5)
+        page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.silent === '1'", timeout=30_000)
+        assert "Not saved yet: the server does not answer (2 waiting" in page.inner_text(WIDGET)
+        with streamlit_server(ROOT / "pages" / "annotate.py", env=env, port=port):  # back, as a new process
+            page.wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.lost === '2'",
+                                   timeout=120_000)
+            text = page.inner_text(WIDGET)
+            assert "2 decisions made while the server was unreachable could not be confirmed" in text
+            _wait_for_question(page, "Question 1?", timeout=30)  # not saved: shown again
+            screenshot(page, "annotate-server-came-back")
+            page.keyboard.press("n")  # deciding again works, and the notice goes
+            _wait_for_question(page, "Question 2?", timeout=5)
+            _wait_saved(page)
+            _wait_for_labels(db, "kim", 2)
+            assert "could not be confirmed" not in page.inner_text(WIDGET)
+    with Store(db) as s:
+        assert {l.pair_id: l.value for l in s.labels("kim")} == {"d0": 1, "d1": 0}

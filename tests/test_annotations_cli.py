@@ -90,11 +90,12 @@ def test_label_undo_adjudicate_progress_and_agreement(tmp_path, tsv, capsys):
     db = str(tmp_path / "a.db")
     jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--annotator", "paper")
     for pid, lab in [("101", "1"), ("102", "1"), ("103", "0"), ("104", "0")]:
-        res = jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", pid, "--label", lab)
+        res = jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", pid, "--label", lab,
+                    "--unassigned")  # "second" has no queue: the import gave pairs to "paper" only
         assert res["pair"] == pid
     assert jcall(capsys, "annotations", "undo", "--db", db, "--annotator", "second")["undone"] == "104"
     jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", "104", "--label", "0",
-          "--unsure", "--note", "unclear")
+          "--unsure", "--note", "unclear", "--unassigned")
     rep = jcall(capsys, "agreement", "--db", db)
     # paper 1 0 1 0 vs second 1 1 0 0: p_o = 2/4; marginals 1/2 and 1/2 -> p_e = 1/2; kappa = 0
     assert rep["iaa"]["pairs"]["paper|second"]["kappa"] == pytest.approx(0.0)
@@ -291,7 +292,8 @@ def test_agreement_cli_reports_every_figure(tmp_path, tsv, capsys):
     db = str(tmp_path / "a.db")
     jcall(capsys, "annotations", "import", "--db", db, "--pairs", str(tsv), "--annotator", "paper")
     for pid, lab in [("101", "1"), ("102", "1"), ("103", "0"), ("104", "0")]:
-        jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", pid, "--label", lab)
+        jcall(capsys, "annotations", "label", "--db", db, "--annotator", "second", "--pair", pid, "--label", lab,
+              "--unassigned")
     with Store(db) as s:
         s.set_judge_preds("jj", {"101": (0.8, 1), "102": (0.3, 0), "103": (0.2, 0), "104": (0.1, 0)})
     rep = jcall(capsys, "agreement", "--db", db, "--judge", "jj", "--n-boot", "100")

@@ -46,7 +46,7 @@ def shown(elements) -> list[str]:
 def wait_warm(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     """Rerun until the background warm-up of the current configuration is over (models load off the page run)."""
     from berds_core.runtime.background import JOBS
-    from pages.common import _config_key, current_config
+    from studio_ui.common import _config_key, current_config
 
     end = time.monotonic() + timeout
     while True:
@@ -213,7 +213,7 @@ def playground(_app):
 def test_preset_column_says_its_saved_pipeline(playground):
     """issue 37: the preset's caption is printed from its spec (the help of its switch too), never typed."""
     from berds_core.diversify import get_preset
-    from pages.common import esc
+    from studio_ui.common import esc
 
     at = playground
     at.toggle(key="pg_preset").set_value(True).run()

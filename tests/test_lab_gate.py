@@ -72,7 +72,7 @@ def test_open_mode_is_unchanged_and_says_so(entry, monkeypatch, tmp_path):
 
 
 def test_guideline_images_become_links():
-    from pages.lab_ui import safe_markdown
+    from studio_ui.lab_ui import safe_markdown
 
     md = safe_markdown("See ![chart](https://tracker.example/p.png) and ![ref][r]\n\n[r]: https://x.example/i.png")
     assert "![" not in md and "&#33;[chart](https://tracker.example/p.png)" in md

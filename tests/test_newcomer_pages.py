@@ -194,7 +194,7 @@ def test_evaluate_failure_titles_literal_and_no_interval_for_one_question(_app, 
 # ------------------------------------------------------------------ 6. the first page view does not wait for models
 
 def test_home_renders_while_models_load_in_the_background(_app, monkeypatch):
-    import pages.common as common
+    import studio_ui.common as common
     from berds_core.runtime.background import Jobs, Memo
 
     monkeypatch.setattr(common, "JOBS", Jobs())
@@ -239,7 +239,7 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
     be encoded: the first question is drawn while the warm-up's encoding is held back (by the test here;
     by the page's foreground work in the app), and the warm-up then finishes."""
     import berds_core.studio.warmup as warmup
-    import pages.common as common
+    import studio_ui.common as common
     from berds_core.runtime.background import Jobs, Memo
 
     monkeypatch.setattr(common, "JOBS", Jobs())

@@ -280,7 +280,7 @@ def test_cli_pipeline_errors_are_one_line(cli_files, capsys, extra, words):
     ("preset", None, "offline"),
 ])
 def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source):
-    """``column_pipeline`` is what ``pages.common.rank`` asked diversify() for: the method, lam, the source and
+    """``column_pipeline`` is what ``studio_ui.common.rank`` asked diversify() for: the method, lam, the source and
     the top 100 candidates (the preset its own)."""
     from berds_core.diversify import pipeline_from_options
     from berds_core.studio.columns import DEPTH, column_pipeline

@@ -153,7 +153,8 @@ def test_subprocess_exit_code_and_streams(files):
     proc = subprocess.run([sys.executable, "-m", "berds_core", "index", "--corpus", str(bad), "--json"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip().endswith(f"{bad}:1: field 'text': header must name a 'text' column (got id, body)")
+    assert proc.stderr.strip().endswith(f"{bad}:1: field 'text': header must name a 'text' column (its first line "
+                                        "has 2 cells, none named 'text'; e.g. id, title, text)")
     ok = subprocess.run([sys.executable, "-m", "berds_core", "index", "--corpus", str(corpus), "--json"],
                         capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0 and json.loads(ok.stdout)["passages"] == 5

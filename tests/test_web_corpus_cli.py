@@ -194,9 +194,17 @@ def test_searxng_spec_and_empty_corpus_question(env, capsys, servers):
                              "--out", str(out), "--json"])
     assert res["pages_fetched"] == 0 and res["pages_failed"] == 1 and res["pages_skipped"] == 1
     assert (out / "q9" / "passages.jsonl").read_text() == ""
-    info, _ = _run(capsys, ["retrieve", "--questions", str(qfile), "--corpus-per-question", str(out),
-                            "--out", str(tmp / "r.jsonl"), "--json"])
+    assert "1 of 1 questions have no passages (first: 'q9'" in err
+    # an empty corpus is an error unless asked to skip it (issue 38, item 3)
+    assert main(["retrieve", "--questions", str(qfile), "--corpus-per-question", str(out),
+                 "--out", str(tmp / "r.jsonl"), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "1 of 1 questions have an empty corpus (first: 'q9'" in err and "--skip-empty" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp / "r.jsonl").exists()
+    info, err = _run(capsys, ["retrieve", "--questions", str(qfile), "--corpus-per-question", str(out),
+                              "--out", str(tmp / "r.jsonl"), "--json", "--skip-empty"])
     assert info["empty_questions"] == ["q9"] and read_run(tmp / "r.jsonl")[0]["ctxs"] == []
+    assert "warning: 1 of 1 questions have an empty corpus" in err
 
 
 def test_bad_input_exits_2_with_one_line_and_no_key(env, capsys, monkeypatch):
@@ -231,17 +239,55 @@ def test_bad_input_exits_2_with_one_line_and_no_key(env, capsys, monkeypatch):
     assert "no corpus for question 'city/q2'" in capsys.readouterr().err
 
 
-def test_unreachable_search_is_recorded_per_question_and_retried(env, capsys):
+def test_unreachable_search_server_is_refused_before_any_work(env, capsys):
+    """``searxng:<url>`` names a server: checked before any work (issue 38, item 3)."""
     from browser_harness import free_port
 
     tmp, qfile, site, search = env
     out = tmp / "web3"
-    dead = f"searxng:http://127.0.0.1:{free_port()}"
-    res, err = _run(capsys, ["corpus", "web", "--questions", str(qfile), "--search", dead, "--out", str(out),
-                             "--json", "--retries", "0"])
-    assert res["search_failed"] == ["q1", "city/q2"] and res["complete"] == 0
-    manifest = json.loads((out / "q1" / "manifest.json").read_text())
-    assert manifest["complete"] is False and "cannot connect" in manifest["search_error"]
+    dead = f"http://127.0.0.1:{free_port()}"
+    assert main(["corpus", "web", "--questions", str(qfile), "--search", f"searxng:{dead}", "--out", str(out),
+                 "--json", "--retries", "0"]) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("berds corpus: error: --search: cannot reach the server " + dead)
+    assert cap.out == "" and not out.exists()  # nothing searched, nothing written
+
+
+def test_failed_searches_are_recorded_per_question_exit_2_then_retried(env, capsys):
+    """A search server that answers its front page but fails every search: each question's failure is
+    recorded; exit 2 unless --skip-missing; a rerun against a working server completes them."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Failing(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/" else 503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    failing = f"searxng:http://127.0.0.1:{srv.server_address[1]}"
+    tmp, qfile, site, search = env
+    out = tmp / "web3"
+    try:
+        argv = ["corpus", "web", "--questions", str(qfile), "--search", failing, "--out", str(out), "--json",
+                "--retries", "0", "--quiet"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "2 of 2 questions got no search results (first: 'q1': " in err[0]
+        assert "--skip-missing" in err[0]
+        manifest = json.loads((out / "q1" / "manifest.json").read_text())
+        assert manifest["complete"] is False and "HTTP 503" in manifest["search_error"]
+        res, err = _run(capsys, argv + ["--skip-missing"])
+        assert res["search_failed"] == ["q1", "city/q2"] and res["complete"] == 0
+        assert "warning: 2 of 2 questions got no search results" in err
+    finally:
+        srv.shutdown()
     shutil.rmtree(out / "q1")
     res, _ = _run(capsys, ["corpus", "web", "--questions", str(qfile), "--search", f"searxng:{search.url}",
                            "--out", str(out), "--json", "--timeout", "0.5"])

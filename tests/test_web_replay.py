@@ -96,3 +96,25 @@ def test_demo_pool_loads_by_name_and_covers_the_demo_questions():
     topics = {json.loads(x)["topic"] for x in pool_path("demo").read_text().splitlines()}
     assert {q.question for q in load_demo().questions} <= topics
     assert "Should cities ban cars from their centres?" in topics
+
+
+def test_cli_replay_of_questions_the_recording_lacks_exits_2_before_any_work(tmp_path, no_network, capsys):
+    """Issue 38, item 3: a replay of questions not recorded is one line, exit 2, nothing written; with
+    --skip-missing the recorded ones are built and the others named in a warning."""
+    from berds_core.cli import main
+
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps({"id": "coffee", "question": "Is coffee good for you?", "perspectives": ["Y", "N"]})
+                     + "\n" + json.dumps({"id": "cars", "question": "Should cities ban cars from their centres?",
+                                          "perspectives": ["Yes", "No"]}) + "\n")
+    out = tmp_path / "web"
+    argv = ["corpus", "web", "--questions", str(qfile), "--search", "replay", "--out", str(out), "--json", "--quiet"]
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and "1 of 2 questions are not in the recording replay:demo (first: 'coffee'" in err[0]
+    assert "--skip-missing" in err[0] and cap.out == "" and not out.exists()
+    assert main(argv + ["--skip-missing"]) == 0
+    cap = capsys.readouterr()
+    res = json.loads(cap.out)
+    assert res["search_failed"] == ["coffee"] and res["complete"] == 1 and "warning: 1 of 2" in cap.err

@@ -19,7 +19,7 @@ import pkgutil
 import sys
 
 from ..errors import InputError
-from ..files.outputs import check_cli_files, declared_servers
+from ..files.outputs import check_cli_files, declared_servers, report_stream
 from ..net import reach
 
 
@@ -59,12 +59,13 @@ def print_result(args, result) -> None:
     if getattr(args, "json", False):
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     else:
+        to = report_stream(args)  # stderr when ``--out -`` put the output itself on stdout
         for key, val in result.items():
             if isinstance(val, float):
                 val = f"{val:.4f}"
             elif isinstance(val, (dict, list)):
                 val = json.dumps(val, ensure_ascii=False)
-            sys.stdout.write(f"{key}\t{val}\n")
+            to.write(f"{key}\t{val}\n")
 
 
 def main(argv=None) -> int:
@@ -80,8 +81,26 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
-    print_result(args, result)
+    except BrokenPipeError:  # ``berds ... --out - | head``: the reader left; stop quietly, as a shell tool does
+        _silence_stdout()
+        return 141
+    try:
+        print_result(args, result)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
     return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush raises nothing more."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

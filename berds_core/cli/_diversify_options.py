@@ -14,6 +14,8 @@ embedder, LLM, pool) become objects (``using_of``): nothing of ``args`` travels 
 """
 from __future__ import annotations
 
+import sys
+
 from dataclasses import fields
 
 from ..errors import InputError
@@ -183,6 +185,14 @@ def _pipeline_config(args, spec: str) -> dict:
         raise InputError("--pool", None, None, "has no effect without a stage with source=pool")
     if "llm" in sources and not args.qe_llm:
         raise InputError("--qe-llm", None, None, "source=llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
+    judged = next((s.name for s in p.stages if getattr(s, "probs", None) == "judge"), None)
+    if judged and not args.rerank_judge:
+        raise InputError("--rerank-judge", None, None, f"{judged}(probs=judge) needs a judge: give --rerank-judge "
+                                                       "(e.g. embedded)")
+    kept = next((s for s in p.stages if getattr(s, "keep", 0) > p.depth), None)
+    if kept is not None:
+        raise InputError("--pipeline", None, None, f"{kept.name}(keep={kept.keep}) keeps more candidates than the "
+                                                   f"pipeline has ({p.depth}): give keep <= the depth")
     return {"pipeline": str(p), "judge": args.rerank_judge, "embedder": args.mmr_embedder, "llm": args.qe_llm,
             "pool": pool}
 
@@ -267,6 +277,9 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
     from ..retrieval import question_entry
 
     pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
+    if pipeline.depth > len(corpus):  # as --k past the corpus does
+        sys.stderr.write(f"berds retrieve: warning: the candidate depth {pipeline.depth} is more than the "
+                         f"{len(corpus)} passages of the corpus: every passage is a candidate\n")
     pipeline.prefetch(questions, corpus, retriever, using, progress)
     label = cfg.get("method") or "pipeline"
     entries = []

@@ -3,8 +3,10 @@
 The BERDS paper's web setting: a corpus per question (its search results' pages).
 ``DIR/<question>/passages.jsonl`` is found by the question id in the folder's
 ``manifest.json`` (as ``berds corpus web`` writes it) or by the folder's name. A
-question whose corpus is empty (every page failed) gets an empty ranking and is
-listed in ``empty_questions``; a question with no folder is an error.
+question whose corpus is empty (every page failed, or its search did) is an
+error before any retrieval, unless ``--skip-empty``: then it gets an empty
+ranking, is listed in ``empty_questions`` and named in one warning line. A
+question with no folder is an error.
 """
 from __future__ import annotations
 
@@ -33,13 +35,21 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
         more = f" ({len(missing) - 1} more questions have none)" if len(missing) > 1 else ""
         raise InputError(root, None, None, f"no corpus for question {missing[0]!r}: expected "
                                            f"{dir_name(missing[0])}/{PASSAGES}{more}")
+    empty = [q.id for q in questions if not read_text(folders[q.id] / PASSAGES).strip()]
+    if empty:
+        what = (f"{len(empty)} of {len(questions)} questions have an empty corpus (first: {empty[0]!r}, "
+                f"{dir_name(empty[0])}/{PASSAGES}: every page failed, or its search did)")
+        if not getattr(args, "skip_empty", False):
+            raise InputError(root, None, None, what + "; rebuild them ('berds corpus web' resumes), or pass "
+                                                      "--skip-empty to rank nothing for them")
+        sys.stderr.write(f"warning: {what}; their rankings are empty (--skip-empty)\n")
+    empty_ids = set(empty)
     inner = argparse.Namespace(**{**vars(args), "quiet": True})  # one bar over questions, not one per index
-    entries, empty, passages, search_s, sizes = [], [], 0, 0.0, []
+    entries, passages, search_s, sizes = [], 0, 0.0, []
     for q in tqdm(questions, desc="questions", unit="q", file=sys.stderr, disable=args.quiet):
         path = folders[q.id] / PASSAGES
-        if not read_text(path).strip():
+        if q.id in empty_ids:
             entries.append(question_entry(q, None, []))
-            empty.append(q.id)
             continue
         corpus = load_corpus(path, passage_words=args.passage_words or None, name=q.id)
         retriever = open_retriever(inner, corpus)

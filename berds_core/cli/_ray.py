@@ -23,8 +23,9 @@ def add_ray_args(p, *, shards: bool = False) -> None:
                        help="--ray: corpus rows per shard (default 65536)")
 
 
-def address(args) -> str | None:
-    """The Ray address asked for (None: run in this process); shard options without it are an error."""
+def requested(args) -> str | None:
+    """The Ray address asked for, its form checked (None: run in this process); shard options without it
+    are an error. Nothing is imported or asked: :func:`address` does that."""
     from ..distributed import resolve_address
 
     addr = resolve_address(getattr(args, "ray", None))
@@ -32,9 +33,47 @@ def address(args) -> str | None:
         for flag, dest in (("--ray-dir", "ray_dir"), ("--shard-rows", "shard_rows")):
             if getattr(args, dest, None) is not None:
                 raise InputError(flag, None, None, "only with --ray ADDRESS")
-    elif getattr(args, "shard_rows", None) is not None and args.shard_rows < 1:
+        return None
+    if getattr(args, "shard_rows", None) is not None and args.shard_rows < 1:
         raise InputError("--shard-rows", None, None, "must be at least 1")
     return addr
+
+
+def address(args) -> str | None:
+    """:func:`requested`, and the address checked the first time a verb asks (:func:`preflight`): Ray
+    installed, the cluster answering, even when the job turns out to need no cluster."""
+    addr = requested(args)
+    if addr is None:
+        return None
+    if getattr(args, "ray_checked", None) != addr:
+        preflight(args, addr)
+        args.ray_checked = addr
+    return addr
+
+
+RAY_INSTALL = "pip install -e .[ray]"
+
+
+def preflight(args, addr: str) -> None:
+    """Ray installed and the cluster at ``addr`` answering, before any work (all pairs cached, the store
+    already built or a BM25 index need no cluster, but a wrong address is said at once, not on the day
+    the cache is cold)."""
+    import importlib.util
+
+    flag = "--ray" if getattr(args, "ray", None) is not None else "BERDS_RAY_ADDRESS"
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise InputError(flag, None, None, f"needs Ray, which is not installed in this environment: {RAY_INSTALL}")
+    if addr != "local":
+        from ..distributed.runtime import check_reachable
+
+        try:
+            check_reachable(addr)
+        except InputError as e:
+            raise InputError(flag, None, None, e.message) from None
 
 
 def _session(args, addr):
@@ -175,7 +214,6 @@ def run_retrieve(args, div) -> dict:
     from .evaluate_cmd import run_depth
     from ._retrieval import open_corpus, warn_k
 
-    addr = address(args)
     if div is not None:
         raise InputError("--ray", None, None, "does not combine with diversification (--mmr, --qe, --rerank, "
                                               "--preset) yet: retrieve without it, then diversify in one process")
@@ -184,6 +222,7 @@ def run_retrieve(args, div) -> dict:
                                               "per question needs no cluster)")
     if args.corpus is None:
         raise InputError("--corpus", None, None, "give --corpus")
+    addr = address(args)
     t0 = time.perf_counter()
     questions = load_questions(args.questions, args.format)
     if not questions:
@@ -229,6 +268,23 @@ def run_pairs(entries, judge) -> list[tuple[str, str]]:
     from ..judges import passage_text
 
     return [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
+
+
+def check_judge_ray(args, judge) -> None:
+    """``judge`` / ``judge-eval`` with ``--ray``: vLLM present for a vllm judge, then the address
+    (:func:`address`), before any pair is judged or looked up."""
+    if requested(args) is None:
+        return
+    from ..judges import JudgeError
+
+    if judge.backend == "vllm":
+        from ..distributed.judge import vllm_available
+
+        try:
+            vllm_available()  # Ray's LLM extra missing: one line, before any cluster is asked
+        except JudgeError as e:
+            raise InputError("--judge", None, None, str(e)) from None
+    address(args)
 
 
 def judge_on_ray(args, judge, pairs) -> dict | None:

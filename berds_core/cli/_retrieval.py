@@ -61,6 +61,8 @@ def check_retriever_args(args) -> None:
         args.index = "flat"
     if _opens_folder(args):
         _check_folder_options(args, index_given)
+    elif getattr(args, "index_dir", None) is not None:
+        _check_build_folder(args.index_dir)
     if args.retriever is None:
         args.retriever = "bm25"
     if args.retriever == "bm25":
@@ -88,6 +90,10 @@ def check_retriever_args(args) -> None:
         raise InputError("--k", None, None, "k must be at least 1")
     if args.nprobe is not None and args.nprobe < 1:
         raise InputError("--nprobe", None, None, "must be at least 1")
+    if args.nprobe is not None and (args.retriever == "bm25" or args.index in ("flat", "hnsw")) \
+            and not _opens_folder(args):
+        raise InputError("--nprobe", None, None, f"is for IVF indexes (--index ivfpq or an IVF factory string), "
+                                                 f"not {args.index if args.retriever == 'dense' else 'bm25'}")
     if args.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", args.device):
         raise InputError("--device", None, None, f"expected cpu, cuda, cuda:N or mps, got {args.device!r}")
     args.memory_budget_bytes = None
@@ -95,6 +101,21 @@ def check_retriever_args(args) -> None:
         from ..retrieval.index_plan import parse_memory
 
         args.memory_budget_bytes = parse_memory(args.memory_budget)
+
+
+def _check_build_folder(folder) -> None:
+    """``berds index --index-dir DIR``: DIR is a folder the index can be written to (or an index already
+    built there, which is only read), checked before the corpus is read or a model loaded."""
+    from pathlib import Path
+
+    from ..files.outputs import check_output_dir
+    from ..retrieval.index_dir import is_index_folder
+    from ..retrieval.tantivy_bm25 import is_tantivy_folder
+
+    p = Path(folder)
+    if p.is_dir() and (is_index_folder(p) or is_tantivy_folder(p)):
+        return
+    check_output_dir(p, "--index-dir")
 
 
 def _opens_folder(args) -> bool:
@@ -182,7 +203,22 @@ def open_corpus(args, reader=None):
         raise InputError("--corpus-storage", None, None, str(e)) from None
 
 
+def check_index_plan(args, n: int) -> None:
+    """A dense index the corpus (``n`` passages) and ``--memory-budget`` cannot hold, or a factory string
+    FAISS rejects: the same one line the build would give, said before the model loads (seconds), when
+    the model's folder declares its embedding size."""
+    if args.retriever != "dense" or _opens_folder(args) or args.index == "flat":
+        return
+    from ..embeddings.models import declared_dim
+    from ..retrieval.index_plan import plan_index
+
+    dim = declared_dim(args.model)
+    if dim:
+        plan_index(args.index, n, dim, args.memory_budget_bytes)
+
+
 def open_retriever(args, corpus):
+    check_index_plan(args, len(corpus))
     retriever = _open_retriever(args, corpus)
     built, seconds = getattr(args, "streamed_index", (None, 0.0))
     if built is not None and retriever.cache_path == built:  # built while the corpus streamed in, not found
@@ -214,10 +250,34 @@ def _open_retriever(args, corpus):
                              index_dir=args.index_dir, nprobe=args.nprobe)
     except InputError:  # e.g. a read-only cache: it names itself
         raise
-    except OSError as e:  # an unknown hub id, a missing model folder, no network
+    except OSError as e:  # an unknown hub id, a missing model folder, no network; or the index folder
+        where = _index_path_error(args, e)
+        if where is not None:
+            raise where from None
         raise InputError("--model", None, None, _load_error(args.model, e)) from None
     except ValueError as e:  # e.g. int8 asked for on a GPU
         raise InputError("--encoding", None, None, str(e)) from None
+
+
+def _index_path_error(args, e: OSError) -> InputError | None:
+    """An OSError about the index's own files (a BM25 index has no model to blame; a dense one's files
+    are under --index-dir or the cache): one line naming the folder, never a temporary file's name."""
+    from pathlib import Path
+
+    folder = getattr(args, "index_dir", None)
+    name = getattr(e, "filename", None)
+    inside = False
+    if folder is not None and name:
+        try:
+            inside = Path(os.path.abspath(name)).is_relative_to(Path(os.path.abspath(folder)))
+        except (TypeError, ValueError):
+            inside = False
+    if args.retriever != "bm25" and not inside:
+        return None
+    why = e.strerror or type(e).__name__
+    if folder is not None:
+        return InputError(folder, None, "--index-dir", f"cannot write the index there ({why})")
+    return InputError("--corpus", None, None, f"cannot write the index into the cache ({why}; see BERDS_CACHE)")
 
 
 def _load_error(model, e: Exception) -> str:

@@ -40,6 +40,9 @@ def register(sub) -> None:
     p.add_argument("--label", required=True, choices=["0", "1", SKIP])
     p.add_argument("--unsure", action="store_true")
     p.add_argument("--note")
+    p.add_argument("--unassigned", action="store_true",
+                   help="label a pair that is not in the annotator's queue (refused by default once the "
+                        "database has task sets)")
     p.set_defaults(func=cmd_label)
     declare(p, more_inputs=_db_input)
 
@@ -198,6 +201,11 @@ def cmd_import(args) -> dict:
 
 def cmd_label(args) -> dict:
     with open_store(args) as store:
+        if not args.unassigned and store.has_pair(args.pair) and not store.is_assigned(args.annotator, args.pair) \
+                and store.has_assignments():
+            raise InputError(store.path, None, "annotator", f"{args.annotator!r} has no assignment of pair "
+                                                            f"{args.pair!r} (their queue is what 'berds annotations "
+                                                            "tasks' gave them); --unassigned labels it anyway")
         try:
             event = store.label(args.annotator, args.pair, SKIP if args.label == SKIP else int(args.label),
                                 unsure=args.unsure, note=args.note)

@@ -83,8 +83,14 @@ def run_answer(args) -> dict:
 
 
 def partial_path(out) -> Path:
-    """Where answers made before a failure go: beside --out, which is left as it was."""
-    p = Path(out)
+    """Where answers made before a failure go: beside --out (its target, for a link), which is left as it
+    was; ``answers.partial.jsonl`` in the current folder when --out is standard output, a device or a FIFO."""
+    from ..files.sinks import resolve_output
+
+    sink = resolve_output(out, "--out")
+    if not sink.atomic:
+        return Path("answers.partial.jsonl")
+    p = sink.path
     return p.with_name(p.stem + ".partial" + (p.suffix or ".jsonl"))
 
 

@@ -51,8 +51,11 @@ def register(sub) -> None:
     w.add_argument("--retry-failed", action="store_true",
                    help="re-open finished questions to retry pages that timed out or met a server error")
     w.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    w.add_argument("--skip-missing", action="store_true", dest="skip_missing",
+                   help="go on when a question gets no search results (a recording without it, a search that "
+                        "failed): its folder stays empty (default: exit 2 saying which)")
     w.set_defaults(func=run_web)
-    declare(w, inputs=("questions",), out_dirs=("out",), dir_files=snapshot_files)
+    declare(w, inputs=("questions",), out_dirs=("out",), dir_files=snapshot_files, servers=("search",))
     from ._corpus_ingest import add_ingest
 
     add_ingest(kinds)
@@ -101,6 +104,33 @@ def open_search(spec: str, **opts):
         raise InputError("--search", None, None, str(e)) from None
 
 
+def _check_recording(backend, questions, skip: bool) -> None:
+    """A replayed search: every question must be in the recording (checked before any work), unless
+    ``--skip-missing``; then the missing ones are named on stderr and their folders stay empty."""
+    entry = getattr(backend, "entry", None)
+    if not getattr(backend, "is_recording", False) or entry is None:
+        return
+    missing = [q for q in questions if entry(q.question.strip()) is None]
+    if not missing:
+        return
+    what = (f"{len(missing)} of {len(questions)} questions are not in the recording {backend.name} "
+            f"(first: {missing[0].id!r}, {missing[0].question.strip()[:60]!r})")
+    if not skip:
+        raise InputError("--search", None, None, what + "; record them, or pass --skip-missing to leave their "
+                                                        "folders empty")
+    sys.stderr.write(f"warning: {what}; their folders stay empty (--skip-missing)\n")
+
+
+def _no_results(args, n: int, failed: list[str], errors: list[str]) -> None:
+    """Questions whose search failed: one line; exit 2 unless ``--skip-missing``. The snapshot keeps what
+    was built, so a rerun retries only those questions."""
+    what = (f"{len(failed)} of {n} questions got no search results (first: {failed[0]!r}: "
+            f"{str(errors[0]).splitlines()[0][:160]})")
+    if not args.skip_missing:
+        raise InputError("--search", None, None, what + "; rerun to retry them, or pass --skip-missing to accept")
+    sys.stderr.write(f"warning: {what}; their folders stay empty (--skip-missing)\n")
+
+
 def run_web(args) -> dict:
     from pathlib import Path
 
@@ -118,11 +148,12 @@ def run_web(args) -> dict:
         raise InputError(args.questions, None, None, "no questions found")
     questions = questions[: args.limit] if args.limit else questions
     backend = open_search(args.search, retries=args.retries)
+    _check_recording(backend, questions, args.skip_missing)
     out.mkdir(parents=True, exist_ok=True)
 
     t0 = time.perf_counter()
     totals = {"fetched": 0, "failed": 0, "skipped": 0, "requested": 0, "passages": 0, "reused": 0}
-    search_failed = []
+    search_failed, errors, no_text = [], [], []
     for n, q in enumerate(questions, 1):
         bar = tqdm(total=None, desc=f"[{n}/{len(questions)}] {q.id}", unit="page", file=sys.stderr,
                    disable=args.quiet, leave=False, dynamic_ncols=True)
@@ -149,6 +180,9 @@ def run_web(args) -> dict:
         totals["reused"] += int(res.reused)
         if res.search_error:
             search_failed.append(q.id)
+            errors.append(res.search_error)
+        elif not res.passages:
+            no_text.append(q.id)
         if not args.quiet:
             what = ("kept (already complete)" if res.reused else
                     f"search failed: {res.search_error}" if res.search_error else
@@ -156,6 +190,12 @@ def run_web(args) -> dict:
                     f"{res.skipped} skipped, {res.passages} passages")
             sys.stderr.write(f"[{n}/{len(questions)}] {q.id} done: {what}\n")
     seconds = time.perf_counter() - t0
+    if search_failed:
+        _no_results(args, len(questions), search_failed, errors)
+    if no_text:
+        sys.stderr.write(f"warning: {len(no_text)} of {len(questions)} questions have no passages (first: "
+                         f"{no_text[0]!r}: no page gave text); 'berds retrieve --corpus-per-question' refuses "
+                         "them unless --skip-empty\n")
     return {"out": str(out), "backend": backend.name, "questions": len(questions),
             "complete": len(questions) - len(search_failed), "search_failed": search_failed,
             "questions_reused": totals["reused"], "pages_requested": totals["requested"],

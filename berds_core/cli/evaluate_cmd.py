@@ -95,7 +95,7 @@ def chosen_measures(args, ks: list[int]) -> tuple[list, list[int]]:
     from ..eval.diversity import DEFAULT_ALPHA
     from ..eval.measures import parse_measures
 
-    if not args.measures:
+    if args.measures is None:
         return [], ks
     chosen = parse_measures(args.measures, source="--measures")
     if not chosen:
@@ -152,7 +152,7 @@ def warn_depth(ks, runs) -> None:
 
 
 def run(args) -> dict:
-    from ..datasets.gold import check_run_gold, read_gold
+    from ..datasets.gold import check_run_gold, check_run_ids, read_gold
     from ..eval.diversity import pooled_diversity, supported_ks
     from ..eval.evaluation import scores, summarize
 
@@ -178,6 +178,10 @@ def run(args) -> dict:
         others = [(path, [ents[i] for i in keep]) for path, ents in others]
         for path, ents in others:  # the same questions as RUN (after --missing-gold); labels checked against each
             check_run_gold(ents, gold, gold_lines, args.gold, path, missing="zero")
+        for path, ents in [(args.run, entries)] + others:  # ids that match nothing in the gold
+            warning = check_run_ids(ents, gold, args.gold, path)
+            if warning:
+                sys.stderr.write(f"berds evaluate: warning: {warning}\n")
         missing_gold = {"policy": args.missing_gold, "count": len(without), "ids": without}
     mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
     other_mats = [matrices_of(path, ents, gold, args.labels, args.gold) for path, ents in others]

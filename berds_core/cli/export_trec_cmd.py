@@ -12,6 +12,7 @@ P-IA / StRecall on the same pool (``berds_core.eval.diversity``).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..errors import InputError
@@ -53,6 +54,7 @@ def targets(args) -> list[tuple[str, Path, str]]:
 
 def run(args) -> dict:
     from ..datasets import load_gold
+    from ..datasets.gold import check_run_ids
     from ..eval.diversity import check_trec_ids, subtopic_qrels, write_trec_qrels, write_trec_run
 
     gold = load_gold(args.gold) if args.gold else None
@@ -60,6 +62,9 @@ def run(args) -> dict:
     runs = [(args.run[0], first)] + [(path, aligned(args.run[0], first, path, read_run(path))) for path in args.run[1:]]
     for path, entries in runs:
         matrices_of(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
+        warning = check_run_ids(entries, gold, args.gold, path) if gold else None  # ids matching no qrel
+        if warning:
+            sys.stderr.write(f"berds export-trec: warning: {warning}\n")
     try:
         qrels = subtopic_qrels([entries for _, entries in runs], gold=gold, judge=args.labels)
     except ValueError as err:

@@ -1,14 +1,14 @@
 """``berds judge`` (add a judge's predictions to a run) and ``berds judge-eval`` (judge vs human labels)."""
 from __future__ import annotations
 
-import csv
 import sys
 
 import numpy as np
 
 from ..errors import InputError
 from ..files.jsonio import atomic_write
-from ..files.outputs import declare
+from ..files.outputs import declare, report_stream
+from ..files.spreadsheet import delimited_lines
 
 from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
 
@@ -134,10 +134,11 @@ def run_judge(args) -> dict:
     from ..judges import JudgeError, judge_run, passage_text
     from ..runs import label_matrix, read_run, write_run
 
-    from ._ray import judge_on_ray, run_pairs
+    from ._ray import check_judge_ray, judge_on_ray, run_pairs
 
     entries = read_run(args.run)
     judge = make_judge(args)
+    check_judge_ray(args, judge)  # before any work, even when every pair turns out cached
     ray_info = judge_on_ray(args, judge, run_pairs(entries, judge))  # --ray: the cluster fills the cache
     try:
         judge_run(entries, judge, progress=not args.quiet)
@@ -199,8 +200,11 @@ def gate_rows(judge, rows, probs, preds):
 
 
 def run_eval(args):
+    from ._ray import check_judge_ray
+
     rows = read_pairs(args.pairs)
     judge = make_judge(args)
+    check_judge_ray(args, judge)  # before any work, even when every pair turns out cached
     pairs = [(r["document"], r["perspective"]) for r in rows]
     from ._ray import judge_on_ray
 
@@ -216,22 +220,23 @@ def run_eval(args):
         cmp["other_vs_humans"] = {**agreement(labels, other_preds), "judge": other.name}
         result["decode_comparison"] = cmp
     if args.out:
-        with atomic_write(args.out) as fh:
-            w = csv.writer(fh, delimiter="\t", quotechar='"', doublequote=True, lineterminator="\n")
-            cols = list(k for k in rows[0] if k != "_line")
-            w.writerow(cols + ["probability", "prediction"])
-            for r, p, y in zip(rows, probs, preds):
-                w.writerow([r[c] for c in cols] + [f"{float(p):.6f}", int(y)])
+        cols = list(k for k in rows[0] if k != "_line")
+        with atomic_write(args.out) as fh:  # the spreadsheet formula guard too
+            for line in delimited_lines(([r[c] for c in cols] + [f"{float(p):.6f}", int(y)]
+                                         for r, p, y in zip(rows, probs, preds)),
+                                        cols + ["probability", "prediction"], "\t"):
+                fh.write(line)
     if args.json:
         return result
     rows = [(judge.name, result)]
     if "decode_comparison" in result:
         rows.append((result["decode_comparison"]["other_vs_humans"]["judge"],
                      result["decode_comparison"]["other_vs_humans"]))
-    sys.stdout.write(table(rows) + "\n")
+    to = report_stream(args)  # stderr when ``--out -`` put the TSV on stdout
+    to.write(table(rows) + "\n")
     if "decode_comparison" in result:
         c = result["decode_comparison"]
-        sys.stdout.write(f"logits vs generate: {c['disagree']} of {c['pairs']} pairs disagree ({100 * c['rate']:.1f}%)\n")
+        to.write(f"logits vs generate: {c['disagree']} of {c['pairs']} pairs disagree ({100 * c['rate']:.1f}%)\n")
     if args.out:
-        sys.stdout.write(f"wrote {args.out}\n")
+        to.write(f"wrote {args.out}\n")
     return None

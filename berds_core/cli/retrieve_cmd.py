@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--corpus-per-question", metavar="DIR", default=None,
                    help="instead of --corpus: one corpus per question, DIR/<question>/passages.jsonl "
                         "(e.g. made by 'berds corpus web'); each question retrieves within its own")
+    p.add_argument("--skip-empty", action="store_true", dest="skip_empty",
+                   help="with --corpus-per-question: a question whose corpus is empty gets an empty ranking "
+                        "(default: exit 2 naming it)")
     p.add_argument("--k", type=int, default=100, help="passages per question")
     p.add_argument("--out", required=True, help="run file to write (BERDS JSON Lines)")
     from ._diversify_options import add_diversify_args  # --mmr, --qe, --rerank, --preset (issue 4)
@@ -46,7 +49,7 @@ def run_index(args) -> dict:
     check_models(args)
     from . import _ray
 
-    if _ray.address(args):
+    if _ray.requested(args):
         return _ray.run_index(args)
     t0 = time.perf_counter()
     corpus = open_corpus(args)
@@ -67,7 +70,7 @@ def run_retrieve(args) -> dict:
     check_models(args)
     from . import _ray
 
-    if _ray.address(args):
+    if _ray.requested(args):
         return _ray.run_retrieve(args, div)
     if args.corpus is not None and args.corpus_per_question is not None or \
             args.corpus is None and args.corpus_per_question is None and args.index_dir is None:

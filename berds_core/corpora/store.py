@@ -42,6 +42,7 @@ import sqlite3
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -331,6 +332,18 @@ def read_in_order(shards: Sequence[Shard]) -> Iterator[tuple[int, RecordBatch]]:
             yield s_no, batch
 
 
+@contextmanager
+def _cleared_on_error(bar):
+    """Close ``bar``; when the block raised, erase it instead of leaving its last state on the screen."""
+    try:
+        yield bar
+    except BaseException:
+        bar.leave = False
+        bar.close()
+        raise
+    bar.close()
+
+
 def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None = None, progress: bool = False,
            on_batch=None, reader=None) -> "DiskCorpus":
     """Stream a corpus (a shard file or a folder of shards) into an on-disk store; return it.
@@ -370,8 +383,11 @@ def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None
                        "text TEXT NOT NULL, shard INTEGER NOT NULL, line INTEGER NOT NULL)")
             ing = _Ingest(db, passage_words, shards)
             done_before, current = 0, 0
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"Reading {Path(path).name}",
-                      disable=not progress, file=sys.stderr) as bar:
+            # drawn after half a second (a file that fails at once shows no bar) and cleared on an error, so
+            # the error is the one line left
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"Reading {Path(path).name}",
+                       disable=not progress, file=sys.stderr, delay=0.5)
+            with _cleared_on_error(bar):
                 for s_no, batch in (reader or read_in_order)(shards):
                     if s_no != current:  # the shards before this one are done
                         if s_no < current:

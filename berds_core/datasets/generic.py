@@ -77,7 +77,9 @@ def load_questions_csv(path, delimiter: str | None = None) -> list[Question]:
     fields = [f.strip() for f in next((rec for _, rec in rows if rec), [])]
     for col in ("question", "perspectives"):
         if col not in fields:
-            raise InputError(path, 1, col, f"missing column (header has: {', '.join(fields) or 'nothing'})")
+            raise InputError(path, 1, col, f"missing column (the first line has {len(fields)} cells, none named "
+                                           f"{col!r}; a questions CSV/TSV starts with a header such as id, question, "
+                                           "perspectives)")  # the file's cells are never quoted
     questions, lines = [], {}
     for no, rec in rows:
         if not any(v.strip() for v in rec):

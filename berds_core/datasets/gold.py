@@ -113,3 +113,37 @@ def check_run_gold(entries: list[dict], gold: Gold, gold_lines: dict, gold_path,
     if not keep:
         raise InputError(run_path, None, "id", f"no question of the run has gold labels in {gold_path}")
     return keep, without
+
+
+def check_run_ids(entries: list[dict], gold: Gold, gold_path, run_path) -> str | None:
+    """Whether the run's passage ids and the gold's are the same kind of ids, before anything is scored.
+
+    No ranked passage of any question in the gold: an InputError naming the first ids of both (a run
+    made over another corpus, or ids written another way, would score 0.0 without a word). Most
+    questions ranking no gold-labelled passage of their own: the warning line this returns (None when
+    the ids look fine)."""
+    ranked = [(str(e["id"]), [str(c.get("id")) for c in e.get("ctxs", [])]) for e in entries]
+    labelled = [(qid, ids) for qid, ids in ranked if gold.get(qid)]
+    if not labelled or not any(ids for _, ids in labelled):
+        return None  # nothing ranked (or nothing labelled): the other checks and the scores say so
+    hits = [qid for qid, ids in labelled if set(ids) & set(gold[qid])]
+    if hits:
+        if len(hits) * 2 >= len(labelled):
+            return None
+        qid, ids = next((q, i) for q, i in labelled if q not in set(hits))
+        return (f"only {len(hits)} of {len(labelled)} questions of {run_path} rank any passage the gold labels "
+                f"(first without: {qid!r} ranks {_first(ids)}; {gold_path} labels {_first(sorted(gold[qid]))}): "
+                "check that the run and the gold come from the same corpus")
+    every = {pid for q in gold.values() for pid in q}
+    ranked_ids = [i for _, ids in labelled for i in ids]
+    anywhere = next((i for i in ranked_ids if i in every), None)
+    where = (f"; {anywhere!r} is labelled, but for another question" if anywhere is not None else "")
+    qid, ids = next((q, i) for q, i in labelled if i)
+    raise InputError(run_path, None, "ctxs", f"no ranked passage id is in the gold {gold_path} (question {qid!r} "
+                                             f"ranks {_first(ids)}; the gold labels {_first(sorted(gold[qid]))}"
+                                             f"{where}): the run and the gold must come from the same corpus")
+
+
+def _first(ids, n: int = 3) -> str:
+    shown = ", ".join(repr(i) for i in list(ids)[:n])
+    return shown + (", ..." if len(ids) > n else "")

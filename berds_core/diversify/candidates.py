@@ -19,6 +19,10 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     """
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {pool!r}")
+    try:
+        n = min(int(n), len(corpus))  # a depth past the corpus asks for every passage, nothing more
+    except TypeError:  # a corpus without a length
+        pass
     if pool == "retriever":
         hits = retriever.search([text], n)[0]
         return np.array([int(r) for r, _ in hits], dtype=int), np.array([float(s) for _, s in hits])

@@ -15,6 +15,8 @@ from the run's :class:`Using`, as objects resolved at the edge. See docs/pipelin
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -51,6 +53,8 @@ def _convert(stage: str, key: str, f, text: str):
         value = kind(text)
     except ValueError:
         raise SpecError(f"{stage}: {key} must be {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):  # float() takes 'nan' and 'inf'; no parameter means them
+        raise SpecError(f"{stage}: {key} must be a finite number, got {text!r}")
     return value
 
 
@@ -58,6 +62,8 @@ def _check(stage: str, f, value) -> None:
     lo, hi, kind = f.metadata["lo"], f.metadata["hi"], f.metadata["kind"]
     if value is None:
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{stage}: {f.name} must be a finite number, got {value}")
     if isinstance(kind, tuple) and value not in kind:
         raise SpecError(f"{stage}: {f.name} must be one of {', '.join(kind)}, got {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):

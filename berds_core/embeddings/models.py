@@ -54,6 +54,35 @@ def locate_embedder(path: str) -> bool:
     return ok[0]
 
 
+def declared_dim(model: str | None) -> int | None:
+    """The embedding size a local sentence-transformers folder declares (its last Dense layer's
+    ``out_features``, else its Pooling ``word_embedding_dimension`` times the pooling modes), read from
+    its config files without loading the model; None when it does not say (a hub id, another layout)."""
+    import json
+
+    path = resolve_model(model)
+    if not os.path.isdir(path):
+        return None
+    try:
+        with open(os.path.join(path, "modules.json"), encoding="utf-8") as fh:
+            modules = json.load(fh)
+        dim = None
+        for m in modules:
+            kind = str(m.get("type", "")).rsplit(".", 1)[-1]
+            if kind not in ("Pooling", "Dense"):
+                continue
+            with open(os.path.join(path, m.get("path", ""), "config.json"), encoding="utf-8") as fh:
+                cfg = json.load(fh)
+            if kind == "Dense":
+                dim = int(cfg["out_features"])
+            else:
+                modes = sum(bool(v) for k, v in cfg.items() if k.startswith("pooling_mode_") and isinstance(v, bool))
+                dim = int(cfg["word_embedding_dimension"]) * max(1, modes)
+        return dim
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @functools.lru_cache(maxsize=4)
 def load_embedder(model: str | None = None, device: str | None = None):
     """A SentenceTransformer for a hub id or a local path (same call either way)."""

@@ -260,7 +260,8 @@ def _read_table(shard: Shard, batch_rows: int) -> Iterator[RecordBatch]:
         raise InputError(path, 1, None, explain(e, 1, reader.line_num, delimiter)) from None
     header = [h.strip().lower() for h in header]
     if "text" not in header:
-        raise InputError(path, 1, "text", f"header must name a 'text' column (got {', '.join(header) or 'nothing'})")
+        raise InputError(path, 1, "text", f"header must name a 'text' column (its first line has {len(header)} "
+                                          "cells, none named 'text'; e.g. id, title, text)")  # cells never quoted
     id_i = header.index("id") if "id" in header else None
     title_i = header.index("title") if "title" in header else None
     text_i = header.index("text")

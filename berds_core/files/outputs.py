@@ -37,12 +37,14 @@ exits 2 with one line and nothing is written.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
+from .sinks import is_stdout, resolve_output, writes_to_stdout
 
 
 def probe_writable(folder: Path) -> str | None:
@@ -77,13 +79,25 @@ def _check_folder(folder: Path, path: Path, field: str) -> None:
 
 
 def check_output_file(path, field: str = "--out") -> Path:
-    """An output *file* path that can be written: not a directory, in a writable (or creatable) folder."""
+    """An output *file* path that can be written: not a directory, in a writable (or creatable) folder.
+
+    ``-`` (standard output), a device, a FIFO and ``/dev/stdout`` are written through as they are; a
+    symbolic link is checked as its target (a dangling one is refused: :mod:`berds_core.files.sinks`).
+    """
     p = Path(path)
     if not str(path).strip():
         raise InputError(field, None, None, "is empty")
+    sink = resolve_output(path, field)
+    if sink.kind == "stdout":
+        return p
+    if sink.kind == "stream":
+        if not os.access(p, os.W_OK):
+            raise InputError(p, None, field, "is not writable (permission denied)")
+        return p
     if p.is_dir():
         raise InputError(p, None, field, "is a directory; give a file name")
-    _check_folder(p.parent if str(p.parent) else Path("."), p, field)
+    real = sink.path
+    _check_folder(real.parent if str(real.parent) else Path("."), p, field)
     return p
 
 
@@ -185,7 +199,7 @@ def declared_inputs(args, vf: VerbFiles) -> list[tuple[str, str]]:
 
 def declared_outputs(args, vf: VerbFiles) -> list[tuple[str, Path]]:
     """(flag, path) of every file the verb will write."""
-    outs = [(vf.flag(d), Path(v)) for d in vf.outputs for v in _values(getattr(args, d, None)) if v != "-"]
+    outs = [(vf.flag(d), Path(v)) for d in vf.outputs for v in _values(getattr(args, d, None)) if not is_stdout(v)]
     if vf.dir_files is not None:
         flag = vf.flag(vf.out_dirs[0]) if vf.out_dirs else "--out"
         outs += [(flag, Path(p)) for p in vf.dir_files(args)]
@@ -202,13 +216,28 @@ def check_cli_files(args) -> None:
     for d in vf.out_dirs:
         for v in _values(getattr(args, d, None)):
             check_output_dir(v, vf.flag(d))
+    to_stdout = []
     for d in vf.outputs:
         for v in _values(getattr(args, d, None)):
-            if v != "-":
+            if not is_stdout(v):
                 check_output_file(v, vf.flag(d))
+            if writes_to_stdout(v):
+                to_stdout.append(vf.flag(d))
+    if len(to_stdout) > 1:
+        raise InputError(to_stdout[1], None, None, f"standard output is already {to_stdout[0]}: "
+                                                   "name a file for one of them")
+    if to_stdout and getattr(args, "json", False):
+        raise InputError(to_stdout[0], None, None, "writes the output to standard output, where --json "
+                                                   "prints its summary: name a file, or drop --json")
+    args.stdout_taken = bool(to_stdout)
     ins = declared_inputs(args, vf)
     for flag, out in declared_outputs(args, vf):
         check_not_input(out, flag, ins)
+
+
+def report_stream(args):
+    """Where a verb's own report lines go: standard output, unless ``--out -`` put the output there."""
+    return sys.stderr if getattr(args, "stdout_taken", False) else sys.stdout
 
 
 def declared_servers(args) -> list[tuple[str, str]]:

@@ -11,7 +11,10 @@ Allowed roots, in order (the first is where relative paths resolve):
 1. ``BERDS_DATA_ROOTS``: folders the operator lists, separated by ``os.pathsep``
    (``:`` on Linux);
 2. the annotations folder (``annotations/`` beside the app, or the folder of
-   ``BERDS_ANNOTATIONS_DB``);
+   ``BERDS_ANNOTATIONS_DB``) -- not in lab mode: there that folder holds the
+   lab's database (accounts, every annotator's labels) and whatever an admin
+   exported beside it, so no typed path may reach into it, even through a
+   root listed above it;
 3. the cache's ``uploads`` folder (where uploaded files are stored).
 
 Models are named the same way (``hf:<model>``, an embedder): a hub id
@@ -30,6 +33,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
+from ..runtime.mode import lab_mode
 from .cache import cache_dir
 
 ENV_ROOTS = "BERDS_DATA_ROOTS"
@@ -41,15 +45,25 @@ def annotations_root() -> Path:
     return Path(db).resolve().parent if db else (APP_DIR / "annotations").resolve()
 
 
+def forbidden_roots() -> list[Path]:
+    """Folders no typed path may reach, even under an allowed root: in lab mode, the folder of the lab's
+    database (the accounts, every annotator's labels, exports an admin left beside it)."""
+    return [annotations_root()] if lab_mode() else []
+
+
 def allowed_roots() -> list[Path]:
-    """The folders the app may read from or write to, resolved (existing or not)."""
+    """The folders the app may read from or write to, resolved (existing or not); in lab mode without the
+    lab database's folder (:func:`forbidden_roots`)."""
     roots = [Path(p).expanduser().resolve() for p in os.environ.get(ENV_ROOTS, "").split(os.pathsep) if p.strip()]
     roots += [annotations_root(), (cache_dir("uploads")).resolve()]
-    return list(dict.fromkeys(roots))
+    banned = forbidden_roots()
+    return [r for r in dict.fromkeys(roots) if r not in banned]
 
 
 def is_allowed(path: Path, roots: list[Path] | None = None) -> bool:
     resolved = Path(path).resolve()
+    if any(resolved == b or resolved.is_relative_to(b) for b in forbidden_roots()):
+        return False
     return any(resolved == r or resolved.is_relative_to(r) for r in (roots or allowed_roots()))
 
 

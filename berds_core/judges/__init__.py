@@ -146,7 +146,7 @@ def parse_spec(spec: str) -> tuple[str, dict]:
 def app_judge_spec(spec: str, what: str = "judge") -> str:
     """A judge spec typed into the app, checked before anything is loaded or requested.
 
-    ``hf:`` models and adapters given as folders must lie under the allowed
+    ``hf:`` and ``vllm:`` models and adapters given as folders must lie under the allowed
     roots (hub ids pass; :func:`berds_core.files.safepaths.resolve_user_model`), and
     server addresses (``openai:<model>@<url>``, ``berds-evaluator:<url>``) must
     be on the operator's list (:func:`berds_core.net.endpoints.check_endpoint`).
@@ -154,10 +154,10 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
     """
     spec = (spec or "embedded").strip()
     name, arg = JUDGES.parse(spec)
-    if name == "hf":
+    if name in ("hf", "vllm") and arg:  # vllm:<model>[+<adapter>] names folders the same way as hf:
         model, adapter = _split_hf(arg)
         parts = [resolve_user_model(p, what=f"{what} model path") for p in (model, adapter) if p]
-        return "hf:" + "+".join(parts)
+        return f"{name}:" + "+".join(parts)
     if name == "openai":
         check_endpoint(split_openai_spec(arg)[1], what=f"{what} server address")
     elif name == "berds-evaluator" and arg:

@@ -27,7 +27,20 @@ Everything lives in the annotation database (tables ``users``, ``sessions``,
   :func:`client_address`), ``MAX_CLIENT_FAILURES`` wrong passwords within the
   window refuse further attempts from that address until the oldest leaves
   the window. A success resets neither count. The error never says whether
-  the name exists.
+  the name exists. An attempt is counted *before* its password is checked,
+  in the same transaction as the count (a "pending" row, ``ok = -1``, that
+  counts as a failure until the check ends), so a hundred attempts sent at
+  once get no more checks than the limit. A blocked address does not lock
+  out co-workers behind the same NAT: a name that has signed in from that
+  address before is still checked (with its per-name slow-down); other names
+  wait for the address.
+- Names that are not accounts (often a password typed into the name field)
+  are never stored as typed: the audit log and the attempt counts keep a
+  keyed hash of them (``unknown-name:<12 hex>``, HMAC-SHA256 with a random
+  key kept in the database's settings), so repeated attempts still group.
+- A session is bound to the user's ``uid``, a random id given when the row
+  is created and never reused: a user deleted and created again under the
+  same name does not inherit the old user's sessions (cookies).
 
 Timing knobs come from the environment: ``BERDS_SESSION_IDLE_MIN`` (default
 60) and ``BERDS_SESSION_HOURS`` (default 12).
@@ -57,6 +70,7 @@ NAME_MAX_DELAY = 30.0  # seconds: the longest a name's attempt waits before its 
 MAX_CLIENT_FAILURES = 20  # wrong passwords from one client address within WINDOW, then it must wait
 WINDOW = 15 * 60.0
 ENV_PROXY_HEADER = "BERDS_PROXY_HEADER"
+NAME_KEY_SETTING = "login_name_key"  # the HMAC key of names that are not accounts (never shown)
 ENV_PROXY_HOPS = "BERDS_PROXY_HOPS"
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
 
@@ -161,6 +175,11 @@ def client_address(peer: str | None, headers=None) -> str:
     """
     peer = (peer or "").strip() or "127.0.0.1"
     name = os.environ.get(ENV_PROXY_HEADER, "").strip()
+    if not name and _forwarding_trusted_by_default() and _header(headers, "x-forwarded-for"):
+        # the server runs with uvicorn's default trust (``streamlit run app.py``, not serve.py): it took
+        # the client's own X-Forwarded-For from a loopback connection, so ``peer`` is whatever the client
+        # wrote. The connection itself came from this host: count it as this host, not as the header says.
+        return "127.0.0.1"
     if not name or headers is None:
         return peer
     try:
@@ -177,6 +196,24 @@ def client_address(peer: str | None, headers=None) -> str:
     if not parts:
         return peer
     return parts[-hops] if len(parts) >= hops else parts[0]
+
+
+ENV_FORWARDED = "FORWARDED_ALLOW_IPS"  # uvicorn's own setting: the proxies whose X-Forwarded-For it believes
+
+
+def _forwarding_trusted_by_default() -> bool:
+    """Whether uvicorn runs with its default trust in X-Forwarded-For from loopback (the operator set
+    neither ``FORWARDED_ALLOW_IPS`` nor started through ``serve.py``, which turns that trust off)."""
+    return ENV_FORWARDED not in os.environ
+
+
+def _header(headers, name: str):
+    if headers is None:
+        return None
+    try:
+        return headers.get(name) or headers.get(name.title()) or headers.get(name.upper())
+    except Exception:
+        return None
 
 
 def _token_hash(token: str) -> str:
@@ -204,8 +241,8 @@ class Accounts:
         with self.store._tx() as c:
             if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
                 raise AccountError(f"user {name!r} exists already (use reset to change the password)")
-            c.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?)",
-                      (name, role, digest, now, now))
+            c.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at, uid) "
+                      "VALUES (?, ?, ?, 1, ?, ?, ?)", (name, role, digest, now, now, secrets.token_hex(16)))
             self.store.audit(by, "admin", "users.add", name, allowed=True, detail=f"role={role}")
         self.store.restrict_permissions()  # password hashes inside: owner only (0600)
         return self.get(name)
@@ -260,15 +297,31 @@ class Accounts:
 
     # ---- login and sessions ----
 
-    def _failures(self, column: str, value: str, now: float) -> list[float]:
-        """Times of the failed attempts for ``column = value`` inside the window, oldest first.
+    def _failures(self, column: str, value: str, now: float, c=None) -> list[float]:
+        """Times of the failed (or still being checked) attempts for ``column = value`` inside the window,
+        oldest first. ``c``: a connection inside a transaction.
 
         A success in between does not reset them: an attacker who owns one
         account cannot clear an address's count by signing in to it.
         """
-        rows = self.store._read(f"SELECT at FROM login_attempts WHERE {column} = ? AND ok = 0 AND at > ? ORDER BY at",
-                                (value, now - WINDOW))
-        return [r["at"] for r in rows]
+        sql = f"SELECT at FROM login_attempts WHERE {column} = ? AND ok != 1 AND at > ? ORDER BY at"
+        params = (value, now - WINDOW)
+        rows = c.execute(sql, params).fetchall() if c is not None else self.store._read(sql, params)
+        return [r[0] for r in rows]
+
+    def _name_key(self, name: str) -> str:
+        """How a name is stored in the audit log and the attempt counts: as typed for an account, else a keyed
+        hash (a password typed into the name field is never stored)."""
+        if self.get(name) is not None:
+            return name
+        import hmac
+
+        key = self.store.setting(NAME_KEY_SETTING)
+        if not key:
+            key = secrets.token_hex(32)
+            self.store.set_setting(NAME_KEY_SETTING, key, by="accounts")
+        digest = hmac.new(bytes.fromhex(key), name.encode("utf-8"), hashlib.sha256).hexdigest()
+        return f"unknown-name:{digest[:12]}"
 
     def name_delay(self, name: str) -> float:
         """Seconds an attempt for ``name`` waits now before its password is checked (0: none).
@@ -278,7 +331,10 @@ class Accounts:
         at most ``NAME_MAX_DELAY``). Nobody is refused because of a name.
         """
         now = self.clock()
-        fails = self._failures("user", str(name or "").strip(), now)
+        return self._hold(self._failures("user", self._name_key(str(name or "").strip()), now), now)
+
+    @staticmethod
+    def _hold(fails: list[float], now: float) -> float:
         if len(fails) < NAME_FREE_FAILURES:
             return 0.0
         delay = min(NAME_MAX_DELAY, 2.0 ** (len(fails) - NAME_FREE_FAILURES))
@@ -299,44 +355,69 @@ class Accounts:
         """Seconds until an attempt from ``client`` is checked at all (a name alone never blocks: 0)."""
         return self.client_wait(client)
 
-    def _record(self, name: str, client: str | None, ok: bool) -> None:
+    def _reserve(self, key: str, client: str | None) -> tuple[int | None, float, float]:
+        """Count this attempt before its password is checked, atomically: ``(attempt id, 0, hold)``, or
+        ``(None, seconds to wait, 0)`` when the address is blocked for this name.
+
+        One write transaction (BEGIN IMMEDIATE) reads the address's failures (pending attempts included)
+        and inserts this attempt as pending (``ok = -1``), so concurrent attempts see each other. A
+        blocked address still lets through a name that has signed in from it before (a co-worker behind
+        the same NAT), under the name's slow-down. ``hold``: how long the attempt waits before the check.
+        """
         with self.store._tx() as c:
-            c.execute("INSERT INTO login_attempts (user, client, at, ok) VALUES (?, ?, ?, ?)",
-                      (name, client, self.clock(), int(ok)))
+            now = self.clock()
+            if client:
+                fails = self._failures("client", client, now, c)
+                if len(fails) >= MAX_CLIENT_FAILURES:
+                    known = c.execute("SELECT 1 FROM login_attempts WHERE client = ? AND user = ? AND ok = 1 LIMIT 1",
+                                      (client, key)).fetchone()
+                    if not known:
+                        return None, max(0.0, fails[len(fails) - MAX_CLIENT_FAILURES] + WINDOW - now), 0.0
+            hold = self._hold(self._failures("user", key, now, c), now)
+            # stamped with the time its password will be checked: the next attempt for the name waits from there
+            cur = c.execute("INSERT INTO login_attempts (user, client, at, ok) VALUES (?, ?, ?, -1)",
+                            (key, client, now + hold))
+            attempt = int(cur.lastrowid)
+        return attempt, 0.0, hold
+
+    def _settle(self, attempt: int, ok: bool) -> None:
+        with self.store._tx() as c:
+            c.execute("UPDATE login_attempts SET ok = ? WHERE id = ?", (int(ok), attempt))
 
     def login(self, name: str, password: str, *, client: str | None = None) -> tuple[str, User]:
         """Check the password; returns ``(session token, user)`` or raises :class:`LoginError`."""
         name = str(name or "").strip()
         dummy = dummy_hash(self.hasher)  # before any branch: the first login pays for it whatever the name
-        wait = self.client_wait(client)
-        if wait > 0:
-            self.store.audit(name or None, None, "login", None, allowed=False, detail="rate limited (address)")
+        key = self._name_key(name) if name else ""  # a name that is no account is never stored as typed
+        attempt, wait, hold = self._reserve(key, client)
+        if attempt is None:
+            self.store.audit(key or None, None, "login", None, allowed=False, detail="rate limited (address)")
             raise LoginError(f"too many failed sign-ins from this address: try again in "
                              f"{max(1, int(wait // 60) + 1)} minute(s)")
-        hold = self.name_delay(name)
-        if hold > 0:  # a name under attack: slower, never refused
-            self.sleep(hold)
-        rows = self.store._read("SELECT password_hash, active FROM users WHERE name = ?", (name,))
         ok = False
-        try:  # one argon2 verification either way, so timing does not tell which names exist
-            ok = self.hasher.verify(rows[0]["password_hash"] if rows else dummy, password or "") and bool(rows)
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
-            ok = False
+        try:
+            if hold > 0:  # a name under attack: slower, never refused
+                self.sleep(hold)
+            rows = self.store._read("SELECT password_hash, active, uid FROM users WHERE name = ?", (name,))
+            try:  # one argon2 verification either way, so timing does not tell which names exist
+                ok = self.hasher.verify(rows[0]["password_hash"] if rows else dummy, password or "") and bool(rows)
+            except (VerifyMismatchError, VerificationError, InvalidHashError):
+                ok = False
+        finally:
+            self._settle(attempt, ok)  # also when interrupted: the attempt stays counted
         if not ok or not rows[0]["active"]:
-            self._record(name, client, False)
-            self.store.audit(name or None, None, "login", None, allowed=False,
+            self.store.audit(key or None, None, "login", None, allowed=False,
                              detail="disabled account" if ok else "wrong name or password")
             raise LoginError("wrong name or password" if not ok else "this account is disabled")
         if self.hasher.check_needs_rehash(rows[0]["password_hash"]):
             with self.store._tx() as c:
                 c.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self.hasher.hash(password), name))
-        self._record(name, client, True)
         token = secrets.token_urlsafe(32)
         now = self.clock()
         _, lifetime = session_limits()
         with self.store._tx() as c:
-            c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at) VALUES (?, ?, ?, ?, ?)",
-                      (_token_hash(token), name, now, now, now + lifetime))
+            c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at, uid) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", (_token_hash(token), name, now, now, now + lifetime, rows[0]["uid"]))
             c.execute("UPDATE users SET last_login = ? WHERE name = ?", (_now(), name))
         self.store.audit(name, None, "login", None, allowed=True)
         self.purge_sessions()  # ended sessions and old attempts go at each sign-in
@@ -350,13 +431,16 @@ class Accounts:
         if not token:
             return None
         h = _token_hash(token)
-        rows = self.store._read("SELECT user, last_seen, expires_at, revoked FROM sessions WHERE token_hash = ?", (h,))
+        rows = self.store._read("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid "
+                                "FROM sessions s LEFT JOIN users u ON u.name = s.user WHERE s.token_hash = ?", (h,))
         if not rows:
             return None
         r = rows[0]
         now = self.clock()
         idle, _ = session_limits()
         if r["revoked"] or now >= r["expires_at"] or now - r["last_seen"] >= idle:
+            return None
+        if not r["uid"] or r["uid"] != r["user_uid"]:  # another user row under the same name: not this session's
             return None
         user = self.get(r["user"])
         if user is None or not user.active:

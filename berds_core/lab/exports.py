@@ -7,22 +7,21 @@ only as the annotator of a label; passwords and their hashes never leave the
 export reads back with :func:`berds_core.lab.tasks.read_pairs_tsv`.
 
 Spreadsheet formulas (CSV injection): every delimited export (TSV and CSV,
-here and in the app's downloads) goes through :func:`neutralise`, OWASP's
-rule: a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-return gets a leading ``'``, so a spreadsheet shows it as text instead of
-running it (an annotator's note ``=HYPERLINK(...)`` stays a note). Plain
-numbers (``-0.25``) are left as they are: they cannot run anything. A cell
-that already starts with ``'`` gets one more, so the rule can be undone
-exactly: :func:`unneutralise` drops one leading ``'``
+here and in the app's downloads) is written by
+:func:`berds_core.files.spreadsheet.delimited`: OWASP's rule on every line of
+every cell (a line that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+carriage return gets a leading ``'``, so an annotator's note
+``ok\r=HYPERLINK(...)`` stays a note), and every field holding ``\r`` or
+``\n`` quoted. Plain numbers (``-0.25``) are left as they are. The rule can be
+undone exactly: :func:`unneutralise` drops one leading ``'`` per line
 (:func:`berds_core.lab.tasks.read_pairs_tsv` does so for this module's exports).
 JSON Lines are exact: no cell is changed.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
+
+from ..files.spreadsheet import delimited, neutralise, unneutralise  # noqa: F401 (re-exported)
 
 EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
                   "updated_at", "question_id", "passage_id", "subset", "retriever", "source", "title", "side",
@@ -57,47 +56,19 @@ def _row(p, label, annotator, lab=None) -> dict:
             "app_version": (lab.app_version if lab else None) or ""}
 
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def neutralise(value):
-    """A cell as a spreadsheet may open it safely (OWASP CSV injection rule; see the module docstring)."""
-    if not isinstance(value, str) or not value:
-        return value
-    if value[0] == "'" or (value[0] in FORMULA_START and not _NUMBER.fullmatch(value)):
-        return "'" + value
-    return value
-
-
-def unneutralise(value: str) -> str:
-    """The cell :func:`neutralise` was given (drops one leading ``'``)."""
-    return value[1:] if isinstance(value, str) and value.startswith("'") else value
-
-
 def is_export_header(header) -> bool:
     """Whether a delimited file's header is one of this module's label exports (its cells are neutralised)."""
     return set(EXPORT_COLUMNS) <= {str(h).strip() for h in header}
 
 
-def _delimited(rows: list[dict], columns: list[str], delimiter: str) -> str:
-    buf = io.StringIO(newline="")
-    w = csv.writer(buf, delimiter=delimiter, quotechar='"', doublequote=True, quoting=csv.QUOTE_MINIMAL,
-                   lineterminator="\n")
-    w.writerow([neutralise(str(c)) for c in columns])
-    for r in rows:
-        w.writerow([neutralise(r.get(c, "")) for c in columns])
-    return buf.getvalue()
-
-
 def to_tsv(rows: list[dict], columns: list[str] | None = None) -> str:
-    return _delimited(rows, columns or EXPORT_COLUMNS, "\t")
+    return delimited(rows, columns or EXPORT_COLUMNS, "\t")
 
 
 def to_csv(rows: list[dict], columns: list[str] | None = None) -> str:
     """CSV of ``rows``; columns: ``columns``, else every key of the rows in first-seen order."""
     cols = columns or (list(dict.fromkeys(k for r in rows for k in r)) if rows else EXPORT_COLUMNS)
-    return _delimited(rows, cols, ",")
+    return delimited(rows, cols, ",")
 
 
 def to_jsonl(rows: list[dict]) -> str:

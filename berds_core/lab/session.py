@@ -6,7 +6,7 @@ JavaScript cannot be HttpOnly. Streamlit 1.67 offers the honest way: an
 app. This module is that route and a guard for uploads:
 
 - ``POST /berds/session`` with a one-time code: after a password check the
-  page (:mod:`pages.lab_ui`) gets a code (:func:`handoff`, random, 60 s, used
+  page (:mod:`studio_ui.lab_ui`) gets a code (:func:`handoff`, random, 60 s, used
   once) and its browser exchanges it here for the cookie
   ``berds_session=<session token>; HttpOnly; SameSite=Strict; Path=/``
   (``Secure`` over TLS, or with ``BERDS_COOKIE_SECURE=1`` behind a TLS proxy),
@@ -25,7 +25,10 @@ it (HttpOnly), another site never sends it (SameSite=Strict).
 
 - :class:`UploadGuard` (lab mode): file uploads
   (``PUT /_stcore/upload_file/...``) need a live session cookie, so a visitor
-  who has not signed in cannot even put bytes into the server's memory.
+  who has not signed in cannot even put bytes into the server's memory; and
+  so do the files Streamlit serves at ``/media/...`` (downloads such as the
+  admin's label export, for about two minutes after they are drawn): a
+  visitor without a session gets 403, not the file.
 
 Starlette only (a Streamlit dependency); no Streamlit import.
 """
@@ -165,8 +168,18 @@ async def session_endpoint(request):
     return resp
 
 
+def _guarded(scope) -> bool:
+    """Requests that need a live session in lab mode: uploads, and the media files (downloads) Streamlit
+    serves (``/media/...``, under any base path)."""
+    path = scope.get("path", "")
+    if "/_stcore/upload_file/" in path and scope.get("method") == "PUT":
+        return True
+    return "/media/" in path and scope.get("method") in ("GET", "HEAD")
+
+
 class UploadGuard:
-    """ASGI middleware: in lab mode, file uploads need a live session cookie (403 otherwise)."""
+    """ASGI middleware: in lab mode, file uploads and media downloads need a live session cookie (403
+    otherwise)."""
 
     def __init__(self, app):
         self.app = app
@@ -174,8 +187,7 @@ class UploadGuard:
     async def __call__(self, scope, receive, send):
         from .accounts import lab_mode
 
-        if scope["type"] == "http" and "/_stcore/upload_file/" in scope.get("path", "") \
-                and scope.get("method") == "PUT" and lab_mode():
+        if scope["type"] == "http" and _guarded(scope) and lab_mode():
             from starlette.concurrency import run_in_threadpool
             from starlette.requests import Request
             from starlette.responses import Response

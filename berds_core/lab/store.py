@@ -186,8 +186,18 @@ CREATE TABLE IF NOT EXISTS audit (
 CREATE INDEX IF NOT EXISTS audit_by_actor ON audit(actor, action, target);
 """
 
+# Version 3: every user row gets a random ``uid`` that is never reused, and a session keeps the uid of the
+# row it was opened for (a user deleted and created again does not inherit the old user's sessions).
+_SCHEMA_V3 = """
+ALTER TABLE users ADD COLUMN uid TEXT;
+UPDATE users SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS users_uid ON users(uid);
+ALTER TABLE sessions ADD COLUMN uid TEXT;
+UPDATE sessions SET uid = (SELECT uid FROM users WHERE users.name = sessions.user) WHERE uid IS NULL
+"""
+
 # version -> SQL that upgrades from version-1; applied in order inside one transaction each.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 ASSIGNMENT_KINDS = ("task", "calibration", "routed")
 
@@ -569,6 +579,10 @@ class Store:
                 seen.add(r[0])
                 out.append(r[0])
         return out
+
+    def has_assignments(self) -> bool:
+        """Whether any task set gave anyone a queue."""
+        return bool(self._read("SELECT 1 FROM assignments LIMIT 1"))
 
     def is_assigned(self, annotator: str, pair_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM assignments WHERE annotator = ? AND pair_id = ? LIMIT 1",

@@ -31,19 +31,30 @@ def server_url(spec) -> str | None:
         if not (at and model):
             return None
         return url.strip() or None
-    if name == "berds-evaluator":
+    if name in ("berds-evaluator", "searxng"):
         return arg.strip() or None
     return None
 
 
-def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
-    """Why ``base_url`` cannot be used (one phrase), or None when it answered."""
+def _sends_key(spec) -> bool:
+    """Whether the server of ``spec`` is an OpenAI-compatible one that may be sent the API key (a search
+    server, such as SearXNG, is never sent it)."""
+    return not str(spec or "").strip().startswith("searxng:")
+
+
+def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT, *, send_key: bool = True) -> str | None:
+    """Why ``base_url`` cannot be used (one phrase), or None when it answered. ``send_key``: send the
+    OpenAI-compatible API key (never to a search server: any HTTP answer from it is enough)."""
     import httpx
 
     client = None
     try:
-        client = httpx.Client(base_url=normalize_base_url(base_url), headers=headers(api_key()))
-        r = client.get("/models", timeout=httpx.Timeout(30.0, connect=timeout))
+        if send_key:
+            client = httpx.Client(base_url=normalize_base_url(base_url), headers=headers(api_key()))
+            r = client.get("/models", timeout=httpx.Timeout(30.0, connect=timeout))
+        else:  # a search server: its front page, no key
+            client = httpx.Client(headers={"User-Agent": "berds-studio reachability check"})
+            r = client.get(base_url.rstrip("/") + "/", timeout=httpx.Timeout(30.0, connect=timeout))
     except httpx.ConnectTimeout:
         return f"no answer within {timeout:g} s"
     except httpx.ConnectError as e:
@@ -60,7 +71,7 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     finally:
         if client is not None:
             client.close()
-    if r.status_code in (401, 403):
+    if send_key and r.status_code in (401, 403):
         return f"it refused the API key (HTTP {r.status_code}; set BERDS_OPENAI_API_KEY)"
     return None
 
@@ -73,11 +84,13 @@ def check_servers(pairs) -> None:
         url = server_url(spec)
         if url is None:
             continue
-        base = normalize_base_url(url)
+        if not _sends_key(spec) and not url.strip().lower().startswith(("http://", "https://")):
+            continue  # the search spec's own check names a malformed endpoint
+        base = normalize_base_url(url) if _sends_key(spec) else url.strip().rstrip("/")
         if base in seen:
             continue
         seen.add(base)
-        why = unreachable(base)
+        why = unreachable(base, send_key=_sends_key(spec))
         if why:
             raise InputError(flag, None, None, f"cannot reach the server {base} ({why}); start it or "
                                                "correct the URL")

@@ -214,7 +214,7 @@ class DenseIndex:
         except RuntimeError:
             pass
         if ivf is not None:
-            self.nprobe = int(nprobe or self.plan.get("nprobe") or default_nprobe(int(ivf.nlist)))
+            self.nprobe = int(nprobe or self.plan.get("nprobe") or default_nprobe(int(ivf.nlist), self.ntotal))
             ps.set_index_parameter(self.index, "nprobe", self.nprobe)
         else:
             self.nprobe = None
@@ -243,6 +243,11 @@ class DenseIndex:
     def refine_factor(self) -> int:
         return int(self.plan.get("refine") or 0) if self.vectors is not None else 0
 
+    @property
+    def rescore(self) -> int:
+        """The fewest candidates re-scored exactly (the plan's ``rescore``; 0 for folders built before it)."""
+        return int(self.plan.get("rescore") or 0)
+
     def search(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         q = np.ascontiguousarray(q, dtype=np.float32)
         k = min(int(k), self.ntotal)
@@ -251,7 +256,7 @@ class DenseIndex:
         if self.index is None:
             scores, rows = exact_search(self.vectors, q, k)
         else:
-            kk = min(self.ntotal, k * self.refine_factor) if self.refine_factor else k
+            kk = min(self.ntotal, max(k * self.refine_factor, self.rescore)) if self.refine_factor else k
             index = self.index_gpu if self.index_gpu is not None else self.index
             if self.hnsw:
                 self.index.hnsw.efSearch = max(self.ef_search, 2 * kk)

@@ -17,9 +17,12 @@ as autofaiss does):
   SIMD "fast-scan" PQ), ``m`` the largest divisor of ``d`` up to ``min(d / 2,
   256)`` (384-d: 192 codes, 96 bytes a vector). Below 1,000 vectors:
   ``IVF<nlist>,Flat``. ``nprobe`` = ``max(min(nlist, 16), nlist / 16)`` lists
-  searched. The top ``refine x k`` candidates are re-scored exactly from the
+  searched, raised so that a query scans at least ``SCAN_MIN`` (32,768) codes:
+  every list of a smaller corpus. The top ``refine x k`` candidates (at least
+  ``RESCORE_MIN`` = 256 up to 1M vectors) are re-scored exactly from the
   vectors on disk, so the approximate codes only have to find the neighbours,
-  not order them. Measured at 100k, 384-d (bench/scale.py): 4-bit fast-scan codes
+  not order them; on small corpora ``ivfpq`` then ranks as ``flat`` does
+  (``bench/ivf_small.py``). Measured at 100k, 384-d (bench/scale.py): 4-bit fast-scan codes
   trained 2.3x faster than 8-bit PQ96 (same 96 bytes), searched 8x faster, with
   the same recall@100 after re-ranking; recall@100 against exact search at 1M:
   ``docs/scale.md``. When codes and ids (``n * (m + 8)``
@@ -90,6 +93,7 @@ class IndexPlan:
     train_rows: int = 0
     est_bytes: int = 0
     refine: int = 0
+    rescore: int = 0  # with refine: at least this many candidates re-scored exactly (small corpora)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -109,8 +113,25 @@ def ivf_nlist(n: int) -> int:
     return max(1, nlist)
 
 
-def default_nprobe(nlist: int) -> int:
-    return max(min(nlist, 16), nlist // 16)
+SCAN_MIN = 32_768  # codes a query scans at least (all of them in a smaller corpus)
+RESCORE_MIN = 256  # candidates re-scored exactly at least, for corpora up to RESCORE_UP_TO vectors
+RESCORE_UP_TO = 1 << 20
+
+
+def default_nprobe(nlist: int, n: int | None = None) -> int:
+    """Lists a query searches: ``max(min(nlist, 16), nlist / 16)``, and with ``n`` (the vectors) enough
+    lists to scan about ``SCAN_MIN`` codes: every list of a corpus up to that size, so a small corpus
+    loses nothing to the coarse quantizer (4-bit fast-scan codes cost about a nanosecond each)."""
+    base = max(min(nlist, 16), nlist // 16)
+    if n is None or n <= 0:
+        return base
+    return min(nlist, max(base, math.ceil(nlist * SCAN_MIN / n)))
+
+
+def rescore_min(n: int) -> int:
+    """The fewest candidates re-scored exactly from the vectors (besides ``refine x k``): ``RESCORE_MIN`` up to
+    ``RESCORE_UP_TO`` vectors, where the exact re-scoring is a few microseconds a candidate; none above."""
+    return min(n, RESCORE_MIN) if n <= RESCORE_UP_TO else 0
 
 
 PQ_MIN_VECTORS = 1_000  # below this, ivfpq keeps full vectors in its lists (IVF<nlist>,Flat)
@@ -130,7 +151,7 @@ def _ivf_plan(plan: IndexPlan, code_bytes: int) -> IndexPlan:
     nlist = plan.nlist
     centroids = nlist * plan.dim * 4
     lists = plan.n * (code_bytes + 8)
-    plan.nprobe = default_nprobe(nlist)
+    plan.nprobe = default_nprobe(nlist, plan.n)
     plan.train_rows = train_rows(plan.n, nlist)
     plan.est_bytes = centroids + lists
     if centroids + 256 * plan.dim * 4 > plan.budget:
@@ -138,6 +159,7 @@ def _ivf_plan(plan: IndexPlan, code_bytes: int) -> IndexPlan:
                                                         f"({human(centroids)}); give more memory or fewer lists")
     plan.on_disk = plan.est_bytes > plan.budget
     plan.refine = REFINE if code_bytes < plan.dim * 4 else 0
+    plan.rescore = rescore_min(plan.n) if plan.refine else 0
     return plan
 
 
@@ -201,6 +223,7 @@ def _factory_plan(plan: IndexPlan) -> IndexPlan:
     plan.est_bytes = plan.n * max(code_bytes, 1)
     plan.train_rows = min(plan.n, 65_536) if not index.is_trained else 0
     plan.refine = REFINE if code_bytes < plan.dim * 4 else 0
+    plan.rescore = rescore_min(plan.n) if plan.refine else 0
     if plan.est_bytes > plan.budget:
         raise InputError("--index", None, None, f"{plan.spec!r} over {plan.n:,} vectors needs about "
                                                 f"{human(plan.est_bytes)} of memory, more than the budget "

@@ -14,7 +14,10 @@ why not:
   than HTML/XHTML/plain text (PDFs, images...), a body over ``max_bytes``
   (checked on ``Content-Length`` and while streaming), a non-http(s) URL, and,
   when ``allow_private`` is off (the app), hosts that resolve to private,
-  loopback or link-local addresses.
+  loopback or link-local addresses. That check runs on every hop, robots.txt
+  redirects included, and the request then goes to the address it checked
+  (the URL carries the address, ``Host`` and TLS the name), so a second DNS
+  answer cannot send it elsewhere.
 
 Bodies are decoded by the charset of the ``Content-Type`` header, else a
 byte-order mark, a ``<meta charset>`` / ``http-equiv`` declaration, strict
@@ -175,16 +178,36 @@ def decode_body(body: bytes, content_type: str = "") -> tuple[str, str]:
 # --------------------------------------------------------------------------- the fetcher
 
 
+def _not_public(ip) -> bool:
+    """Whether an address is private, loopback, link-local, reserved, multicast or unspecified."""
+    return bool(ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast
+                or ip.is_unspecified)
+
+
 def _private(host: str, infos) -> bool:
     for info in infos:
         try:
             ip = ipaddress.ip_address(info[4][0])
         except ValueError:
             continue
-        if (ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast
-                or ip.is_unspecified):
+        if _not_public(ip):
             return True
     return False
+
+
+def _pinned(url: str, ip: str | None) -> tuple[str, dict, dict]:
+    """``(request URL, headers, extensions)`` that connect to the checked ``ip`` while asking for ``url``'s
+    host: the URL carries the address, ``Host`` the name, TLS the name (SNI and certificate check), so no
+    second DNS lookup can send the request elsewhere. ``ip`` None: the URL as it is."""
+    if ip is None:
+        return url, {}, {}
+    parts = urlsplit(url)
+    where = f"[{ip}]" if ":" in ip else ip
+    netloc = where + (f":{parts.port}" if parts.port else "")
+    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    target = parts._replace(netloc=netloc).geturl()
+    ext = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
+    return target, {"Host": host}, ext
 
 
 @functools.lru_cache(maxsize=1)
@@ -256,11 +279,12 @@ class Fetcher:
             parts = urlsplit(current)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise _Stop(f"skipped: not an http(s) URL ({parts.scheme or 'no scheme'})", status, skipped=True)
+            pin = None
             if not cfg.allow_private:
-                await self._check_public(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+                pin = await self._check_public(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
             if cfg.respect_robots:
                 await self._check_robots(client, current)
-            status, headers, body = await self._get(client, current)
+            status, headers, body = await self._get(client, current, pin)
             if body is None:  # a redirect
                 loc = headers.get("location")
                 if not loc:
@@ -282,15 +306,17 @@ class Fetcher:
             return PageResult(url, "ok", "ok", status, current, ctype, charset, text, len(body))
         raise _Stop(f"too many redirects (more than {cfg.max_redirects})", status)
 
-    async def _get(self, client, url: str):
-        """``(status, headers, body)``; body None for a redirect. Raises _Stop for everything else."""
+    async def _get(self, client, url: str, pin: str | None = None):
+        """``(status, headers, body)``; body None for a redirect. Raises _Stop for everything else.
+        ``pin``: the checked address to connect to (:func:`_pinned`)."""
         import httpx
 
         cfg = self.cfg
+        target, headers, ext = _pinned(url, pin)
         for attempt in range(cfg.retries + 1):
             delay = None
             try:
-                async with client.stream("GET", url) as r:
+                async with client.stream("GET", target, headers=headers, extensions=ext) as r:
                     status = r.status_code
                     if status in RETRY_STATUS and attempt < cfg.retries:
                         delay = retry_delay(attempt + 1, cfg.backoff, r.headers.get("retry-after"),
@@ -323,13 +349,16 @@ class Fetcher:
             await asyncio.sleep(delay or 0)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _check_public(self, host: str, port: int) -> None:
+    async def _check_public(self, host: str, port: int) -> str:
+        """The address to connect to: every address ``host`` resolves to must be public (one lookup; the
+        request then goes to the first of them, never to a second lookup's answer)."""
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError:
             raise _Stop(f"cannot resolve host {host}", transient=True) from None
-        if _private(host, infos):
+        if not infos or _private(host, infos):
             raise _Stop(f"skipped: {host} is a private or local address", skipped=True)
+        return str(infos[0][4][0])
 
     async def _check_robots(self, client, url: str) -> None:
         parts = urlsplit(url)
@@ -345,14 +374,40 @@ class Fetcher:
             raise _Stop("skipped: robots.txt disallows it", skipped=True)
 
     async def _load_robots(self, client, origin: str):
-        """Protego rules, None (everything allowed) or a reason string (the host is off limits)."""
+        """Protego rules, None (everything allowed) or a reason string (the host is off limits).
+
+        Redirects are followed hop by hop (at most ``max_redirects``, RFC 9309 asks for five), each hop
+        through the same checks as a page: an http(s) URL and, when private addresses are off, a public
+        address, connected to as checked. A robots.txt that leads to a private address puts the host
+        off limits (nothing is requested there)."""
         import httpx
         from protego import Protego
 
-        try:
-            r = await client.get(f"{origin}/robots.txt", follow_redirects=True)
-        except httpx.HTTPError as e:
-            return f"robots.txt unreachable ({type(e).__name__})"
+        url, r = f"{origin}/robots.txt", None
+        for _hop in range(self.cfg.max_redirects + 1):
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                return "robots.txt redirects to a URL that is not http(s)"
+            pin = None
+            if not self.cfg.allow_private:
+                try:
+                    pin = await self._check_public(parts.hostname,
+                                                   parts.port or (443 if parts.scheme == "https" else 80))
+                except _Stop as s:
+                    return f"robots.txt redirects where it may not be fetched ({s.reason.removeprefix('skipped: ')})"
+            target, headers, ext = _pinned(url, pin)
+            try:
+                r = await client.get(target, headers=headers, extensions=ext, follow_redirects=False)
+            except httpx.HTTPError as e:
+                return f"robots.txt unreachable ({type(e).__name__})"
+            if not r.is_redirect:
+                break
+            loc = r.headers.get("location")
+            if not loc:
+                return None  # a redirect without a target: no robots.txt
+            url = urldefrag(urljoin(url, loc.strip()))[0]
+        else:
+            return None  # more redirects than RFC 9309 asks to follow: treated as unavailable (4xx)
         if 400 <= r.status_code < 500:
             return None
         if r.status_code >= 500:

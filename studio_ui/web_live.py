@@ -30,7 +30,7 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.records import Question
 from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
-from pages.common import cached_embedder, cached_judge, cached_retriever, embedder_model, esc, show_error
+from studio_ui.common import cached_embedder, cached_judge, cached_retriever, embedder_model, esc, show_error
 
 WEB_LIVE = "Web (live)"
 SIDEBAR_CORPUS = "Sidebar corpus"
@@ -183,7 +183,7 @@ def _web_corpus(folder: str, stamp: str):
 
 
 def _web_engine(folder: str, stamp: str, cfg_key: tuple):
-    from pages.common import Config
+    from studio_ui.common import Config
 
     cfg = Config(**dict(cfg_key))
     corpus = _web_corpus(folder, stamp)

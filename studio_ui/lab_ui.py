@@ -40,7 +40,7 @@ from berds_core.lab.access import AccessDenied, Actor, Lab
 from berds_core.lab.accounts import Accounts, LoginError, client_address, lab_mode
 from berds_core.errors import InputError
 from berds_core.lab.store import Store, StoreError, default_db_path
-from pages.common import esc
+from studio_ui.common import esc
 
 DEFAULT_DB_TEXT = str(default_db_path())
 
@@ -101,7 +101,7 @@ def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> 
         up = st.file_uploader("… or upload a database", type=["db", "sqlite"], key=f"{prefix}_db_upload") \
             if allow_upload else None
     if up is not None:
-        from pages.common import _save_upload
+        from studio_ui.common import _save_upload
 
         return _open(_save_upload(up, "annotations"))
     text = (text or "").strip()
@@ -305,6 +305,20 @@ def account_bar(lab: Lab, slot=None) -> None:
         st.rerun()
 
 
+def signed_in() -> bool:
+    """Whether this run may see the app (open mode, or a live lab session), deciding only: nothing drawn."""
+    if not lab_mode():
+        return True
+    path = default_db_path()
+    token = session_token()
+    if not token or not path.is_file():
+        return False
+    try:
+        return Accounts(get_store(str(path))).session_user(token) is not None
+    except Exception:
+        return False
+
+
 def gate() -> bool:
     """app.py's check, before the navigation runs a page or draws the sidebar.
 
@@ -340,6 +354,6 @@ def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
     return Lab(store, actor)
 
 
-__all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate",
+__all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate", "signed_in",
            "get_store", "lab_for_page", "login_form", "page_store", "refuse", "safe_markdown", "session_token",
            "sign_out"]

@@ -8,6 +8,14 @@
 // has stored in `data.acked`. A decision is "saved" only once acknowledged: the
 // status line says "All saved" when the outbox is empty. All text is set with
 // textContent: nothing a passage contains is ever parsed as HTML.
+//
+// When the server does not answer (down, restarting, the network gone), the outbox
+// is sent again every few seconds, and after a few seconds without an answer the
+// status line says so ("Not saved yet: the server does not answer"). A restarted
+// server is a new session (`data.server` changes): decisions the old one never
+// acknowledged cannot be sent to it (their pair references belong to the old
+// session), so the annotator is told how many were not confirmed; the pairs that
+// were not saved are in the queue again.
 
 const G = (window.__berdsAnnotator = window.__berdsAnnotator || { latencies: [], sessions: {} });
 
@@ -63,9 +71,24 @@ function build(root) {
   return { box, card, q, p, t, d, judge, yes, no, skip, undo, unsure, note, defs, status, done };
 }
 
-function freshState(session) {
-  return { session, seq: 0, outbox: [], pending: new Set(), front: [], history: [], pairs: [], current: null,
-           shownAt: 0, acked: 0, errors: [] };
+function freshState(session, server) {
+  return { session, server, seq: 0, outbox: [], pending: new Set(), front: [], history: [], pairs: [], current: null,
+           shownAt: 0, acked: 0, errors: [], lastSend: 0, waitingSince: 0, resends: 0, retry: 0, lost: 0 };
+}
+
+const RESEND_MS = 3000; // an unacknowledged outbox is sent again after this long, then 2x, 4x ... (30 s at most),
+                        // so a slow page run is never cut short by resends for ever
+const SILENT_MS = 5000; // after this long without an answer the status line says the server does not answer
+
+// decisions of sessions of another server (a restart) that were never acknowledged: lost to this page
+function takeLost(server) {
+  let n = 0;
+  for (const old of Object.values(G.sessions)) {
+    if (old.server === server || !old.outbox.length) continue;
+    n += old.outbox.filter((ev) => ev.kind !== "undo").length;
+    old.outbox = [];
+  }
+  return n;
 }
 
 export default function (component) {
@@ -80,7 +103,8 @@ export default function (component) {
   const ui = root.__ui;
   let S = G.sessions[data.session];
   if (!S) {
-    S = G.sessions[data.session] = freshState(data.session);
+    S = G.sessions[data.session] = freshState(data.session, data.server);
+    S.lost = takeLost(data.server);
   }
   root.__state = S;
 
@@ -89,6 +113,10 @@ export default function (component) {
   // labels and skips the server has acknowledged in this tab (data-acked; undos are not counted)
   S.acked += S.outbox.filter((ev) => acked.has(ev.cid) && ev.kind !== "undo").length;
   S.outbox = S.outbox.filter((ev) => !acked.has(ev.cid));
+  if (!S.outbox.length) {
+    S.waitingSince = 0;
+    S.retry = 0;
+  }
   // a pair is decided here but not yet on the server when its latest queued event is a label or skip
   const recompute = () => {
     S.pending = new Set();
@@ -104,7 +132,13 @@ export default function (component) {
   S.doneServer = data.progress ? data.progress.done : 0;
   S.more = !!data.more;
 
-  const send = () => setStateValue("outbox", S.outbox.map((e) => Object.assign({}, e)));
+  // each send carries its try number, so a resend is a new value (the server ignores the field)
+  const send = () => {
+    S.lastSend = Date.now();
+    if (S.outbox.length && !S.waitingSince) S.waitingSince = S.lastSend;
+    setStateValue("outbox", S.outbox.map((e) => Object.assign({ try: S.resends }, e)));
+  };
+  root.__send = send;
 
   const candidates = () => {
     const seen = new Set(), out = [];
@@ -144,8 +178,15 @@ export default function (component) {
     const pend = S.outbox.length;
     const decided = S.doneServer + S.outbox.filter((e) => e.kind !== "undo").length -
       S.outbox.filter((e) => e.kind === "undo").length;
-    ui.status.textContent = (pend ? `Saving… (${pend} not yet saved)` : "All saved") +
-      ` · ${Math.max(0, Math.min(decided, S.total))} of ${S.total} done`;
+    const silent = pend && S.waitingSince && Date.now() - S.waitingSince > SILENT_MS;
+    const saving = silent ? `Not saved yet: the server does not answer (${pend} waiting; keep this tab open)`
+      : pend ? `Saving… (${pend} not yet saved)` : "All saved";
+    const lost = S.lost ? `${S.lost} decision${S.lost === 1 ? "" : "s"} made while the server was unreachable ` +
+      "could not be confirmed: the pairs that were not saved are shown again · " : "";
+    ui.status.textContent = lost + saving + ` · ${Math.max(0, Math.min(decided, S.total))} of ${S.total} done`;
+    ui.status.classList.toggle("berds-ann-warn", !!(silent || S.lost));
+    ui.box.dataset.silent = silent ? "1" : "0";
+    ui.box.dataset.lost = String(S.lost);
     ui.box.dataset.pending = String(pend);
     ui.box.dataset.acked = String(S.acked);
     ui.box.dataset.state = pend ? "saving" : "saved";
@@ -165,6 +206,7 @@ export default function (component) {
   const decide = (value, evTime) => {
     const cur = S.current;
     if (!cur) return;
+    S.lost = 0; // the notice has been seen
     S.seq += 1;
     const ev = { cid: `${S.session}-${S.seq}`, kind: value === "skip" ? "skip" : "label", ref: cur.ref,
                  value: value === "skip" ? null : value, unsure: ui.unsure.checked, note: ui.note.value.slice(0, 500),
@@ -217,11 +259,28 @@ export default function (component) {
     else if (k === "u") undo();
   };
 
+  root.__paint = paint;
+  if (!root.__timer) {
+    // resend what the server has not acknowledged, and keep the status line honest while it is silent
+    root.__timer = setInterval(() => {
+      const st = root.__state;
+      if (!st || !document.body.contains(root)) return;
+      if (st.outbox.length && Date.now() - st.lastSend > Math.min(30000, RESEND_MS * 2 ** Math.min(st.retry, 4))) {
+        st.resends += 1;
+        st.retry += 1;
+        root.__send();
+      }
+      root.__paint();
+    }, 1000);
+  }
+
   show();
   return () => {
     if (root.__keys && !document.body.contains(root)) {
       document.removeEventListener("keydown", root.__keys, true);
       root.__keys = null;
+      clearInterval(root.__timer);
+      root.__timer = null;
     }
   };
 }

@@ -13,8 +13,8 @@ from berds_core.lab.access import AccessDenied, Lab
 from berds_core.errors import InputError
 from berds_core.lab.store import StoreError
 from berds_core.lab.tasks import TaskSetSpec
-from pages.common import esc
-from pages.lab_ui import error_line
+from studio_ui.common import esc
+from studio_ui.lab_ui import error_line
 
 LABELS_AS = {"reference": "reference labels (gold known in advance; used to calibrate annotators)",
              "annotator": "an annotator's labels", "ignore": "ignore them"}
@@ -36,7 +36,7 @@ def _attempt(action):
 def _file(prefix: str, label: str, types: list[str]) -> tuple[str | None, str | None]:
     """(stored path, name shown in errors) from an upload or a path under the allowed roots."""
     from berds_core.files.safepaths import resolve_user_path
-    from pages.common import _save_upload
+    from studio_ui.common import _save_upload
 
     how = st.radio(f"{label} from", ["Upload", "Path on the server"], key=f"{prefix}_how", horizontal=True)
     if how == "Upload":
@@ -171,7 +171,7 @@ def build_tab(lab: Lab) -> None:
     if st.button("Build the task set", key="ann_build_btn", type="primary", disabled=not annotators):
         judge = None
         if strategy == "uncertain" or route_uncertain:
-            from pages.common import cached_judge, current_config
+            from studio_ui.common import cached_judge, current_config
 
             judge = cached_judge(current_config().judge)
         with st.spinner("Building the task set…"):

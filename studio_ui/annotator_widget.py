@@ -6,7 +6,10 @@ the next :data:`PREFETCH` undecided pairs with each run, so a keypress shows
 the next pair from that buffer without waiting for the server; the decision
 travels in the component's ``outbox`` state, is stored by
 :func:`berds_core.lab.labelling.apply_events` (role and queue checks, once per
-event id) and acknowledged in the next run. Pairs reach the browser under
+event id) and acknowledged in the next run; the widget sends unacknowledged
+events again every few seconds and says when the server does not answer, or
+when a restarted server (:data:`SERVER_ID`) could not get the decisions made
+while it was down. Pairs reach the browser under
 opaque per-tab references, never their ids; all text is set as text
 (``assets/annotator.js``).
 """
@@ -22,6 +25,7 @@ from berds_core.lab.labelling import Applied, apply_events
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PREFETCH = 5
+SERVER_ID = secrets.token_hex(6)  # this server process: the widget tells a restart from a reconnect by it
 
 _widget = st.components.v2.component(
     "berds_annotator",
@@ -92,7 +96,7 @@ def keyboard_annotator(lab: Lab, task: str | None, *, show_judge: bool = False) 
             view["judge"] = judge_line(lab, pid, log=False)
         pairs.append(view)
     g = lab.guidelines()
-    data = {"session": nonce, "pairs": pairs, "more": len(nxt) > PREFETCH,
+    data = {"session": nonce, "server": SERVER_ID, "pairs": pairs, "more": len(nxt) > PREFETCH,
             "acked": applied.acked + list(applied.rejected), "progress": lab.progress(task),
             "definitions": g["definitions"], "labels": {},
             "empty_text": "All pairs of this task set are done. Thank you! (u undoes the last label.)"}

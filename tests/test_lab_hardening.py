@@ -1,0 +1,275 @@
+"""Lab mode, fourth hardening round (issue 38, items 8 and 10): the engine side, with real SQLite, real
+threads, a real Streamlit handler and a real server where a server is involved.
+
+- 100 sign-in attempts sent at once from one address: no more password checks than the limit.
+- A blocked address still lets a co-worker who signed in from it before through (after the name's wait).
+- A password typed into the name field is stored nowhere as typed (audit log, attempt counts).
+- A user deleted and created again under the same name does not inherit the old sessions (cookies).
+- A v2 database upgrades in place and its open sessions keep working.
+- ``clear_cache`` over the websocket: ignored in lab mode unless an admin signed in in that tab.
+- The lab database's folder is not a readable root in lab mode; header errors quote no cell.
+- ``vllm:`` judge specs go through the folder check.
+- Media files (downloads) need a live session cookie on a real ``serve.py`` server.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+
+import pytest
+from argon2 import PasswordHasher
+
+from berds_core.errors import InputError
+from berds_core.lab.accounts import MAX_CLIENT_FAILURES, Accounts, LoginError
+from berds_core.lab.store import Store
+
+SECRET = "correct horse battery"
+
+
+class CountingHasher(PasswordHasher):
+    def __init__(self):
+        super().__init__(time_cost=1, memory_cost=1024, parallelism=1)
+        self.verified = 0
+        self._lock = threading.Lock()
+
+    def verify(self, *a, **k):
+        with self._lock:
+            self.verified += 1
+        return super().verify(*a, **k)
+
+
+def test_a_hundred_attempts_at_once_get_no_more_checks_than_the_limit(tmp_path):
+    store = Store(tmp_path / "lab.db")
+    hasher = CountingHasher()
+    Accounts(store, hasher=hasher).add("alice", "annotator", SECRET)
+    hasher.verified = 0
+    start = threading.Barrier(100)
+    outcomes = []
+
+    def attempt(i):
+        acc = Accounts(store, hasher=hasher, sleep=lambda s: None)  # the name's wait is not what is measured
+        start.wait()
+        try:
+            acc.login(f"user{i}", "not the password at all", client="10.9.9.9")
+            outcomes.append("ok")
+        except LoginError as e:
+            outcomes.append(str(e))
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert hasher.verified <= MAX_CLIENT_FAILURES  # counted before the check, atomically
+    refused = [o for o in outcomes if "too many failed sign-ins" in o]
+    assert len(outcomes) == 100 and len(refused) >= 100 - MAX_CLIENT_FAILURES
+    rows = store._read("SELECT COUNT(*) FROM login_attempts WHERE ok = -1")[0][0]
+    assert rows == 0  # every attempt that was checked is settled
+    store.close()
+
+
+def test_a_blocked_address_lets_a_known_co_worker_through_after_the_name_wait(tmp_path):
+    store = Store(tmp_path / "lab.db")
+    slept = []
+    acc = Accounts(store, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1),
+                   sleep=slept.append)
+    acc.add("bob", "annotator", SECRET)
+    acc.add("carol", "annotator", SECRET)
+    acc.login("bob", SECRET, client="198.51.100.1")  # bob works behind the office NAT
+    for i in range(MAX_CLIENT_FAILURES):  # someone else behind the same NAT guesses
+        with pytest.raises(LoginError):
+            acc.login(f"guess{i}", "nope nope nope", client="198.51.100.1")
+    with pytest.raises(LoginError, match="too many failed sign-ins"):
+        acc.login("carol", SECRET, client="198.51.100.1")  # never signed in from here: waits for the address
+    token, user = acc.login("bob", SECRET, client="198.51.100.1")  # a known co-worker: checked, signed in
+    assert user.name == "bob" and acc.session_user(token).name == "bob"
+    for _ in range(4):  # guessing bob's password from the blocked address meets bob's own slow-down
+        with pytest.raises(LoginError, match="wrong name or password"):
+            acc.login("bob", "not bob's password", client="198.51.100.1")
+    assert slept and slept[-1] > 0.5  # about 1 s: the first wait after the free failures
+    store.close()
+
+
+def test_a_password_typed_as_the_name_is_stored_nowhere(tmp_path):
+    store = Store(tmp_path / "lab.db")
+    acc = Accounts(store, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1), sleep=lambda s: None)
+    acc.add("dana", "annotator", SECRET)
+    typed = "my secret passphrase 42"
+    for _ in range(2):
+        with pytest.raises(LoginError):
+            acc.login(typed, "", client="10.1.1.1")
+    store.close()
+    raw = (tmp_path / "lab.db").read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("lab.db-*"))
+    assert typed.encode() not in raw
+    with Store(tmp_path / "lab.db") as s:
+        actors = {a["actor"] for a in s.audit_log() if a["action"] == "login"}
+        keys = {r[0] for r in s._read("SELECT user FROM login_attempts")}
+    assert len(actors) == 1 and next(iter(actors)).startswith("unknown-name:")  # grouped, not readable
+    assert keys == actors
+
+
+def test_a_recreated_user_does_not_inherit_old_sessions(tmp_path):
+    store = Store(tmp_path / "lab.db")
+    acc = Accounts(store, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    acc.add("erin", "reviewer", SECRET)
+    token, _ = acc.login("erin", SECRET, client="10.2.2.2")
+    assert acc.session_user(token).name == "erin"
+    con = sqlite3.connect(tmp_path / "lab.db")  # an operator removes the row by hand (sqlite3: no FK checks) ...
+    con.execute("DELETE FROM users WHERE name = 'erin'")
+    con.commit()
+    con.close()
+    acc.add("erin", "admin", SECRET + " new")  # ... and someone else gets the name later
+    assert acc.session_user(token) is None  # the old cookie does not open the new account
+    token2, _ = acc.login("erin", SECRET + " new", client="10.2.2.2")
+    assert acc.session_user(token2).role == "admin"
+    with store._tx() as c:  # a row re-inserted by hand (no uid) opens no old session either
+        c.execute("UPDATE users SET uid = NULL WHERE name = 'erin'")
+    assert acc.session_user(token2) is None
+    store.close()
+
+
+def test_a_version_2_database_keeps_its_sessions_after_the_upgrade(tmp_path):
+    from berds_core.lab.store import _SCHEMA_V1, _SCHEMA_V2
+
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
+                      + _SCHEMA_V1 + _SCHEMA_V2 + "INSERT INTO schema_version VALUES (1, 'then');"
+                      "INSERT INTO schema_version VALUES (2, 'then');")
+    con.commit()
+    con.close()
+    hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    # a session opened by the version-2 code: written as it wrote it (no uid column yet)
+    import hashlib
+    import time
+
+    con = sqlite3.connect(path)
+    now = time.time()
+    con.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at) VALUES "
+                "('fay', 'annotator', ?, 1, 'then', 'then')", (hasher.hash(SECRET),))
+    con.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at) VALUES (?, 'fay', ?, ?, ?)",
+                (hashlib.sha256(b"old-token").hexdigest(), now, now, now + 3600))
+    con.commit()
+    con.close()
+    with Store(path) as s:
+        assert s.schema_version == 3
+        assert Accounts(s, hasher=hasher).session_user("old-token").name == "fay"
+
+
+def test_clear_cache_from_the_websocket_needs_a_signed_in_admin(tmp_path, monkeypatch):
+    import streamlit as st
+    from streamlit.runtime.app_session import AppSession
+
+    from studio_ui.guards import install
+
+    db = tmp_path / "lab.db"
+    with Store(db) as s:
+        acc = Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        acc.add("root1", "admin", SECRET)
+        acc.add("ann1", "annotator", SECRET)
+        admin_token, _ = acc.login("root1", SECRET)
+        ann_token, _ = acc.login("ann1", SECRET)
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(db))
+    monkeypatch.setenv("BERDS_AUTH", "lab")
+    install()
+    calls = []
+
+    @st.cache_data
+    def cached(x):
+        calls.append(x)
+        return x
+
+    class FakeSession:  # the handler reads only this session's state
+        def __init__(self, state):
+            self._session_state = state
+
+    def clear_from(state) -> bool:
+        cached(1)
+        n = len(calls)
+        AppSession._handle_clear_cache_request(FakeSession(state))
+        cached(1)
+        return len(calls) > n  # recomputed: the cache was cleared
+
+    assert not clear_from({})  # a visitor who has not signed in
+    assert not clear_from({"lab_token": ann_token})  # an annotator
+    assert clear_from({"lab_token": admin_token})  # the admin's own tab
+    monkeypatch.setenv("BERDS_AUTH", "open")
+    assert clear_from({})  # open mode: as Streamlit does
+
+
+def test_the_lab_database_folder_is_no_readable_root_in_lab_mode(tmp_path, monkeypatch):
+    from berds_core.files.safepaths import allowed_roots, resolve_user_path
+
+    lab = tmp_path / "labdir"
+    lab.mkdir()
+    (lab / "labels-export.tsv").write_text("question\tid\tdocument\tperspective\tlabel\nQ\t1\tD\tP\t1\n")
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(lab / "lab.db"))
+    monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path))  # a root above it does not open it either
+    monkeypatch.setenv("BERDS_AUTH", "open")
+    assert resolve_user_path(str(lab / "labels-export.tsv")) == (lab / "labels-export.tsv").resolve()
+    monkeypatch.setenv("BERDS_AUTH", "lab")
+    assert lab.resolve() not in allowed_roots()
+    for text in (str(lab / "labels-export.tsv"), str(lab / "lab.db"), str(lab)):
+        with pytest.raises(InputError, match="outside the folders this app may open"):
+            resolve_user_path(text)
+
+
+def test_header_errors_quote_no_cell(tmp_path):
+    from berds_core.corpus import load_corpus
+    from berds_core.datasets import load_questions
+
+    f = tmp_path / "noheader.csv"
+    f.write_text("Secret question?,1,Secret passage,Secret view,1,ann2\n")
+    for load in (load_questions, load_corpus):
+        with pytest.raises(InputError) as e:
+            load(str(f))
+        assert "Secret" not in str(e.value) and "ann2" not in str(e.value)
+        assert "6 cells" in str(e.value)
+
+
+def test_vllm_judge_specs_go_through_the_folder_check(tmp_path, monkeypatch):
+    from berds_core.judges import app_judge_spec
+
+    monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path))
+    for spec in ("vllm:/etc", "vllm:/etc+/root", "vllm:some/model+/etc/passwd"):
+        with pytest.raises(InputError, match="outside the folders this app may open"):
+            app_judge_spec(spec)
+    (tmp_path / "m").mkdir()
+    assert app_judge_spec(f"vllm:{tmp_path / 'm'}") == f"vllm:{(tmp_path / 'm').resolve()}"
+    assert app_judge_spec("vllm:org/model") == "vllm:org/model" and app_judge_spec("vllm") == "vllm"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_media_downloads_need_a_session_on_a_real_server(tmp_path):
+    """A download drawn for an admin is at /media/<hash> for a while: without the lab cookie it is 403."""
+    import urllib.error
+    import urllib.request
+
+    from browser_harness import ROOT, skip_reason, streamlit_server
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    db = tmp_path / "lab.db"
+    with Store(db) as s:
+        acc = Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        acc.add("root1", "admin", SECRET)
+        token, _ = acc.login("root1", SECRET)
+    with streamlit_server(ROOT / "serve.py", timeout=180,
+                          env={"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}) as url:
+        def get(path, cookie=None):
+            req = urllib.request.Request(url + path, headers={"Cookie": cookie} if cookie else {})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as r:
+                    return r.status, r.read()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+
+        status, body = get("/media/0123456789abcdef0123456789abcdef0123456789abcdef.csv")
+        assert status == 403 and b"sign in" in body
+        status, _ = get("/media/0123456789abcdef0123456789abcdef0123456789abcdef.csv", f"berds_session={token}")
+        assert status == 404  # past the guard: Streamlit itself answers (no such file)
+        assert get("/_stcore/health")[0] == 200  # nothing else is gated by it
