@@ -82,17 +82,13 @@ def breakdown_rows(blocks: dict, by: str) -> list[dict]:
     return rows
 
 
-def run_judge_on_labels(store: Store, spec: str) -> int:
-    from berds_core.lab.tasks import judge_probabilities
+def run_judge_on_labels(store: Store, spec: str) -> dict:
+    from berds_core.lab.judging import judge_labelled_pairs
     from studio_ui.common import cached_judge
 
-    judge = cached_judge(spec)
-    ids = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold())
-                 | set(store.reference_labels()))
-    preds = judge_probabilities(store.pairs(ids), judge.predict) if ids else {}
-    store.set_judge_preds(judge.name, preds)  # once, under the judge's stable name (one row in every table)
-    st.session_state["agr_pick"] = judge.name  # selected on the next run (the select box exists already)
-    return len(preds)
+    done = judge_labelled_pairs(store, cached_judge(spec))  # stored once, under the judge's stable name
+    st.session_state["agr_pick"] = done["judge"]  # selected on the next run (the select box exists already)
+    return done
 
 
 def adjudicate(lab: Lab, pair_id: str, label: int) -> None:
@@ -144,8 +140,9 @@ def main() -> None:
     if c[2].button("Run judge", key="agr_run"):
         try:
             with st.spinner("Judging the labelled pairs…"):
-                n = run_judge_on_labels(store, spec.strip())
-            st.session_state["agr_flash"] = f"Judged {n} pairs"
+                done = run_judge_on_labels(store, spec.strip())
+            st.session_state["agr_flash"] = (f"{done['judge']}: {done['labelled']} labelled pairs judged "
+                                             f"({done['judged']} new)")
             st.rerun()
         except Exception as e:
             error_line(f"This judge is not usable: {type(e).__name__}: {e}")

@@ -197,11 +197,9 @@ def quick_start(lab: Lab) -> None:
 
 def start_demo(lab: Lab):
     """The built-in demo's task set (40 pairs, stratified) for the current user; None after an error line."""
-    from berds_core.lab.tasks import demo_candidates
+    from berds_core.lab.tasks import demo_task_set
 
-    pairs, ref = demo_candidates()
-    spec = TaskSetSpec(name="demo", source="built-in demo", n=40, strategy="stratified",
-                       annotators=(lab.actor.name,), params={"demo": True})
+    pairs, spec, ref = demo_task_set((lab.actor.name,))  # the round `berds annotations demo` builds
     return _attempt(lambda: lab.build_task_set(pairs, spec, reference=ref))
 
 

@@ -107,6 +107,10 @@ def _demo_steps(t: Path) -> list[tuple[str, list[str], list[str]]]:
                        "--json", "--quiet"], []),
         ("annotations_demo", ["annotations", "demo", "--db", str(t / "demo.db"), "--annotators", "x,y",
                               "--redundancy", "2", "--seed", "0", "--json", "--quiet"], []),
+        # the demo queue's pairs carry reference labels only: the judge runs on them (issue 39: the CLI judges
+        # the same labelled pairs as the Agreement page, reference labels included)
+        ("agreement_reference", ["agreement", "--db", str(t / "demo.db"), "--judge", "embedded", "--n-boot", "200",
+                                 "--seed", "0", "--json", "--quiet"], []),
     ]
     return steps
 

@@ -347,18 +347,16 @@ def cmd_agreement(args) -> dict:
         judge_name = args.judge
         if judge_name and judge_name not in store.judges():
             # not stored yet: a spec; its answers are stored once, under the judge's stable name
+            from ..judges import JudgeError
+            from ..lab.judging import judge_labelled_pairs
+
             judge = _load_judge(judge_name)
             judge_name = judge.name
-            labelled = sorted({l.pair_id for l in store.labels(include_skips=False)} | set(store.gold()))
-            pairs = store.pairs(labelled)
-            if pairs and judge_name not in store.judges():
-                from ..judges import JudgeError
-                from ..lab.tasks import judge_probabilities
-                print(f"judging {len(pairs)} labelled pairs with {judge.name}", file=sys.stderr)
-                try:
-                    store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
-                except JudgeError as e:  # a server that is down, a model that failed
-                    raise InputError("--judge", None, None, " ".join(str(e).split())) from None
+            print(f"judging the labelled pairs with {judge.name}", file=sys.stderr)
+            try:
+                judge_labelled_pairs(store, judge)
+            except JudgeError as e:  # a server that is down, a model that failed
+                raise InputError("--judge", None, None, " ".join(str(e).split())) from None
         report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
         report["db"] = str(store.path)
         return report

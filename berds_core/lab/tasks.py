@@ -451,12 +451,18 @@ def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
     return pairs, labels
 
 
-def build_demo_task_set(store, annotators: Sequence[str], *, n: int = 40, overlap: float = 0.0, per_shared: int = 2,
-                        calibration: int = 0, route_unsure: bool = False, seed: int = 0,
-                        name: str = "demo") -> dict:
-    """A task set of ``n`` demo pairs (stratified by subset); the demo's gold labels become reference labels."""
+def demo_task_set(annotators: Sequence[str], *, name: str = "demo", n: int = 40, seed: int = 0,
+                  **rounds) -> tuple[list[Pair], TaskSetSpec, dict[str, int]]:
+    """The built-in demo's round: its candidate pairs, the spec (``n`` pairs stratified by subset; ``rounds``:
+    ``overlap``, ``per_shared``, ``calibration``, ``route_unsure``) and its gold labels as reference labels.
+    What ``berds annotations demo`` and the Annotate page's one click both build."""
     pairs, labels = demo_candidates()
     spec = TaskSetSpec(name=name, source="built-in demo", n=n, strategy="stratified", annotators=tuple(annotators),
-                       overlap=overlap, per_shared=per_shared, by="subset", seed=seed, route_unsure=route_unsure,
-                       calibration=calibration, params={"demo": True})
+                       by="subset", seed=seed, params={"demo": True}, **rounds)
+    return pairs, spec, labels
+
+
+def build_demo_task_set(store, annotators: Sequence[str], **options) -> dict:
+    """The demo round of :func:`demo_task_set` (``options``: its keywords), saved in ``store``."""
+    pairs, spec, labels = demo_task_set(annotators, **options)
     return build_task_set(store, pairs, spec, reference=labels)
