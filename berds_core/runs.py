@@ -188,6 +188,38 @@ def label_matrix(entry: dict, *, gold: Gold | None = None, judge: str | None = N
     return gold_matrix(gold, entry["id"], m, [c["id"] for c in ctxs])
 
 
+def label_matrices(path, entries: list[dict], gold: Gold | None, judge: str | None, gold_path=None) -> list[np.ndarray]:
+    """:func:`label_matrix` of every entry of the run at ``path``; InputError naming the run (a passage without
+    the judge's ``-preds``) or the gold file (a perspective index the question does not have)."""
+    mats = []
+    for e in entries:
+        try:
+            mats.append(label_matrix(e, gold=gold, judge=judge))
+        except KeyError as err:
+            raise InputError(path, None, f"{judge}-preds", str(err).strip("'\"")) from None
+        except ValueError as err:
+            raise InputError(gold_path or "gold", None, "perspective", str(err)) from None
+    return mats
+
+
+def align_runs(path, entries: list[dict], other_path, other: list[dict]) -> list[dict]:
+    """``other``'s entries in the order of ``entries``; InputError unless both runs hold the same questions."""
+    by_id = {e["id"]: e for e in other}
+    missing = [e["id"] for e in entries if e["id"] not in by_id]
+    if missing or len(other) != len(entries):
+        extra = sorted(set(by_id) - {e["id"] for e in entries})
+        what = f"question {missing[0]!r} of {path} is missing" if missing else \
+            f"question {extra[0]!r} is not in {path}"
+        raise InputError(other_path, None, "id", f"runs must have the same questions: {what}")
+    return [by_id[e["id"]] for e in entries]
+
+
+def run_depth(entries: list[dict]) -> dict:
+    """The fewest and the most passages one question of a run ranks: ``{"min": .., "max": ..}``."""
+    n = [len(e["ctxs"]) for e in entries]
+    return {"min": min(n, default=0), "max": max(n, default=0)}
+
+
 def judged_mask(entry: dict, judge: str) -> np.ndarray:
     """Bool per passage: whether it carries the judge's verdicts (all False when the judge is absent)."""
     rows = _judge_rows(entry, judge, PREDS_SUFFIX)

@@ -54,6 +54,21 @@ def imports_of(name: str, path: Path) -> set[str]:
 
 
 GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
+LAYERS_CLI = 6
+
+
+def all_imports_of(path: Path) -> set[str]:
+    """Every top-level module ``path`` imports, berds_core's or not (``argparse``, ``numpy``, ...)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+    return out
+
+
+GRAPH_ALL = {name: all_imports_of(path) for name, path in MODULES.items()}
 
 
 def reachable(start: str) -> set[str]:
@@ -95,3 +110,18 @@ def test_no_import_goes_up_a_layer():
     up = [f"{a} (layer {layer(a)}) -> {b} (layer {layer(b)})" for a, targets in GRAPH.items() for b in targets
           if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)]
     assert up == [], "imports that go up a layer:\n" + "\n".join(sorted(up))
+
+
+def test_argparse_lives_only_in_cli():
+    """Only the CLI parses command lines: no module below it imports argparse or reads a parser."""
+    below = [name for name, path in MODULES.items() if layer(name) != LAYERS_CLI and not name.endswith("__main__")
+             and ("argparse" in GRAPH_ALL[name] or "._actions" in path.read_text(encoding="utf-8"))]
+    assert below == [], f"modules below cli/ that parse command lines: {below}"
+
+
+def test_no_verb_imports_another_verb():
+    """A verb module (``cli/<verb>_cmd.py``) is no library of another: what two verbs share lives in a shared
+    module of cli/ (``_retrieval``, ``_lab_db``, ...) or below cli/."""
+    verbs = {name for name in MODULES if name.startswith("berds_core.cli.") and name.endswith("_cmd")}
+    crossing = sorted(f"{a} -> {b}" for a in MODULES if a.startswith("berds_core.cli.") for b in GRAPH[a] & verbs)
+    assert crossing == [], "modules of cli/ importing a verb's module:\n" + "\n".join(crossing)

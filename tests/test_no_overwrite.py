@@ -1,6 +1,6 @@
 """No output may overwrite an input (issue 24, item 1), and outputs are written atomically.
 
-Every verb declares what it reads and writes (``berds_core.files.outputs.declare``); the CLI refuses, before
+Every verb declares what it reads and writes (``berds_core.cli._parsing.declare``); the CLI refuses, before
 any work, an output that is the same file as an input: the same path, a path that resolves to it, a
 symbolic or a hard link. The table below names, for every verb that writes, each output and each file
 input it can collide with; a meta-test keeps the table complete when verbs are added.
@@ -213,7 +213,7 @@ def test_every_verb_declares_its_files_and_every_writer_is_tested():
         vf = parser.get_default("files")
         if name in UNDECLARED:
             continue
-        assert isinstance(vf, VerbFiles), f"berds {name} declares no files (berds_core.files.outputs.declare)"
+        assert isinstance(vf, VerbFiles), f"berds {name} declares no files (berds_core.cli._parsing.declare)"
         dests = {a.dest for a in parser._actions if a.option_strings and a.nargs != 0}
         undeclared = (dests & OUTPUT_DESTS) - set(vf.outputs) - set(vf.out_dirs)
         assert not undeclared, f"berds {name}: output option {undeclared} is not declared"

@@ -6,7 +6,7 @@ JSON with ``--json``) or None. Progress goes to stderr; with ``--json`` stdout
 holds one JSON object and nothing else. Exit 0 on success, 2 on bad input
 with a one-line message naming the file, line and field. Each verb declares
 the files it reads and writes and the servers it asks
-(``berds_core.files.outputs.declare``); they are checked before the verb runs: an
+(``berds_core.cli._parsing.declare``); they are checked before the verb runs: an
 unwritable output, an output that is one of the inputs or an unreachable
 server is one line, exit 2, before any work.
 """
@@ -21,6 +21,7 @@ import sys
 from ..errors import InputError
 from ..files.outputs import check_cli_files, declared_servers, report_stream
 from ..net import reach
+from ._parsing import Parser
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -28,14 +29,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # usage errors: exit 2 with a single line
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="berds", description="BERDS Studio: perspective diversity of retrieval.")
-    sub = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    parser = Parser(prog="berds", description="BERDS Studio: perspective diversity of retrieval.")
+    sub = parser.add_subparsers(dest="verb", required=True, parser_class=Parser)
     orig_add = sub.add_parser
 
     def add_parser(name, **kw):

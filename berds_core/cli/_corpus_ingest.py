@@ -35,7 +35,7 @@ def add_ingest(kinds) -> None:
 
     add_ray_args(p)
     p.set_defaults(func=run_ingest)
-    from ..files.outputs import declare
+    from ._parsing import declare
 
     declare(p, inputs=("corpus",))  # writes only the store in the cache
 

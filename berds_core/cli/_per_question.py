@@ -25,7 +25,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     from ..retrieval import question_entry
     from ..runs import write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
-    from .evaluate_cmd import run_depth
+    from ..runs import run_depth
     from ._retrieval import build_run, open_retriever, warn_k
 
     root = args.corpus_per_question

@@ -211,7 +211,7 @@ def run_retrieve(args, div) -> dict:
     from ..distributed.search import search_bm25, search_dense
     from ..retrieval import question_entry
     from ..runs import write_run
-    from .evaluate_cmd import run_depth
+    from ..runs import run_depth
     from ._retrieval import open_corpus, warn_k
 
     if div is not None:

@@ -1,20 +1,13 @@
 """``berds annotations import|label|undo|adjudicate|progress|export|tasks|demo|guidelines`` and ``berds agreement``."""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..files.outputs import declare
-from ..lab.store import SKIP, Store, StoreError, default_db_path
-
-
-def _flags(p) -> None:
-    # --json / --quiet are accepted before or after the action (SUPPRESS keeps the parent's value)
-    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object on stdout")
-    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
-    p.add_argument("--db", default=None, help=f"annotation database (default: ${'BERDS_ANNOTATIONS_DB'} or {default_db_path()})")
+from ._parsing import declare
+from ..lab.store import SKIP, StoreError
+from ._lab_db import add_db_args, db_input, open_store
 
 
 def register(sub) -> None:
@@ -22,7 +15,7 @@ def register(sub) -> None:
     acts = ann.add_subparsers(dest="action", required=True, parser_class=type(ann))
 
     p = acts.add_parser("import", help="import a human-pairs TSV (question, id, document, perspective, label)")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--pairs", required=True, help="human-pairs TSV")
     p.add_argument("--annotator", help="queue the pairs for this annotator (and, by default, store the file's labels "
                                        "as theirs)")
@@ -31,10 +24,10 @@ def register(sub) -> None:
                         "used for calibration), or ignored; required when the file has labels and no --annotator")
     p.add_argument("--task-set", help="task set name (default: the file name without extension)")
     p.set_defaults(func=cmd_import)
-    declare(p, inputs=("pairs",), more_inputs=_db_input)
+    declare(p, inputs=("pairs",), more_inputs=db_input)
 
     p = acts.add_parser("label", help="label one pair (scripted labelling)")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--annotator", required=True)
     p.add_argument("--pair", required=True, help="pair id")
     p.add_argument("--label", required=True, choices=["0", "1", SKIP])
@@ -44,32 +37,32 @@ def register(sub) -> None:
                    help="label a pair that is not in the annotator's queue (refused by default once the "
                         "database has task sets)")
     p.set_defaults(func=cmd_label)
-    declare(p, more_inputs=_db_input)
+    declare(p, more_inputs=db_input)
 
     p = acts.add_parser("undo", help="undo the annotator's latest label")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--annotator", required=True)
     p.set_defaults(func=cmd_undo)
-    declare(p, more_inputs=_db_input)
+    declare(p, more_inputs=db_input)
 
     p = acts.add_parser("adjudicate", help="set the gold label of a pair")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--pair", required=True)
     p.add_argument("--label", required=True, choices=["0", "1"])
     p.add_argument("--adjudicator", required=True)
     p.add_argument("--note")
     p.set_defaults(func=cmd_adjudicate)
-    declare(p, more_inputs=_db_input)
+    declare(p, more_inputs=db_input)
 
     p = acts.add_parser("progress", help="an annotator's progress and next pair")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--annotator", required=True)
     p.add_argument("--task-set")
     p.set_defaults(func=cmd_progress)
-    declare(p, more_inputs=_db_input)
+    declare(p, more_inputs=db_input)
 
     p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first), CSV or JSONL")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--format", choices=["tsv", "csv", "jsonl"], default="tsv")
     p.add_argument("--what", choices=["labels", "gold", "reference"], default="labels",
                    help="annotators' labels, adjudicated gold, or reference labels")
@@ -78,10 +71,10 @@ def register(sub) -> None:
     p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
     p.add_argument("--include-skips", action="store_true")
     p.set_defaults(func=cmd_export)
-    declare(p, outputs=("out",), more_inputs=_db_input)
+    declare(p, outputs=("out",), more_inputs=db_input)
 
     p = acts.add_parser("tasks", help="build a task set from runs (or a pairs TSV) and assign it to annotators")
-    _flags(p)
+    add_db_args(p)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", action="append", help="run file (repeat for several retrievers)")
     src.add_argument("--pairs", help="human-pairs TSV (labels in it are ignored)")
@@ -98,25 +91,25 @@ def register(sub) -> None:
     p.add_argument("--name", help="task set name (default: derived from the source and strategy)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_tasks)
-    declare(p, inputs=("run", "pairs"), servers=("judge",), more_inputs=_db_input)
+    declare(p, inputs=("run", "pairs"), servers=("judge",), more_inputs=db_input)
 
     p = acts.add_parser("demo", help="a ready task set from the built-in demo bundle (its gold labels as reference)")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--n", type=int, default=40, help="number of pairs (stratified by subset)")
     p.add_argument("--annotators", required=True, help="comma-separated names")
     _round_flags(p)
     p.add_argument("--name", default="demo", help="task set name")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_demo)
-    declare(p, more_inputs=_db_input)
+    declare(p, more_inputs=db_input)
 
     p = acts.add_parser("guidelines", help="show or set the project's guidelines (Markdown) and label definitions")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--set", dest="set_file", metavar="FILE", help="Markdown file with the guidelines")
     p.add_argument("--define", action="append", default=[], metavar="LABEL=TEXT",
                    help="definition of a label: 1=..., 0=... or skip=... (repeat)")
     p.set_defaults(func=cmd_guidelines)
-    declare(p, inputs=("set_file",), more_inputs=_db_input)
+    declare(p, inputs=("set_file",), more_inputs=db_input)
 
     p = sub.add_parser("agreement", help="human vs judge (kappa, accuracy, F1, positive rate) and between humans")
     p.add_argument("--db", default=None)
@@ -124,12 +117,7 @@ def register(sub) -> None:
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_agreement)
-    declare(p, more_inputs=_db_input)  # --judge may name answers already stored: no server is asked for them
-
-
-def _db_input(args) -> list[tuple[str, Path]]:
-    """The annotation database a command opens (``--db`` or the default): never an output."""
-    return [("--db", Path(args.db) if getattr(args, "db", None) else default_db_path())]
+    declare(p, more_inputs=db_input)  # --judge may name answers already stored: no server is asked for them
 
 
 def _round_flags(p) -> None:
@@ -170,15 +158,6 @@ def _annotator_list(text: str) -> list[str]:
     if len(set(annotators)) != len(annotators):
         raise InputError("--annotators", None, None, "annotator names must be distinct")
     return annotators
-
-
-def open_store(args, *, create: bool = False) -> Store:
-    """The ``--db`` store; commands that only read or label need it to exist (nothing is created)."""
-    path = Path(args.db) if args.db else default_db_path()
-    try:
-        return Store(path, create=create)
-    except Exception as e:  # missing, not a database, unreadable, newer schema...
-        raise InputError(path, None, None, f"cannot open annotation database ({e})") from None
 
 
 def _quiet(args) -> bool:

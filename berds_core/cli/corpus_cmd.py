@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 
 
 def register(sub) -> None:

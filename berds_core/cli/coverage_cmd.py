@@ -10,9 +10,9 @@ Runs are aligned by question id; they must hold the same questions.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ..runs import read_run
-from .evaluate_cmd import matrices_of
+from ..runs import label_matrices
 
 
 def register(sub) -> None:
@@ -52,7 +52,7 @@ def run(args) -> dict:
             if e["perspectives"] != first_persp[e["id"]]:
                 raise InputError(path, None, "perspectives",
                                  f"question {e['id']!r} has other perspectives than in {args.runs[0]}")
-        mats = matrices_of(path, entries, gold, args.labels)
+        mats = label_matrices(path, entries, gold, args.labels)
         runs.append([([c["id"] for c in e["ctxs"]], L) for e, L in zip(entries, mats)])
         pn = passages_needed(mats)
         if not args.per_question:

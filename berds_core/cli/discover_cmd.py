@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 
 
 def register(sub) -> None:

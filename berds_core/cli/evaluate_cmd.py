@@ -34,8 +34,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
-from ..files.outputs import declare
-from ..runs import authors_judge, label_matrix, read_run, read_run_lines
+from ._parsing import declare
+from ..runs import align_runs, authors_judge, label_matrices, read_run, read_run_lines, run_depth
 
 
 def register(sub) -> None:
@@ -109,36 +109,6 @@ def chosen_measures(args, ks: list[int]) -> tuple[list, list[int]]:
     return chosen, sorted(set(ks) | {m.cutoff for m in chosen})
 
 
-def matrices_of(path, entries, gold, judge, gold_path=None):
-    mats = []
-    for e in entries:
-        try:
-            mats.append(label_matrix(e, gold=gold, judge=judge))
-        except KeyError as err:
-            raise InputError(path, None, f"{judge}-preds", str(err).strip("'\"")) from None
-        except ValueError as err:  # a gold perspective index the question does not have
-            raise InputError(gold_path or "gold", None, "perspective", str(err)) from None
-    return mats
-
-
-def aligned(path, entries, other_path, other) -> list[dict]:
-    """``other``'s entries in the order of ``entries``; InputError unless both hold the same questions."""
-    by_id = {e["id"]: e for e in other}
-    missing = [e["id"] for e in entries if e["id"] not in by_id]
-    if missing or len(other) != len(entries):
-        extra = sorted(set(by_id) - {e["id"] for e in entries})
-        what = f"question {missing[0]!r} of {path} is missing" if missing else \
-            f"question {extra[0]!r} is not in {path}"
-        raise InputError(other_path, None, "id", f"runs must have the same questions: {what}")
-    return [by_id[e["id"]] for e in entries]
-
-
-def run_depth(entries) -> dict:
-    """The fewest and the most passages one question of a run ranks."""
-    n = [len(e["ctxs"]) for e in entries]
-    return {"min": min(n, default=0), "max": max(n, default=0)}
-
-
 def warn_depth(ks, runs) -> None:
     """One stderr line when a k goes deeper than a run (the scores keep the TREC convention)."""
     for path, depth in runs:
@@ -169,7 +139,7 @@ def run(args) -> dict:
     if args.permutations < 1:
         raise InputError("--permutations", None, None, "must be at least 1")
     entries, lines = read_run_lines(args.run)
-    others = [(path, aligned(args.run, entries, path, read_run(path))) for path in (args.compare or [])]
+    others = [(path, align_runs(args.run, entries, path, read_run(path))) for path in (args.compare or [])]
     gold, missing_gold = None, None
     if args.gold:
         gold, gold_lines = read_gold(args.gold)
@@ -183,8 +153,8 @@ def run(args) -> dict:
             if warning:
                 sys.stderr.write(f"berds evaluate: warning: {warning}\n")
         missing_gold = {"policy": args.missing_gold, "count": len(without), "ids": without}
-    mats = matrices_of(args.run, entries, gold, args.labels, args.gold)
-    other_mats = [matrices_of(path, ents, gold, args.labels, args.gold) for path, ents in others]
+    mats = label_matrices(args.run, entries, gold, args.labels, args.gold)
+    other_mats = [label_matrices(path, ents, gold, args.labels, args.gold) for path, ents in others]
     div_ks = supported_ks(ks)  # the ndeval measures, on the shared pool of every compared run
     try:
         qrels, divs = pooled_diversity([entries] + [ents for _, ents in others], gold=gold, judge=args.labels,

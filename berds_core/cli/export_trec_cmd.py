@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ..runs import read_run
-from .evaluate_cmd import aligned, matrices_of
+from ..runs import align_runs, label_matrices
 
 
 def register(sub) -> None:
@@ -59,9 +59,9 @@ def run(args) -> dict:
 
     gold = load_gold(args.gold) if args.gold else None
     first = read_run(args.run[0])
-    runs = [(args.run[0], first)] + [(path, aligned(args.run[0], first, path, read_run(path))) for path in args.run[1:]]
+    runs = [(args.run[0], first)] + [(path, align_runs(args.run[0], first, path, read_run(path))) for path in args.run[1:]]
     for path, entries in runs:
-        matrices_of(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
+        label_matrices(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
         warning = check_run_ids(entries, gold, args.gold, path) if gold else None  # ids matching no qrel
         if warning:
             sys.stderr.write(f"berds export-trec: warning: {warning}\n")

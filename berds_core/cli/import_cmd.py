@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ..files.jsonio import write_jsonl
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..files.jsonio import atomic_write
-from ..files.outputs import declare, report_stream
+from ..files.outputs import report_stream
+from ._parsing import declare
 from ..files.spreadsheet import delimited_lines
 
 from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ..eval.leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
                        sycophancy)
 from ..runs import gold_matrix, label_matrix, read_run
@@ -103,7 +103,7 @@ def run_sycophancy(args) -> dict:
     from ..datasets import load_gold, load_questions
     from ..retrieval import get_retriever
 
-    from .retrieve_cmd import check_models
+    from ._retrieval import check_models
 
     _check_k(args.k)
     check_models(args)  # a wrong --model fails before the corpus is read

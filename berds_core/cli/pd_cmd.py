@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from ..errors import InputError
-from ..files.outputs import declare
+from ._parsing import declare
 from ._ray import add_ray_args
-from ._retrieval import (add_retriever_args, build_run, check_models, check_retriever_args, corpus_info,  # noqa: F401
-                         open_corpus, open_retriever, retriever_info, warn_k)
+from ._retrieval import (add_retriever_args, build_run, check_models, check_retriever_args, corpus_info, open_corpus,
+                         open_retriever, retriever_info, warn_k)
 
 
 def register(sub) -> None:
@@ -62,7 +62,7 @@ def run_retrieve(args) -> dict:
     from ..datasets import load_questions
     from ._diversify_options import apply_preset, diversify_config
     from ..runs import write_run
-    from .evaluate_cmd import run_depth
+    from ..runs import run_depth
 
     apply_preset(args)
     div = diversify_config(args)  # bad diversification options fail before any work

@@ -11,7 +11,7 @@ import getpass
 import sys
 
 from ..errors import InputError
-from .annotations_cmd import _flags
+from ._lab_db import add_db_args, open_store
 
 
 def register(sub) -> None:
@@ -19,35 +19,35 @@ def register(sub) -> None:
     acts = users.add_subparsers(dest="action", required=True, parser_class=type(users))
 
     p = acts.add_parser("add", help="add a user (password from a prompt or stdin)")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("name")
     p.add_argument("--role", required=True, choices=["annotator", "reviewer", "admin"])
     p.add_argument("--password-stdin", action="store_true", help="read the password from the first line of stdin")
     p.set_defaults(func=cmd_add)
 
     p = acts.add_parser("list", help="users, roles, active or not, last login (never passwords)")
-    _flags(p)
+    add_db_args(p)
     p.set_defaults(func=cmd_list)
 
     p = acts.add_parser("disable", help="disable a user and end their sessions (labels are kept)")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("name")
     p.set_defaults(func=cmd_active, active=False)
 
     p = acts.add_parser("enable", help="enable a disabled user")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("name")
     p.set_defaults(func=cmd_active, active=True)
 
     p = acts.add_parser("reset", help="set a new password (and optionally role); ends the user's sessions")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("name")
     p.add_argument("--role", choices=["annotator", "reviewer", "admin"], default=None)
     p.add_argument("--password-stdin", action="store_true", help="read the password from the first line of stdin")
     p.set_defaults(func=cmd_reset)
 
     p = acts.add_parser("audit", help="the audit log: logins and refused requests")
-    _flags(p)
+    add_db_args(p)
     p.add_argument("--refused", action="store_true", help="refused requests only")
     p.add_argument("--limit", type=int, default=200)
     p.set_defaults(func=cmd_audit)
@@ -70,7 +70,6 @@ def read_password(args, name: str) -> str:
 
 def _accounts(args, *, create: bool = False):
     from ..lab.accounts import Accounts
-    from .annotations_cmd import open_store
 
     store = open_store(args, create=create)
     return store, Accounts(store)

@@ -1,7 +1,7 @@
 """What a command reads and writes, checked before it does any work.
 
 Every verb declares its files once, where its arguments are defined
-(:func:`declare`)::
+(``berds_core.cli._parsing.declare``, which makes the :class:`VerbFiles` of a verb)::
 
     declare(p, inputs=("questions", "corpus", "pool"), outputs=("out",), servers=("qe_llm",))
 
@@ -147,7 +147,7 @@ Paths = Callable[[object], list]  # args -> [path, ...] or [(flag, path), ...]
 
 @dataclass(frozen=True)
 class VerbFiles:
-    """What one verb reads and writes, by ``argparse`` dest (see :func:`declare`)."""
+    """What one verb reads and writes, by the dests of its options (``berds_core.cli._parsing.declare``)."""
 
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
@@ -163,23 +163,6 @@ class VerbFiles:
 
     def writes(self) -> bool:
         return bool(self.outputs or self.out_dirs)
-
-
-def declare(parser, *, inputs=(), outputs=(), out_dirs=(), servers=(), more_inputs: Paths | None = None,
-            dir_files: Paths | None = None, derived: Paths | None = None) -> VerbFiles:
-    """Declare what the verb of ``parser`` reads (``inputs``: dests of paths, or lists of paths) and
-    writes (``outputs``: files; ``out_dirs``: folders, with ``dir_files(args)`` the files it writes in
-    them), and which spec options may name a server (``servers``). Call it after the arguments are added:
-    every dest must exist (a typo is a programming error, raised at once)."""
-    known = {a.dest: (a.option_strings[0] if a.option_strings else a.dest.upper()) for a in parser._actions}
-    names = tuple(inputs) + tuple(outputs) + tuple(out_dirs) + tuple(servers)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"{parser.prog}: declare() names no argument {unknown[0]!r}")
-    vf = VerbFiles(tuple(inputs), tuple(outputs), tuple(out_dirs), tuple(servers),
-                   {n: known[n] for n in names}, more_inputs, dir_files, derived)
-    parser.set_defaults(files=vf)
-    return vf
 
 
 def _values(val) -> list[str]:
