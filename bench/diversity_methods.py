@@ -53,13 +53,13 @@ def configs(ret_kind: str):
 
 
 def run_config(bundle, corpus, retriever, cfg, gold):
-    from berds_core.diversify import diversify, pipeline_from_options
+    from berds_core.diversify import diversify, method_pipeline
     from berds_core.eval.diversity import diversity_scores, subtopic_qrels
     from berds_core.eval.evaluation import scores
     from berds_core.runs import label_matrix
 
     mats, secs, entries = [], [], []
-    pipeline = pipeline_from_options(cfg["method"], {k: v for k, v in cfg.items() if k != "method"})
+    pipeline = method_pipeline(cfg["method"], {k: v for k, v in cfg.items() if k != "method"})
     for q in bundle.questions:
         t0 = time.perf_counter()
         hits = diversify(q, corpus, retriever, pipeline, K)

@@ -383,7 +383,7 @@ def page_engine(*, need_judge: bool = True):
 
 def _save_upload(upload, kind: str) -> str:
     """Store an uploaded file under the cache (named by its content hash); return the path."""
-    from berds_core.cache import cache_dir
+    from berds_core.files.cache import cache_dir
 
     data = upload.getvalue()
     suffix = Path(upload.name).suffix.lower()

@@ -197,7 +197,7 @@ def test_strict_template_with_system_keep_is_a_clear_error(mistral_dir):
 def test_yes_no_token_ids_are_found(mistral_dir):
     from transformers import AutoTokenizer
 
-    from berds_core.judges.hf import answer_token_ids
+    from berds_core.generators.hf import answer_token_ids
 
     tok = AutoTokenizer.from_pretrained(str(mistral_dir))
     yes, no = answer_token_ids(tok, "Yes"), answer_token_ids(tok, "No")

@@ -255,7 +255,7 @@ def test_cli_rerank_guided_by_an_hf_judge_end_to_end(cli_files, capsys, tmp_path
     from tiny_models import make_tiny_causal_lm
 
     from berds_core.diversify import coverage_rerank
-    from berds_core.diversify.facets import yes_no_sides
+    from berds_core.datasets.sides import yes_no_sides
     from berds_core.judges import get_judge
 
     model = make_tiny_causal_lm(tmp_path / "m", extra_text=" ".join(d["text"] for d in DOCS) + " uniforms require")

@@ -169,7 +169,7 @@ def test_four_verbs_on_two_nodes_equal_one_process(cluster, tmp_path):
     assert rr["dense"]["ray"]["encode"]["encoded"] == 0  # the index was built: nothing encoded again
     assert rr["judge"]["ray"]["mode"] == "judge" and rr["judge"]["ray"]["chunks"] >= 1  # judge actors (stance model)
     # the vectors: the shards hold what one process stored, bit for bit
-    from berds_core.cache import text_hash
+    from berds_core.files.cache import text_hash
 
     shards = sorted(Path(rr["index"]["cache_path"], "vectors").glob("shard-*.npy"))
     ray_vecs = np.concatenate([np.load(p) for p in shards])

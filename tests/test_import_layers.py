@@ -14,7 +14,7 @@ PKG = ROOT / "berds_core"
 # The layers of docs/architecture.md, bottom up: a module may import its own layer or a lower one.
 LAYERS = {
     1: ("errors", "records", "naming", "specs", "runtime"),
-    2: ("files", "net", "cache"),
+    2: ("files", "net"),
     3: ("corpus", "corpora", "runs", "embeddings", "demo"),
     4: ("judges", "web", "retrieval", "generators", "datasets", "eval", "stance"),
     5: ("convincing", "answers", "studio", "diversify", "lab", "discovery", "distributed"),

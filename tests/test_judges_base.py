@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from berds_core.cli import main
-from berds_core.cli.judge_cmd import agreement, read_pairs, table
+from berds_core.cli.judge_cmd import agreement, table
+from berds_core.datasets.human_pairs import read_pairs
 from berds_core.errors import InputError
 from berds_core.judges import Judge, JudgeError, get_judge, judge_run, parse_spec, prediction_cache
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from berds_core.judges import get_judge
-from berds_core.judges.hf import HFJudge, answer_token_ids
+from berds_core.generators.hf import answer_token_ids
+from berds_core.judges.hf import HFJudge
 
 from tiny_models import make_tiny_causal_lm, make_tiny_lora_adapter
 

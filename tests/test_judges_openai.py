@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from berds_core.judges import JudgeError, get_judge, prediction_cache
-from berds_core.judges.openai_compat import normalize_base_url
+from berds_core.net.openai_api import normalize_base_url
 
 SECRET = "sk-test-very-secret-123"
 

@@ -121,16 +121,17 @@ def test_passthrough_and_k():
 
 
 def test_old_keyword_spelling_warns_and_gives_the_same_pipeline():
-    from berds_core.diversify import pipeline_from_options
+    from berds_core.diversify import method_pipeline
 
-    assert str(pipeline_from_options("mmr", {"lam": 0.5, "candidates": 30})) == "%30>>mmr(lam=0.5)"
-    assert str(pipeline_from_options("rerank", {"qe_source": "offline", "coverage_probs": "model", "mix": 0.5,
+    assert str(method_pipeline("mmr", {"lam": 0.5, "candidates": 30})) == "%30>>mmr(lam=0.5)"
+    assert str(method_pipeline("rerank", {"qe_source": "offline", "coverage_probs": "model", "mix": 0.5,
                                                 "candidates_from": "union", "candidates": 10})) == \
         "%10>>union>>coverage(probs=model,source=offline,mix=0.5)"
-    assert str(pipeline_from_options("xquad", {"aspect_probs": "judge", "lam": 0.8})) == "xquad(probs=judge)"
-    assert pipeline_from_options("preset", {}) == get_preset("diverse")
+    assert str(method_pipeline("xquad", {"aspect_probs": "judge", "lam": 0.8})) == "xquad(probs=judge)"
+    assert method_pipeline("preset", {}) == get_preset("diverse")
     q = Question("q", "a question?", [])
-    with pytest.warns(DeprecationWarning, match=r"pass a pipeline \(e\.g\. '%50>>none'\)"):
+    with pytest.warns(DeprecationWarning, match=r"deprecated since berds-studio 0\.1\.0 \(2026-11-26\) and goes in "
+                                                 r"berds-studio 0\.2\.0: pass a pipeline \(e\.g\. '%50>>none'\)"):
         got = diversify(q, None, _Retriever(5), "none", 2, candidates=50)
     assert got == [(0, 5.0), (1, 4.0)]
     with warnings.catch_warnings():
@@ -280,12 +281,12 @@ def test_cli_pipeline_errors_are_one_line(cli_files, capsys, extra, words):
     ("preset", None, "offline"),
 ])
 def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source):
-    """``column_pipeline`` is what ``studio_ui.common.rank`` asked diversify() for: the method, lam, the source and
+    """``column_pipeline`` is what the pages' old ``rank`` asked diversify() for: the method, lam, the source and
     the top 100 candidates (the preset its own)."""
-    from berds_core.diversify import pipeline_from_options
+    from berds_core.diversify import method_pipeline
     from berds_core.studio.columns import DEPTH, column_pipeline
 
-    old = pipeline_from_options(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
+    old = method_pipeline(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
     assert column_pipeline(method, lam, source) == old
     assert Pipeline.parse(str(column_pipeline(method, lam, source))) == old  # and it is a spec string
 

@@ -6,7 +6,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from berds_core.diversify import QE_SOURCES, diversify, expansion_queries, perspectives_for, round_robin_merge
-from berds_core.diversify.facets import feedback_facets, offline_perspectives, yes_no_sides
+from berds_core.datasets.sides import yes_no_sides
+from berds_core.diversify.facets import feedback_facets, offline_perspectives
 from berds_core.diversify.llm_perspectives import build_prompt, generate_perspectives, parse_perspectives
 from berds_core.records import Question
 

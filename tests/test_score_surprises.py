@@ -161,7 +161,7 @@ def test_corpus_csv_unterminated_quote(env):
 
 
 def test_pairs_tsv_unterminated_quote(env):
-    from berds_core.cli.judge_cmd import read_pairs
+    from berds_core.datasets.human_pairs import read_pairs
     from berds_core.lab.tasks import read_pairs_tsv
 
     f = env / "p.tsv"

@@ -20,7 +20,7 @@ from dataclasses import fields
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.legacy import pipeline_from_options
+from ..diversify.methods import default_lambda, method_pipeline
 from ..diversify.pipeline import Pipeline
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
@@ -199,8 +199,6 @@ def _pipeline_config(args, spec: str) -> dict:
 
 def _explicit_config(args) -> dict:
     """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
-    from ..diversify import default_lambda
-
     if args.alpha is not None:
         raise InputError("--alpha", None, None, f"is for --rerank coverage; --rerank {args.rerank} takes --lambda")
     lam = default_lambda(args.rerank) if args.lam is None else args.lam
@@ -235,7 +233,7 @@ def pipeline_of(cfg: dict) -> Pipeline:
     """The pipeline of a checked config (:func:`diversify_config`)."""
     if "pipeline" in cfg:
         return as_pipeline(cfg["pipeline"])
-    return pipeline_from_options(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
+    return method_pipeline(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
 
 
 def using_of(cfg: dict, progress: bool = True):

@@ -1,7 +1,6 @@
 """``berds judge`` (add a judge's predictions to a run) and ``berds judge-eval`` (judge vs human labels)."""
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
@@ -11,7 +10,7 @@ from ..files.outputs import report_stream
 from ._parsing import declare
 from ..files.spreadsheet import delimited_lines
 
-from ..datasets.human_pairs import read_pairs  # noqa: F401 (the pairs reader, read from here by callers)
+from ..datasets.human_pairs import read_pairs
 
 
 def _judge_args(p) -> None:

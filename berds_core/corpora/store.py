@@ -86,7 +86,7 @@ def _fingerprint_key(fp: dict) -> str:
 
 def store_folder(path, passage_words: int | None, shards: Sequence[Shard] | None = None) -> tuple[Path, dict]:
     """The store folder of a source (whether built or not) and its fingerprint."""
-    from ..cache import cache_dir, slug
+    from ..files.cache import cache_dir, slug
 
     shards = list(shards) if shards is not None else list_shards(path)
     fp = fingerprint(shards, passage_words)

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from ..cache import text_hash
+from ..files.cache import text_hash
 from ..embeddings.store import embedding_store
 from ..errors import InputError
 from .plan import EncoderSpec, Plan, RowPlan

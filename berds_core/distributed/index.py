@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir, slug, text_hash
+from ..files.cache import cache_dir, slug, text_hash
 from ..embeddings.store import embed_text, embedding_store
 from ..retrieval import faiss_index
 from .encode import encode_parts, encode_rows, encode_stats

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cache import text_hash
+from ..files.cache import text_hash
 from ..embeddings.store import CHUNK, embedding_store
 
 

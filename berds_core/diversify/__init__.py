@@ -18,43 +18,28 @@ import warnings
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, mmr_reference, normalize_scores
-from .candidates import POOLS, candidate_pool, companion
-from .legacy import pipeline_from_options
-from .pipeline import DEFAULT_DEPTH, Pipeline, fill
-from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
+from .candidates import candidate_pool
+from .methods import ALIASES, METHODS, default_lambda, method_pipeline
+from .pipeline import Pipeline
+from .pm2 import pm2
 from .presets import PRESETS, as_pipeline, get_preset
 from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
                               round_robin_merge)
 from .spec import SpecError
-from .stages import COVERAGE_PROBS, MMR_LAMBDA, STAGES, Query, Using, blend_relevance, stance_matrix
-from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
-
-METHODS = {
-    "none": "No diversification (retriever order)",
-    "mmr": "MMR (maximal marginal relevance)",
-    "qe": "Query expansion (round-robin over perspectives)",
-    "coverage": "Perspective-coverage re-ranker",
-    "xquad": "xQuAD (explicit aspects: one expanded query per perspective)",
-    "pm2": "PM-2 (proportional seats for the perspectives)",
-    "preset": "Preset: diverse (best found)",
-}
-
-# Names other callers use for the same methods.
-ALIASES = {"rerank": "coverage", "diverse": "preset"}
+from .stages import COVERAGE_PROBS, STAGES, Query, Using, blend_relevance, stance_matrix
+from .xquad import xquad
 
 __all__ = ["METHODS", "QE_SOURCES", "PRESETS", "ASPECT_PROBS", "STAGES", "Pipeline", "Using", "SpecError",
-           "diversify", "diversified_search", "mmr", "mmr_reference", "round_robin_merge", "coverage_rerank",
-           "similarity_probs", "stance_probs", "perspectives_for", "expansion_queries", "expand_and_merge",
-           "get_preset", "as_pipeline", "normalize_scores", "xquad", "pm2", "retrieval_probs", "default_lambda",
-           "candidate_pool", "companion", "blend_relevance", "stance_matrix", "pipeline_from_options"]
+           "diversify", "mmr", "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs",
+           "stance_probs", "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset", "as_pipeline",
+           "normalize_scores", "xquad", "pm2", "retrieval_probs", "default_lambda", "method_pipeline",
+           "candidate_pool", "blend_relevance", "stance_matrix"]
 
 # the old keyword arguments of diversify() that name what the stages use (now a Using)
 _USING_KEYS = ("llm", "pool", "stance_model", "perspectives")
-
-
-def default_lambda(method: str) -> float | None:
-    """λ when none is given: MMR 0.75 (BERDS); xQuAD / PM-2 their tuned defaults; None otherwise."""
-    return {"mmr": MMR_LAMBDA, "xquad": XQUAD_LAMBDA, "pm2": PM2_LAMBDA}.get(method)
+# the keyword spelling of diversify(): deprecated when pipelines came (issue 26), removed in the next minor version
+DEPRECATED_SINCE = "berds-studio 0.1.0 (2026-11-26)"
+REMOVED_IN = "0.2.0"
 
 
 def diversify(question, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None, using: Using | None = None,
@@ -85,9 +70,10 @@ def _old_call(method, old: dict, using, judge, embedder):
     its pipeline and what it used, with one DeprecationWarning."""
     method = str(method).strip()
     if old:
-        warnings.warn(f"diversify(..., {method!r}, {', '.join(f'{key}=' for key in old)}...) is deprecated: "
-                      f"pass a pipeline (e.g. {str(pipeline_from_options(ALIASES.get(method, method), old))!r}) "
-                      f"and a Using (docs/pipelines.md)", DeprecationWarning, stacklevel=3)
+        warnings.warn(f"diversify(..., {method!r}, {', '.join(f'{key}=' for key in old)}...) is deprecated since "
+                      f"{DEPRECATED_SINCE} and goes in berds-studio {REMOVED_IN}: pass a pipeline (e.g. "
+                      f"{str(method_pipeline(ALIASES.get(method, method), old))!r}) and a Using (docs/pipelines.md)",
+                      DeprecationWarning, stacklevel=3)
     if isinstance(judge, str):
         from ..judges import get_judge
 
@@ -106,10 +92,4 @@ def _old_call(method, old: dict, using, judge, embedder):
                   extra.get("stance_model", base.stance_model), extra.get("perspectives", base.perspectives))
     if old.get("coverage_probs", "auto") not in COVERAGE_PROBS:
         raise ValueError(f"coverage_probs must be one of {', '.join(COVERAGE_PROBS)}, got {old['coverage_probs']!r}")
-    return pipeline_from_options(ALIASES.get(method, method), old), using, judge, embedder
-
-
-def diversified_search(question, corpus, retriever, method: str, **opts) -> list[tuple[int, float]]:
-    """Alias of :func:`diversify` with ``k`` as a keyword (default 10), per the contract."""
-    k = opts.pop("k", 10)
-    return diversify(question, corpus, retriever, method, k, **opts)
+    return method_pipeline(ALIASES.get(method, method), old), using, judge, embedder

@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from ..datasets.sides import yes_no_sides  # noqa: F401  (the sides' rules live with the datasets' phrasing)
+from ..datasets.sides import yes_no_sides
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 

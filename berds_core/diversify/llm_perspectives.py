@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..cache import cache_dir, text_hash
+from ..files.cache import cache_dir, text_hash
 
 # The paper's prompt (Table 12): "[Question]" is replaced by the question; note the trailing space.
 BERDS_QE_PROMPT = (

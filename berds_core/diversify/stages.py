@@ -290,7 +290,7 @@ class Coverage(Stage):
             return coverage_rerank(blend_relevance(scores, P, self.mix), P[:, :2], k, self.alpha, keep=self.keep)
         offline_sides = u.perspectives is None and self.source == "offline"
         if offline_sides and self.probs in ("auto", "stance"):
-            from .facets import yes_no_sides
+            from ..datasets.sides import yes_no_sides
 
             persp = [p for p in yes_no_sides(q.text) if p]  # the stance pair; facets are not needed
         else:
@@ -318,7 +318,7 @@ class Coverage(Stage):
         if (self.probs in ("auto", "stance") and self.source == "offline" and u.judge is None
                 and u.embedder is None and u.perspectives is None):
             # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
-            from .facets import yes_no_sides
+            from ..datasets.sides import yes_no_sides
             from .vectors import encode
 
             encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])

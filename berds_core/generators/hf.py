@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..net.hub import hub_offline, hub_reachable, is_local, locate, looks_like_path  # noqa: F401 (re-exported)
+from ..net.hub import locate
 from ..naming import model_label
 from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
 from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,

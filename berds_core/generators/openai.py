@@ -19,7 +19,7 @@ import numpy as np
 
 from ..naming import safe_name
 from ..net.openai_api import api_key as resolve_key
-from ..net.openai_api import headers, normalize_base_url  # noqa: F401  (normalize_base_url: re-exported)
+from ..net.openai_api import headers, normalize_base_url
 from .base import GenerationError, Generator, Messages, ScoredText, as_messages
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}

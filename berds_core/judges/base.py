@@ -16,7 +16,7 @@ import numpy as np
 
 from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
-from ..naming import model_label, safe_name  # noqa: F401 (re-exported: judges name themselves with these)
+from ..naming import safe_name
 from .prompts import document_text
 
 Pair = tuple[str, str]

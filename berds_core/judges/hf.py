@@ -32,8 +32,9 @@ import os
 import numpy as np
 
 from ..generators.base import GenerationError
-from ..generators.hf import HFGenerator, answer_token_ids  # noqa: F401 (answer_token_ids re-exported)
-from .base import Judge, JudgeError, model_label
+from ..generators.hf import HFGenerator
+from ..naming import model_label
+from .base import Judge, JudgeError
 from .prompts import DEFAULT_PROMPT, get_prompt, parse_answer
 from ..specs import SpecError
 

@@ -35,12 +35,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..generators.openai import (LogprobsRejected, OpenAIClient, choice_text, first_token_logprobs,
-                                 normalize_base_url, option_logprobs)
+                                 option_logprobs)
 from .base import Judge, JudgeError, safe_name
 from .hf import GENERATE_TOKENS, is_mistral, llm_judge_options, prompt_tag
 from .prompts import parse_answer
 
-__all__ = ["OpenAIJudge", "normalize_base_url"]
+__all__ = ["OpenAIJudge"]
 
 
 def _yes_no_from_logprobs(choice: dict) -> float | None:

@@ -121,7 +121,6 @@ STUDIO_EXAMPLE = {
 }
 
 # names kept for code written against the first version of this module
-INSTRUCTION, EXAMPLE = STUDIO_INSTRUCTION, STUDIO_EXAMPLE
 
 
 def _studio_user(document: str, perspective: str) -> str:

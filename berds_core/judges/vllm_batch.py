@@ -46,7 +46,7 @@ class VLLMJudge(Judge):
         self.batch_size, self.max_model_len, self.top_logprobs = int(batch_size), int(max_model_len), int(top_logprobs)
 
     def _name_stem(self) -> str:
-        from .base import model_label
+        from ..naming import model_label
 
         stem = f"vllm-{model_label(self.model_id)}"
         if self.adapter_id:

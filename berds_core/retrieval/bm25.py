@@ -17,11 +17,10 @@ import json
 import re
 import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir
+from ..files.cache import cache_dir
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s default; the same tokens as the faster "\w\w+" used below
 _FAST_PATTERN = r"\w\w+"

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ..cache import cache_dir, slug
+from ..files.cache import cache_dir, slug
 from ..embeddings.models import model_key
 from ..embeddings.store import TextEncoder, embed_text, encode_normalized, text_encoder
 from . import faiss_index

@@ -52,7 +52,7 @@ def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None
 
 
 def index_folder_for(corpus, encoder_key: str, plan) -> Path:
-    from ..cache import cache_dir, slug
+    from ..files.cache import cache_dir, slug
 
     factory = plan.factory or "flat"
     where = "-ondisk" if plan.on_disk else ""

@@ -153,7 +153,7 @@ class DenseIndex:
             return None
         if not docid.is_file():
             raise InputError(self.folder, None, "--index-dir", f"no '{DOCID_FILE}' file (one passage id per line)")
-        from ..cache import cache_dir
+        from ..files.cache import cache_dir
 
         st = docid.stat()
         key = hashlib.sha1(json.dumps([str(docid.resolve()), st.st_size, st.st_mtime_ns, self.corpus.hash]

@@ -175,7 +175,7 @@ class IngestIndexer:
 
     def __init__(self, *, threads: int | None = None, heap_bytes: int = HEAP_BYTES):
         from ..files.build_dir import building
-        from ..cache import cache_dir
+        from ..files.cache import cache_dir
 
         self._build = building(cache_dir("indexes") / "bm25-being-ingested", "BM25 index")
         self.threads, self.heap_bytes = threads, heap_bytes
@@ -231,7 +231,7 @@ class TantivyBM25Retriever:
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True, folder=None,
                  threads: int | None = None, heap_bytes: int = HEAP_BYTES):
         from ..files.build_dir import building
-        from ..cache import cache_dir
+        from ..files.cache import cache_dir
 
         self.corpus = corpus
         self.cache_hit = False

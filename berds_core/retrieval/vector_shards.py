@@ -39,7 +39,7 @@ def _safe(text: str, n: int = 60) -> str:
 
 
 def vectors_folder(corpus, encoder_key: str) -> Path:
-    from ..cache import cache_dir, slug
+    from ..files.cache import cache_dir, slug
 
     return cache_dir("vectors") / f"{_safe(corpus.name, 40)}-{corpus.hash[:20]}-{slug(encoder_key)}"
 

@@ -34,7 +34,7 @@ CHUNK = 512  # pairs encoded (and committed to the store) per step
 
 
 def pair_key(target: str, text: str) -> str:
-    from ..cache import text_hash
+    from ..files.cache import text_hash
 
     return text_hash(f"{target}{SEP}{text}")
 

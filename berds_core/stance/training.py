@@ -31,8 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 DEFAULTS = {"layers": 6, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.1, "max_length": 160, "epochs": 2.0,
             "lr": 5e-4, "weight_decay": 0.01, "warmup": 0.06, "batch_size": 32, "seed": 0,
             "source_weights": {"human": 3.0}}

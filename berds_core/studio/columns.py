@@ -4,7 +4,7 @@ the best rank of a missing perspective.
 A page holds an :class:`Engine` (the corpus, the retriever, the judge and the embedder it resolved from the
 sidebar's strings) and names what it ranks with a pipeline (:mod:`berds_core.diversify`):
 :func:`column_pipeline` turns the pages' method pickers (``none``, ``mmr``, ``qe``, ``rerank``, ``xquad``,
-``pm2``, ``preset``) into the same spec strings the CLI's ``--pipeline`` reads. ``bench/playground.py`` and
+``pm2``, ``preset``) into the pipelines ``berds retrieve``'s flags make of the same methods. ``bench/playground.py`` and
 ``scripts/precompute_demo_embeddings.py`` call these functions, so they time and pre-compute exactly what
 the pages do.
 """
@@ -15,21 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diversify import Pipeline, as_pipeline, diversify
+from ..diversify.methods import method_pipeline
 from ..eval.measures import mrecall_at_k, precision_at_k
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
-
-# the pages' method names -> their pipelines (over the top DEPTH candidates); {lam} / {source} filled in
-PAGE_METHODS = {
-    "none": "none",
-    "mmr": "mmr{lam}",
-    "qe": "qe(source={source})",
-    "rerank": "coverage(source={source})",
-    "coverage": "coverage(source={source})",
-    "xquad": "xquad({lam_}source={source})",
-    "pm2": "pm2({lam_}source={source})",
-    "preset": "diverse",
-}
-
 
 # the pages' names of their methods (Evaluate's picker and labels)
 METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
@@ -58,13 +46,11 @@ class Engine:
 
 
 def column_pipeline(method: str, lam: float | None = None, source: str = "dataset") -> Pipeline:
-    """The pipeline of a page's method picker: ``lam`` (MMR, xQuAD, PM-2; None: the stage's default) and
-    ``source`` (the perspectives of qe / the re-rankers)."""
-    if method not in PAGE_METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from {', '.join(PAGE_METHODS)}")
-    spec = PAGE_METHODS[method].format(lam="" if lam is None else f"(lam={float(lam)!r})",
-                                       lam_="" if lam is None else f"lam={float(lam)!r},", source=source)
-    return as_pipeline(spec)
+    """The pipeline of a page's method picker (``none``, ``mmr``, ``qe``, ``rerank``/``coverage``, ``xquad``,
+    ``pm2``, ``preset``) over the top ``DEPTH`` candidates: ``lam`` (MMR, xQuAD, PM-2; None: the stage's
+    default) and ``source`` (the perspectives of qe / the re-rankers); what ``berds retrieve``'s flags make
+    of the same method (:func:`berds_core.diversify.methods.method_pipeline`)."""
+    return method_pipeline(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
 
 
 def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:

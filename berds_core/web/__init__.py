@@ -21,7 +21,8 @@ text and split them into 100-word passages. The parts, each swappable:
 from .build import BuildResult, WebOptions, build_question_corpus
 from .extract import EXTRACTORS, extract_page
 from .fetch import FetchConfig, PageResult, fetch_pages
-from .search import SEARCH, SearchError, SearchResult, cached_search, get_search
+from .results import SearchError, SearchResult
+from .search import SEARCH, cached_search, get_search
 from .snapshot import load_snapshot_corpus, question_dir, read_manifest
 
 __all__ = [

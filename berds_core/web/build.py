@@ -30,7 +30,8 @@ from ..records import Question
 from . import snapshot as snap
 from .extract import EXTRACTORS, extract_page
 from .fetch import FetchConfig, PageResult, fetch_pages
-from .search import SearchBackend, SearchError, SearchResult, cached_search, today
+from .results import SearchError, SearchResult
+from .search import SearchBackend, cached_search, today
 from ..corpus import _Builder
 
 

@@ -37,7 +37,7 @@ from ..files.kvcache import KeyValueCache
 from ..specs import Registry
 from .http import RETRY_STATUS, USER_AGENT, Secret, find_key, public_url, retry_delay
 from .replay import ReplaySearch
-from .results import SearchError, SearchResult  # noqa: F401  (re-exported: the search API's types)
+from .results import SearchError, SearchResult
 
 
 def today() -> str:

@@ -28,7 +28,7 @@ from ..files.cache import slug
 from ..corpus import load_corpus
 from ..errors import InputError
 from ..files.jsonio import atomic_write, write_jsonl
-from ..files.snapshot_layout import MANIFEST, PASSAGES, is_snapshot  # noqa: F401  (the layout readers share)
+from ..files.snapshot_layout import MANIFEST, PASSAGES
 
 FORMAT = "berds-web-snapshot/1"
 FETCH_LOG = "fetch-log.jsonl"

@@ -1,0 +1,69 @@
+"""The diversification methods by name: the vocabulary of ``berds retrieve``'s flags (``--mmr``, ``--qe``,
+``--rerank``, ``--preset``), the pages' method pickers and the benches' option dicts, turned into pipelines.
+
+``method_pipeline("mmr", {"lam": 0.5, "candidates": 30})`` is ``%30>>mmr(lam=0.5)``; a spec string says the
+same in the pipeline language (docs/pipelines.md), which is what runs.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+from .candidates import POOLS
+from .pipeline import DEFAULT_DEPTH, Pipeline
+from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA
+from .presets import as_pipeline
+from .stages import MMR_LAMBDA, STAGES, Stage
+from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA
+
+METHODS = {
+    "none": "No diversification (retriever order)",
+    "mmr": "MMR (maximal marginal relevance)",
+    "qe": "Query expansion (round-robin over perspectives)",
+    "coverage": "Perspective-coverage re-ranker",
+    "xquad": "xQuAD (explicit aspects: one expanded query per perspective)",
+    "pm2": "PM-2 (proportional seats for the perspectives)",
+    "preset": "Preset: diverse (best found)",
+}
+# other names of the same methods
+ALIASES = {"rerank": "coverage", "diverse": "preset"}
+
+
+def default_lambda(method: str) -> float | None:
+    """λ when none is given: MMR 0.75 (BERDS); xQuAD / PM-2 their tuned defaults; None otherwise."""
+    return {"mmr": MMR_LAMBDA, "xquad": XQUAD_LAMBDA, "pm2": PM2_LAMBDA}.get(method)
+
+
+# method name -> stage name (``rerank`` is another name of ``coverage``)
+METHOD_STAGES = {"none": "none", "mmr": "mmr", "qe": "qe", "coverage": "coverage", "rerank": "coverage",
+                 "xquad": "xquad", "pm2": "pm2"}
+# option keyword -> the stage keyword it sets
+OPTION_KEYS = {"lam": "lam", "qe_source": "source", "alpha": "alpha", "coverage_probs": "probs", "keep": "keep",
+               "mix": "mix", "temperature": "temperature", "aspect_probs": "probs"}
+
+
+def method_pipeline(method: str, options: dict) -> Pipeline:
+    """The pipeline of a method and its option keywords (``lam``, ``qe_source``, ``candidates``,
+    ``candidates_from``, ``alpha``, ``coverage_probs``, ``aspect_probs``, ``keep``, ``mix``, ``temperature``;
+    None values are left out): what ``berds retrieve``'s flags, the pages' pickers and the benches' option
+    dicts ask for. ``preset`` / ``diverse`` is the saved preset."""
+    opts = {key: v for key, v in options.items() if v is not None}
+    if method in ("preset", "diverse"):
+        return as_pipeline("diverse")
+    if method not in METHOD_STAGES:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHOD_STAGES)}, preset")
+    cls = type(STAGES.create(METHOD_STAGES[method]))
+    own = {f.name for f in fields(cls)}
+    kind = METHOD_STAGES[method]
+    args = {}
+    for key, value in opts.items():
+        new = OPTION_KEYS.get(key)
+        if new in own and not (key == "coverage_probs" and kind != "coverage") and not (
+                key == "aspect_probs" and kind == "coverage"):
+            args[new] = value
+    stage = cls(**args)
+    stages: tuple[Stage, ...] = (stage,)
+    if opts.get("candidates_from", "retriever") == "union" and kind in ("mmr", "coverage", "xquad", "pm2"):
+        stages = (STAGES.create("union"), stage)
+    elif opts.get("candidates_from", "retriever") not in POOLS:
+        raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {opts['candidates_from']!r}")
+    return Pipeline(None, int(opts.get("candidates", DEFAULT_DEPTH)), stages)
