@@ -89,7 +89,7 @@ def timed_search(retriever, texts, k, repeats):
 
 def measure(corpus, questions, gold, hits, k):
     from berds_core.eval.evaluation import scores
-    from berds_core.retrieval import question_entry
+    from berds_core.runs import question_entry
     from berds_core.runs import label_matrix
 
     mats = [label_matrix(question_entry(q, corpus, h[:k]), gold=gold) for q, h in zip(questions, hits)]

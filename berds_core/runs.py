@@ -13,12 +13,14 @@ this project (``entry["<name>-preds"]``: one list per passage, at the question
 level) is still read; :func:`set_judgments` always writes the passage layout.
 
 Every consumer reads verdicts through :func:`judges_in`, :func:`label_matrix`
-and :func:`prob_matrix`, never by key.
+and :func:`prob_matrix`, never by key. A run's lines are made from ranked hits by
+:func:`question_entry` (:func:`retrieve_run`: a retriever's top k for every question).
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -29,6 +31,37 @@ from .records import Gold
 PREDS_SUFFIX = "-preds"
 PROBS_SUFFIX = "-probs"
 AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name marker -> judge name
+
+
+def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
+    """Run-file passages ``{id, title, text, score}`` for ``(row, score)`` hits (fetched by row)."""
+    hits = [(int(r), float(s)) for r, s in hits]
+    get_many = getattr(corpus, "get_many", None)  # a disk corpus fetches the rows in one look-up
+    passages = get_many([r for r, _ in hits]) if get_many is not None else [corpus[r] for r, _ in hits]
+    return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, (_, s) in zip(passages, hits)]
+
+
+def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
+    """One run line (BERDS format plus ``id``, ``subset`` and ``stances`` when known) for ranked hits."""
+    entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
+    if question.subset is not None:
+        entry["subset"] = question.subset
+    if question.stances:
+        entry["stances"] = list(question.stances)
+    if corpus is not None:  # which corpus the passages come from: name and content hash
+        entry["corpus"] = {"name": getattr(corpus, "name", "corpus"), "hash": corpus.hash}
+    entry["ctxs"] = ctxs_for(corpus, hits)
+    return entry
+
+
+def retrieve_run(questions, corpus, retriever, k: int, query_fn: Callable | None = None) -> list[dict]:
+    """One run line per question, the top-``k`` passages of ``retriever`` (anything with ``search(queries,
+    k)``, :class:`berds_core.retrieval.base.Retriever`); ``query_fn(question) -> str`` builds the query
+    (default: the question text)."""
+    questions = list(questions)
+    queries = [query_fn(q) if query_fn else q.question for q in questions]
+    results = retriever.search(queries, k) if questions else []
+    return [question_entry(q, corpus, hits) for q, hits in zip(questions, results)]
 
 
 def read_run(path) -> list[dict]:

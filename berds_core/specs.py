@@ -14,6 +14,12 @@ the choices, ``create`` builds the component::
         return SearxngSearch(arg, **opts)
 
     backend = SEARCH.create("searxng:http://127.0.0.1:8888", timeout=10)
+
+An entry may also say what a spec names without building anything: ``parts(arg)`` reads the argument into
+what the factory gets instead of the text (the judges: ``("hf", {"model": ..., "adapter": ...})``, read by
+:meth:`Registry.parts`), and ``builds`` is the class the factory makes (what a caller may ask of it before
+it exists: the keys a search backend reads). A registry made with ``parts_required=True`` refuses an entry
+without ``parts``, so a new component cannot fall through to another's reading.
 """
 from __future__ import annotations
 
@@ -33,30 +39,41 @@ class Entry:
     help: str
     needs_arg: bool
     takes_arg: bool
+    parts: Callable | None = None  # arg -> what the spec names (handed to the factory instead of the text)
+    builds: type | None = None  # the class the factory makes
 
 
 class Registry:
     """Named factories of one kind of component (search backends, generators, diversifiers, ...)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, *, parts_required: bool = False):
         self.kind = kind
+        self.parts_required = parts_required
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, *, usage: str | None = None, help: str = "", needs_arg: bool = False,
-                 takes_arg: bool | None = None):
+                 takes_arg: bool | None = None, parts: Callable | None = None, builds: type | None = None):
         """Decorator: ``factory(arg, **opts)`` builds the component; ``arg`` is the text after ``name:``
-        (None when the spec is the bare name). ``needs_arg``: a bare name is an error."""
+        (None when the spec is the bare name), or ``parts(arg)`` when the entry reads its argument.
+        ``needs_arg``: a bare name is an error; ``builds``: the class the factory makes."""
+        if self.parts_required and parts is None:
+            raise ValueError(f"{self.kind} '{name}': say what its spec names (parts=)")
+
         def deco(factory: Callable) -> Callable:
             if name in self._entries:
                 raise ValueError(f"{self.kind} '{name}' registered twice")
             self._entries[name] = Entry(name, factory, usage or (f"{name}:<arg>" if needs_arg else name), help,
-                                        needs_arg, needs_arg if takes_arg is None else bool(takes_arg or needs_arg))
+                                        needs_arg, needs_arg if takes_arg is None else bool(takes_arg or needs_arg),
+                                        parts, builds)
             return factory
         return deco
 
     # -- reading ------------------------------------------------------------
     def names(self) -> list[str]:
         return list(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
 
     def choices(self) -> str:
         """``a, b:<url>, c`` -- what an error message and ``--help`` list."""
@@ -90,7 +107,17 @@ class Registry:
             raise SpecError(f"{self.kind} '{name}' takes no argument (got '{text}'); use: {entry.usage}")
         return name, (arg or None)
 
+    def parts(self, spec: str):
+        """What a spec names, read and checked, nothing built: the entry's ``parts(arg)`` (its text without one)."""
+        name, arg = self.parse(spec)
+        entry = self._entries[name]
+        return entry.parts(arg) if entry.parts is not None else arg
+
+    def builds(self, spec: str) -> type | None:
+        """The class a spec's factory makes (None: not declared)."""
+        return self._entries[self.parse(spec)[0]].builds
+
     def create(self, spec: str, **opts):
         """Build the component a spec names; ``opts`` go to its factory."""
-        name, arg = self.parse(spec)
-        return self._entries[name].factory(arg, **opts)
+        name, _ = self.parse(spec)
+        return self._entries[name].factory(self.parts(spec), **opts)

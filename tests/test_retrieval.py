@@ -6,7 +6,8 @@ import pytest
 
 from berds_core.corpus import Corpus
 from berds_core.records import Passage, Question
-from berds_core.retrieval import get_retriever, retrieve_run
+from berds_core.retrieval import get_retriever
+from berds_core.runs import retrieve_run
 from berds_core.retrieval import dense as dense_mod  # noqa: F401
 from berds_core.retrieval.dense import DenseRetriever
 from berds_core.retrieval import faiss_index
@@ -348,3 +349,38 @@ def test_small_batch_exact_path_equals_faiss_flat():
     np.testing.assert_array_equal(r1, r2)
     np.testing.assert_allclose(s1, s2, rtol=1e-5)
     assert (np.diff(s1, axis=1) <= 0).all()
+
+
+# ------------------------------------------------------------------ the registry, the options, the protocol
+
+def test_retrievers_come_from_one_registry_with_one_options_object(corpus, fresh_cache):
+    """issue 39: one registry (``RETRIEVERS``), the build options in one ``IndexOptions``, every retriever with
+    the whole protocol (``cache_hit``, ``cache_path``, ``build_seconds`` that the CLI reads)."""
+    from berds_core.retrieval import RETRIEVERS, IndexOptions
+    from berds_core.retrieval.base import Retriever, SearchBase
+    from berds_core.specs import SpecError
+
+    assert RETRIEVERS.names() == ["bm25", "dense", "index"]
+    with pytest.raises(SpecError, match=r"unknown retriever 'sparse'; choose from: bm25, dense, index\[:<folder>"):
+        get_retriever("sparse", corpus)
+    opts = IndexOptions(progress=False, engine="bm25s")
+    by_options = get_retriever("bm25", corpus, options=opts)
+    by_keywords = get_retriever("bm25", corpus, progress=False, engine="bm25s")
+    assert by_options.engine == by_keywords.engine == "bm25s"
+    assert by_options.search(["nuclear uranium"], 3) == by_keywords.search(["nuclear uranium"], 3)
+    with pytest.raises(ValueError, match="bm25 takes no model"):
+        get_retriever("bm25", corpus, options=opts, model="all-MiniLM-L6-v2")
+    for r in (by_options, get_retriever("dense", corpus, progress=False)):
+        assert isinstance(r, SearchBase) and isinstance(r, Retriever)
+        for attr in ("name", "embedder_name", "cache_hit", "cache_path", "build_seconds"):
+            assert hasattr(r, attr), (r, attr)
+
+
+def test_the_shared_search_preamble(corpus, fresh_cache):
+    """No queries: no lists; k beyond the corpus: every passage; k below 1: an empty list per query
+    (``SearchBase.search``, the same for every retriever)."""
+    for kind in ("bm25", "dense"):
+        r = get_retriever(kind, corpus, progress=False)
+        assert r.search([], 5) == []
+        assert r.search(["nuclear", "zoo"], 0) == [[], []]
+        assert [len(h) for h in r.search(["nuclear", "zoo"], 50)] == [len(corpus), len(corpus)]

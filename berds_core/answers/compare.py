@@ -29,7 +29,7 @@ def ranked_entries(questions, corpus, retriever, pipeline, k: int, *, judge=None
     """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``pipeline`` (a Pipeline, a spec or
     a method name: ``none``, ``mmr``, ``qe``, ``coverage``, ...), top ``k``; ``judge`` and ``embedder`` objects."""
     from ..diversify import diversify
-    from ..retrieval import question_entry
+    from ..runs import question_entry
 
     return [question_entry(q, corpus, diversify(q, corpus, retriever, pipeline, k, judge=judge, embedder=embedder))
             for q in questions]

@@ -272,7 +272,7 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
     from ..diversify import diversify
     from ..generators import GenerationError
     from ..judges import JudgeError
-    from ..retrieval import question_entry
+    from ..runs import question_entry
 
     pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
     if pipeline.depth > len(corpus):  # as --k past the corpus does

@@ -22,7 +22,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
 
     from ..corpus import load_corpus
     from ..files.jsonio import read_text
-    from ..retrieval import question_entry
+    from ..runs import question_entry
     from ..runs import write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
     from ..runs import run_depth

@@ -209,7 +209,7 @@ def run_index(args) -> dict:
 def run_retrieve(args, div) -> dict:
     from ..datasets import load_questions
     from ..distributed.search import search_bm25, search_dense
-    from ..retrieval import question_entry
+    from ..runs import question_entry
     from ..runs import write_run
     from ..runs import run_depth
     from ._retrieval import open_corpus, warn_k
@@ -235,7 +235,7 @@ def run_retrieve(args, div) -> dict:
             retriever, shards, info = _bm25_index(args, corpus)
             t1 = time.perf_counter()
             if shards is None:  # tantivy (an on-disk corpus): searched where its index is, as without --ray
-                from ..retrieval import retrieve_run
+                from ..runs import retrieve_run
 
                 hits, entries = None, retrieve_run(questions, corpus, retriever, args.k)
                 ray_info = lazy.info(used=lazy.ingested, note=TANTIVY_NOTE)

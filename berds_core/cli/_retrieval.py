@@ -177,7 +177,7 @@ def open_corpus(args, reader=None):
 
     path = args.corpus
     if path is None and _opens_folder(args):
-        from ..retrieval import index_corpus_source
+        from ..retrieval.index_dir import index_corpus_source
 
         path = index_corpus_source(args.index_dir)
     if path is None:
@@ -226,28 +226,24 @@ def open_retriever(args, corpus):
     return retriever
 
 
+def index_options(args):
+    """The flags' :class:`berds_core.retrieval.IndexOptions` (checked by :func:`check_retriever_args`)."""
+    from ..retrieval import IndexOptions
+
+    return IndexOptions(model=args.model, index=args.index, device=args.device,
+                        encoding=None if args.encoding == "auto" else args.encoding, engine=args.bm25_engine,
+                        memory_budget=args.memory_budget_bytes, index_dir=args.index_dir, nprobe=args.nprobe,
+                        progress=not args.quiet)
+
+
 def _open_retriever(args, corpus):
     from ..retrieval import get_retriever
 
     kind = "index" if _opens_folder(args) and args.retriever == "dense" else args.retriever
+    if args.retriever == "bm25" and args.index_dir is not None:
+        _check_bm25_folder(args)
     try:
-        if kind == "bm25" and args.index_dir is not None:
-            from ..retrieval.index_dir import is_index_folder
-            from ..retrieval.tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
-            from pathlib import Path
-
-            if is_index_folder(args.index_dir) and not is_tantivy_folder(args.index_dir):
-                raise InputError(args.index_dir, None, "--index-dir", "holds a dense (FAISS) index, not a bm25 one: "
-                                                                      "give another folder")
-            if args.bm25_engine == "bm25s":
-                raise InputError("--bm25-engine", None, None, "an --index-dir BM25 index is a tantivy index")
-            if _opens_folder(args) and not (Path(args.index_dir) / META).is_file():
-                raise InputError(args.index_dir, None, "--index-dir", "not a complete BM25 index")
-            return TantivyBM25Retriever(corpus, progress=not args.quiet, folder=args.index_dir)
-        return get_retriever(kind, corpus, args.model, progress=not args.quiet, index=args.index,
-                             device=args.device, encoding=None if args.encoding == "auto" else args.encoding,
-                             engine=args.bm25_engine, memory_budget=args.memory_budget_bytes,
-                             index_dir=args.index_dir, nprobe=args.nprobe)
+        return get_retriever(kind, corpus, options=index_options(args))
     except InputError:  # e.g. a read-only cache: it names itself
         raise
     except OSError as e:  # an unknown hub id, a missing model folder, no network; or the index folder
@@ -257,6 +253,23 @@ def _open_retriever(args, corpus):
         raise InputError("--model", None, None, _load_error(args.model, e)) from None
     except ValueError as e:  # e.g. int8 asked for on a GPU
         raise InputError("--encoding", None, None, str(e)) from None
+
+
+def _check_bm25_folder(args) -> None:
+    """``--retriever bm25 --index-dir DIR``: a tantivy index is built there (``berds index``) or read from it
+    (``berds retrieve``); a dense folder, ``--bm25-engine bm25s`` or an unfinished index is one line."""
+    from pathlib import Path
+
+    from ..retrieval.index_dir import is_index_folder
+    from ..retrieval.tantivy_bm25 import META, is_tantivy_folder
+
+    if is_index_folder(args.index_dir) and not is_tantivy_folder(args.index_dir):
+        raise InputError(args.index_dir, None, "--index-dir", "holds a dense (FAISS) index, not a bm25 one: "
+                                                              "give another folder")
+    if args.bm25_engine == "bm25s":
+        raise InputError("--bm25-engine", None, None, "an --index-dir BM25 index is a tantivy index")
+    if _opens_folder(args) and not (Path(args.index_dir) / META).is_file():
+        raise InputError(args.index_dir, None, "--index-dir", "not a complete BM25 index")
 
 
 def _index_path_error(args, e: OSError) -> InputError | None:
@@ -325,7 +338,7 @@ def corpus_info(corpus) -> dict:
 def build_run(args, questions, corpus, retriever) -> list[dict]:
     """The run entries for ``questions``; extend here for options that change retrieval."""
     from ._diversify_options import diversified_run, diversify_config
-    from ..retrieval import retrieve_run
+    from ..runs import retrieve_run
 
     cfg = diversify_config(args)
     if cfg is not None:

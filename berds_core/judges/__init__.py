@@ -51,25 +51,15 @@ __all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages
            "PredictionCache", "prediction_cache", "parse_spec", "describe_judge", "BERDS_EVALUATOR_MODEL",
            "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]
 
-JUDGES = Registry("judge")
+JUDGES = Registry("judge", parts_required=True)
 LLM_OPTS = {"prompt", "shot", "decode", "system", "threshold"}
 HF_OPTS = LLM_OPTS | {"device", "dtype", "batch_size", "max_length", "inference"}
 OPENAI_OPTS = LLM_OPTS | {"concurrency", "timeout", "retries", "backoff", "api_key", "top_logprobs"}
+BERDS_PROMPT = {"prompt": "berds", "system": "drop"}  # the BERDS evaluator's prompt, system turn dropped
 
 
 def _pick(opts: dict, allowed: set) -> dict:
     return {k: v for k, v in opts.items() if k in allowed}
-
-
-@JUDGES.register("embedded", help="offline: calibrated MiniLM cosine of passage and perspective, gated on "
-                                  "the question's topic (reads closeness, not sides)")
-def _embedded(arg, **opts):
-    from .embedded import EmbeddedJudge
-
-    return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
-
-
-JUDGES.register("default", help="the embedded judge")(_embedded)
 
 
 def _split_hf(arg: str) -> tuple[str, str | None]:
@@ -79,68 +69,100 @@ def _split_hf(arg: str) -> tuple[str, str | None]:
     return model, adapter or None
 
 
-@JUDGES.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
-                 help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
-def _hf(arg, **opts):
-    from .hf import HFJudge
+# What each spec names, nothing loaded: (backend, parts); parse_spec reads them, the factories build from them.
 
+def _embedded_parts(arg):
+    return "embedded", {"variant": None}
+
+
+def _hf_parts(arg):
     model, adapter = _split_hf(arg)
-    return HFJudge(model, adapter, **_pick(opts, HF_OPTS))
+    return "hf", {"model": model, "adapter": adapter}
 
 
-@JUDGES.register("openai", usage="openai:<model>@<base_url>", needs_arg=True,
-                 help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
-def _openai(arg, **opts):
-    from .openai_compat import OpenAIJudge
-
+def _openai_parts(arg):
     model, url = split_openai_spec(arg)
-    return OpenAIJudge(model, url, **_pick(opts, OPENAI_OPTS))
+    return "openai", {"model": model, "base_url": url}
+
+
+def _berds_evaluator_parts(arg):
+    if arg:  # the LoRA served by `vllm serve` under the module name the README registers
+        return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
+    return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}
+
+
+def _vllm_parts(arg):
+    model, adapter = _split_hf(arg) if arg else (BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER)
+    return "vllm", {"model": model, "adapter": adapter}
+
+
+def _build(parts, opts: dict) -> Judge:
+    """The judge of ``(backend, parts)``, loaded or connected with ``opts`` (each backend keeps its own)."""
+    backend, p = parts
+    if backend == "embedded":
+        from .embedded import EmbeddedJudge
+
+        return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
+    if backend == "hf":
+        from .hf import HFJudge
+
+        return HFJudge(p["model"], p["adapter"], **_pick(opts, HF_OPTS))
+    if backend == "openai":
+        from .openai_compat import OpenAIJudge
+
+        return OpenAIJudge(p["model"], p["base_url"], **_pick(opts, OPENAI_OPTS))
+    from .vllm_batch import VLLMJudge
+
+    return VLLMJudge(p["model"], p["adapter"], **_pick(opts, LLM_OPTS | {"batch_size"}))
+
+
+def _with_berds_prompt(opts: dict) -> dict:
+    return {**opts, **{k: opts.get(k) or v for k, v in BERDS_PROMPT.items()}}
+
+
+@JUDGES.register("embedded", parts=_embedded_parts,
+                 help="offline: calibrated MiniLM cosine of passage and perspective, gated on the question's topic "
+                      "(reads closeness, not sides)")
+def _embedded(parts, **opts):
+    return _build(parts, opts)
+
+
+JUDGES.register("default", parts=_embedded_parts, help="the embedded judge")(_embedded)
+
+
+@JUDGES.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True, parts=_hf_parts,
+                 help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
+def _hf(parts, **opts):
+    return _build(parts, opts)
+
+
+@JUDGES.register("openai", usage="openai:<model>@<base_url>", needs_arg=True, parts=_openai_parts,
+                 help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
+def _openai(parts, **opts):
+    return _build(parts, opts)
 
 
 @JUDGES.register("berds-evaluator", usage="berds-evaluator[:<base_url>]", takes_arg=True,
+                 parts=_berds_evaluator_parts,
                  help="the BERDS paper's evaluator (Mistral-7B-Instruct-v0.2 + LoRA, the paper's prompt): "
                       "local transformers, or a vLLM server at <base_url> serving the LoRA as 'berds-evaluator'")
-def _berds_evaluator(arg, **opts):
-    opts = {**opts, "prompt": opts.get("prompt") or "berds", "system": opts.get("system") or "drop"}
-    if arg:
-        from .openai_compat import OpenAIJudge
-
-        return OpenAIJudge(BERDS_EVALUATOR_MODULE, arg, **_pick(opts, OPENAI_OPTS))
-    from .hf import HFJudge
-
-    return HFJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, HF_OPTS))
+def _berds_evaluator(parts, **opts):
+    return _build(parts, _with_berds_prompt(opts))
 
 
-@JUDGES.register("vllm", usage="vllm[:<model>[+<adapter>]]", takes_arg=True,
+@JUDGES.register("vllm", usage="vllm[:<model>[+<adapter>]]", takes_arg=True, parts=_vllm_parts,
                  help="vLLM engines on a Ray cluster through ray.data.llm (needs --ray), LoRA adapter loaded by "
                       "the engine; vllm alone: the BERDS evaluator")
-def _vllm(arg, **opts):
-    from .vllm_batch import VLLMJudge
-
-    if arg:
-        model, adapter = _split_hf(arg)
-        return VLLMJudge(model, adapter, **_pick(opts, LLM_OPTS | {"batch_size"}))
-    opts = {**opts, "prompt": opts.get("prompt") or "berds", "system": opts.get("system") or "drop"}
-    return VLLMJudge(BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER, **_pick(opts, LLM_OPTS | {"batch_size"}))
+def _vllm(parts, **opts):
+    # the BERDS evaluator (vllm alone, or named by its model and adapter) reads the paper's prompt
+    evaluator = (parts[1]["model"], parts[1]["adapter"]) == (BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER)
+    return _build(parts, _with_berds_prompt(opts) if evaluator else opts)
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
-    """``spec`` -> (backend, parts). Raises ValueError (:class:`SpecError`) with the choices."""
-    name, arg = JUDGES.parse(spec or "embedded")
-    if name in ("embedded", "default"):
-        return "embedded", {"variant": None}
-    if name == "hf":
-        model, adapter = _split_hf(arg)
-        return "hf", {"model": model, "adapter": adapter}
-    if name == "openai":
-        model, url = split_openai_spec(arg)
-        return "openai", {"model": model, "base_url": url}
-    if name == "vllm":
-        model, adapter = _split_hf(arg) if arg else (BERDS_EVALUATOR_MODEL, BERDS_EVALUATOR_ADAPTER)
-        return "vllm", {"model": model, "adapter": adapter}
-    if arg:
-        return "openai", {"model": BERDS_EVALUATOR_MODULE, "base_url": arg}
-    return "hf", {"model": BERDS_EVALUATOR_MODEL, "adapter": BERDS_EVALUATOR_ADAPTER}
+    """``spec`` -> (backend, parts), what the registry entry reads from it (nothing is loaded). Raises
+    ValueError (:class:`SpecError`) with the choices."""
+    return JUDGES.parts(spec or "embedded")
 
 
 def app_judge_spec(spec: str, what: str = "judge") -> str:

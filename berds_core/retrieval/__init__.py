@@ -1,27 +1,76 @@
-"""Retrievers (BM25, dense) behind one interface, and runs made from them.
+"""Retrievers by name: one registry, one options object, one protocol.
 
-``get_retriever(kind, corpus, model=None, progress=True, index="flat")``
-returns an object with ``name``, ``embedder_name`` (dense only, else None),
-``cache_hit``, ``cache_path``, ``build_seconds`` and
-``search(queries, k) -> [[(row, score), ...], ...]`` (best first).
+``get_retriever(spec, corpus, model=None, options=None, **fields)`` builds (or loads from the cache) the
+retriever a spec names over ``corpus``; what it returns follows :class:`~.base.Retriever` (``name``,
+``embedder_name``, ``cache_hit``, ``cache_path``, ``build_seconds``, ``search(queries, k)``). The specs
+(``RETRIEVERS``, a :class:`berds_core.specs.Registry`):
 
-BM25 has two engines behind the one ``bm25``: ``bm25s`` (an in-memory sparse
-matrix, the fastest to build for small corpora) and ``tantivy`` (an on-disk
-index in bounded memory: :mod:`berds_core.retrieval.tantivy_bm25`);
-``engine="auto"`` picks by corpus size and where the corpus lives
-(:func:`bm25_engine`).
+- ``bm25``: two engines behind one name, ``bm25s`` (an in-memory sparse matrix, the fastest to build for
+  small corpora) and ``tantivy`` (an on-disk index in bounded memory: :mod:`.tantivy_bm25`);
+  ``engine="auto"`` picks by corpus size and where the corpus lives (:func:`bm25_engine`);
+- ``dense``: sentence-transformers embeddings and FAISS (:mod:`.dense`; on-disk corpora and approximate
+  indexes other than HNSW through :mod:`.dense_scale`);
+- ``index[:<folder>[|<query encoder>]]``: a prebuilt index folder (a tantivy BM25 index, or a FAISS
+  folder in the studio's or Pyserini's layout), opened, never built.
+
+How the index is built or opened travels in one :class:`IndexOptions` (model, index kind, device,
+encoding, engine, memory budget, folder, nprobe, cache, progress). A new retriever: a class on
+:class:`~.base.SearchBase` (it writes ``_search``) and one ``@RETRIEVERS.register`` here.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
 
-RETRIEVERS = ("bm25", "dense", "index")
+from ..corpora.store import is_disk_corpus
+from ..errors import InputError
+from ..specs import Registry
+from .base import Retriever
+
 BM25_ENGINES = ("auto", "bm25s", "tantivy")
 # auto: bm25s (today's engine) below this many passages, tantivy from here up and for every on-disk corpus.
 # bench/scale.py --sections crossover (2026-11-26 10:45, load 14-21, CPU seconds of all threads): at 1k and
 # 2k the two cost the same (0.07-0.11 s to build, 0.05-0.13 ms a query), from 5k tantivy takes half the CPU
 # to build (0.23 s against 0.51 s; 1.95 s against 4.33 s at 50k) and less a query (docs/scale.md)
 TANTIVY_MIN_PASSAGES = 5_000
+
+RETRIEVERS = Registry("retriever")
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How a retriever's index is built or opened.
+
+    ``model``: dense, a sentence-transformers hub id or local path (None: all-MiniLM-L6-v2); a prebuilt
+    folder's query encoder (``dpr:<model>`` for DPR). ``index``: dense, ``flat`` (exact), ``hnsw``,
+    ``ivfpq`` or a FAISS factory string, sized for ``memory_budget`` bytes (:mod:`.index_plan`).
+    ``device``, ``encoding`` (``fp32|bf16|int8``; None: auto): the encoder's. ``engine``: bm25's ``auto``,
+    ``bm25s`` or ``tantivy``. ``index_dir``: the folder an index is built in (bm25: a tantivy index;
+    dense: the index folder) instead of the cache, or the folder ``index`` opens. ``nprobe``: IVF lists
+    searched per query. ``cache``: keep the index in ``cache_dir("indexes")``. ``progress``: progress
+    bars; ``on_progress(done, total)`` (dense) as passages are encoded, for a bar in the app.
+    """
+
+    model: str | None = None
+    index: str = "flat"
+    device: str | None = None
+    encoding: str | None = None
+    engine: str = "auto"
+    memory_budget: int | None = None
+    index_dir: str | Path | None = None
+    nprobe: int | None = None
+    cache: bool = True
+    progress: bool = True
+    on_progress: Callable[[int, int], None] | None = None
+
+
+def get_retriever(spec: str, corpus, model: str | None = None, *, options: IndexOptions | None = None,
+                  **fields) -> Retriever:
+    """The retriever ``spec`` names (``RETRIEVERS``) over ``corpus``: ``options`` (default
+    ``IndexOptions()``) with ``model`` and any of its ``fields`` given as keywords set on top."""
+    opts = replace(options or IndexOptions(), **({"model": model} if model is not None else {}), **fields)
+    return RETRIEVERS.create(spec, corpus=corpus, options=opts)
 
 
 def bm25_engine(corpus, engine: str = "auto") -> str:
@@ -31,133 +80,65 @@ def bm25_engine(corpus, engine: str = "auto") -> str:
         raise ValueError(f"BM25 engine must be one of {', '.join(BM25_ENGINES)}, got {engine!r}")
     if engine != "auto":
         return engine
-    from ..corpora.store import is_disk_corpus
-
     return "tantivy" if is_disk_corpus(corpus) or len(corpus) >= TANTIVY_MIN_PASSAGES else "bm25s"
 
 
-class Retriever(Protocol):
-    name: str
-    embedder_name: str | None
+@RETRIEVERS.register("bm25", help="BM25: bm25s in memory, tantivy on disk (large or on-disk corpora, or an index "
+                                  "folder)")
+def _bm25(arg, *, corpus, options: IndexOptions):
+    if options.model is not None:
+        raise ValueError("bm25 takes no model")
+    if options.index_dir is not None:  # built in (or read from) a folder of its own: a tantivy index
+        if options.engine == "bm25s":
+            raise ValueError("a BM25 index in a folder is a tantivy index (engine tantivy or auto)")
+        from .tantivy_bm25 import TantivyBM25Retriever
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]: ...
+        return TantivyBM25Retriever(corpus, progress=options.progress, folder=options.index_dir)
+    if bm25_engine(corpus, options.engine) == "tantivy":
+        from .tantivy_bm25 import TantivyBM25Retriever
+
+        return TantivyBM25Retriever(corpus, progress=options.progress, cache=options.cache)
+    from .bm25 import BM25Retriever
+
+    return BM25Retriever(corpus, progress=options.progress, cache=options.cache)
 
 
-def get_retriever(kind: str, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
-                  device: str | None = None, encoding: str | None = None, cache: bool = True,
-                  on_progress: Callable[[int, int], None] | None = None, engine: str = "auto",
-                  memory_budget: int | None = None, index_dir=None, nprobe: int | None = None) -> Retriever:
-    """Build (or load from the cache) a retriever over ``corpus``.
+@RETRIEVERS.register("dense", help="sentence-transformers embeddings + FAISS (flat, hnsw, ivfpq or a factory string)")
+def _dense(arg, *, corpus, options: IndexOptions):
+    o = options
+    if is_disk_corpus(corpus) or o.index not in ("flat", "hnsw") or o.index_dir is not None:
+        from .dense_scale import ScaledDenseRetriever
 
-    ``kind``: ``bm25``, ``dense`` or ``index`` (open the prebuilt index folder
-    ``index_dir``: :mod:`berds_core.retrieval.index_dir`). For dense, ``model``
-    is a sentence-transformers hub id or local path (default all-MiniLM-L6-v2),
-    ``index`` ``flat`` (exact), ``hnsw``, ``ivfpq`` or a FAISS factory string,
-    sized for ``memory_budget`` bytes (:mod:`berds_core.retrieval.index_plan`),
-    ``encoding`` ``auto|fp32|bf16|int8``; an on-disk corpus, or an index other
-    than flat/hnsw, goes through :mod:`berds_core.retrieval.dense_scale`
-    (vectors in resumable shards, the index folder in ``index_dir`` or the cache).
-    ``on_progress(done, total)`` (dense) is called as passages are encoded,
-    for a progress bar in the app. ``engine`` (bm25): ``auto``, ``bm25s`` or ``tantivy``.
-    """
-    if kind == "bm25":
-        if model is not None:
-            raise ValueError("bm25 takes no model")
-        if bm25_engine(corpus, engine) == "tantivy":
-            from .tantivy_bm25 import TantivyBM25Retriever
+        return ScaledDenseRetriever(corpus, o.model, index=o.index, memory_budget=o.memory_budget,
+                                    index_dir=o.index_dir, device=o.device, encoding=o.encoding,
+                                    progress=o.progress, on_progress=o.on_progress, nprobe=o.nprobe)
+    from .dense import DenseRetriever
 
-            return TantivyBM25Retriever(corpus, progress=progress, cache=cache)
-        from .bm25 import BM25Retriever
+    return DenseRetriever(corpus, o.model, progress=o.progress, index=o.index, device=o.device, encoding=o.encoding,
+                          cache=o.cache, on_progress=o.on_progress)
 
-        return BM25Retriever(corpus, progress=progress, cache=cache)
-    if kind.startswith("index:"):  # the spec form: index:<folder>[|<query encoder>]
-        index_dir, _, encoder = kind[len("index:"):].partition("|")
-        kind, model = "index", model or encoder or None
-    if kind == "index":
-        return open_index_dir(index_dir, corpus, model, device=device, encoding=encoding, nprobe=nprobe)
-    if kind == "dense":
-        from ..corpora.store import is_disk_corpus
 
-        if is_disk_corpus(corpus) or index not in ("flat", "hnsw") or index_dir is not None:
-            from .dense_scale import ScaledDenseRetriever
+@RETRIEVERS.register("index", usage="index[:<folder>[|<query encoder>]]", takes_arg=True,
+                     help="a prebuilt index folder: tantivy BM25, or FAISS (the studio's or Pyserini's layout)")
+def _index(arg, *, corpus, options: IndexOptions):
+    """The folder of the spec (or ``options.index_dir``), opened as it was built; never builds anything."""
+    from .index_dir import IndexDirRetriever, is_index_folder
+    from .tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
 
-            return ScaledDenseRetriever(corpus, model, index=index, memory_budget=memory_budget, index_dir=index_dir,
-                                        device=device, encoding=encoding, progress=progress, on_progress=on_progress,
-                                        nprobe=nprobe)
-        from .dense import DenseRetriever
-
-        return DenseRetriever(corpus, model, progress=progress, index=index, device=device, encoding=encoding,
-                              cache=cache, on_progress=on_progress)
-    raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {kind!r}")
+    folder, _, encoder = (arg or "").partition("|")
+    folder = folder or options.index_dir
+    if folder is None:
+        raise ValueError("retriever 'index' needs a folder: index:<folder> or IndexOptions(index_dir=...)")
+    p = Path(folder)
+    if is_tantivy_folder(p):
+        return TantivyBM25Retriever(corpus, progress=False, folder=p)
+    if is_index_folder(p):
+        return IndexDirRetriever(p, corpus, options.model or encoder or None, device=options.device,
+                                 encoding=options.encoding, nprobe=options.nprobe)
+    raise InputError(p, None, "--index-dir", f"not an index folder (a tantivy BM25 index with {META}, or a FAISS "
+                                             "'index' + 'docid' folder)")
 
 
 def index_spec(folder, query_encoder: str | None = None) -> str:
     """The retriever spec of a prebuilt index folder: ``index:<folder>[|<query encoder>]``."""
     return f"index:{folder}" + (f"|{query_encoder}" if query_encoder else "")
-
-
-def open_index_dir(folder, corpus, model: str | None = None, **kw) -> Retriever:
-    """The retriever of a prebuilt index folder: a tantivy BM25 index (``berds index --index-dir``)
-    or a dense FAISS folder (the studio's or Pyserini's layout); never builds anything."""
-    from pathlib import Path
-
-    from ..errors import InputError
-    from .index_dir import IndexDirRetriever, is_index_folder
-    from .tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
-
-    if folder is None:
-        raise ValueError("kind 'index' needs index_dir")
-    p = Path(folder)
-    if is_tantivy_folder(p):
-        return TantivyBM25Retriever(corpus, progress=False, folder=p)
-    if is_index_folder(p):
-        return IndexDirRetriever(p, corpus, model, device=kw.get("device"), encoding=kw.get("encoding"),
-                                 nprobe=kw.get("nprobe"))
-    raise InputError(p, None, "--index-dir", f"not an index folder (a tantivy BM25 index with {META}, or a FAISS "
-                                             "'index' + 'docid' folder)")
-
-
-def index_corpus_source(folder) -> str | None:
-    """The corpus file an index folder was built from, as its ``berds.json`` names it (None: unknown, moved)."""
-    import json
-    from pathlib import Path
-
-    try:
-        info = json.loads((Path(folder) / "berds.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    src = (info.get("corpus") or {}).get("source")
-    return src if src and Path(src).exists() else None
-
-
-def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
-    """Run-file passages ``{id, title, text, score}`` for ``(row, score)`` hits (fetched by row)."""
-    hits = [(int(r), float(s)) for r, s in hits]
-    get_many = getattr(corpus, "get_many", None)  # a disk corpus fetches the rows in one look-up
-    passages = get_many([r for r, _ in hits]) if get_many is not None else [corpus[r] for r, _ in hits]
-    return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, (_, s) in zip(passages, hits)]
-
-
-def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
-    """One run line (BERDS format plus ``id``, ``subset`` and ``stances`` when known) for ranked hits."""
-    entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
-    if question.subset is not None:
-        entry["subset"] = question.subset
-    if question.stances:
-        entry["stances"] = list(question.stances)
-    if corpus is not None:  # which corpus the passages come from: name and content hash
-        entry["corpus"] = {"name": getattr(corpus, "name", "corpus"), "hash": corpus.hash}
-    entry["ctxs"] = ctxs_for(corpus, hits)
-    return entry
-
-
-def retrieve_run(questions, corpus, retriever: Retriever, k: int,
-                 query_fn: Callable | None = None) -> list[dict]:
-    """One run entry per question (BERDS run format plus ``id``), top-``k`` passages each.
-
-    ``query_fn(question) -> str`` builds the query (default: the question text).
-    """
-    questions = list(questions)
-    queries = [query_fn(q) if query_fn else q.question for q in questions]
-    results = retriever.search(queries, k) if questions else []
-    return [question_entry(q, corpus, hits) for q, hits in zip(questions, results)]

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from ..files.cache import cache_dir
+from .base import SearchBase
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s default; the same tokens as the faster "\w\w+" used below
 _FAST_PATTERN = r"\w\w+"
@@ -175,12 +176,11 @@ def _make_bm25_class():
     return FastBM25
 
 
-class BM25Retriever:
+class BM25Retriever(SearchBase):
     """BM25 over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     name = "bm25"
     engine = "bm25s"
-    embedder_name = None
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True):
         self.corpus = corpus
@@ -234,12 +234,7 @@ class BM25Retriever:
         model.unique_token_ids_set = set(model.vocab_dict.values())
         return model
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        if not queries:
-            return []
-        k = min(int(k), len(self.corpus))
-        if k < 1:
-            return [[] for _ in queries]
+    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         from .topk import top_k
 
         out = []

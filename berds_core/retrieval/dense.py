@@ -20,11 +20,12 @@ from ..files.cache import cache_dir, slug
 from ..embeddings.models import model_key
 from ..embeddings.store import TextEncoder, embed_text, encode_normalized, text_encoder
 from . import faiss_index
+from .base import SearchBase
 
 __all__ = ["DenseRetriever", "encode_normalized"]
 
 
-class DenseRetriever:
+class DenseRetriever(SearchBase):
     """Dense retrieval over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     def __init__(self, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
@@ -100,14 +101,8 @@ class DenseRetriever:
         return index
 
     # ------------------------------------------------------------ search
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        if not queries:
-            return []
-        k = min(int(k), len(self.corpus))
-        if k < 1:
-            return [[] for _ in queries]
-        q = self.encode(list(queries))
-        return self.search_vectors(q, k)
+    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        return self.search_vectors(self.encode(queries), k)
 
     def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         on_cpu = self._index_obj is self._cpu_index

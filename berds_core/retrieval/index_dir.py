@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .base import SearchBase
 from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META
 
 
@@ -44,6 +45,16 @@ def read_meta(folder: Path) -> dict | None:
     if meta.get("format") != FORMAT:
         raise InputError(path, None, "format", f"expected {FORMAT}, got {meta.get('format')!r}")
     return meta
+
+
+def index_corpus_source(folder) -> str | None:
+    """The corpus file an index folder was built from, as its ``berds.json`` names it (None: unknown, moved)."""
+    try:
+        info = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    src = (info.get("corpus") or {}).get("source")
+    return src if src and Path(src).exists() else None
 
 
 def is_index_folder(folder) -> bool:
@@ -277,7 +288,7 @@ class DenseIndex:
         return folder_bytes(self.folder)
 
 
-class IndexDirRetriever:
+class IndexDirRetriever(SearchBase):
     """Dense retrieval over an index folder; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     def __init__(self, folder, corpus, model: str | None = None, *, device: str | None = None,
@@ -328,12 +339,8 @@ class IndexDirRetriever:
     def encode(self, texts, progress: bool = False) -> np.ndarray:
         return self.encoder.embed(list(texts))
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        if not queries:
-            return []
-        if min(int(k), len(self.corpus)) < 1:
-            return [[] for _ in queries]
-        return self.search_vectors(self.encode(list(queries)), k)
+    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+        return self.search_vectors(self.encode(queries), k)
 
     def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         return self.dense.search(q, min(int(k), len(self.corpus)))

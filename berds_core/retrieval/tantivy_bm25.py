@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from ..errors import InputError
+from .base import SearchBase
 
 INDEX_VERSION = "tantivy-0.27-bm25-k1.2-b0.75-en-stem-v1"
 TOKENIZER = "berds_en_stem"
@@ -221,12 +222,11 @@ class IngestIndexer:
         return self._build.__exit__(exc_type, exc, tb)
 
 
-class TantivyBM25Retriever:
+class TantivyBM25Retriever(SearchBase):
     """BM25 over a corpus with an on-disk tantivy index; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
 
     name = "bm25"
     engine = "tantivy"
-    embedder_name = None
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True, folder=None,
                  threads: int | None = None, heap_bytes: int = HEAP_BYTES):
@@ -294,12 +294,7 @@ class TantivyBM25Retriever:
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(
             self._schema, "text", t, index_option="freq")) for t in terms])
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        if not queries:
-            return []
-        k = min(int(k), len(self.corpus))
-        if k < 1:
-            return [[] for _ in queries]
+    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         out = []
         searcher = self.searcher
         for text in queries:

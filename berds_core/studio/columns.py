@@ -146,7 +146,7 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
 def run_entry(engine: Engine, question, pipeline, k: int) -> dict:
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
     from ..judges import judge_run
-    from ..retrieval import question_entry
+    from ..runs import question_entry
 
     entry = question_entry(question, engine.corpus, rank(engine, question, pipeline, k))
     judge_run([entry], engine.judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does

@@ -78,7 +78,7 @@ def load_data(cfg) -> Data:
     else:
         corpus_path = cfg.corpus_path.strip()
         if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
-            from ..retrieval import index_corpus_source
+            from ..retrieval.index_dir import index_corpus_source
 
             corpus_path = index_corpus_source(index_folder) or ""  # the corpus the folder names
         if not corpus_path:

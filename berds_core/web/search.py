@@ -305,46 +305,44 @@ SEARCH = Registry("search backend")
 
 
 @SEARCH.register("searxng", usage="searxng:<base url>", needs_arg=True,
-                 help="a self-hosted SearXNG instance (its JSON API; no key)")
+                 help="a self-hosted SearXNG instance (its JSON API; no key)", builds=SearxngSearch)
 def _searxng(arg, **opts):
     return SearxngSearch(arg, **opts)
 
 
-@SEARCH.register("serper", help="Serper's Google results, as in the BERDS paper (SERPER_API_KEY)")
+@SEARCH.register("serper", help="Serper's Google results, as in the BERDS paper (SERPER_API_KEY)",
+                 builds=SerperSearch)
 def _serper(arg, **opts):
     return SerperSearch(**opts)
 
 
-@SEARCH.register("brave", help="Brave Search API (BRAVE_API_KEY)")
+@SEARCH.register("brave", help="Brave Search API (BRAVE_API_KEY)", builds=BraveSearch)
 def _brave(arg, **opts):
     return BraveSearch(**opts)
 
 
-@SEARCH.register("bing", help="Bing Web Search v7 (BING_SUBSCRIPTION_KEY)")
+@SEARCH.register("bing", help="Bing Web Search v7 (BING_SUBSCRIPTION_KEY)", builds=BingSearch)
 def _bing(arg, **opts):
     return BingSearch(**opts)
 
 
 @SEARCH.register("google-cse", usage="google-cse[:<cx>]", takes_arg=True,
-                 help="Google Programmable Search (GOOGLE_API_KEY; engine id as <cx> or GOOGLE_CSE_ID)")
+                 help="Google Programmable Search (GOOGLE_API_KEY; engine id as <cx> or GOOGLE_CSE_ID)",
+                 builds=GoogleCSESearch)
 def _cse(arg, **opts):
     return GoogleCSESearch(arg, **opts)
 
 
 @SEARCH.register("replay", usage="replay[:<recording.jsonl>]", takes_arg=True,
-                 help="replays a recorded search and its pages, no network (bare: the built-in demo recording)")
+                 help="replays a recorded search and its pages, no network (bare: the built-in demo recording)",
+                 builds=ReplaySearch)
 def _replay(arg, **opts):
     return ReplaySearch(arg or None)
 
 
-BACKENDS = {"searxng": SearxngSearch, "serper": SerperSearch, "brave": BraveSearch, "bing": BingSearch,
-            "google-cse": GoogleCSESearch}
-
-
 def key_names(spec: str) -> tuple[str, ...]:
     """The environment variables (or secrets) a spec's backend reads its key from; () for none."""
-    cls = BACKENDS.get(SEARCH.parse(spec)[0])
-    return cls.key_env if cls is not None else ()
+    return tuple(getattr(SEARCH.builds(spec), "key_env", ()))
 
 
 def get_search(spec: str, **opts) -> SearchBackend:
