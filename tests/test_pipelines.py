@@ -179,8 +179,11 @@ def test_stage_matches_the_old_code_path_on_the_demo(demo, case, tmp_path, monke
 
         judge = get_judge(case["judge"])
     p = as_pipeline(case["spec"])
+    # a union's second retriever is opened by the caller (the other kind over the same corpus)
+    using = Using(other_retriever=rets["bm25" if case["retriever"] == "dense" else "dense"]) \
+        if p.pool == "union" else None
     for q in bundle.questions:
-        got = diversify(q, corpus, rets[case["retriever"]], p, case["k"], judge=judge)
+        got = diversify(q, corpus, rets[case["retriever"]], p, case["k"], judge=judge, using=using)
         want = case["rankings"][q.id]
         assert [r for r, _ in got] == [r for r, _ in want], (case["name"], q.id)
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6, abs=1e-6)
@@ -190,7 +193,7 @@ def test_stage_matches_the_old_code_path_on_the_demo(demo, case, tmp_path, monke
     q = bundle.questions[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        got = diversify(q, corpus, rets[case["retriever"]], method, case["k"], judge=judge, **old)
+        got = diversify(q, corpus, rets[case["retriever"]], method, case["k"], judge=judge, using=using, **old)
     assert [r for r, _ in got] == [r for r, _ in case["rankings"][q.id]]
 
 
@@ -303,3 +306,20 @@ def test_rank_runs_the_pipeline_over_the_engine():
 
     q = Question("q", "a question?", [])
     assert rank(Engine(None, _Retriever(4)), q, "none", 2) == [(0, 4.0), (1, 3.0)]
+
+
+def test_no_stage_builds_a_retriever():
+    """issue 39: stages receive what the caller resolved (the union's second retriever is ``Using.other_retriever``,
+    as PyTerrier's ``SetUnion(left, right)`` takes two retrievers built by the caller): nothing in diversify/
+    opens a retriever or keeps one in a module-level cache."""
+    import ast
+    from pathlib import Path
+
+    import berds_core.diversify as pkg
+
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert "get_retriever" not in names, path.name
+        calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert not calls & {"get_retriever", "DenseRetriever", "BM25Retriever"}, path.name

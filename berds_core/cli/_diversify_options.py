@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
@@ -265,6 +265,15 @@ def using_of(cfg: dict, progress: bool = True):
     return Using(judge=judge or None, embedder=embedder or None, llm=cfg.get("llm"), pool=pool or None)
 
 
+def union_retriever(corpus, retriever, progress: bool = True):
+    """The retriever a ``union`` of candidates needs beside ``retriever`` (the other kind, the default model,
+    over the same corpus; from the index cache when it was built before)."""
+    from ..diversify.candidates import union_partner
+    from ..retrieval import get_retriever
+
+    return get_retriever(union_partner(retriever), corpus, progress=progress)
+
+
 def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> list[dict]:
     """Run entries like ``retrieval.retrieve_run`` but ranked by the configured pipeline."""
     from tqdm import tqdm
@@ -275,6 +284,8 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
     from ..runs import question_entry
 
     pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
+    if pipeline.pool == "union":  # the union's second retriever, opened here as the first was
+        using = replace(using, other_retriever=union_retriever(corpus, retriever, progress))
     if pipeline.depth > len(corpus):  # as --k past the corpus does
         sys.stderr.write(f"berds retrieve: warning: the candidate depth {pipeline.depth} is more than the "
                          f"{len(corpus)} passages of the corpus: every passage is a candidate\n")

@@ -14,6 +14,7 @@ The one entry point pages and CLI verbs use::
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .coverage import coverage_rerank, similarity_probs, stance_probs
@@ -59,8 +60,8 @@ def diversify(question, corpus, retriever, pipeline, k: int, *, judge=None, embe
         pipeline, using, judge, embedder = _old_call(pipeline, old, using, judge, embedder)
     using = using or Using()
     if judge is not None or embedder is not None:
-        using = Using(judge if judge is not None else using.judge, embedder if embedder is not None else using.embedder,
-                      using.llm, using.pool, using.stance_model, using.perspectives)
+        using = replace(using, judge=judge if judge is not None else using.judge,
+                        embedder=embedder if embedder is not None else using.embedder)
     p = as_pipeline(pipeline)
     return p.run(Query(question, corpus, retriever, int(k), max(p.depth, int(k)), using))
 
@@ -88,8 +89,9 @@ def _old_call(method, old: dict, using, judge, embedder):
         from ..discovery import open_pool
 
         extra["pool"] = open_pool(extra["pool"], progress=False)
-    using = Using(base.judge, base.embedder, extra.get("llm", base.llm), extra.get("pool", base.pool),
-                  extra.get("stance_model", base.stance_model), extra.get("perspectives", base.perspectives))
+    using = replace(base, llm=extra.get("llm", base.llm), pool=extra.get("pool", base.pool),
+                    stance_model=extra.get("stance_model", base.stance_model),
+                    perspectives=extra.get("perspectives", base.perspectives))
     if old.get("coverage_probs", "auto") not in COVERAGE_PROBS:
         raise ValueError(f"coverage_probs must be one of {', '.join(COVERAGE_PROBS)}, got {old['coverage_probs']!r}")
     return method_pipeline(ALIASES.get(method, method), old), using, judge, embedder

@@ -1,7 +1,8 @@
 """Where a pipeline's candidates come from: the retriever's top n, or the dense and BM25 top n together.
 
-``companion`` opens the second retriever of the union (the default model, from the index cache), kept per
-corpus.
+The ``union`` takes two retrievers, both opened by the caller (as PyTerrier's ``SetUnion(left, right)``):
+the run's own and the other kind over the same corpus (:func:`union_partner` says which kind; the caller
+hands it over as ``Using.other_retriever``). Nothing here builds a retriever or keeps one.
 """
 from __future__ import annotations
 
@@ -10,12 +11,23 @@ import numpy as np
 POOLS = ("retriever", "union")
 
 
-def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever") -> tuple[np.ndarray, np.ndarray]:
+def is_dense(retriever) -> bool:
+    """A dense retriever: it encodes texts and searches vectors (``text_encoder``, ``search_vectors``)."""
+    return hasattr(retriever, "text_encoder")
+
+
+def union_partner(retriever) -> str:
+    """The retriever kind a ``union`` needs beside ``retriever``: ``bm25`` beside a dense one, else ``dense``."""
+    return "bm25" if is_dense(retriever) else "dense"
+
+
+def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever", other=None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate rows and their scores, best first.
 
-    ``retriever``: the retriever's top ``n``. ``union``: the union of the dense and the BM25 top ``n`` (the
-    given retriever is one of them; the other is opened on the same corpus, from the index cache), all
-    scored by the dense cosine with the question, so one scale ranks them.
+    ``retriever``: the retriever's top ``n``. ``union``: the union of the dense and the BM25 top ``n``
+    (``retriever`` is one of them, ``other`` the other kind over the same corpus), all scored by the dense
+    cosine with the question, so one scale ranks them.
     """
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {pool!r}")
@@ -26,8 +38,11 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     if pool == "retriever":
         hits = retriever.search([text], n)[0]
         return np.array([int(r) for r, _ in hits], dtype=int), np.array([float(s) for _, s in hits])
-    dense = retriever if hasattr(retriever, "text_encoder") else companion(corpus, "dense")
-    sparse = companion(corpus, "bm25") if dense is retriever else retriever
+    if other is None or is_dense(other) == is_dense(retriever):
+        raise ValueError(f"the union of candidates needs a {union_partner(retriever)} retriever beside the run's "
+                         f"{'dense' if is_dense(retriever) else 'BM25'} one (Using.other_retriever, opened by the "
+                         "caller)")
+    dense, sparse = (retriever, other) if is_dense(retriever) else (other, retriever)
     qv = dense.encode([text])[0]
     hits = dense.search_vectors(qv[None, :], n)[0]
     rows = list(dict.fromkeys([int(r) for r, _ in hits] + [int(r) for r, _ in sparse.search([text], n)[0]]))
@@ -35,18 +50,3 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     scores = np.asarray(dense.embeddings)[rows] @ qv if len(rows) else np.zeros(0)
     order = np.argsort(-scores, kind="stable")
     return rows[order], scores[order].astype(np.float64)
-
-
-_COMPANIONS: dict[tuple, object] = {}
-
-
-def companion(corpus, kind: str):
-    """A second retriever of ``kind`` (bm25 | dense, default model) over the same corpus, kept per corpus."""
-    key = (kind, getattr(corpus, "hash", id(corpus)))
-    if key not in _COMPANIONS:
-        from ..retrieval import get_retriever
-
-        if len(_COMPANIONS) >= 4:
-            _COMPANIONS.pop(next(iter(_COMPANIONS)))
-        _COMPANIONS[key] = get_retriever(kind, corpus, progress=False)
-    return _COMPANIONS[key]

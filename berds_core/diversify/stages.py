@@ -24,7 +24,7 @@ import numpy as np
 
 from ..specs import Registry, SpecError
 from .aspects import ASPECT_PROBS, retrieval_probs
-from .candidates import candidate_pool, companion
+from .candidates import candidate_pool, is_dense
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
@@ -77,8 +77,10 @@ class Using:
     names into objects): ``judge`` (a Judge: coverage ``probs=judge`` and ``auto``, xquad/pm2
     ``probs=judge``), ``embedder`` (a TextEncoder or an object with ``encode``; None: the dense retriever's
     own encoder and vectors), ``llm`` (the generator spec of ``source=llm``), ``pool`` (a
-    ``discovery.PoolIndex`` for ``source=pool``), ``stance_model`` (None: the shipped one) and
-    ``perspectives`` (explicit perspectives that override every stage's ``source``)."""
+    ``discovery.PoolIndex`` for ``source=pool``), ``stance_model`` (None: the shipped one),
+    ``perspectives`` (explicit perspectives that override every stage's ``source``) and ``other_retriever``
+    (the ``union`` stage's second retriever over the same corpus: BM25 beside a dense run, dense beside a BM25
+    one; :func:`.candidates.union_partner`)."""
 
     judge: object = None
     embedder: object = None
@@ -86,6 +88,7 @@ class Using:
     pool: object = None
     stance_model: object = None
     perspectives: list | None = None
+    other_retriever: object = None
 
     def __post_init__(self):
         if isinstance(self.judge, str):
@@ -234,7 +237,7 @@ class Union(Stage):
     makes_candidates: ClassVar[bool] = True
 
     def candidates(self, q, depth):
-        rows, scores = candidate_pool(q.text, q.corpus, q.retriever, depth, "union")
+        rows, scores = candidate_pool(q.text, q.corpus, q.retriever, depth, "union", q.using.other_retriever)
         return Candidates(rows, scores, None)
 
 
@@ -327,11 +330,12 @@ class Coverage(Stage):
         # every (question, candidate) pair in one batched, cached pass of the stance model
         from ..stance import get_stance_model, passage_string
 
-        if batch.pool == "union" and not hasattr(batch.retriever, "text_encoder"):
-            companion(batch.corpus, "dense").text_encoder.embed([q.question for q in questions])
+        if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
+            u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
         for q in questions:
-            rows, _ = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool)
+            rows, _ = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
+                                     u.other_retriever)
             pairs += [(q.question, passage_string(batch.corpus[int(r)])) for r in rows]
         model = get_stance_model() if u.stance_model is None else u.stance_model
         model.encode(pairs, progress=batch.progress, max_length=self.tokens)
