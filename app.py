@@ -3,7 +3,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio_ui.common import shell, sidebar, start_warmup
+from studio_ui.shell import shell
+from studio_ui.sidebar import sidebar
+from studio_ui.warmup import start_warmup
 from studio_ui.guards import install as install_guards
 from studio_ui.lab_ui import gate, signed_in
 

@@ -23,7 +23,8 @@ import streamlit as st  # noqa: E402
 
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.store import Store, StoreError  # noqa: E402
-from studio_ui.common import ensure_shell, esc, judge_caveat  # noqa: E402
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 
@@ -84,7 +85,7 @@ def breakdown_rows(blocks: dict, by: str) -> list[dict]:
 
 def run_judge_on_labels(store: Store, spec: str) -> dict:
     from berds_core.lab.judging import judge_labelled_pairs
-    from studio_ui.common import cached_judge
+    from studio_ui.engines import cached_judge
 
     done = judge_labelled_pairs(store, cached_judge(spec))  # stored once, under the judge's stable name
     st.session_state["agr_pick"] = done["judge"]  # selected on the next run (the select box exists already)

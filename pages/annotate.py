@@ -26,7 +26,8 @@ import streamlit as st  # noqa: E402
 
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.store import SKIP, StoreError  # noqa: E402
-from studio_ui.common import ensure_shell, esc, judge_caveat  # noqa: E402
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, judge_caveat  # noqa: E402
 
 ensure_shell()
 

@@ -10,8 +10,11 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from studio_ui.common import (cached_embedder, cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine,
-                          show_error)
+from studio_ui.config import embedder_model
+from studio_ui.engines import cached_embedder, cached_judge, cached_retriever
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, show_error
+from studio_ui.warmup import page_engine
 from studio_ui.local_server import server_help
 
 ensure_shell()

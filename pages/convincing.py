@@ -9,7 +9,11 @@ import streamlit as st
 from berds_core.convincing import DETERMINISTIC, EDITS, FEATURES
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
-from studio_ui.common import cached_judge, cached_retriever, embedder_model, ensure_shell, esc, page_engine, show_error
+from studio_ui.config import embedder_model
+from studio_ui.engines import cached_judge, cached_retriever
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, show_error
+from studio_ui.warmup import page_engine
 from studio_ui.local_server import server_help
 
 ensure_shell()

@@ -12,7 +12,11 @@ from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
 from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
 from berds_core.studio.summaries import summarize, summarize_scores
-from studio_ui.common import LABEL_SOURCES, ensure_shell, esc, judge_caveat, page_engine, question_engine
+from studio_ui.config import LABEL_SOURCES
+from studio_ui.engines import question_engine
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, judge_caveat
+from studio_ui.warmup import page_engine
 
 ensure_shell()
 

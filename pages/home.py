@@ -3,7 +3,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio_ui.common import current_config, ensure_shell, esc, get_data
+from studio_ui.config import current_config
+from studio_ui.engines import get_data
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc
 
 ensure_shell()
 

@@ -11,8 +11,11 @@ from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
                                 query_for, rank_leaning, side_shares, summarize_exposure)
 from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, judge_verdicts, rank
-from studio_ui.common import (ensure_shell, cached_judge, cached_retriever, embedder_model, esc, page_engine, retriever_job,
-                          wait_for)
+from studio_ui.config import embedder_model
+from studio_ui.engines import cached_judge, cached_retriever
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc
+from studio_ui.warmup import page_engine, retriever_job, wait_for
 
 ensure_shell()
 

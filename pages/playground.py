@@ -12,8 +12,11 @@ from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
 from berds_core.studio.columns import DEPTH, Engine, best_ranks, column_pipeline, column_result
-from studio_ui.common import (ensure_shell, Config, LABEL_SOURCES, cached_data, cached_embedder, cached_judge,
-                          cached_retriever, embedder_model, esc, foreground, judge_caveat, page_engine, show_error)
+from studio_ui.config import Config, embedder_model, LABEL_SOURCES
+from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
+from studio_ui.shell import ensure_shell
+from studio_ui.text import esc, judge_caveat, show_error
+from studio_ui.warmup import foreground, page_engine
 from studio_ui import web_live
 
 ensure_shell()
@@ -141,9 +144,9 @@ def discover_into_box() -> None:
             if upload is None:
                 ss["pg_discover_msg"] = ("warning", "Upload a pool file first (or choose the built-in demo pool).")
                 return
-            from studio_ui.common import _save_upload
+            from studio_ui.sidebar import save_upload
 
-            path = Path(_save_upload(upload, "pool"))
+            path = Path(save_upload(upload, "pool"))
         else:
             path = resolve_user_path(ss.get("pg_pool", ""), what="perspective pool")
         stat = path.stat()

@@ -13,7 +13,7 @@ from berds_core.lab.access import AccessDenied, Lab
 from berds_core.errors import InputError
 from berds_core.lab.store import StoreError
 from berds_core.lab.tasks import TaskSetSpec
-from studio_ui.common import esc
+from studio_ui.text import esc
 from studio_ui.lab_ui import error_line
 
 LABELS_AS = {"reference": "reference labels (gold known in advance; used to calibrate annotators)",
@@ -36,14 +36,14 @@ def _attempt(action):
 def _file(prefix: str, label: str, types: list[str]) -> tuple[str | None, str | None]:
     """(stored path, name shown in errors) from an upload or a path under the allowed roots."""
     from berds_core.files.safepaths import resolve_user_path
-    from studio_ui.common import _save_upload
+    from studio_ui.sidebar import save_upload
 
     how = st.radio(f"{label} from", ["Upload", "Path on the server"], key=f"{prefix}_how", horizontal=True)
     if how == "Upload":
         up = st.file_uploader(label, type=types, key=f"{prefix}_upload")
         if up is None:
             return None, None
-        return _save_upload(up, prefix), f"uploaded {up.name}"
+        return save_upload(up, prefix), f"uploaded {up.name}"
     text = st.text_input(f"{label} path", key=f"{prefix}_path",
                          help="Only files under the folders this app may open (the operator's BERDS_DATA_ROOTS, "
                               "annotations/).")
@@ -171,7 +171,8 @@ def build_tab(lab: Lab) -> None:
     if st.button("Build the task set", key="ann_build_btn", type="primary", disabled=not annotators):
         judge = None
         if strategy == "uncertain" or route_uncertain:
-            from studio_ui.common import cached_judge, current_config
+            from studio_ui.config import current_config
+            from studio_ui.engines import cached_judge
 
             judge = cached_judge(current_config().judge)
         with st.spinner("Building the task set…"):

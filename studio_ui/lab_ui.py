@@ -40,7 +40,7 @@ from berds_core.lab.access import AccessDenied, Actor, Lab
 from berds_core.lab.accounts import Accounts, LoginError, client_address, lab_mode
 from berds_core.errors import InputError
 from berds_core.lab.store import Store, StoreError, default_db_path
-from studio_ui.common import esc
+from studio_ui.text import esc
 
 DEFAULT_DB_TEXT = str(default_db_path())
 
@@ -101,9 +101,9 @@ def page_store(prefix: str, *, must_exist: bool, allow_upload: bool = False) -> 
         up = st.file_uploader("… or upload a database", type=["db", "sqlite"], key=f"{prefix}_db_upload") \
             if allow_upload else None
     if up is not None:
-        from studio_ui.common import _save_upload
+        from studio_ui.sidebar import save_upload
 
-        return _open(_save_upload(up, "annotations"))
+        return _open(save_upload(up, "annotations"))
     text = (text or "").strip()
     if text == DEFAULT_DB_TEXT:
         path = default_db_path()

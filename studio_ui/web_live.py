@@ -30,7 +30,9 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.records import Question
 from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
-from studio_ui.common import cached_embedder, cached_judge, cached_retriever, embedder_model, esc, show_error
+from studio_ui.config import embedder_model
+from studio_ui.engines import cached_embedder, cached_judge, cached_retriever
+from studio_ui.text import esc, show_error
 
 WEB_LIVE = "Web (live)"
 SIDEBAR_CORPUS = "Sidebar corpus"
@@ -183,7 +185,7 @@ def _web_corpus(folder: str, stamp: str):
 
 
 def _web_engine(folder: str, stamp: str, cfg_key: tuple):
-    from studio_ui.common import Config
+    from studio_ui.config import Config
 
     cfg = Config(**dict(cfg_key))
     corpus = _web_corpus(folder, stamp)

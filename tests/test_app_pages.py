@@ -46,11 +46,11 @@ def shown(elements) -> list[str]:
 def wait_warm(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     """Rerun until the background warm-up of the current configuration is over (models load off the page run)."""
     from berds_core.runtime.background import JOBS
-    from studio_ui.common import _config_key, current_config
+    from studio_ui.config import config_key, current_config
 
     end = time.monotonic() + timeout
     while True:
-        job = JOBS.get(("engine",) + _config_key(at.session_state["config"]))
+        job = JOBS.get(("engine",) + config_key(at.session_state["config"]))
         if job is not None and job.over:
             break
         assert time.monotonic() < end, "warm-up did not finish"
@@ -213,7 +213,7 @@ def playground(_app):
 def test_preset_column_says_its_saved_pipeline(playground):
     """issue 37: the preset's caption is printed from its spec (the help of its switch too), never typed."""
     from berds_core.diversify import get_preset
-    from studio_ui.common import esc
+    from studio_ui.text import esc
 
     at = playground
     at.toggle(key="pg_preset").set_value(True).run()

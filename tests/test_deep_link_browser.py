@@ -1,7 +1,7 @@
 """Real browser: a deep link (bookmark or refresh) on a freshly started server keeps the app shell.
 
 Streamlit resolves ``/leaning`` on a fresh server through its ``pages/``
-folder mode, which runs the page file alone; ``studio_ui.common.ensure_shell``
+folder mode, which runs the page file alone; ``studio_ui.shell.ensure_shell``
 must route it through app.py's navigation and shared sidebar instead.
 """
 from __future__ import annotations

@@ -194,26 +194,27 @@ def test_evaluate_failure_titles_literal_and_no_interval_for_one_question(_app, 
 # ------------------------------------------------------------------ 6. the first page view does not wait for models
 
 def test_home_renders_while_models_load_in_the_background(_app, monkeypatch):
-    import studio_ui.common as common
+    import studio_ui.engines as engines
+    import studio_ui.warmup as warmup
     from berds_core.runtime.background import Jobs, Memo
 
-    monkeypatch.setattr(common, "JOBS", Jobs())
-    monkeypatch.setattr(common, "MEMO", Memo())
+    monkeypatch.setattr(warmup, "JOBS", Jobs())
+    monkeypatch.setattr(engines, "MEMO", Memo())
     release = threading.Event()
-    original = common.cached_judge
+    original = warmup.cached_judge
 
     def slow_judge(spec):  # the warm-up's judge step waits until the test lets it go
         assert release.wait(TIMEOUT)
         return original(spec)
 
-    monkeypatch.setattr(common, "cached_judge", slow_judge)
+    monkeypatch.setattr(warmup, "cached_judge", slow_judge)
     try:
         at = _app()  # returns although the judge cannot load yet
         assert at.title[0].value == "BERDS Studio"
         assert {m.label for m in at.metric} >= {"Questions", "Passages"}
         (info,) = shown(at.sidebar.info)
         assert info == "embedded: loading in the background…"
-        job = common.JOBS.get(("engine",) + common._config_key(at.session_state["config"]))
+        job = warmup.warmup_job(at.session_state["config"])
         while job.stage != "loading the judge":  # held there by the test
             assert not job.over, job.error
             threading.Event().wait(0.1)
@@ -231,21 +232,22 @@ def test_home_renders_while_models_load_in_the_background(_app, monkeypatch):
         assert any(s.startswith("embedded: ") for s in shown(at.sidebar.success)), shown(at.sidebar.error)
         assert not at.sidebar.info
     finally:
-        common.JOBS.shutdown()  # this test's own worker: stop it at its next step
+        warmup.JOBS.shutdown()  # this test's own worker: stop it at its next step
 
 
 def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
     """issue 24: a speaker who opens the Playground at once waits for the models, not for every passage to
     be encoded: the first question is drawn while the warm-up's encoding is held back (by the test here;
     by the page's foreground work in the app), and the warm-up then finishes."""
-    import berds_core.studio.warmup as warmup
-    import studio_ui.common as common
+    import berds_core.studio.warmup as engine_warmup
+    import studio_ui.engines as engines
+    import studio_ui.warmup as warmup
     from berds_core.runtime.background import Jobs, Memo
 
-    monkeypatch.setattr(common, "JOBS", Jobs())
-    monkeypatch.setattr(common, "MEMO", Memo())
+    monkeypatch.setattr(warmup, "JOBS", Jobs())
+    monkeypatch.setattr(engines, "MEMO", Memo())
     release, started = threading.Event(), threading.Event()
-    original = warmup.warm_passages
+    original = engine_warmup.warm_passages
 
     def held_warm(*a, **k):  # the encoding step waits until the test lets it go
         started.set()
@@ -256,7 +258,7 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
     try:
         at = _app()
         at = _open(at, "pages/playground.py")  # drawn while the encoding cannot finish
-        job = common.JOBS.get(("engine",) + common._config_key(at.session_state["config"]))
+        job = warmup.warmup_job(at.session_state["config"])
         assert job.ready and not job.over
         assert _md(at).count('data-testid="passage-card"') == 4 * 5
         release.set()
@@ -264,7 +266,7 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
         assert started.is_set(), job.stages
     finally:
         release.set()
-        common.JOBS.shutdown()
+        warmup.JOBS.shutdown()
 
 
 @pytest.mark.slow

@@ -1,0 +1,54 @@
+"""What the sidebar selects: the :class:`Config` kept in ``st.session_state`` (hashable: it keys the caches),
+and the choices the sidebar offers."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from berds_core.studio.data import DEMO, FROM_DATASET
+
+UPLOAD = "Upload a file"
+FORMATS = ["auto", "jsonl", "qe", "csv", "debate-sites", "perspectrum"]
+LABEL_SOURCES = ["gold", "judge"]  # where a page's labels come from; the first one available is the default
+DEFAULT_EMBEDDER_LABEL = "all-MiniLM-L6-v2"
+JUDGE_CHOICES = ["embedded", "berds-evaluator", "custom spec"]
+INDEX_FOLDER = "index folder"
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the sidebar selects; hashable, so it keys caches."""
+
+    dataset: str = DEMO
+    dataset_path: str = ""
+    dataset_format: str = "auto"
+    gold_path: str = ""
+    corpus: str = FROM_DATASET
+    corpus_path: str = ""
+    retriever: str = "bm25"
+    embedder: str = DEFAULT_EMBEDDER_LABEL
+    judge: str = "embedded"
+
+    def label(self) -> str:
+        data = "demo" if self.dataset == DEMO else Path(self.dataset_path).name
+        retriever = self.retriever
+        if retriever.startswith("index:"):
+            retriever = "index " + Path(retriever[len("index:"):].partition("|")[0]).name
+        return f"{data} · {retriever} · judge {self.judge}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def embedder_model(label: str) -> str | None:
+    return None if not label or label == DEFAULT_EMBEDDER_LABEL else label
+
+
+def current_config() -> Config:
+    return st.session_state.get("config") or Config()
+
+
+def config_key(cfg: Config) -> tuple:
+    return tuple(asdict(cfg).items())

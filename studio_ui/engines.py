@@ -1,0 +1,130 @@
+"""The engine objects the pages use, kept in one process-wide store (``berds_core.runtime.background.MEMO``,
+like ``st.cache_resource``) keyed by what identifies them (dataset source, corpus hash, model, judge spec), so
+the background warm-up thread, which has no Streamlit context, and the pages share them: a model is loaded
+once, whoever asks first. What a page computes lives in the engine (``berds_core.studio``); here are only
+the cached objects and their one-line errors.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from berds_core.errors import InputError
+from berds_core.retrieval.caching import SharedSearch
+from berds_core.runtime.background import MEMO
+from berds_core.studio.data import Data, load_data
+from studio_ui.config import Config, config_key, embedder_model
+from studio_ui.text import show_error
+
+
+def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
+    return MEMO.get(("data", cfg_key), lambda: load_data(_cfg))
+
+
+def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
+    """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
+    from berds_core.retrieval import get_retriever
+    from berds_core.files.safepaths import resolve_user_model
+
+    model = None if model is None else resolve_user_model(model, what="embedder")
+    return MEMO.get(("retriever", kind, corpus_hash, model),
+                    lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
+
+
+def question_engine(cfg: Config, data: Data, question, judge, embedder, kind: str | None = None):
+    """The engine one question is ranked with: its own pool (the built-in demo, as BERDS's web setting;
+    ``Data.corpus_for``) or the dataset's corpus, with a ``kind`` retriever (default: the sidebar's; the
+    preset passes ``dense`` with the default embedder, as ``--preset`` does)."""
+    from berds_core.studio.columns import Engine
+
+    kind = kind or cfg.retriever
+    corpus = data.corpus_for(question.id)
+    model = embedder_model(cfg.embedder) if kind == "dense" and kind == cfg.retriever else None
+    return Engine(corpus, cached_retriever(kind, corpus.hash, model, corpus), judge, embedder)
+
+
+def cached_judge(spec: str):
+    """The judge of a spec typed in the app: folders under the allowed roots, servers on the operator's
+    list (``app_judge_spec``: InputError before anything is loaded or requested)."""
+    from berds_core.judges import app_judge_spec, get_judge
+
+    spec = app_judge_spec(spec)
+    return MEMO.get(("judge", spec), lambda: get_judge(spec))
+
+
+def cached_embedder(model: str | None):
+    """The embedder of MMR and the re-ranker: the shared ``TextEncoder`` of the model (memory, then the
+    embedding store, then the model, loaded at the first text it has not seen). A model typed in the app
+    must name a folder under the allowed roots (or a hub id); a name that cannot be loaded fails here, at
+    once (``embed.locate_embedder``)."""
+    from berds_core.embeddings.models import locate_embedder, resolve_model
+    from berds_core.embeddings.store import text_encoder
+    from berds_core.files.safepaths import resolve_user_model
+
+    model = None if model is None else resolve_user_model(model, what="embedder")
+
+    def make():
+        locate_embedder(resolve_model(model))
+        return text_encoder(model)
+
+    return MEMO.get(("embedder", model), make)
+
+
+def judge_status(spec: str) -> tuple[bool | None, str]:
+    """(usable, one line) for a judge spec: loaded, reachable, or why not; ``None`` while a
+    local judge is still loading in the background (nothing is loaded here)."""
+    from berds_core.judges import app_judge_spec, parse_spec
+
+    try:
+        backend, _ = parse_spec(spec)
+        spec = app_judge_spec(spec)  # refused here, before any request, when not allowed
+        if backend != "openai" and not MEMO.has(("judge", spec)):
+            return None, "loading in the background…"
+        res = _remote_status(spec) if backend == "openai" else cached_judge(spec).status()
+    except (InputError, ValueError) as e:
+        return False, str(e).splitlines()[0]
+    except Exception as e:  # a judge that cannot load (missing package, unreachable server)
+        return False, f"{type(e).__name__}: {e}".splitlines()[0]
+    return bool(res.get("ok")), str(res.get("detail", ""))
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _remote_status(spec: str) -> dict:
+    """A server judge's reachability, re-checked every 30 s (a cheap request, not a model load)."""
+    return cached_judge(spec).status()
+
+
+def get_data(cfg: Config) -> Data | None:
+    """The loaded dataset, or None after showing the InputError line."""
+    try:
+        return cached_data(config_key(cfg), cfg)
+    except InputError as e:
+        shown = st.session_state.get(f"_upload_name_{e.path}")  # name the uploaded file, not its cache copy
+        show_error(InputError(f"uploaded {shown}", e.line, e.field, e.message) if shown else e)
+        return None
+
+
+def get_engine(cfg: Config, data: Data):
+    """(retriever, judge, embedder) for the config; None entries (and an error shown) when unusable."""
+    if data.corpus is None:
+        st.warning("This dataset has no passages: choose a corpus in the sidebar.")
+        return None, None, None
+    try:
+        retriever = cached_retriever(cfg.retriever, data.corpus.hash, embedder_model(cfg.embedder)
+                                     if cfg.retriever == "dense" else None, data.corpus)
+    except InputError as e:
+        show_error(e)
+        return None, None, None
+    except Exception as e:
+        show_error(f"Could not build the {cfg.retriever} retriever: {type(e).__name__}: {e}")
+        return None, None, None
+    try:
+        judge = cached_judge(cfg.judge)
+    except Exception as e:
+        show_error(f"Judge '{cfg.judge}' is not usable: {e}")
+        judge = None
+    try:
+        embedder = cached_embedder(embedder_model(cfg.embedder))
+    except Exception as e:
+        show_error(f"Embedder '{cfg.embedder}' could not be loaded: {e}")
+        embedder = None
+    return retriever, judge, embedder
