@@ -76,7 +76,7 @@ def per_pair(gen, answers, refs) -> tuple[list[float], int, int]:
     """One full forward pass per pair (the released script's shape); the defined perplexity."""
     import torch
 
-    from berds_core.answers.pd import pd_context
+    from berds_core.answers.perspective_diversity import pd_context
 
     tok, out, n_pa, n_in = gen.tokenizer, [], 0, 0
     for a, rs in zip(answers, refs):

@@ -256,7 +256,7 @@ def leak_filter(index, procon_doc, perspectrum_dir: Path, cos_title: float = 0.8
 
 
 def procon_qe(args):
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.datasets import load_debate_sites
     from berds_core.discovery import Discoverer, claim_of, open_pool
     from berds_core.diversify import Using, diversify

@@ -265,7 +265,7 @@ CONFIGS: list[Config] = [
 # ------------------------------------------------------------------ building the contexts
 
 def build_contexts(bundles: dict, progress: bool) -> list[QuestionCtx]:
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.retrieval import get_retriever
 
     out = []

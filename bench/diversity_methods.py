@@ -193,7 +193,7 @@ def paired(per_q, a, b):
 
 
 def evaluate_bundle(bundle, args, label):
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.retrieval import get_retriever
 
     corpus = corpus_from_passages(bundle.passages, bundle.name)

@@ -42,7 +42,7 @@ def log(msg: str) -> None:
 
 
 def corpora(data: Path):
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.datasets import load_debate_sites
     from berds_core.datasets.perspectrum import load_perspectrum_bundle
 

@@ -149,7 +149,7 @@ def main(argv=None) -> int:
         return 0
 
     from berds_core import datasets
-    from berds_core.corpus import corpus_from_passages, load_corpus
+    from berds_core.corpora.memory import corpus_from_passages, load_corpus
     from berds_core.diversify import vectors as div_emb
     from berds_core.embeddings.models import load_embedder
     from berds_core.judges import get_judge

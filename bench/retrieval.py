@@ -52,7 +52,7 @@ def median(xs):
 
 
 def load_source(path: Path, queries_path: str | None):
-    from berds_core.corpus import corpus_from_passages, load_corpus
+    from berds_core.corpora.memory import corpus_from_passages, load_corpus
 
     questions, gold = [], {}
     if path.suffix == ".json":
@@ -76,7 +76,7 @@ def load_source(path: Path, queries_path: str | None):
 
 def grow(corpus, n: int, seed: int = 0):
     """``n`` passages: the source ones, then perturbed copies (unique texts)."""
-    from berds_core.corpus import Corpus
+    from berds_core.corpora.memory import Corpus
     from berds_core.records import Passage
 
     rng = random.Random(seed)
@@ -265,7 +265,7 @@ def bench_search(n: int, dim: int, n_queries: int, k: int) -> dict:
 
 
 def bench_dense_cache(corpus, limit: int) -> dict:
-    from berds_core.corpus import Corpus
+    from berds_core.corpora.memory import Corpus
     from berds_core.retrieval.dense import DenseRetriever
 
     small = Corpus(corpus.passages[:limit], "cache-bench")

@@ -260,7 +260,7 @@ print(json.dumps({"latencies": lat}))
 LATENCY_BM25 = r'''
 import json, sys, time
 t0 = time.perf_counter()
-from berds_core.corpora.store import open_corpus
+from berds_core.corpora import open_corpus
 from berds_core.retrieval import get_retriever
 corpus = open_corpus(sys.argv[1], storage=sys.argv[2])
 r = get_retriever("bm25", corpus, progress=False, engine=sys.argv[3])
@@ -415,7 +415,7 @@ def retrieve_baseline(work: Path) -> dict:
 DENSE_BUILD = r'''
 import json, sys, time
 from berds_core.files.build_dir import building
-from berds_core.corpora.store import DiskCorpus
+from berds_core.corpora.disk import DiskCorpus
 from berds_core.retrieval.faiss_build import build_folder
 from berds_core.retrieval.index_plan import plan_index
 from berds_core.retrieval.vector_shards import VectorShards
@@ -433,7 +433,7 @@ import json, sys, time
 import numpy as np
 sys.path.insert(0, sys.argv[6])
 t0 = time.perf_counter()
-from berds_core.corpora.store import DiskCorpus
+from berds_core.corpora.disk import DiskCorpus
 from berds_core.retrieval.index_dir import DenseIndex, exact_search
 from berds_core.retrieval.vector_shards import VectorShards
 from scale import TOPIC_SIZE, clustered_vectors
@@ -468,7 +468,7 @@ print(json.dumps(out))
 
 
 def write_vectors(folder: Path, store: Path, key: str, uniform: bool) -> None:
-    from berds_core.corpora.store import DiskCorpus
+    from berds_core.corpora.disk import DiskCorpus
     from berds_core.retrieval.vector_shards import VectorShards
 
     corpus = DiskCorpus(store)
@@ -523,7 +523,7 @@ def bench_crossover(sizes: list[int], work: Path, repeat: int = 2) -> dict:
 
     import bm25s  # noqa: F401 - imported before timing, as the app has it
 
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
     from berds_core.retrieval.bm25 import BM25Retriever
     from berds_core.retrieval.tantivy_bm25 import TantivyBM25Retriever
 
@@ -565,7 +565,7 @@ def bench_crossover(sizes: list[int], work: Path, repeat: int = 2) -> dict:
 
 
 def bench_quality(data: Path) -> dict:
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.datasets.devsets import dev_bundles
     from berds_core.eval.measures import mrecall_at_k, precision_at_k
     from berds_core.retrieval import get_retriever

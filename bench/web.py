@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ["BERDS_CACHE"] = tempfile.mkdtemp(prefix="berds-bench-web-")
 
-    from berds_core.corpus import split_words
+    from berds_core.corpora.memory import split_words
     from berds_core.records import Question
     from berds_core.web import FetchConfig, WebOptions, build_question_corpus, extract_page, fetch_pages, get_search
 

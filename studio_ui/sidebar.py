@@ -10,7 +10,8 @@ import streamlit as st
 
 from berds_core.errors import InputError
 from berds_core.studio.data import DEMO, FROM_DATASET, FROM_PATH
-from studio_ui.config import DEFAULT_EMBEDDER_LABEL, FORMATS, INDEX_FOLDER, JUDGE_CHOICES, UPLOAD, Config, embedder_model
+from studio_ui.config import (DEFAULT_EMBEDDER_LABEL, FORMATS, INDEX_FOLDER, JUDGE_CHOICES, UPLOAD, Config,
+                              embedder_model)
 from studio_ui.engines import judge_status
 from studio_ui.text import esc, show_error
 from studio_ui.warmup import warmup_job, warmup_status

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from berds_core.answers import perspective_diversity, pd_context
-from berds_core.answers.pd import perplexity, summarize_pd
+from berds_core.answers.perspective_diversity import perplexity, summarize_pd
 from berds_core.generators import ScoredText, truncate_ids
 from berds_core.generators.hf import HFGenerator
 from tiny_models import make_tiny_causal_lm, make_tiny_copy_lm

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from berds_core.datasets.debateqa import partial_answer_text
-from berds_core.answers.pd import perspective_diversity, summarize_pd
+from berds_core.answers.perspective_diversity import perspective_diversity, summarize_pd
 from berds_core.cli import main
 from berds_core.generators import GenerationError
 from berds_core.generators.hf import HFGenerator

@@ -8,7 +8,7 @@ import pytest
 
 import answer_server
 from berds_core.answers import answer_messages, da_messages, dispute_awareness, pd_context, perspective_diversity
-from berds_core.answers.da import EXAMPLES
+from berds_core.answers.dispute_awareness import EXAMPLES
 from berds_core.cli import main
 from berds_core.generators import GenerationError, get_generator
 

@@ -67,14 +67,14 @@ def entry(tmp_path_factory) -> str:
 @pytest.fixture()
 def no_whole_reads(monkeypatch):
     """Reading a disk corpus whole (streaming every batch, iterating it or a column) fails the test."""
-    from berds_core.corpora import store
+    from berds_core.corpora import disk
 
     def refuse(*a, **k):
         raise AssertionError("the whole corpus was read")
 
     for name in ("iter_batches", "__iter__"):
-        monkeypatch.setattr(store.DiskCorpus, name, refuse)
-    monkeypatch.setattr(store._Column, "__iter__", refuse)
+        monkeypatch.setattr(disk.DiskCorpus, name, refuse)
+    monkeypatch.setattr(disk._Column, "__iter__", refuse)
 
 
 def _configure(at, qf, folder, encoder: str = "", corpus: str = ""):

@@ -114,7 +114,7 @@ def _use_files(at: AppTest, qf, cf) -> AppTest:
 # ------------------------------------------------------------------ shared search
 
 def test_shared_search_searches_once_and_matches_direct_search(tricky_data):
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
     from berds_core.retrieval import get_retriever
     from berds_core.retrieval.caching import SharedSearch
 

@@ -49,7 +49,7 @@ def test_the_bench_row_ranks_as_the_product_does():
     give the same top 10 for the same candidates and stance probabilities, at every keep / alpha / mix."""
     from diversity import K, QuestionCtx, _stance_model
 
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.diversify import diversify
     from berds_core.records import Passage, Question
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from berds_core.corpus import Corpus, corpus_from_passages, load_corpus, split_words
+from berds_core.corpora.memory import Corpus, corpus_from_passages, load_corpus, split_words
 from berds_core.errors import InputError
 from berds_core.records import Passage
 

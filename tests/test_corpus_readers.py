@@ -5,7 +5,7 @@ import json
 import pytest
 
 from berds_core.files.corpus_readers import list_shards, read_corpus, read_shard
-from berds_core.corpus import load_corpus
+from berds_core.corpora.memory import load_corpus
 from berds_core.errors import InputError
 
 DPR_HEAD = "id\ttext\ttitle\n"

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from berds_core.corpora import store
+from berds_core.corpora import disk
 from berds_core.corpora.hashset import HashRuns
-from berds_core.corpora.store import DiskCorpus, ingest, open_corpus
-from berds_core.corpus import load_corpus
+from berds_core import corpora
+from berds_core.corpora import open_corpus
+from berds_core.corpora.disk import DiskCorpus, ingest
+from berds_core.corpora.memory import load_corpus
 from berds_core.errors import InputError
 from berds_core.records import Passage
 
@@ -118,7 +120,7 @@ def test_ingest_takes_its_batches_from_any_reader_in_shard_order(tmp_path, _cach
 
 def test_hash_collisions_never_drop_a_passage_or_fake_a_duplicate_id(tmp_path, monkeypatch):
     path = _jsonl(tmp_path / "c.jsonl", ROWS)
-    monkeypatch.setattr(store, "hash", lambda s: 42, raising=False)  # every text and id "collides"
+    monkeypatch.setattr("berds_core.corpora.disk.hash", lambda s: 42, raising=False)  # every text and id "collides"
     disk = ingest(path)
     assert list(disk) == list(load_corpus(path)) and disk.duplicates_dropped == 1
 
@@ -156,7 +158,7 @@ def test_malformed_row_leaves_nothing_half_built(tmp_path, _cache):
 
 def test_ctrl_c_during_ingest_leaves_no_store_and_the_next_run_builds(tmp_path, _cache, monkeypatch):
     path = _jsonl(tmp_path / "c.jsonl", [{"text": f"passage {i}"} for i in range(50)])
-    real = store.read_shard
+    real = disk.read_shard
 
     def interrupted(shard, batch_rows=10):
         for i, batch in enumerate(real(shard, 10)):
@@ -164,17 +166,17 @@ def test_ctrl_c_during_ingest_leaves_no_store_and_the_next_run_builds(tmp_path, 
                 raise KeyboardInterrupt
             yield batch
 
-    monkeypatch.setattr(store, "read_shard", interrupted)
+    monkeypatch.setattr(disk, "read_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ingest(path)
     assert _store_files(_cache) == []
-    monkeypatch.setattr(store, "read_shard", real)
+    monkeypatch.setattr(disk, "read_shard", real)
     assert len(ingest(path)) == 50
 
 
 def test_a_killed_ingest_leaves_only_a_temporary_folder_that_the_next_one_removes(tmp_path, _cache):
     path = _jsonl(tmp_path / "c.jsonl", [{"text": f"passage {i}"} for i in range(20)])
-    folder, _ = store.store_folder(path, 100)
+    folder, _ = disk.store_folder(path, 100)
     stale = folder.parent / f".{folder.name}.tmp-999999999-1"  # a process that is gone
     stale.mkdir(parents=True)
     (stale / "passages.sqlite").write_bytes(b"half")
@@ -198,7 +200,7 @@ def test_changed_file_makes_a_new_store_and_removes_the_old(tmp_path, _cache):
 def test_open_corpus_picks_memory_or_disk(tmp_path, monkeypatch):
     path = _jsonl(tmp_path / "c.jsonl", ROWS)
     assert not isinstance(open_corpus(path), DiskCorpus)  # small: memory
-    monkeypatch.setattr(store, "DISK_MIN_BYTES", 10)
+    monkeypatch.setattr(corpora, "DISK_MIN_BYTES", 10)  # what open_corpus reads
     disk = open_corpus(path)
     assert isinstance(disk, DiskCorpus) and open_corpus(disk.folder).hash == disk.hash  # a store folder opens as is
     assert not isinstance(open_corpus(path, storage="memory"), DiskCorpus)
@@ -265,7 +267,7 @@ def test_sigint_during_ingest_exits_130_and_leaves_no_store(tmp_path, _cache):
 def test_the_no_split_shortcut_agrees_with_splitting():
     import random
 
-    from berds_core.corpora.store import _normalised
+    from berds_core.corpora.disk import _normalised
 
     rng = random.Random(0)
     alphabet = ["a", "b", " ", "  ", "\t", "\n", "\xa0", "\u2028", "\u3000", "\x1c", "é", "\u200b", "x y"]

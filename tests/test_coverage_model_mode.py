@@ -3,7 +3,7 @@ P(no side) pull the other side up; candidates from the retriever or the union of
 import numpy as np
 import pytest
 
-from berds_core.corpus import corpus_from_passages
+from berds_core.corpora.memory import corpus_from_passages
 from berds_core.diversify import blend_relevance, candidate_pool, diversify
 from berds_core.records import Passage, Question
 

@@ -270,7 +270,7 @@ def test_cli_rerank_guided_by_an_hf_judge_end_to_end(cli_files, capsys, tmp_path
     judge = get_judge(f"hf:{model}")
     sides = [s for s in yes_no_sides(QUESTIONS[0]["question"]) if s]
     assert len(sides) == 2
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
     from berds_core.retrieval import get_retriever
 
     c = load_corpus(corpus)

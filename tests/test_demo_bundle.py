@@ -114,7 +114,7 @@ def test_page_data_ranks_a_demo_question_in_its_pool_and_a_typed_one_in_the_unio
 def test_a_question_the_demo_does_not_cover_gets_nothing_covered():
     """Typed against the demo corpus (no passage is about cars), the embedded judge covers no perspective in any
     column, and no banner may say every perspective is covered."""
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.judges import get_judge
     from berds_core.records import Question
     from berds_core.retrieval import get_retriever

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from berds_core.files.build_dir import building
-from berds_core.corpora.store import ingest
-from berds_core.corpus import corpus_from_passages
+from berds_core.corpora.disk import ingest
+from berds_core.corpora.memory import corpus_from_passages
 from berds_core.errors import InputError
 from berds_core.records import Passage
 from berds_core.retrieval.faiss_build import build_folder
@@ -368,7 +368,7 @@ def test_retrieve_from_an_index_dir_refuses_options_that_would_build_another_ind
     corpus = _corpus(300)
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps({"id": p.id, "text": p.text}) + "\n" for p in corpus), encoding="utf-8")
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
 
     loaded = load_corpus(path)
     monkeypatch.setattr("berds_core.retrieval.query_encoders.SentenceQueryEncoder.dim", 8)

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from berds_core.corpus import Corpus, load_corpus
+from berds_core.corpora.memory import Corpus, load_corpus
 from berds_core.distributed import resolve_address
 from berds_core.errors import InputError
 from berds_core.records import Passage
@@ -264,7 +264,7 @@ def test_store_plan_lists_the_row_ranges_one_process_encodes_for_a_disk_corpus(t
     """A corpus in the on-disk store: one process encodes each vector shard's rows in one call; the plan
     lists those ranges (texts read by nobody), leaving out the shards already written."""
     import berds_core.retrieval.vector_shards as vector_shards
-    from berds_core.corpora.store import ingest
+    from berds_core.corpora.disk import ingest
     from berds_core.distributed.plan import store_plan
     from berds_core.embeddings.store import text_encoder
     from berds_core.retrieval import get_retriever

@@ -5,7 +5,7 @@ import pytest
 
 from berds_core.embeddings import store as embed_store
 from berds_core.files.cache import text_hash
-from berds_core.corpus import corpus_from_passages
+from berds_core.corpora.memory import corpus_from_passages
 from berds_core.embeddings.store import MAX_TOKENS, EmbeddingStore, TextEncoder, embed_text, store_key, text_encoder
 from berds_core.records import Passage, Question
 

@@ -65,7 +65,7 @@ def test_import_debate_sites(tmp_path, procon, capsys):
 
 
 def test_import_corpus_loads_with_corpus_module(tmp_path, procon, capsys):
-    from berds_core import corpus as corpus_mod
+    from berds_core.corpora import memory as corpus_mod
 
     out = tmp_path / "out"
     assert run_cli(capsys, "import", "debate-sites", procon, "--out", out)[0] == 0

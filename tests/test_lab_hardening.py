@@ -217,7 +217,7 @@ def test_the_lab_database_folder_is_no_readable_root_in_lab_mode(tmp_path, monke
 
 
 def test_header_errors_quote_no_cell(tmp_path):
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
     from berds_core.datasets import load_questions
 
     f = tmp_path / "noheader.csv"

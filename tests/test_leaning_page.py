@@ -64,7 +64,7 @@ def test_subset_filter_limits_the_questions(page):
 @pytest.mark.slow
 def test_rank_aware_leaning_table_matches_the_engine(page):
     """The page's RL for plain BM25 equals exposure_leaning on the same top 5 with gold labels."""
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.datasets import load_demo
     from berds_core.eval.leaning import exposure_leaning, infer_sides
     from berds_core.retrieval import get_retriever

@@ -271,7 +271,7 @@ def test_playground_answers_before_the_passages_are_encoded(_app, monkeypatch):
 
 @pytest.mark.slow
 def test_dense_index_reports_encoding_progress(small):
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
     from berds_core.retrieval import get_retriever
 
     _, c, _ = small

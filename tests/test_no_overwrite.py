@@ -339,7 +339,7 @@ def test_no_module_writes_a_file_in_place():
         "berds_core/retrieval/bm25.py": "index metadata written inside a temporary folder renamed into place",
         "berds_core/retrieval/tantivy_bm25.py": "index metadata written inside a temporary folder renamed into place",
         "berds_core/retrieval/faiss_build.py": "docid and berds.json written inside a temporary folder renamed into place",
-        "berds_core/corpora/store.py": "the manifest written inside a temporary folder renamed into place",
+        "berds_core/corpora/disk.py": "the manifest written inside a temporary folder renamed into place",
         "berds_core/files/shard_files.py": "each shard and its .json written to a temporary file, then renamed",
         "berds_core/distributed/search.py": "each BM25 shard written to a temporary file, then committed by rename",
     }

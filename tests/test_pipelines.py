@@ -144,7 +144,7 @@ def demo():
     old = os.environ.get("BERDS_ENCODING")
     os.environ["BERDS_ENCODING"] = "fp32"  # as recorded
     from berds_core import datasets
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.retrieval import get_retriever
 
     b = datasets.load_demo(DEMO_V1)  # the demo as it was when the old code path recorded these rankings

@@ -91,7 +91,7 @@ def test_parallel_reader_in_small_batches_and_a_bad_third_shard(cluster, tmp_pat
     """The reader itself, batches of 7 records (so each shard task streams many, paused by backpressure)
     and a window of 2 shards: the same store. A bad record in the third shard: the one-line error of one
     process, through the CLI too (exit 2, nothing on stdout), and no store left behind."""
-    from berds_core.corpora.store import ingest
+    from berds_core.corpora.disk import ingest
     from berds_core.distributed.ingest import shard_batches
     from berds_core.distributed.runtime import ray_session
     from berds_core.errors import InputError
@@ -145,7 +145,7 @@ def test_dense_index_over_the_disk_corpus_never_reads_its_texts_on_the_driver(cl
     ``retrieve --ray`` ranks exactly as one process does."""
     import berds_core.retrieval.vector_shards as vector_shards
     from berds_core.cli import main
-    from berds_core.corpora.store import DiskCorpus
+    from berds_core.corpora.disk import DiskCorpus
 
     corpus = write_shards(tmp_path / "shards")
     questions = write_questions(tmp_path / "questions.jsonl", 21)

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from berds_core.corpus import Corpus
+from berds_core.corpora.memory import Corpus
 from berds_core.records import Passage, Question
 from berds_core.retrieval import get_retriever
 from berds_core.runs import retrieve_run
@@ -230,7 +230,7 @@ def test_dense_interrupted_build_resumes_from_the_store(corpus, fresh_cache, mon
 
 
 def test_dense_changed_corpus_encodes_only_new_passages(corpus, fresh_cache, monkeypatch):
-    from berds_core.corpus import corpus_from_passages
+    from berds_core.corpora.memory import corpus_from_passages
     from berds_core.records import Passage
 
     get_retriever("dense", corpus, progress=False, encoding="fp32")

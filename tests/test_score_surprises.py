@@ -151,7 +151,7 @@ def test_cli_unterminated_quote_is_one_line(env, capsys):
 
 
 def test_corpus_csv_unterminated_quote(env):
-    from berds_core.corpus import load_corpus
+    from berds_core.corpora.memory import load_corpus
 
     f = env / "c.csv"
     f.write_text('id,title,text\n1,t,"first text\n2,t2,second text\n')

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from berds_core.cli import main
-from berds_core.corpora import store
-from berds_core.corpora.store import DiskCorpus, ingest
-from berds_core.corpus import corpus_from_passages
+from berds_core import corpora
+from berds_core.corpora.disk import DiskCorpus, ingest
+from berds_core.corpora.memory import corpus_from_passages
 from berds_core.errors import InputError
 from berds_core.records import Passage
 from berds_core.retrieval import bm25_engine, get_retriever
@@ -200,7 +200,7 @@ def test_full_disk_while_indexing_exits_2_and_removes_the_half_built_index(tmp_p
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot write the BM25 index" in lines[0], proc.stderr
     assert [p for p in (Path(_cache) / "indexes").iterdir()] == []
-    assert isinstance(store.open_corpus(corpus, storage="disk"), DiskCorpus)  # the corpus store is intact
+    assert isinstance(corpora.open_corpus(corpus, storage="disk"), DiskCorpus)  # the corpus store is intact
 
 
 def test_index_built_while_ingesting_equals_one_built_afterwards(tmp_path, _cache):
@@ -208,7 +208,7 @@ def test_index_built_while_ingesting_equals_one_built_afterwards(tmp_path, _cach
 
     path = _jsonl(tmp_path / "c.jsonl")
     with IngestIndexer() as feed:
-        corpus = store.open_corpus(path, storage="disk", on_batch=feed)
+        corpus = corpora.open_corpus(path, storage="disk", on_batch=feed)
         published = feed.finish(corpus)
     assert published is not None and (published / "berds.json").is_file()
     streamed = TantivyBM25Retriever(corpus, progress=False)
@@ -216,7 +216,7 @@ def test_index_built_while_ingesting_equals_one_built_afterwards(tmp_path, _cach
     after = TantivyBM25Retriever(corpus, progress=False, folder=tmp_path / "after")
     assert streamed.search(QUERIES, 5) == after.search(QUERIES, 5)
     with IngestIndexer() as feed:  # the store exists now: nothing streams, nothing is published
-        again = store.open_corpus(path, storage="disk", on_batch=feed)
+        again = corpora.open_corpus(path, storage="disk", on_batch=feed)
         assert feed.finish(again) is None
     assert sorted(p.name for p in (Path(_cache) / "indexes").iterdir()) == [published.name]
 
@@ -239,7 +239,7 @@ def test_a_failed_ingest_leaves_neither_store_nor_index(tmp_path, _cache, fault)
 
     with pytest.raises(KeyboardInterrupt if fault == "ctrl-c" else InputError):
         with IngestIndexer() as feed:
-            store.open_corpus(path, storage="disk", on_batch=feed_then_fail(feed))
+            corpora.open_corpus(path, storage="disk", on_batch=feed_then_fail(feed))
     for sub in ("indexes", "corpora"):
         folder = Path(_cache) / sub
         assert not folder.exists() or list(folder.iterdir()) == [], sub

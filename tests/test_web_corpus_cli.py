@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from berds_core.cli import main
-from berds_core.corpus import load_corpus
+from berds_core.corpora.memory import load_corpus
 from berds_core.runs import judged_mask, read_run
 from web_servers import BAD, KEYS, LATIN1_META_TEXT, LATIN1_TEXT, search_server, site_results, site_server
 

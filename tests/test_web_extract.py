@@ -75,7 +75,7 @@ def test_a_one_paragraph_article_loses_its_boilerplate_in_the_fallback():
 
 
 def test_a_page_of_boilerplate_only_still_gives_its_text():
-    from berds_core.corpus import html_to_text
+    from berds_core.corpora.memory import html_to_text
 
     assert "Only nav" in html_to_text("<html><body><nav>Only nav</nav></body></html>", "x")[0]
 
@@ -83,7 +83,7 @@ def test_a_page_of_boilerplate_only_still_gives_its_text():
 def test_an_articles_own_header_and_a_page_wide_form_are_kept():
     """Only the site's header / footer go (not an article's), and a form that wraps the whole page
     (ASP.NET Web Forms) is not boilerplate."""
-    from berds_core.corpus import html_to_text
+    from berds_core.corpora.memory import html_to_text
 
     page = ('<html><body><header>Site menu</header><article><header><h1>Car-free centres</h1></header>'
             '<p>Cities that closed their centres to cars saw shop takings rise within a year.</p></article></body></html>')

@@ -16,11 +16,12 @@
 """
 from .compare import AnswerConfig, answer_config, ranked_entries
 from .coverage import AnswerScoring, answer_matrix, evaluate_answers, retrieval_matrix, table_row
-from .da import DA_OPTIONS, da_messages, dispute_awareness
+from .dispute_awareness import DA_OPTIONS, da_messages, dispute_awareness
 from ..datasets.debateqa import load_debateqa, partial_answer_text
 from .generate import PROMPTS, AnswersIncomplete, answer_messages, answer_rows
 from .rows import load_answers, scoring_rows
-from .pd import MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context, summarize_pd
+from .perspective_diversity import (MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context,
+                                    summarize_pd)
 
 __all__ = ["AnswerConfig", "AnswerScoring", "AnswersIncomplete", "answer_config", "ranked_entries", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
            "answer_rows", "da_messages", "dispute_awareness", "evaluate_answers", "load_answers", "scoring_rows",

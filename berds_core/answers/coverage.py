@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..corpus import split_words
+from ..corpora.memory import split_words
 from ..eval.measures import mrecall_at_k
 from ..eval.evaluation import bootstrap_ci
 from ..runs import judges_in, label_matrix
@@ -111,7 +111,7 @@ def evaluate_answers(rows: Sequence[dict], scoring: AnswerScoring, *, k: int | N
             out["answer_covered"] = A[0].tolist()
             out["answer_coverage"] = float(A[0].mean())
     if pd_generator is not None:
-        from .pd import perspective_diversity
+        from .perspective_diversity import perspective_diversity
 
         pd = perspective_diversity(pd_generator, [r["generation"] for r in rows],
                                    [r.get("references") or r["perspectives"] for r in rows],
@@ -120,7 +120,7 @@ def evaluate_answers(rows: Sequence[dict], scoring: AnswerScoring, *, k: int | N
             out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"],
                        pd_unscored=p["unscored"])
     if da_generator is not None:
-        from .da import dispute_awareness
+        from .dispute_awareness import dispute_awareness
 
         probs, labels = dispute_awareness(da_generator, [r["question"] for r in rows], [r["generation"] for r in rows])
         for out, p, lab in zip(per_q, probs, labels):

@@ -24,7 +24,7 @@ from ..net import reach
 from ._parsing import Parser
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_parser(name, **kw):
         p = orig_add(name, **kw)
-        _add_common(p)
+        add_common_args(p)
         return p
 
     sub.add_parser = add_parser  # every verb gets --json and --quiet

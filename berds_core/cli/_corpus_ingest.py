@@ -21,12 +21,12 @@ from ..errors import InputError
 
 
 def add_ingest(kinds) -> None:
-    from . import _add_common
+    from . import add_common_args
 
     p = kinds.add_parser("ingest", help="stream a corpus into the on-disk store (for corpora larger than memory)",
                          description="Read a corpus (.jsonl, .tsv, .csv, each optionally .gz, .parquet, or a folder "
                                      "of them) batch by batch into an on-disk store in the cache; print its manifest.")
-    _add_common(p)
+    add_common_args(p)
     p.add_argument("--corpus", required=True, help="corpus file or folder of shards")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")
@@ -41,7 +41,7 @@ def add_ingest(kinds) -> None:
 
 
 def run_ingest(args) -> dict:
-    from ..corpora.store import ingest
+    from ..corpora.disk import ingest
 
     if args.passage_words < 0:
         raise InputError("--passage-words", None, None, "must be 0 or more")

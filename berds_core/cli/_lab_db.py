@@ -14,7 +14,8 @@ def add_db_args(p) -> None:
     # --json / --quiet are accepted before or after the action (SUPPRESS keeps the parent's value)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress bars")
-    p.add_argument("--db", default=None, help=f"annotation database (default: ${'BERDS_ANNOTATIONS_DB'} or {default_db_path()})")
+    p.add_argument("--db", default=None,
+                   help=f"annotation database (default: ${'BERDS_ANNOTATIONS_DB'} or {default_db_path()})")
 
 
 def db_input(args) -> list[tuple[str, Path]]:

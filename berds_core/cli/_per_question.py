@@ -20,7 +20,7 @@ from ..errors import InputError
 def retrieve_per_question(args, questions, div, t0: float) -> dict:
     from tqdm import tqdm
 
-    from ..corpus import load_corpus
+    from ..corpora.memory import load_corpus
     from ..files.jsonio import read_text
     from ..runs import question_entry
     from ..runs import write_run

@@ -103,7 +103,7 @@ class LazySession:
         return self.session
 
     def reader(self):
-        """The ``reader`` of ``corpora.store.ingest``: the shards read in parallel by Ray tasks."""
+        """The ``reader`` of ``corpora.disk.ingest``: the shards read in parallel by Ray tasks."""
         from ..distributed.ingest import shard_batches
 
         def read(shards):
@@ -135,13 +135,13 @@ def _shard_rows(args) -> int:
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
     from ..embeddings.store import text_encoder
-    from ._retrieval import _load_error
+    from ._retrieval import load_error
 
     try:
         te = text_encoder(args.model, args.device, None if args.encoding == "auto" else args.encoding)
         te.encoder
     except OSError as e:
-        raise InputError("--model", None, None, _load_error(args.model, e)) from None
+        raise InputError("--model", None, None, load_error(args.model, e)) from None
     except ValueError as e:
         raise InputError("--encoding", None, None, str(e)) from None
     return te
@@ -187,13 +187,13 @@ TANTIVY_NOTE = ("BM25 over an on-disk corpus is tantivy's index on the driver (i
 
 
 def run_index(args) -> dict:
-    from ._retrieval import check_retriever_args as _check, open_corpus
+    from ._retrieval import check_retriever_args as _check, corpus_from_args
 
     addr = address(args)
     _check(args)
     t0 = time.perf_counter()
     with LazySession(args, addr) as lazy:
-        corpus = open_corpus(args, reader=lazy.reader())  # a store to build: its shards read by Ray tasks
+        corpus = corpus_from_args(args, reader=lazy.reader())  # a store to build: its shards read by Ray tasks
         out = {"corpus": str(args.corpus), "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
                "hash": corpus.hash}
         if args.retriever == "bm25":
@@ -212,7 +212,7 @@ def run_retrieve(args, div) -> dict:
     from ..runs import question_entry
     from ..runs import write_run
     from ..runs import run_depth
-    from ._retrieval import open_corpus, warn_k
+    from ._retrieval import corpus_from_args, warn_k
 
     if div is not None:
         raise InputError("--ray", None, None, "does not combine with diversification (--mmr, --qe, --rerank, "
@@ -228,7 +228,7 @@ def run_retrieve(args, div) -> dict:
     if not questions:
         raise InputError(args.questions, None, None, "no questions found")
     with LazySession(args, addr) as lazy:
-        corpus = open_corpus(args, reader=lazy.reader())
+        corpus = corpus_from_args(args, reader=lazy.reader())
         k = min(int(args.k), len(corpus))
         texts = [q.question for q in questions]
         if args.retriever == "bm25":

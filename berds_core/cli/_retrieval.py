@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from ..corpora.store import STORAGES
+from ..corpora.disk import STORAGES
 from ..errors import InputError
 from ..retrieval import BM25_ENGINES
 
@@ -170,10 +170,10 @@ def _folder_kind(folder) -> str:
     raise InputError(p, None, "--index-dir", "not an index folder (no berds.json, or no FAISS 'index' + 'docid')")
 
 
-def open_corpus(args, reader=None):
+def corpus_from_args(args, reader=None):
     """The corpus of ``--corpus`` (memory or the on-disk store, by ``--corpus-storage``); ``reader``: where
-    an ingest into the store reads its shards (``corpora.store.ingest``; ``--ray``: Ray tasks)."""
-    from ..corpora import open_corpus as open_any
+    an ingest into the store reads its shards (``corpora.disk.ingest``; ``--ray``: Ray tasks)."""
+    from ..corpora import open_corpus
 
     path = args.corpus
     if path is None and _opens_folder(args):
@@ -190,12 +190,12 @@ def open_corpus(args, reader=None):
 
             t0 = time.perf_counter()
             with IngestIndexer() as feed:
-                corpus = open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
+                corpus = open_corpus(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
                                   progress=not args.quiet, on_batch=feed, reader=reader)
                 feed.finish(corpus)
             args.streamed_index = (feed.published, time.perf_counter() - t0)
             return corpus
-        return open_any(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
+        return open_corpus(path, passage_words=args.passage_words or None, storage=args.corpus_storage,
                         progress=not args.quiet, reader=reader)
     except ValueError as e:
         if isinstance(e, InputError):
@@ -250,7 +250,7 @@ def _open_retriever(args, corpus):
         where = _index_path_error(args, e)
         if where is not None:
             raise where from None
-        raise InputError("--model", None, None, _load_error(args.model, e)) from None
+        raise InputError("--model", None, None, load_error(args.model, e)) from None
     except ValueError as e:  # e.g. int8 asked for on a GPU
         raise InputError("--encoding", None, None, str(e)) from None
 
@@ -293,7 +293,7 @@ def _index_path_error(args, e: OSError) -> InputError | None:
     return InputError("--corpus", None, None, f"cannot write the index into the cache ({why}; see BERDS_CACHE)")
 
 
-def _load_error(model, e: Exception) -> str:
+def load_error(model, e: Exception) -> str:
     line = str(e).splitlines()[0] if str(e) else type(e).__name__
     return line if line.startswith("cannot load") else f"cannot load embedder {model or 'default'!r}: {line}"
 
@@ -309,7 +309,7 @@ def check_models(args) -> None:
             try:                                           # retrieval.query_encoders, not a sentence embedder
                 locate_embedder(resolve_model(name))
             except OSError as e:
-                raise InputError(flag, None, None, _load_error(name, e)) from None
+                raise InputError(flag, None, None, load_error(name, e)) from None
 
 
 def retriever_info(retriever) -> dict:
@@ -328,7 +328,7 @@ def retriever_info(retriever) -> dict:
 
 
 def corpus_info(corpus) -> dict:
-    from ..corpora.store import is_disk_corpus
+    from ..corpora.disk import is_disk_corpus
 
     return {"corpus_name": corpus.name, "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
             "hash": corpus.hash, "corpus_storage": "disk" if is_disk_corpus(corpus) else "memory",

@@ -160,10 +160,6 @@ def _annotator_list(text: str) -> list[str]:
     return annotators
 
 
-def _quiet(args) -> bool:
-    return bool(getattr(args, "quiet", False))
-
-
 def cmd_import(args) -> dict:
     from ..lab.tasks import import_pairs_tsv, read_pairs_tsv
 

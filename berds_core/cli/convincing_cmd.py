@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ._parsing import declare
-from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
+from ._generator_options import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
 def register(sub) -> None:

@@ -22,14 +22,14 @@ from ._parsing import declare
 def register(sub) -> None:
     from ..web.extract import EXTRACTORS
     from ..web.search import SEARCH
-    from . import _add_common
+    from . import add_common_args
 
     p = sub.add_parser("corpus", help="build corpora ('berds corpus web': a web corpus per question)")
     kinds = p.add_subparsers(dest="corpus_kind", required=True, parser_class=type(p))
     w = kinds.add_parser("web", help="search the web for each question, fetch and split the pages, save a snapshot",
                          description="Search the web for each question, fetch the top pages, extract their text "
                                      "and split it into passages: DIR/<question>/passages.jsonl + manifest.json.")
-    _add_common(w)
+    add_common_args(w)
     w.add_argument("--questions", required=True, help="questions file (jsonl, csv, qe, debate-sites, ...)")
     w.add_argument("--format", default=None, help="questions format (default: guessed from the file)")
     w.add_argument("--search", required=True, metavar="SPEC",

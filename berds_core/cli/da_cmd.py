@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ._parsing import declare
-from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
+from ._generator_options import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
 def register(sub) -> None:
@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> dict:
-    from ..answers.da import dispute_awareness
+    from ..answers.dispute_awareness import dispute_awareness
     from ..answers.rows import scoring_rows
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl

@@ -59,7 +59,8 @@ def run(args) -> dict:
 
     gold = load_gold(args.gold) if args.gold else None
     first = read_run(args.run[0])
-    runs = [(args.run[0], first)] + [(path, align_runs(args.run[0], first, path, read_run(path))) for path in args.run[1:]]
+    runs = [(args.run[0], first)] + [(path, align_runs(args.run[0], first, path, read_run(path)))
+                                     for path in args.run[1:]]
     for path, entries in runs:
         label_matrices(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
         warning = check_run_ids(entries, gold, args.gold, path) if gold else None  # ids matching no qrel

@@ -99,7 +99,7 @@ def run_leaning(args) -> dict:
 def run_sycophancy(args) -> dict:
     from tqdm import tqdm
 
-    from ..corpus import load_corpus
+    from ..corpora.memory import load_corpus
     from ..datasets import load_gold, load_questions
     from ..retrieval import get_retriever
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ._parsing import declare
-from ._gen import add_backend_args, add_generator_args, generation_failed, make_generator
+from ._generator_options import add_backend_args, add_generator_args, generation_failed, make_generator
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 def run(args) -> dict:
     from ..answers.rows import scoring_rows
-    from ..answers.pd import input_limit, perspective_diversity, summarize_pd
+    from ..answers.perspective_diversity import input_limit, perspective_diversity, summarize_pd
     from ..generators import GenerationError
     from ..files.jsonio import write_jsonl
 

@@ -12,8 +12,8 @@ import time
 from ..errors import InputError
 from ._parsing import declare
 from ._ray import add_ray_args
-from ._retrieval import (add_retriever_args, build_run, check_models, check_retriever_args, corpus_info, open_corpus,
-                         open_retriever, retriever_info, warn_k)
+from ._retrieval import (add_retriever_args, build_run, check_models, check_retriever_args, corpus_from_args,
+                         corpus_info, open_retriever, retriever_info, warn_k)
 
 
 def register(sub) -> None:
@@ -52,7 +52,7 @@ def run_index(args) -> dict:
     if _ray.requested(args):
         return _ray.run_index(args)
     t0 = time.perf_counter()
-    corpus = open_corpus(args)
+    corpus = corpus_from_args(args)
     retriever = open_retriever(args, corpus)
     return {"corpus": str(args.corpus), **corpus_info(corpus), **retriever_info(retriever),
             "seconds": round(time.perf_counter() - t0, 3)}
@@ -85,7 +85,7 @@ def run_retrieve(args) -> dict:
         from ._per_question import retrieve_per_question
 
         return retrieve_per_question(args, questions, div, t0)
-    corpus = open_corpus(args)
+    corpus = corpus_from_args(args)
     retriever = open_retriever(args, corpus)
     t1 = time.perf_counter()
     entries = build_run(args, questions, corpus, retriever)

@@ -71,7 +71,7 @@ def readability(text: str) -> float:
 
 def text_perplexity(generator, texts: Sequence[str]) -> list[float | None]:
     """Perplexity of each text on its own (after the model's BOS when it has one)."""
-    from ..answers.pd import perplexity
+    from ..answers.perspective_diversity import perplexity
 
     bos = getattr(getattr(generator, "tokenizer", None), "bos_token", None) or ""
     scored = generator.score_continuations([bos] * len(texts), list(texts))

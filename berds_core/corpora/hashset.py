@@ -13,14 +13,7 @@ passage.
 """
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
-
-
-def hash64(text: str) -> int:
-    """A 64-bit key of a string (BLAKE2b)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 class HashRuns:

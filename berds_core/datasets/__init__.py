@@ -13,7 +13,7 @@ from .gold import gold_rows, load_gold, read_gold, validate_gold, write_gold
 from .hub import load_hub
 from .perspectrum import load_perspectrum, load_perspectrum_bundle
 from .phrasing import claim_to_question, negate_claim
-from .qe import load_qe
+from .expanded_queries import load_qe
 
 __all__ = [
     "Bundle", "FORMATS", "claim_to_question", "demo_dir", "gold_rows", "guess_format",

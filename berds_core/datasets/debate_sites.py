@@ -43,8 +43,8 @@ def _split_balanced(text: str, n: int = 100) -> list[str]:
 
 def _split_words(text: str, n: int = 100) -> list[str]:
     try:  # the corpus module's splitter, when present, so both split alike
-        from ..corpus import split_words
-    except ImportError:  # pragma: no cover - before berds_core.corpus exists
+        from ..corpora.memory import split_words
+    except ImportError:  # pragma: no cover - before berds_core.corpora.memory exists
         words = text.split()
         return [" ".join(words[i:i + n]) for i in range(0, len(words), n)]
     return split_words(text, n)

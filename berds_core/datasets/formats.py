@@ -18,7 +18,7 @@ from .debateqa import is_debateqa_record, load_debateqa
 from .debate_sites import is_debate_sites, load_debate_sites
 from .generic import load_questions_csv, load_questions_jsonl
 from .perspectrum import is_perspectrum, load_perspectrum
-from .qe import is_qe_record, load_qe
+from .expanded_queries import is_qe_record, load_qe
 
 FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "debateqa", "hub")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..records import Question
 from .checks import as_id, nonempty_str, str_list
-from .qe import subset_from_name
+from .expanded_queries import subset_from_name
 
 QUESTION_COLUMNS = ("question", "query", "org_q", "claim", "topic")
 PERSPECTIVE_COLUMNS = ("perspectives", "gold_perspectives", "perspective", "answers")

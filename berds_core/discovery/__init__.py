@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from ..datasets.sides import yes_no_sides
 from .pipeline import Discoverer, Knobs, discover
-from .pool import Candidates, PoolIndex, load_pool, open_pool
+from .pool import ClaimCandidates, PoolIndex, load_pool, open_pool
 
-__all__ = ["Discoverer", "Knobs", "discover", "PoolIndex", "Candidates", "load_pool", "open_pool",
+__all__ = ["Discoverer", "Knobs", "discover", "PoolIndex", "ClaimCandidates", "load_pool", "open_pool",
            "claim_of", "pool_perspectives"]
 
 

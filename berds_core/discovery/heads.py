@@ -28,7 +28,7 @@ REL_FEATURES = ["cos", "cos_z", "cos_gap", "rrf60", "bm25_rr", "dense_rr", "bm25
 
 
 def relevance_features(cands, emb: np.ndarray) -> np.ndarray:
-    """(n, len(REL_FEATURES)) for one claim's :class:`Candidates` (``emb``: the pool's embeddings)."""
+    """(n, len(REL_FEATURES)) for one claim's :class:`~.pool.ClaimCandidates` (``emb``: the pool's embeddings)."""
     if len(cands) == 0:
         return np.zeros((0, len(REL_FEATURES)))
     cos = np.asarray(emb[cands.rows], dtype=np.float64) @ np.asarray(cands.claim_emb, dtype=np.float64)

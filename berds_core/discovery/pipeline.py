@@ -31,7 +31,7 @@ perspectives); it uses ``cluster_threshold``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -365,7 +365,3 @@ def discover(claim: str, pool, *, method: str = "offline", llm: str | None = Non
     """
     disc = _discoverer(str(pool), method, llm) if isinstance(pool, (str, Path)) else Discoverer(pool, method, llm=llm)
     return disc.discover(claim, max_k=max_k)
-
-
-def knobs_dict(knobs: Knobs) -> dict:
-    return asdict(knobs)

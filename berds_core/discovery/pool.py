@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus import Corpus, _Builder, load_corpus
+from ..corpora.memory import Corpus, CorpusBuilder, load_corpus
 from ..errors import InputError
 from ..files.jsonio import iter_jsonl, read_text
 from .fusion import rrf_fuse
@@ -72,7 +72,7 @@ def pool_path(path) -> Path:
 
 
 def load_pool(path, name: str | None = None) -> Corpus:
-    """The sentences of a pool file as a :class:`~berds_core.corpus.Corpus` (ids = the pool's ids)."""
+    """The sentences of a pool file as a :class:`~berds_core.corpora.memory.Corpus` (ids = the pool's ids)."""
     p = pool_path(path)
     if p.is_dir():
         raise InputError(p, None, None, "a perspective pool is a file (.json, .jsonl, .tsv, .csv or .txt), not a folder")
@@ -84,7 +84,7 @@ def load_pool(path, name: str | None = None) -> Corpus:
                                         "(expected .json, .jsonl, .tsv, .csv or .txt)")
     if suffix in (".tsv", ".csv"):
         return load_corpus(p, passage_words=None, name=name or p.stem)
-    builder = _Builder(None)
+    builder = CorpusBuilder(None)
     stem = p.stem
     if suffix == ".txt":
         for no, line in enumerate(read_text(p).splitlines(), 1):
@@ -184,7 +184,7 @@ class PoolIndex:
         return self.dense.encode(list(texts))
 
     def candidates(self, claims: list[str], depth: int = 50, *, k_rrf: int = 60,
-                   exclude=None) -> list["Candidates"]:
+                   exclude=None) -> list["ClaimCandidates"]:
         """Per claim, the union of the top ``depth`` pool rows of BM25 and of dense, ordered by RRF.
 
         ``exclude``: pool rows never to return (e.g. a leak filter in an
@@ -210,7 +210,7 @@ class PoolIndex:
             rank_d = {r: i + 1 for i, (r, _) in enumerate(ld)}
             score_b = dict(lb)
             rows = np.array([r for r, _ in fused], dtype=np.int64)
-            out.append(Candidates(
+            out.append(ClaimCandidates(
                 claim=claims[n], claim_emb=q[n], rows=rows, rrf=np.array([s for _, s in fused]),
                 bm25_rank=np.array([rank_b.get(r, depth + 1) for r in rows], dtype=np.float64),
                 dense_rank=np.array([rank_d.get(r, depth + 1) for r in rows], dtype=np.float64),
@@ -219,7 +219,7 @@ class PoolIndex:
 
 
 @dataclass
-class Candidates:
+class ClaimCandidates:
     """One claim's candidate pool rows (fused order) with what each retriever said about them."""
 
     claim: str

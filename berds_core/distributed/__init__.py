@@ -24,7 +24,7 @@ job changes nothing (Ray restarts the actor and runs its batch again).
 Modules, one concern each:
 
 - :mod:`.runtime`: the address, connecting / starting and stopping Ray, the cluster's CPUs and GPUs;
-- :mod:`.ingest`: a corpus's shards read in parallel by Ray tasks, taken in order by ``corpora.store.ingest``;
+- :mod:`.ingest`: a corpus's shards read in parallel by Ray tasks, taken in order by ``corpora.disk.ingest``;
 - :mod:`.plan`: which texts to encode, in exactly the parts one process would encode them
   (the parts make the vectors, and so the embedded judge's probabilities, equal bit for bit);
 - :mod:`.encode`: the encoder actor pool (Ray Data ``map_batches``, one model per actor, a GPU each

@@ -68,7 +68,7 @@ class StoreEncodeActor(EncodeActor):
 
     def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False, store: str = "",
                  corpus_hash: str = ""):
-        from ..corpora.store import DiskCorpus
+        from ..corpora.disk import DiskCorpus
 
         super().__init__(model, encoding, max_seq_length, batch_size, gpu)
         try:

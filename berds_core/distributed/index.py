@@ -6,7 +6,7 @@
 3. vector shards (``vectors/shard-NNNNN.npy``, ``shard_rows`` corpus rows each) are written from
    the store, one at a time (the driver never holds more than one shard of vectors);
 
-   A corpus in the on-disk store (``corpora.store.DiskCorpus``: what ``--corpus-storage disk``, or
+   A corpus in the on-disk store (``corpora.disk.DiskCorpus``: what ``--corpus-storage disk``, or
    ``auto`` from 50 MB of shards, gives; ``--ray`` ingests it with its shards read in parallel, see
    :mod:`.ingest`) never has its texts on the driver: steps 1-3 are, instead,
    :func:`~.plan.store_plan` (row ranges: the one-process vector shards not written yet),
@@ -78,7 +78,7 @@ def _vector_shards(folder: Path, corpus, key: str, shard_rows: int) -> ShardSet:
     (``retrieval.vector_shards``, the folder ``berds index`` writes) when their shard size is this index's,
     so the vectors are written once and read by both; otherwise this index's own shards under
     ``folder/vectors`` (a corpus in memory: written from the embedding store; another shard size: copied)."""
-    from ..corpora.store import is_disk_corpus
+    from ..corpora.disk import is_disk_corpus
     from ..retrieval import vector_shards
 
     if is_disk_corpus(corpus):
@@ -261,7 +261,7 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
                 on_part=None) -> DenseShards:
     """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.store.TextEncoder``) and
     write its sharded index; everything already done is kept."""
-    from ..corpora.store import is_disk_corpus
+    from ..corpora.disk import is_disk_corpus
 
     check_kind(kind)
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ corpus goes to the on-disk store and is not there yet) read a folder of shards
 (``*.jsonl.gz``, ``*.tsv``, ``*.parquet``, ...) with one Ray task per shard:
 each task runs :func:`berds_core.files.corpus_readers.read_shard` on its file and
 yields its record batches as a streaming generator. The driver keeps
-:func:`berds_core.corpora.store.ingest` as it is and only swaps where its batches
+:func:`berds_core.corpora.disk.ingest` as it is and only swaps where its batches
 come from (``ingest(..., reader=...)``): it consumes them in shard order, so the
 passages, their rows, the de-duplication, the manifest's content ``hash`` and
 every error are what the one-process ingest gives, byte for byte.
@@ -52,9 +52,9 @@ def _read_shard_task(shard: Shard, batch_rows: int):
 def shard_batches(session, shards: Sequence[Shard], *, window: int | None = None,
                   batch_rows: int = BATCH_ROWS) -> Iterator[tuple[int, RecordBatch]]:
     """``(shard number, batch)`` of every shard, in shard order, read by Ray tasks (at most ``window``
-    shards in flight); the reader ``corpora.store.ingest`` takes."""
+    shards in flight); the reader ``corpora.disk.ingest`` takes."""
     if session.client:
-        from ..corpora.store import read_in_order
+        from ..corpora.disk import read_in_order
 
         yield from read_in_order(shards)
         return

@@ -63,7 +63,7 @@ def _at(per_q: dict[str, np.ndarray], k: int, idx=None) -> dict:
 
 # --- bootstrap -----------------------------------------------------------
 
-def _group_index(groups: Sequence | None, n: int) -> list[np.ndarray]:
+def group_index(groups: Sequence | None, n: int) -> list[np.ndarray]:
     if groups is None:
         return [np.arange(n)]
     groups = np.asarray([str(g) for g in groups])
@@ -86,7 +86,7 @@ def bootstrap_means(values, *, groups: Sequence | None = None, n_boot: int = 100
         raise ValueError("no questions to bootstrap")
     rng = np.random.default_rng(seed)
     parts = []
-    for idx in _group_index(groups, n):
+    for idx in group_index(groups, n):
         draw = idx[rng.integers(0, idx.size, size=(n_boot, idx.size))]  # (B, n_g)
         parts.append(v[draw].mean(axis=1))  # (B, cols)
     reps = np.mean(parts, axis=0)

@@ -8,7 +8,7 @@ printed is read back, case and ``-``/``_`` ignored:
 =============  ===============  ===============  ==========================  =========================
 family         ir_measures      output key       page / export label         also read
 =============  ===============  ===============  ==========================  =========================
-MRecall        ``MRecall@5``    ``mrecall@5``    ``MRecall@5``
+MRecall        (none)           ``mrecall@5``    ``MRecall@5``
 Precision      ``P@5``          ``precision@5``  ``Precision@5``             ``precision_at_1`` (P@1)
 α-nDCG         ``alpha_nDCG@5`` ``alpha_ndcg@5`` ``α-nDCG@5``                ``alpha-nDCG@5``
 ERR-IA         ``ERR_IA@5``     ``err_ia@5``     ``ERR-IA@5``
@@ -16,12 +16,14 @@ P-IA           ``P_IA@5``       ``p_ia@5``       ``P-IA@5``
 StRecall       ``StRecall@5``   ``strecall@5``   ``StRecall@5``
 =============  ===============  ===============  ==========================  =========================
 
+MRecall is the studio's own measure (BERDS' MRecall@k, Min et al. 2021): ir_measures has none.
+
 ``m.key`` is the one printed form in every file the studio writes (JSON of
 ``berds evaluate``, per-question scores, significance tables): the keys of the
 files written before measures had names, unchanged. ``str(m)`` is the
 ``ir_measures`` name (``ir_measures.parse_measure`` reads it for the ndeval
-families), ``m.label`` what pages and CSV exports show. An unknown name is one
-line (:class:`~berds_core.errors.InputError`) listing the families.
+families; for MRecall, the studio's spelling ``MRecall@5``), ``m.label`` what pages and CSV exports show. An
+unknown name is one line (:class:`~berds_core.errors.InputError`) listing the families.
 
 MRecall and Precision are computed here from boolean label matrices (passages x
 perspectives); α-nDCG, ERR-IA, P-IA and StRecall by ndeval through

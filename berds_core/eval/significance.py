@@ -42,7 +42,7 @@ from itertools import combinations
 from typing import Sequence
 
 import numpy as np
-from .evaluation import _group_index, bootstrap_means, paired_arrays
+from .evaluation import group_index, bootstrap_means, paired_arrays
 
 CORRECTIONS = ("holm", "bonferroni", "none")
 TESTS = ("permutation", "t")
@@ -56,7 +56,7 @@ def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
 def question_weights(groups: Sequence | None, n: int) -> np.ndarray:
     """Weights whose weighted sum is the macro mean (mean over subsets of each subset's mean)."""
     w = np.empty(n)
-    parts = _group_index(groups, n)
+    parts = group_index(groups, n)
     for idx in parts:
         w[idx] = 1.0 / (len(parts) * idx.size)
     return w

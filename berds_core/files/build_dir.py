@@ -51,11 +51,7 @@ def write_failure(exc: BaseException) -> str | None:
     return None
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    return write_failure(exc) is not None
-
-
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
     try:
@@ -75,14 +71,10 @@ def remove_stale(final: Path) -> int:
         return 0
     for p in final.parent.iterdir():
         m = _TMP.match(p.name)
-        if m and m.group("name") == final.name and not _alive(int(m.group("pid"))):
+        if m and m.group("name") == final.name and not pid_alive(int(m.group("pid"))):
             shutil.rmtree(p, ignore_errors=True)
             n += 1
     return n
-
-
-def is_temporary(path: Path) -> bool:
-    return bool(_TMP.match(Path(path).name))
 
 
 class building:

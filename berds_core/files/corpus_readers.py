@@ -13,8 +13,8 @@ an integer or absent, ``title`` a string or absent); a bad record is an
 ``InputError`` naming the file, the line (the data row for Parquet, 1-based)
 and the field. Nothing is read whole: lines are decoded one at a time, Parquet
 row groups batch by batch. The readers know nothing about passages, ids or
-storage; the in-memory loader (:func:`berds_core.corpus.load_corpus`) and the
-on-disk store (:mod:`berds_core.corpora.store`) consume the same batches, and
+storage; the in-memory loader (:func:`berds_core.corpora.memory.load_corpus`) and the
+on-disk store (:mod:`berds_core.corpora.disk`) consume the same batches, and
 so can a cluster (issue 27: one Ray Data task per shard, ``list_shards`` then
 ``read_shard``).
 """
@@ -92,7 +92,7 @@ def shard_format(path) -> tuple[str, bool] | None:
     return fmt, gz
 
 
-def _strip_suffixes(rel: str) -> str:
+def strip_suffixes(rel: str) -> str:
     lower = rel.lower()
     if lower.endswith(".gz"):
         rel, lower = rel[:-3], lower[:-3]
@@ -114,7 +114,7 @@ def make_shard(path, base_id: str | None = None) -> Shard:
         raise InputError(p, None, None, "file not found") from None
     if p.is_dir():
         raise InputError(p, None, None, "is a directory, expected a file")
-    return Shard(p, kind[0], kind[1], base_id if base_id is not None else _strip_suffixes(p.name),
+    return Shard(p, kind[0], kind[1], base_id if base_id is not None else strip_suffixes(p.name),
                  st.st_size, st.st_mtime_ns)
 
 
@@ -139,7 +139,7 @@ def list_shards(path) -> list[Shard]:
         files = shard_files(p)
         if not files:
             raise InputError(p, None, None, "folder has no corpus shards (.jsonl, .tsv, .csv, .gz, .parquet)")
-        return [make_shard(f, _strip_suffixes(f.relative_to(p).as_posix())) for f in files]
+        return [make_shard(f, strip_suffixes(f.relative_to(p).as_posix())) for f in files]
     return [make_shard(p)]
 
 

@@ -104,14 +104,14 @@ class ShardSet:
     def remove_torn_writes(self) -> int:
         """Delete temporary shard files of processes that are gone (a run killed while writing); returns
         how many. Files of live processes (another writer) are left alone."""
-        from .build_dir import _alive
+        from .build_dir import pid_alive
 
         if not self.folder.is_dir():
             return 0
         n = 0
         for p in self.folder.glob(".shard-*.tmp*"):
             pid = next((int(x) for x in p.name.split(".")[2:] if x.isdigit()), None)  # .shard-i.<pid>.<ns>.tmp.x
-            if pid is not None and not _alive(pid):
+            if pid is not None and not pid_alive(pid):
                 p.unlink(missing_ok=True)
                 n += 1
         return n

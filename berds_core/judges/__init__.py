@@ -43,6 +43,6 @@ from .registry import (BERDS_EVALUATOR_ADAPTER, BERDS_EVALUATOR_MODEL, BERDS_EVA
                        get_judge, parse_spec)
 from .verdicts import judge_passages, judge_run, passage_text
 
-__all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge", "JudgeError",
-           "gate", "PredictionCache", "prediction_cache", "parse_spec", "describe_judge", "BERDS_EVALUATOR_MODEL",
-           "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]
+__all__ = ["JUDGES", "app_judge_spec", "get_judge", "judge_run", "judge_passages", "passage_text", "Judge",
+           "JudgeError", "gate", "PredictionCache", "prediction_cache", "parse_spec", "describe_judge",
+           "BERDS_EVALUATOR_MODEL", "BERDS_EVALUATOR_ADAPTER", "BERDS_EVALUATOR_MODULE"]

@@ -244,12 +244,3 @@ def parse_answer(text: str) -> bool:
     a = _after_last_marker(reply).strip().lower()
     return (a.startswith(("yes", "(yes")) or a in ("y", "ye") or a.endswith(("yes", "yes.", 'yes".'))
             or a.startswith(("entail", "true")))
-
-
-def is_clear_answer(text: str) -> bool:
-    """Whether a reply names Yes or No at all (reported: the parser reads anything else as No)."""
-    reply = str(text or "").strip()
-    if parse_answer(reply):
-        return True
-    a = (_json_answer(reply) or "") if reply.startswith("{") else _after_last_marker(reply)
-    return bool(re.match(r"[\s\"'*`(]*no\b", a.strip(), re.I))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from ..corpora.store import is_disk_corpus
+from ..corpora.disk import is_disk_corpus
 from ..errors import InputError
 from ..specs import Registry
 from .base import Retriever

@@ -78,9 +78,6 @@ class DenseRetriever(SearchBase):
         self.cache_hit = self.n_encoded == 0 and len(self.corpus) > 0
         return np.ascontiguousarray(emb, dtype=np.float32)
 
-    def _dim(self) -> int:
-        return self.text_encoder.dim
-
     # ------------------------------------------------------------ index
     def _index(self):
         if self.index_kind == "flat":  # a flat index is a copy of the vectors: rebuilding is a memcpy

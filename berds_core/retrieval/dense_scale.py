@@ -32,7 +32,7 @@ def _safe(text: str, n: int = 40) -> str:
 
 def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None, shard_rows: int | None = None):
     """The unit vectors of every passage (rows = corpus rows): shards on disk for a disk corpus."""
-    from ..corpora.store import is_disk_corpus
+    from ..corpora.disk import is_disk_corpus
     from ..embeddings.store import embed_text
     from .vector_shards import SHARD_ROWS, ArrayVectors, VectorShards, vectors_folder
 

@@ -89,7 +89,7 @@ def build_folder(folder: Path, vectors, plan, *, corpus, encoder: dict, progress
     """Fill ``folder`` (empty; a temporary one under ``build_dir.building``) with the index; returns berds.json."""
     import faiss
 
-    from ..corpora.store import corpus_label
+    from ..corpora.disk import corpus_label
 
     folder = Path(folder)
     t0 = time.perf_counter()

@@ -152,7 +152,7 @@ def build_index(corpus, folder: Path | None, *, threads: int | None = None, heap
 
 
 def _meta(corpus, seconds: float) -> dict:
-    from ..corpora.store import corpus_label
+    from ..corpora.disk import corpus_label
 
     return {"engine": "tantivy", "version": INDEX_VERSION, "corpus_name": corpus.name, "corpus_hash": corpus.hash,
             "passages": len(corpus), "corpus": corpus_label(corpus), "stopwords": stopwords(),
@@ -201,7 +201,7 @@ class IngestIndexer:
 
     def finish(self, corpus) -> Path | None:
         """Publish the index when every passage of ``corpus`` went through this feed."""
-        from ..corpora.store import is_disk_corpus
+        from ..corpora.disk import is_disk_corpus
 
         if self.writer is None or not is_disk_corpus(corpus) or self.rows != len(corpus):
             return None

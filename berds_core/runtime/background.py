@@ -96,10 +96,6 @@ class JobState:
     ready_at: float | None = None
 
     @property
-    def finished_ok(self) -> bool:
-        return self.status == "done"
-
-    @property
     def over(self) -> bool:
         return self.status in ("done", "error")
 

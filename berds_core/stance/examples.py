@@ -165,7 +165,7 @@ def strip_yes_no(text: str) -> tuple[int | None, str]:
 
 def berds_dev_examples(folder: Path) -> tuple[list[Example], list]:
     """Silver examples of the BERDS development questions; also returns the questions (for grouping)."""
-    from ..datasets.qe import load_qe
+    from ..datasets.expanded_queries import load_qe
 
     out, questions = [], []
     for subset, name in QE_FILES.items():
@@ -203,7 +203,7 @@ def human_qid(question: str) -> str:
 
 def candidate_pools(bundle, depth: int = 30, progress: bool = False) -> dict[str, list[int]]:
     """Question id -> rows of the union of the dense and BM25 top ``depth`` (dense order first)."""
-    from ..corpus import corpus_from_passages
+    from ..corpora.memory import corpus_from_passages
     from ..retrieval import get_retriever
 
     corpus = corpus_from_passages(bundle.passages, bundle.name)

@@ -46,7 +46,7 @@ def load_data(cfg) -> Data:
     """
     from .. import datasets
     from ..corpora import open_corpus
-    from ..corpus import corpus_from_passages
+    from ..corpora.memory import corpus_from_passages
     from ..files.safepaths import resolve_user_path
 
     passages, gold, pool_ids = [], None, {}

@@ -12,7 +12,7 @@
   (timeout, 5xx, connection) is fetched again on the next build.
 
 Passages are the page's extracted text in ``passage_words``-word windows (the corpus
-machinery of :mod:`berds_core.corpus`); their ids are ``<final url>-<k>``, their title
+machinery of :mod:`berds_core.corpora.memory`); their ids are ``<final url>-<k>``, their title
 the page's title (else the search result's), and they keep the URL. A passage whose
 text repeats an earlier one (shared boilerplate) is dropped, and a page reached
 through two search results counts once.
@@ -32,7 +32,7 @@ from .extract import EXTRACTORS, extract_page
 from .fetch import FetchConfig, PageResult, fetch_pages
 from .results import SearchError, SearchResult
 from .search import SearchBackend, cached_search, today
-from ..corpus import _Builder
+from ..corpora.memory import CorpusBuilder
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def build_question_corpus(question: Question, backend: SearchBackend, root, opti
 
     # ---- extract and split, in search-rank order
     extractor = EXTRACTORS.create(opts.extractor)
-    builder = _Builder(opts.passage_words)
+    builder = CorpusBuilder(opts.passage_words)
     rows: list[dict] = []
     first_rank: dict[str, int] = {}
     fetched, failed, skipped = [], [], []

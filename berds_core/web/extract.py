@@ -2,7 +2,7 @@
 
 ``trafilatura`` (default): the main text without navigation, ads, cookie banners
 and footers (the same call as HTML files in a corpus folder,
-:func:`berds_core.corpus.html_to_text`). ``readability``: the BERDS paper's
+:func:`berds_core.corpora.memory.html_to_text`). ``readability``: the BERDS paper's
 pipeline, readability-lxml's main block converted to text with html2text
 (links and images dropped; Markdown emphasis and headings kept as html2text
 writes them). Plain-text pages are taken as they are. Text inside ``<script>``
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..specs import Registry
-from ..corpus import html_to_text
+from ..corpora.memory import html_to_text
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ The question folder is the question id when it is a plain name
 (``[A-Za-z0-9][A-Za-z0-9._-]*``, at most 100 characters) and a readable slug with
 a hash otherwise; ``manifest.json`` keeps the real id. ``passages.jsonl`` is a
 corpus file like any other (``--corpus DIR/<q>/passages.jsonl``), and a question
-folder or the whole ``DIR`` load as corpora too (:func:`berds_core.corpus.load_corpus`).
+folder or the whole ``DIR`` load as corpora too (:func:`berds_core.corpora.memory.load_corpus`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ..files.cache import slug
-from ..corpus import load_corpus
+from ..corpora.memory import load_corpus
 from ..errors import InputError
 from ..files.jsonio import atomic_write, write_jsonl
 from ..files.snapshot_layout import MANIFEST, PASSAGES
@@ -126,7 +126,7 @@ def write_passages(qdir: Path, rows: list[dict]) -> int:
 
 
 def load_snapshot_corpus(qdir, *, passage_words: int | None = None, name: str | None = None):
-    """A question folder's passages as a :class:`~berds_core.corpus.Corpus` (InputError when empty)."""
+    """A question folder's passages as a :class:`~berds_core.corpora.memory.Corpus` (InputError when empty)."""
     qdir = Path(qdir)
     return load_corpus(qdir / PASSAGES, passage_words=passage_words, name=name or qdir.name)
 

@@ -2,7 +2,7 @@
 gzipped or not), JSON arrays or folders of text/HTML files.
 
 Records are read by the streaming readers of :mod:`berds_core.files.corpus_readers`
-(the on-disk store for corpora too large for memory, :mod:`berds_core.corpora.store`,
+(the on-disk store for corpora too large for memory, :mod:`berds_core.corpora.disk`,
 reads the same records and gives the same passages, ids and hash).
 
 Long texts are split into 100-word passages as BERDS does (DPR-style fixed
@@ -22,12 +22,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .files.corpus_readers import (_strip_suffixes, as_id, as_text, as_title, list_shards, make_shard, read_shard,
-                              shard_files, shard_format)
-from .errors import InputError
-from .files.jsonio import read_text
-from .files.snapshot_layout import snapshot_passages
-from .records import Passage
+from ..errors import InputError
+from ..files.corpus_readers import (as_id, as_text, as_title, list_shards, make_shard, read_shard, shard_files,
+                                    shard_format, strip_suffixes)
+from ..files.jsonio import read_text
+from ..files.snapshot_layout import snapshot_passages
+from ..records import Passage
 
 PASSAGE_WORDS = 100
 TEXT_SUFFIXES = (".txt",)
@@ -125,7 +125,7 @@ class Corpus:
 # ---------------------------------------------------------------- building
 
 
-class _Builder:
+class CorpusBuilder:
     """Collects passages: splits, assigns ids, drops duplicate texts, checks id clashes."""
 
     def __init__(self, words: int | None):
@@ -172,7 +172,7 @@ def _records_json(path: Path) -> Iterator[tuple[int, dict]]:
         yield i + 1, obj
 
 
-def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dict]]) -> None:
+def _add_records(builder: CorpusBuilder, path: Path, records: Iterable[tuple[int, dict]]) -> None:
     stem = path.stem
     for no, obj in records:
         text = as_text(obj.get("text"), path, no, "text" in obj)
@@ -180,7 +180,7 @@ def _add_records(builder: _Builder, path: Path, records: Iterable[tuple[int, dic
                     f"{stem}-{no}", (path, no))
 
 
-def _add_shards(builder: _Builder, shards) -> None:
+def _add_shards(builder: CorpusBuilder, shards) -> None:
     """Records of corpus shards (JSONL, TSV, CSV, gzipped or not, Parquet), streamed batch by batch."""
     for shard in shards:
         for batch in read_shard(shard):
@@ -237,13 +237,13 @@ def html_to_text(html: str, path) -> tuple[str, str]:
     return text, title.strip()
 
 
-def _document_files(root: Path) -> list[Path]:
+def document_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
-def _add_folder(builder: _Builder, root: Path) -> None:
-    files = _document_files(root)
+def _add_folder(builder: CorpusBuilder, root: Path) -> None:
+    files = document_files(root)
     if not files:
         raise InputError(root, None, None, "folder has no .txt, .html or .htm files")
     for f in files:
@@ -262,7 +262,7 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
     the same ids.
     """
     p = Path(path)
-    builder = _Builder(passage_words)
+    builder = CorpusBuilder(passage_words)
     if p.is_dir():
         snapshots = snapshot_passages(p)  # a web snapshot's layout (files.snapshot_layout), no web/ import
         for f in snapshots:
@@ -290,14 +290,14 @@ def load_corpus(path, *, passage_words: int | None = PASSAGE_WORDS, name: str | 
 def corpus_name(path) -> str:
     """The default name of a corpus: its file name without the format suffixes (``psgs_w100``)."""
     p = Path(path)
-    return p.name if p.is_dir() else _strip_suffixes(p.name) if shard_format(p) else p.stem
+    return p.name if p.is_dir() else strip_suffixes(p.name) if shard_format(p) else p.stem
 
 
-def _add_folder_or_shards(builder: _Builder, root: Path) -> None:
+def _add_folder_or_shards(builder: CorpusBuilder, root: Path) -> None:
     """A folder of corpus shards (``*.jsonl.gz``, ``*.parquet``, ...) or of .txt/.html documents."""
     shards = shard_files(root)
     if shards:
-        docs = _document_files(root)
+        docs = document_files(root)
         if docs:
             raise InputError(root, None, None, f"folder mixes corpus shards ({shards[0].name}) and documents "
                                                f"({docs[0].name}); keep one kind per folder")
@@ -306,7 +306,7 @@ def _add_folder_or_shards(builder: _Builder, root: Path) -> None:
         _add_folder(builder, root)
 
 
-def _add_file(builder: _Builder, f: Path, base_id: str) -> None:
+def _add_file(builder: CorpusBuilder, f: Path, base_id: str) -> None:
     """One .txt/.html file: passages ``<base_id>-<k>``, title from the page or the file name."""
     raw = read_text(f)
     if f.suffix.lower() in HTML_SUFFIXES:

@@ -127,7 +127,7 @@ class PassageBatch:
 
 
 class DiskCorpus:
-    """A corpus in an on-disk store; the same reading interface as :class:`berds_core.corpus.Corpus`."""
+    """A corpus in an on-disk store; the same reading interface as :class:`berds_core.corpora.memory.Corpus`."""
 
     def __init__(self, folder):
         self.folder = Path(folder)
@@ -266,7 +266,7 @@ class _Ingest:
         return self.db.execute(f"SELECT {cols} FROM passages WHERE row=?", (row,)).fetchone()
 
     def add_batch(self, shard_no: int, batch) -> list[tuple]:
-        from ..corpus import passages_of
+        from .memory import passages_of
 
         path, base, words = batch.shard.path, batch.shard.base_id, self.words
         cand = []  # (id, title, text, line)
@@ -360,7 +360,7 @@ def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None
     the batches, the passages, the hash and every error are this function's.
     """
     from ..files.build_dir import building
-    from ..corpus import corpus_name
+    from .memory import corpus_name
 
     shards = list_shards(path)
     if dest is None:
@@ -446,40 +446,12 @@ def streamable(path) -> bool:
     (not a web snapshot, a JSON array or a folder of .txt/.html documents)."""
     p = Path(path)
     if p.is_dir():
-        from ..corpus import _document_files
+        from .memory import document_files
         from ..files.snapshot_layout import snapshot_passages
         from ..files.corpus_readers import shard_files
 
-        return not snapshot_passages(p) and bool(shard_files(p)) and not _document_files(p)
+        return not snapshot_passages(p) and bool(shard_files(p)) and not document_files(p)
     return shard_format(p) is not None
-
-
-def open_corpus(path, *, passage_words: int | None = 100, name: str | None = None, storage: str = "auto",
-                progress: bool = False, on_batch=None, reader=None):
-    """The corpus at ``path``: in memory (:func:`berds_core.corpus.load_corpus`) or in the on-disk store.
-
-    ``storage``: ``memory``, ``disk`` (a shard file or a folder of shards), or
-    ``auto`` (disk from ``DISK_MIN_BYTES`` of source up, memory below). A
-    complete store folder itself (``<cache>/corpora/...``) opens as it is. ``reader``: see :func:`ingest`
-    (the in-memory loader reads in this process).
-    """
-    if storage not in STORAGES:
-        raise ValueError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
-    p = Path(path)
-    if is_store(p):
-        return DiskCorpus(p)
-    if not p.exists():
-        raise InputError(p, None, None, "file not found")
-    disk = storage == "disk" or (storage == "auto" and streamable(p) and source_bytes(p) >= DISK_MIN_BYTES)
-    if disk:
-        if not streamable(p):
-            raise InputError(p, None, None, "the on-disk corpus store reads .jsonl, .tsv, .csv (each optionally .gz) "
-                                            "and .parquet files or folders of them; load this corpus in memory")
-        return ingest(p, passage_words=passage_words, name=name, progress=progress, on_batch=on_batch,
-                      reader=reader)
-    from ..corpus import load_corpus
-
-    return load_corpus(p, passage_words=passage_words, name=name)
 
 
 def is_disk_corpus(corpus) -> bool:
@@ -487,4 +459,4 @@ def is_disk_corpus(corpus) -> bool:
 
 
 __all__ = ["DiskCorpus", "PassageBatch", "corpus_label", "fingerprint", "ingest", "is_disk_corpus", "is_store",
-           "open_corpus", "read_in_order", "store_folder", "streamable", "DISK_MIN_BYTES", "STORAGES"]
+           "read_in_order", "source_bytes", "store_folder", "streamable", "DISK_MIN_BYTES", "STORAGES"]
