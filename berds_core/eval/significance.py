@@ -38,6 +38,7 @@ Stars: ``***`` p < 0.001, ``**`` p < 0.01, ``*`` p < 0.05 (corrected p).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Sequence
 
@@ -156,19 +157,35 @@ def paired_test(a, b, *, groups: Sequence | None = None, n_resamples: int = DEFA
             "wins": int((d > 0).sum()), "losses": int((d < 0).sum()), "ties": int((d == 0).sum())}
 
 
+@dataclass(frozen=True)
+class TestOptions:
+    """How runs are compared (each a ``berds evaluate`` flag): ``test`` (which p-value the corrected ``p`` and
+    the stars use: ``permutation`` or ``t``), the multiple-comparison ``correction``, the randomisation test's
+    ``n_resamples``, the bootstrap's ``n_boot``, ``seed`` and confidence ``level``."""
+
+    __test__ = False  # a settings object, not a pytest class
+
+    test: str = "permutation"
+    correction: str = "holm"
+    n_resamples: int = DEFAULT_RESAMPLES
+    n_boot: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+
 def compare(per_q: dict[str, dict[str, np.ndarray]], *, baseline: str | None = None, pairs: str = "baseline",
-            metrics: Sequence[str] | None = None, correction: str = "holm", test: str = "permutation",
-            groups: Sequence | None = None, n_resamples: int = DEFAULT_RESAMPLES, n_boot: int = 1000,
-            seed: int = 0, level: float = 0.95) -> dict:
+            metrics: Sequence[str] | None = None, groups: Sequence | None = None,
+            options: TestOptions | None = None, **fields) -> dict:
     """Paired tests between several runs, corrected per metric across the comparisons.
 
     ``per_q``: run name -> metric -> per-question scores (same questions, same
     order, in every run). ``pairs``: ``baseline`` (every other run against
     ``baseline``, default the first run) or ``all`` (every pair, the earlier
-    run as ``a``). ``test``: which p-value the corrected ``p`` and the stars
-    use (``permutation`` or ``t``); both raw p-values and both corrected ones
-    are reported. Differences are ``b − a``.
+    run as ``a``). ``options``: :class:`TestOptions` (or its fields as keywords); both raw p-values and
+    both corrected ones are reported. Differences are ``b − a``.
     """
+    o = replace(options or TestOptions(), **fields)
+    correction, test, n_resamples, n_boot, seed, level = o.correction, o.test, o.n_resamples, o.n_boot, o.seed, o.level
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
     if test not in TESTS:

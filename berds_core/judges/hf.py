@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,6 +74,28 @@ def llm_judge_options(prompt, shot, decode, system) -> tuple:
     return p, int(shot), decode, system
 
 
+@dataclass(frozen=True)
+class AskOptions:
+    """How an LLM judge asks and decides, the same for every backend: the named ``prompt`` (``berds`` /
+    ``studio``; None: the default), ``shot`` (0 or 1 example), ``decode`` (``logits`` or ``generate``), the
+    ``system`` turn (``auto``, ``keep`` or ``drop``) and the decision ``threshold``."""
+
+    prompt: str | None = None
+    shot: int = 0
+    decode: str = "logits"
+    system: str = "auto"
+    threshold: float = 0.5
+
+    def checked(self) -> tuple:
+        """(prompt object, shot, decode, system), validated (ValueError, one line)."""
+        return llm_judge_options(self.prompt, self.shot, self.decode, self.system)
+
+
+def ask_options(ask: AskOptions | None, fields: dict) -> AskOptions:
+    """``ask`` (default ``AskOptions()``) with the fields a caller gave as keywords set on top."""
+    return replace(ask or AskOptions(), **fields)
+
+
 def prompt_tag(prompt, shot: int, decode: str, keep_system: bool) -> str:
     """The part of a judge's name that says how it was asked: prompt, system turn, shots, decoding."""
     tag = prompt.name + ("-nosys" if prompt.has_system and not keep_system else "")
@@ -84,12 +107,14 @@ class HFJudge(Judge):
 
     backend = "hf"
 
-    def __init__(self, model: str, adapter: str | None = None, *, prompt: str | None = None, shot: int = 0,
-                 decode: str = "logits", system: str = "auto", device: str | None = None,
-                 dtype: str | None = None, batch_size: int = 8, threshold: float = 0.5, max_length: int = 4096,
-                 inference=None):
-        super().__init__(threshold)
-        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+    def __init__(self, model: str, adapter: str | None = None, *, device: str | None = None, dtype: str | None = None,
+                 batch_size: int = 8, max_length: int = 4096, inference=None, ask: AskOptions | None = None,
+                 **ask_fields):
+        """``ask`` (:class:`AskOptions`; or its fields as keywords: ``prompt``, ``shot``, ``decode``,
+        ``system``, ``threshold``); the rest load the model (:class:`HFGenerator`)."""
+        a = ask_options(ask, ask_fields)
+        super().__init__(a.threshold)
+        self.prompt, self.shot, self.decode, self.system = a.checked()
         self.model_id, self.adapter_id = model, adapter
         self.keep_system = self._resolve_system(is_mistral(model))
         from ..generators import get_generator

@@ -37,7 +37,7 @@ import numpy as np
 from ..generators.openai import (LogprobsRejected, OpenAIClient, choice_text, first_token_logprobs,
                                  option_logprobs)
 from .base import Judge, JudgeError, safe_name
-from .hf import GENERATE_TOKENS, is_mistral, llm_judge_options, prompt_tag
+from .hf import GENERATE_TOKENS, AskOptions, ask_options, is_mistral, prompt_tag
 from .prompts import parse_answer
 
 __all__ = ["OpenAIJudge"]
@@ -54,14 +54,15 @@ def _yes_no_from_logprobs(choice: dict) -> float | None:
 class OpenAIJudge(Judge):
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str, *, prompt: str | None = None, shot: int = 0,
-                 decode: str = "logits", system: str = "auto", concurrency: int = 8, timeout: float = 60.0,
-                 retries: int = 4, backoff: float = 0.5, api_key: str | None = None, threshold: float = 0.5,
-                 top_logprobs: int = 5):
-        super().__init__(threshold)
-        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+    def __init__(self, model: str, base_url: str, *, concurrency: int = 8, timeout: float = 60.0, retries: int = 4,
+                 backoff: float = 0.5, api_key: str | None = None, top_logprobs: int = 5,
+                 ask: AskOptions | None = None, **ask_fields):
+        """``ask`` (:class:`~.hf.AskOptions`; or its fields as keywords); the rest reach the server."""
+        a = ask_options(ask, ask_fields)
+        super().__init__(a.threshold)
+        self.prompt, self.shot, self.decode, self.system = a.checked()
         self.model_id = model
-        self.keep_system = not is_mistral(model) if system == "auto" else system == "keep"
+        self.keep_system = not is_mistral(model) if a.system == "auto" else a.system == "keep"
         self.http = OpenAIClient(base_url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
                                  concurrency=concurrency, error=JudgeError, who="openai judge")
         self.base_url, self.concurrency, self.timeout = self.http.base_url, self.http.concurrency, self.http.timeout

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from .base import Judge, JudgeError
-from .hf import GENERATE_TOKENS, is_mistral, llm_judge_options, prompt_tag
+from .hf import GENERATE_TOKENS, AskOptions, ask_options, is_mistral, prompt_tag
 from .prompts import parse_answer
 
 MAX_LORA_RANK = 64  # the evaluator's adapter (the README's `vllm serve` command uses the same)
@@ -36,13 +36,14 @@ class VLLMJudge(Judge):
     backend = "vllm"
     commit_every = 4096  # rows per Ray dataset; the engines batch on their own
 
-    def __init__(self, model: str, adapter: str | None = None, *, prompt: str | None = None, shot: int = 0,
-                 decode: str = "logits", system: str = "auto", threshold: float = 0.5, batch_size: int = 64,
-                 max_model_len: int = 4096, top_logprobs: int = 20):
-        super().__init__(threshold)
-        self.prompt, self.shot, self.decode, self.system = llm_judge_options(prompt, shot, decode, system)
+    def __init__(self, model: str, adapter: str | None = None, *, batch_size: int = 64, max_model_len: int = 4096,
+                 top_logprobs: int = 20, ask: AskOptions | None = None, **ask_fields):
+        """``ask`` (:class:`~.hf.AskOptions`; or its fields as keywords); the rest size the engines."""
+        a = ask_options(ask, ask_fields)
+        super().__init__(a.threshold)
+        self.prompt, self.shot, self.decode, self.system = a.checked()
         self.model_id, self.adapter_id = model, adapter
-        self.keep_system = not is_mistral(model) if system == "auto" else system == "keep"
+        self.keep_system = not is_mistral(model) if a.system == "auto" else a.system == "keep"
         self.batch_size, self.max_model_len, self.top_logprobs = int(batch_size), int(max_model_len), int(top_logprobs)
 
     def _name_stem(self) -> str:

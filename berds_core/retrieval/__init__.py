@@ -19,14 +19,13 @@ encoding, engine, memory budget, folder, nprobe, cache, progress). A new retriev
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from ..corpora.disk import is_disk_corpus
 from ..errors import InputError
 from ..specs import Registry
-from .base import Retriever
+from .base import IndexOptions, Retriever
 
 BM25_ENGINES = ("auto", "bm25s", "tantivy")
 # auto: bm25s (today's engine) below this many passages, tantivy from here up and for every on-disk corpus.
@@ -36,34 +35,6 @@ BM25_ENGINES = ("auto", "bm25s", "tantivy")
 TANTIVY_MIN_PASSAGES = 5_000
 
 RETRIEVERS = Registry("retriever")
-
-
-@dataclass(frozen=True)
-class IndexOptions:
-    """How a retriever's index is built or opened.
-
-    ``model``: dense, a sentence-transformers hub id or local path (None: all-MiniLM-L6-v2); a prebuilt
-    folder's query encoder (``dpr:<model>`` for DPR). ``index``: dense, ``flat`` (exact), ``hnsw``,
-    ``ivfpq`` or a FAISS factory string, sized for ``memory_budget`` bytes (:mod:`.index_plan`).
-    ``device``, ``encoding`` (``fp32|bf16|int8``; None: auto): the encoder's. ``engine``: bm25's ``auto``,
-    ``bm25s`` or ``tantivy``. ``index_dir``: the folder an index is built in (bm25: a tantivy index;
-    dense: the index folder) instead of the cache, or the folder ``index`` opens. ``nprobe``: IVF lists
-    searched per query. ``cache``: keep the index in ``cache_dir("indexes")``. ``progress``: progress
-    bars; ``on_progress(done, total)`` (dense) as passages are encoded, for a bar in the app.
-    """
-
-    model: str | None = None
-    index: str = "flat"
-    device: str | None = None
-    encoding: str | None = None
-    engine: str = "auto"
-    memory_budget: int | None = None
-    index_dir: str | Path | None = None
-    nprobe: int | None = None
-    cache: bool = True
-    progress: bool = True
-    on_progress: Callable[[int, int], None] | None = None
-
 
 def get_retriever(spec: str, corpus, model: str | None = None, *, options: IndexOptions | None = None,
                   **fields) -> Retriever:
@@ -109,9 +80,7 @@ def _dense(arg, *, corpus, options: IndexOptions):
     if is_disk_corpus(corpus) or o.index not in ("flat", "hnsw") or o.index_dir is not None:
         from .dense_scale import ScaledDenseRetriever
 
-        return ScaledDenseRetriever(corpus, o.model, index=o.index, memory_budget=o.memory_budget,
-                                    index_dir=o.index_dir, device=o.device, encoding=o.encoding,
-                                    progress=o.progress, on_progress=o.on_progress, nprobe=o.nprobe)
+        return ScaledDenseRetriever(corpus, o)
     from .dense import DenseRetriever
 
     return DenseRetriever(corpus, o.model, progress=o.progress, index=o.index, device=o.device, encoding=o.encoding,

@@ -7,12 +7,14 @@ A retriever has ``name`` (what runs and caches call it: ``bm25``, ``dense:<model
 
 :class:`SearchBase` holds what the retrievers share: those attributes' defaults and the search preamble
 (no queries: no lists; ``k`` past the corpus: every passage; ``k`` below 1: an empty list per query), so a
-retriever writes only ``_search(queries, k)`` with ``1 <= k <= len(corpus)``.
+retriever writes only ``_search(queries, k)`` with ``1 <= k <= len(corpus)``. :class:`IndexOptions` is how
+an index is built or opened, one object from the caller to the retriever.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -47,3 +49,30 @@ class SearchBase:
 
     def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How a retriever's index is built or opened.
+
+    ``model``: dense, a sentence-transformers hub id or local path (None: all-MiniLM-L6-v2); a prebuilt
+    folder's query encoder (``dpr:<model>`` for DPR). ``index``: dense, ``flat`` (exact), ``hnsw``,
+    ``ivfpq`` or a FAISS factory string, sized for ``memory_budget`` bytes (:mod:`.index_plan`).
+    ``device``, ``encoding`` (``fp32|bf16|int8``; None: auto): the encoder's. ``engine``: bm25's ``auto``,
+    ``bm25s`` or ``tantivy``. ``index_dir``: the folder an index is built in (bm25: a tantivy index;
+    dense: the index folder) instead of the cache, or the folder ``index`` opens. ``nprobe``: IVF lists
+    searched per query. ``cache``: keep the index in ``cache_dir("indexes")``. ``progress``: progress
+    bars; ``on_progress(done, total)`` (dense) as passages are encoded, for a bar in the app.
+    """
+
+    model: str | None = None
+    index: str = "flat"
+    device: str | None = None
+    encoding: str | None = None
+    engine: str = "auto"
+    memory_budget: int | None = None
+    index_dir: str | Path | None = None
+    nprobe: int | None = None
+    cache: bool = True
+    progress: bool = True
+    on_progress: Callable[[int, int], None] | None = None

@@ -1,6 +1,6 @@
 """Dense retrieval at scale: vectors in resumable shards, a FAISS index sized for a memory budget.
 
-``get_retriever("dense", corpus, model, index=SPEC, memory_budget=BYTES)``
+``get_retriever("dense", corpus, model, index=SPEC, memory_budget=BYTES)`` (:class:`~.base.IndexOptions`)
 comes here for an on-disk corpus (any ``SPEC``) and for an approximate index
 other than ``hnsw`` over an in-memory one (``ivfpq`` or a factory string):
 
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
+from .base import IndexOptions
 
 
 def _safe(text: str, n: int = 40) -> str:
@@ -63,9 +65,13 @@ def index_folder_for(corpus, encoder_key: str, plan) -> Path:
 class ScaledDenseRetriever:
     """Builds (or opens) the index folder for ``corpus`` and searches it (see the module docstring)."""
 
-    def __init__(self, corpus, model: str | None = None, *, index: str = "flat", memory_budget: int | None = None,
-                 index_dir=None, device: str | None = None, encoding: str | None = None, progress: bool = True,
-                 on_progress=None, nprobe: int | None = None, vectors=None):
+    def __init__(self, corpus, options: IndexOptions | None = None, *, vectors=None, **fields):
+        """``options``: how the index is built (:class:`~.base.IndexOptions`, or its fields as keywords:
+        ``model``, ``index``, ``memory_budget``, ``index_dir``, ``device``, ``encoding``, ``progress``,
+        ``on_progress``, ``nprobe``); ``vectors``: the passages' vectors when the caller has them."""
+        o = replace(options or IndexOptions(), **fields)
+        model, index, memory_budget, index_dir = o.model, o.index, o.memory_budget, o.index_dir
+        device, encoding, progress, on_progress, nprobe = o.device, o.encoding, o.progress, o.on_progress, o.nprobe
         from ..files.build_dir import building
         from .faiss_build import META, build_folder
         from .index_dir import IndexDirRetriever

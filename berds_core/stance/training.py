@@ -29,7 +29,9 @@ import os
 import random
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 DEFAULTS = {"layers": 6, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.1, "max_length": 160, "epochs": 2.0,
             "lr": 5e-4, "weight_decay": 0.01, "warmup": 0.06, "batch_size": 32, "seed": 0,
@@ -109,11 +111,30 @@ def use_bf16() -> bool:
     return cpu_has_fast_bf16()
 
 
-def train(examples, opts: dict | None = None, out=None, *, base: str | None = None, threads: int = 0,
-          version: str = "v1", meta: dict | None = None, progress=_log, checkpoint_every: int = 100,
-          autocast: bool | None = None, stop_at: int | None = None, ckpt=None) -> Path:
-    """Train on ``examples`` and write the weights file ``out``; resumes from the checkpoint ``ckpt``
-    (default: next to ``out``); ``stop_at``: stop after that many steps (see the module docstring)."""
+@dataclass(frozen=True)
+class TrainRun:
+    """How a training run goes, beside its hyperparameters (``opts``): ``threads`` (0: torch's choice), the
+    ``version`` and ``meta`` written into the weights file, ``progress`` (a line callback; None: silent), a
+    checkpoint every ``checkpoint_every`` steps at ``ckpt`` (default: next to the weights file), bf16
+    ``autocast`` (None: where the CPU has it) and ``stop_at`` (stop after that many steps)."""
+
+    threads: int = 0
+    version: str = "v1"
+    meta: dict | None = None
+    progress: Callable | None = _log
+    checkpoint_every: int = 100
+    autocast: bool | None = None
+    stop_at: int | None = None
+    ckpt: str | Path | None = None
+
+
+def train(examples, opts: dict | None = None, out=None, *, base: str | None = None, run: TrainRun | None = None,
+          **run_fields) -> Path:
+    """Train on ``examples`` and write the weights file ``out``; ``run``: :class:`TrainRun` (or its fields as
+    keywords); resumes from its checkpoint (see the module docstring)."""
+    r = replace(run or TrainRun(), **run_fields)
+    threads, version, meta, progress = r.threads, r.version, r.meta, r.progress
+    checkpoint_every, autocast, stop_at, ckpt = r.checkpoint_every, r.autocast, r.stop_at, r.ckpt
     import torch
     from transformers import AutoTokenizer
 
