@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..diversify import diversify
+from ..runs import question_entry
 from .coverage import AnswerScoring, evaluate_answers
 from .generate import answer_rows
 
@@ -28,9 +30,6 @@ class AnswerConfig:
 def ranked_entries(questions, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None) -> list[dict]:
     """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``pipeline`` (a Pipeline, a spec or
     a method name: ``none``, ``mmr``, ``qe``, ``coverage``, ...), top ``k``; ``judge`` and ``embedder`` objects."""
-    from ..diversify import diversify
-    from ..runs import question_entry
-
     return [question_entry(q, corpus, diversify(q, corpus, retriever, pipeline, k, judge=judge, embedder=embedder))
             for q in questions]
 

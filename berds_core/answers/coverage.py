@@ -23,9 +23,12 @@ from typing import Sequence
 import numpy as np
 
 from ..corpora.memory import split_words
-from ..eval.measures import mrecall_at_k
 from ..eval.evaluation import bootstrap_ci
+from ..eval.measures import mrecall_at_k
+from ..judges import judge_passages
 from ..runs import judges_in, label_matrix
+from .dispute_awareness import dispute_awareness
+from .perspective_diversity import perspective_diversity
 
 ANSWER_WORDS = 100
 
@@ -49,7 +52,6 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
         return label_matrix(top, gold=gold)
     if judge.name in judges_in(entry):
         return label_matrix(entry, judge=judge.name)[:k]
-    from ..judges import judge_passages  # the text each judge reads (embedded: text; LLM judges: text + title)
 
     return judge_passages(judge, top["ctxs"], entry["perspectives"])[1]
 
@@ -111,8 +113,6 @@ def evaluate_answers(rows: Sequence[dict], scoring: AnswerScoring, *, k: int | N
             out["answer_covered"] = A[0].tolist()
             out["answer_coverage"] = float(A[0].mean())
     if pd_generator is not None:
-        from .perspective_diversity import perspective_diversity
-
         pd = perspective_diversity(pd_generator, [r["generation"] for r in rows],
                                    [r.get("references") or r["perspectives"] for r in rows],
                                    mode=pd_mode, max_length=max_length)
@@ -120,8 +120,6 @@ def evaluate_answers(rows: Sequence[dict], scoring: AnswerScoring, *, k: int | N
             out.update(pd_sum=p["pd_sum"], pd_mean=p["pd_mean"], pd_ppl=p["ppl"], pd_cut=p["cut"],
                        pd_unscored=p["unscored"])
     if da_generator is not None:
-        from .dispute_awareness import dispute_awareness
-
         probs, labels = dispute_awareness(da_generator, [r["question"] for r in rows], [r["generation"] for r in rows])
         for out, p, lab in zip(per_q, probs, labels):
             out.update(da_prob=float(p), da=int(lab))

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..answers.coverage import retrieval_matrix
 from ..errors import InputError
 from ..eval.leaning import infer_sides
 from ..files.csvio import records
@@ -157,8 +158,6 @@ def from_run(entries: Sequence[dict], *, gold=None, judge=None, k: int | None = 
     Questions without exactly two perspectives cannot be put on sides and are
     skipped when labels decide (counted in ``skipped_questions``).
     """
-    from ..answers.coverage import retrieval_matrix
-
     sets, skipped, no_side = [], 0, 0
     for e in entries:
         top = dict(e, ctxs=list(e["ctxs"])[: k or len(e["ctxs"])])

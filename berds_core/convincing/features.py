@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from typing import Sequence
 
 import numpy as np
+
+from ..answers.perspective_diversity import perplexity
+from ..diversify.vectors import encode
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 STOP = frozenset("""a an the of to in on for is are was were be been being will would should could can do does did
@@ -60,8 +64,6 @@ def sentiment(text: str) -> float:
 
 
 def readability(text: str) -> float:
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # textstat 0.7's pkg_resources deprecation notice
         import textstat
@@ -71,8 +73,6 @@ def readability(text: str) -> float:
 
 def text_perplexity(generator, texts: Sequence[str]) -> list[float | None]:
     """Perplexity of each text on its own (after the model's BOS when it has one)."""
-    from ..answers.perspective_diversity import perplexity
-
     bos = getattr(getattr(generator, "tokenizer", None), "bos_token", None) or ""
     scored = generator.score_continuations([bos] * len(texts), list(texts))
     out = [perplexity(s) for s in scored]
@@ -90,8 +90,6 @@ def paragraph_features(items: Sequence[tuple[str, object]], *, embedder=None, pp
                      "sentiment": sentiment(p.text),
                      "retriever_score": None if getattr(p, "score", None) is None else float(p.score)})
     if with_similarity and items:
-        from ..diversify.vectors import encode
-
         qs = list(dict.fromkeys(q for q, _ in items))
         qv = dict(zip(qs, encode(embedder, qs)))
         pv = encode(embedder, [p.text for _, p in items])

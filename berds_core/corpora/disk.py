@@ -47,9 +47,13 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import InputError
+from ..files.build_dir import building
+from ..files.cache import cache_dir, slug
+from ..files.corpus_readers import RecordBatch, Shard, list_shards, read_shard, shard_files, shard_format
+from ..files.snapshot_layout import snapshot_passages
 from ..records import Passage
 from .hashset import HashRuns
-from ..files.corpus_readers import RecordBatch, Shard, list_shards, read_shard, shard_format
+from .memory import corpus_name, document_files, passages_of
 
 STORE_FORMAT = "berds-corpus-store/1"
 MANIFEST = "manifest.json"
@@ -86,8 +90,6 @@ def _fingerprint_key(fp: dict) -> str:
 
 def store_folder(path, passage_words: int | None, shards: Sequence[Shard] | None = None) -> tuple[Path, dict]:
     """The store folder of a source (whether built or not) and its fingerprint."""
-    from ..files.cache import cache_dir, slug
-
     shards = list(shards) if shards is not None else list_shards(path)
     fp = fingerprint(shards, passage_words)
     return cache_dir("corpora") / f"{slug(str(Path(path).resolve()))}-{_fingerprint_key(fp)}", fp
@@ -266,8 +268,6 @@ class _Ingest:
         return self.db.execute(f"SELECT {cols} FROM passages WHERE row=?", (row,)).fetchone()
 
     def add_batch(self, shard_no: int, batch) -> list[tuple]:
-        from .memory import passages_of
-
         path, base, words = batch.shard.path, batch.shard.base_id, self.words
         cand = []  # (id, title, text, line)
         plain = sys.maxsize if words is None else words  # fewer spaces than this: one passage
@@ -359,9 +359,6 @@ def ingest(path, dest=None, *, passage_words: int | None = 100, name: str | None
     a Ray cluster). It is called only when the store is built, and whatever reads
     the batches, the passages, the hash and every error are this function's.
     """
-    from ..files.build_dir import building
-    from .memory import corpus_name
-
     shards = list_shards(path)
     if dest is None:
         dest, fp = store_folder(path, passage_words, shards)
@@ -435,8 +432,6 @@ def is_store(path) -> bool:
 def source_bytes(path) -> int:
     p = Path(path)
     if p.is_dir():
-        from ..files.corpus_readers import shard_files
-
         return sum(f.stat().st_size for f in shard_files(p))
     return p.stat().st_size if p.exists() else 0
 
@@ -446,10 +441,6 @@ def streamable(path) -> bool:
     (not a web snapshot, a JSON array or a folder of .txt/.html documents)."""
     p = Path(path)
     if p.is_dir():
-        from .memory import document_files
-        from ..files.snapshot_layout import snapshot_passages
-        from ..files.corpus_readers import shard_files
-
         return not snapshot_passages(p) and bool(shard_files(p)) and not document_files(p)
     return shard_format(p) is not None
 

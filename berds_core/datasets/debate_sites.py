@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..corpora.memory import split_words
 from ..errors import InputError
 from ..records import Gold, Passage, Question
 from .bundle import Bundle
@@ -43,7 +44,7 @@ def _split_balanced(text: str, n: int = 100) -> list[str]:
 
 def _split_words(text: str, n: int = 100) -> list[str]:
     try:  # the corpus module's splitter, when present, so both split alike
-        from ..corpora.memory import split_words
+        pass
     except ImportError:  # pragma: no cover - before berds_core.corpora.memory exists
         words = text.split()
         return [" ".join(words[i:i + n]) for i in range(0, len(words), n)]

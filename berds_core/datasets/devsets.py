@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from ..embeddings.store import text_encoder
 from . import load_debate_sites, load_demo, load_perspectrum_bundle
 
 DEV_CORPORA = ("procon", "perspectrum", "demo")
@@ -85,8 +86,6 @@ def question_groups(questions, threshold: float = 0.9, embed=None) -> dict[str, 
             seen[key] = i
     if threshold < 1.0 and len(questions) > 1:
         if embed is None:
-            from ..embeddings.store import text_encoder
-
             embed = text_encoder().embed
         E = np.asarray(embed([q.question for q in questions]), dtype=np.float32)
         S = E @ E.T

@@ -14,11 +14,12 @@ from ..errors import InputError
 from ..files.jsonio import read_text
 from ..records import Question
 from .checks import load_json_document
-from .debateqa import is_debateqa_record, load_debateqa
 from .debate_sites import is_debate_sites, load_debate_sites
-from .generic import load_questions_csv, load_questions_jsonl
-from .perspectrum import is_perspectrum, load_perspectrum
+from .debateqa import is_debateqa_record, load_debateqa
 from .expanded_queries import is_qe_record, load_qe
+from .generic import load_questions_csv, load_questions_jsonl
+from .hub import load_hub
+from .perspectrum import is_perspectrum, load_perspectrum
 
 FORMATS = ("jsonl", "csv", "tsv", "qe", "debate-sites", "perspectrum", "debateqa", "hub")
 
@@ -69,6 +70,5 @@ def load_questions(path, fmt: str | None = None) -> list[Question]:
     if fmt == "debateqa":
         return load_debateqa(path)[0]
     if fmt == "hub":
-        from .hub import load_hub
         return load_hub(path)
     raise InputError(path, None, "format", f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")

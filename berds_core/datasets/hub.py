@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..net.hub import hub_offline_mode, looks_like_path, offline_note
 from ..records import Question
 from .checks import as_id, nonempty_str, str_list
 from .expanded_queries import subset_from_name
@@ -46,8 +47,6 @@ def _open(name_or_path: str, split: str | None):
             if split is None:  # a lone file has no real split name
                 return {None: ds["train"]}
         else:
-            from ..net.hub import hub_offline_mode, looks_like_path
-
             if looks_like_path(str(name_or_path)):
                 raise InputError(name_or_path, None, None, "no such file or folder")
             with hub_offline_mode() as offline:  # the local cache only when the hub cannot be used
@@ -56,7 +55,6 @@ def _open(name_or_path: str, split: str | None):
                 except Exception as e:
                     if not offline:
                         raise
-                    from ..net.hub import offline_note
 
                     raise InputError(name_or_path, None, None, f"cannot load dataset: {offline_note()}") from None
     except InputError:

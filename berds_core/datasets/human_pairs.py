@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
+from ..files.csvio import records
 from ..files.jsonio import read_text
 
 PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
@@ -10,8 +11,6 @@ PAIR_FIELDS = ["question", "id", "document", "perspective", "label"]
 
 def read_pairs(path) -> list[dict]:
     """Rows of a human-pairs TSV (CSV-style quoting with doubled quotes); label must be 0 or 1."""
-    from ..files.csvio import records
-
     text = read_text(path)
     rows: list[dict] = []
     header = None

@@ -37,7 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..generators import get_generator
+from ..stance import get_stance_model
 from .heads import LinearHead, cluster_labels, equivalence_matrix, relevance_features
+from .pool import open_pool
 
 HEADS_WEIGHTS = Path(__file__).with_name("weights") / "discovery_heads_v2.npz"
 METHODS = ("offline", "llm")
@@ -93,8 +96,6 @@ class OfflineModels:
     @property
     def stance(self):
         if self._stance is None:
-            from ..stance import get_stance_model
-
             self._stance = get_stance_model(encoding=self.encoding)
         return self._stance
 
@@ -154,8 +155,6 @@ class LLMModels:
             "Do A and B make the same point (one paraphrases the other)? Answer Yes or No.")
 
     def __init__(self, spec: str, *, pair_floor: float = 0.5, generator=None):
-        from ..generators import get_generator
-
         self.spec = spec
         self.gen = generator or get_generator(spec)
         self.name = f"llm:{self.gen.name}"
@@ -348,8 +347,6 @@ class Discoverer:
 
 @lru_cache(maxsize=4)
 def _discoverer(pool_key, method: str, llm: str | None) -> Discoverer:
-    from .pool import open_pool
-
     return Discoverer(open_pool(pool_key), method, llm=llm)
 
 

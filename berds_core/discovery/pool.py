@@ -28,11 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from ..corpora.memory import Corpus, CorpusBuilder, load_corpus
-from ..errors import InputError
-from ..files.jsonio import iter_jsonl, read_text
-from .fusion import rrf_fuse
 from ..datasets.checks import load_json_document
 from ..datasets.demo import demo_pool_path
+from ..datasets.sides import yes_no_sides
+from ..errors import InputError
+from ..files.jsonio import iter_jsonl, read_text
+from ..retrieval import get_retriever
+from .fusion import rrf_fuse
 
 POOL_SUFFIXES = (".json", ".jsonl", ".ndjson", ".tsv", ".csv", ".txt")
 
@@ -122,8 +124,6 @@ STANCES = {"support": "support", "for": "support", "undermine": "undermine", "op
 
 def claim_key(claim: str) -> str:
     """A claim compared as written: the claim form of a question, lower case, single spaces, no end stop."""
-    from ..datasets.sides import yes_no_sides
-
     yes, _ = yes_no_sides(claim)
     return " ".join((yes or claim).lower().split()).rstrip(" .!?")
 
@@ -152,8 +152,6 @@ class PoolIndex:
 
     def __init__(self, pool: Corpus, *, model: str | None = None, progress: bool = False,
                  device: str | None = None, encoding: str | None = None):
-        from ..retrieval import get_retriever
-
         self.pool = pool
         self.written: dict[int, tuple[str, str]] = {}  # row -> (claim key, stance) as written (set_written)
         self.bm25 = get_retriever("bm25", pool, progress=progress)

@@ -28,9 +28,10 @@ import time
 
 import numpy as np
 
-from ..files.cache import text_hash
-from ..embeddings.store import embedding_store
+from ..corpora.disk import DiskCorpus
+from ..embeddings.store import TextEncoder, embedding_store
 from ..errors import InputError
+from ..files.cache import text_hash
 from .plan import EncoderSpec, Plan, RowPlan
 
 
@@ -39,8 +40,6 @@ class EncodeActor:
 
     def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False):
         import ray
-
-        from ..embeddings.store import TextEncoder
 
         self.te = TextEncoder(model, "cuda" if gpu else "cpu", encoding, max_seq_length,
                               batch_size=batch_size, store=False)
@@ -68,8 +67,6 @@ class StoreEncodeActor(EncodeActor):
 
     def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False, store: str = "",
                  corpus_hash: str = ""):
-        from ..corpora.disk import DiskCorpus
-
         super().__init__(model, encoding, max_seq_length, batch_size, gpu)
         try:
             self.corpus = DiskCorpus(store)

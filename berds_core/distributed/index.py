@@ -39,12 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files.cache import cache_dir, slug, text_hash
+from ..corpora.disk import is_disk_corpus
 from ..embeddings.store import embed_text, embedding_store
-from ..retrieval import faiss_index
+from ..files.cache import cache_dir, slug, text_hash
+from ..files.shard_files import SHARD_ROWS, ShardSet, read_json, save_npy, sha256
+from ..retrieval import faiss_index, vector_shards
 from .encode import encode_parts, encode_rows, encode_stats
 from .plan import EncoderSpec, RowPlan, corpus_plan, store_plan
-from ..files.shard_files import SHARD_ROWS, ShardSet, read_json, save_npy
 
 
 def default_root() -> Path:
@@ -78,9 +79,6 @@ def _vector_shards(folder: Path, corpus, key: str, shard_rows: int) -> ShardSet:
     (``retrieval.vector_shards``, the folder ``berds index`` writes) when their shard size is this index's,
     so the vectors are written once and read by both; otherwise this index's own shards under
     ``folder/vectors`` (a corpus in memory: written from the embedding store; another shard size: copied)."""
-    from ..corpora.disk import is_disk_corpus
-    from ..retrieval import vector_shards
-
     if is_disk_corpus(corpus):
         one = vector_shards.VectorShards(vector_shards.vectors_folder(corpus, key), len(corpus), corpus.hash, key,
                                          vector_shards.SHARD_ROWS)
@@ -199,8 +197,6 @@ def build_ivf(session, vec: ShardSet, folder: Path, factory: str, seed: int = 0)
     import faiss
     import ray
 
-    from ..files.shard_files import sha256
-
     base = folder / f"ivf-{slug(factory)}"
     base.mkdir(parents=True, exist_ok=True)
     trained = base / "trained.faiss"
@@ -261,8 +257,6 @@ def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_row
                 on_part=None) -> DenseShards:
     """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.store.TextEncoder``) and
     write its sharded index; everything already done is kept."""
-    from ..corpora.disk import is_disk_corpus
-
     check_kind(kind)
     t0 = time.perf_counter()
     spec = EncoderSpec.of(te)
@@ -289,8 +283,6 @@ def _encode_store(session, corpus, spec: EncoderSpec, vec: ShardSet, on_part) ->
     from the store); when ``vec`` is not those shards (another shard size), its shards are then copied from
     them. Returns the encoding counts and the vector shards written. Nothing is encoded when ``vec`` is
     complete."""
-    from ..retrieval import vector_shards
-
     if vec.complete:  # this layout is written: the one-process shards are not needed (nor read)
         return encode_stats(RowPlan(texts=len(corpus), stored=len(corpus))), 0
     shared = isinstance(vec, vector_shards.VectorShards)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
+from ..corpora.disk import read_in_order
 from ..errors import InputError
 from ..files.corpus_readers import BATCH_ROWS, RecordBatch, Shard, read_shard
 
@@ -54,8 +55,6 @@ def shard_batches(session, shards: Sequence[Shard], *, window: int | None = None
     """``(shard number, batch)`` of every shard, in shard order, read by Ray tasks (at most ``window``
     shards in flight); the reader ``corpora.disk.ingest`` takes."""
     if session.client:
-        from ..corpora.disk import read_in_order
-
         yield from read_in_order(shards)
         return
     import ray

@@ -23,6 +23,7 @@ Pairs already in the cache are never sent (``Judge.uncached``).
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -42,8 +43,6 @@ class JudgeActor:
         self.node = ray.get_runtime_context().get_node_id()
 
     def __call__(self, batch: dict) -> dict:
-        import os
-
         out = {"chunk": [], "probs": [], "decided": [], "node": [], "pid": []}
         for chunk, docs, persps in zip(batch["chunk"], batch["docs"], batch["persps"]):
             pairs = [(str(d), str(p)) for d, p in zip(docs, persps)]

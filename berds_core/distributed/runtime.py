@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..errors import InputError
 
@@ -81,8 +84,6 @@ class Session:
 
 def _one_row_batch(row: dict) -> dict:
     """A row as Ray Data hands it to ``map_batches`` with ``batch_size=1``: a numpy array per column."""
-    import numpy as np
-
     out = {}
     for k, v in row.items():
         a = np.empty(1, dtype=object if isinstance(v, (list, tuple, str)) else None)
@@ -132,8 +133,6 @@ def _first_line(e: BaseException) -> str:
 def check_reachable(address: str, timeout: float = 5.0) -> None:
     """One TCP connection to the cluster's address before ``ray.init`` (which waits minutes for an
     address that answers nothing): an InputError naming ``--ray`` and the address at once."""
-    import socket
-
     if address.startswith("ray://"):
         hostport = address[len("ray://"):]
     else:

@@ -24,8 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..retrieval.topk import merge_topk, top_k
 from ..files.shard_files import ShardSet
+from ..retrieval import faiss_index
+from ..retrieval.bm25 import INDEX_VERSION
+from ..retrieval.topk import merge_topk, top_k
+from .index import IVF_NPROBE, is_ivf
 
 
 class _Searcher:
@@ -39,9 +42,6 @@ class DenseSearcher(_Searcher):
     """A Ray actor holding some dense shards: ``search(queries, k)`` -> per shard, (rows, scores) per query."""
 
     def __init__(self, shards: list[dict], kind: str):
-        from ..retrieval import faiss_index
-        from .index import IVF_NPROBE, is_ivf
-
         self.kind, self.shards = kind, []
         for s in shards:
             if is_ivf(kind):  # the shard's inverted lists; its ids are global rows already
@@ -58,8 +58,6 @@ class DenseSearcher(_Searcher):
             self.shards.append((int(s["start"]), len(emb), emb, index))
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
-        from ..retrieval import faiss_index
-
         out = []
         for start, n, emb, index in self.shards:
             kk = min(int(k), n)
@@ -135,8 +133,6 @@ def search_dense(session, index, queries: np.ndarray, k: int, batch: int = 1024)
 def bm25_shards(retriever, folder, shard_rows: int) -> ShardSet:
     """Write the BM25 score matrix of ``retriever`` (``BM25Retriever``) as row shards (skipping done ones)."""
     import scipy.sparse as sp
-
-    from ..retrieval.bm25 import INDEX_VERSION
 
     model = retriever.model
     n = int(model.scores["num_docs"])

@@ -16,18 +16,20 @@ from __future__ import annotations
 import warnings
 from dataclasses import replace
 
+from ..discovery import open_pool
+from ..judges import get_judge
 from .aspects import ASPECT_PROBS, retrieval_probs
-from .coverage import coverage_rerank, similarity_probs, stance_probs
-from .mmr import mmr, mmr_reference, normalize_scores
 from .candidates import candidate_pool
+from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .methods import ALIASES, METHODS, default_lambda, method_pipeline
+from .mmr import mmr, mmr_reference, normalize_scores
 from .pipeline import Pipeline
 from .pm2 import pm2
 from .presets import PRESETS, as_pipeline, get_preset
-from .query_expansion import (QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for,
-                              round_robin_merge)
+from .query_expansion import QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for, round_robin_merge
 from .spec import SpecError
-from .stages import COVERAGE_PROBS, STAGES, Query, Using, blend_relevance, stance_matrix
+from .stages import COVERAGE_PROBS, Query, STAGES, Using, blend_relevance, stance_matrix
+from .vectors import get_text_encoder
 from .xquad import xquad
 
 __all__ = ["METHODS", "QE_SOURCES", "PRESETS", "ASPECT_PROBS", "STAGES", "Pipeline", "Using", "SpecError",
@@ -76,18 +78,12 @@ def _old_call(method, old: dict, using, judge, embedder):
                       f"{str(method_pipeline(ALIASES.get(method, method), old))!r}) and a Using (docs/pipelines.md)",
                       DeprecationWarning, stacklevel=3)
     if isinstance(judge, str):
-        from ..judges import get_judge
-
         judge = get_judge(judge)
     if isinstance(embedder, str):
-        from .vectors import get_text_encoder
-
         embedder = get_text_encoder(embedder)
     base = using or Using()
     extra = {key: old.pop(key) for key in _USING_KEYS if key in old}
     if isinstance(extra.get("pool"), str):
-        from ..discovery import open_pool
-
         extra["pool"] = open_pool(extra["pool"], progress=False)
     using = replace(base, llm=extra.get("llm", base.llm), pool=extra.get("pool", base.pool),
                     stance_model=extra.get("stance_model", base.stance_model),

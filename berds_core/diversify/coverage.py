@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mmr import normalize_scores
+from .mmr import cosine_matrix, normalize_scores
 
 
 def greedy_inputs(cand_scores, probs, k: int, weights=None):
@@ -76,8 +76,6 @@ def similarity_probs(cand_emb, persp_emb, temperature: float = 0.05) -> np.ndarr
     A soft assignment of each candidate to the perspective it is closest to;
     used when no judge is given. Rows sum to 1.
     """
-    from .mmr import cosine_matrix
-
     C = np.asarray(cand_emb, dtype=np.float64)
     Pm = np.asarray(persp_emb, dtype=np.float64)
     if Pm.shape[0] == 0:
@@ -98,8 +96,6 @@ def stance_probs(cand_emb, yes_emb, no_emb, temperature: float = 0.01) -> np.nda
     leaning. ``p_yes = sigmoid((d_i - median d) / temperature)``, ``p_no = 1 - p_yes``.
     The centring makes the split relative to this question's candidate pool.
     """
-    from .mmr import cosine_matrix
-
     C = np.asarray(cand_emb, dtype=np.float64)
     if C.shape[0] == 0:
         return np.zeros((0, 2))

@@ -23,6 +23,8 @@ import json
 import re
 
 from ..files.cache import cache_dir, text_hash
+from ..files.jsonio import atomic_write
+from ..generators import SpecError, get_generator
 
 # The paper's prompt (Table 12): "[Question]" is replaced by the question; note the trailing space.
 BERDS_QE_PROMPT = (
@@ -134,7 +136,6 @@ def generate_perspectives(question: str, llm: str, *, n: int = 3, max_new_tokens
             return json.loads(path.read_text("utf-8"))["perspectives"]
         except (ValueError, KeyError):
             pass
-    from ..generators import SpecError, get_generator
 
     try:
         gen = get_generator(llm)
@@ -143,8 +144,6 @@ def generate_perspectives(question: str, llm: str, *, n: int = 3, max_new_tokens
     raw = gen.generate([prompt], max_new_tokens=max_new_tokens, use_cache=False)[0]
     persp = parse_perspectives(raw)
     if use_cache:
-        from ..files.jsonio import atomic_write
-
         with atomic_write(path) as fh:
             json.dump({"llm": llm, "question": question, "raw": raw, "perspectives": persp}, fh)
     return persp

@@ -21,6 +21,9 @@ Perspective sources (``QE_SOURCES``):
 from __future__ import annotations
 
 from typing import Hashable, Sequence
+from ..discovery import pool_perspectives
+from .facets import offline_perspectives
+from .llm_perspectives import generate_perspectives
 
 QE_SOURCES = {
     "dataset": "generated perspectives shipped with the dataset",
@@ -83,18 +86,12 @@ def perspectives_for(question, source: str, *, corpus=None, retriever=None, llm=
     elif source == "oracle":
         persp = list(question.perspectives)
     elif source == "llm":
-        from .llm_perspectives import generate_perspectives
-
         if not llm:
             raise ValueError("query expansion with source 'llm' needs an LLM spec (hf:<model> or openai:<model>@<url>)")
         persp = generate_perspectives(question.question, llm)
     elif source == "offline":
-        from .facets import offline_perspectives
-
         persp = offline_perspectives(question.question, corpus=corpus, retriever=retriever)
     elif source == "pool":
-        from ..discovery import pool_perspectives
-
         if pool is None:
             raise ValueError("query expansion with source 'pool' needs a perspective pool (a file of sentences)")
         persp = [p["text"] for p in pool_perspectives(question.question, pool)]

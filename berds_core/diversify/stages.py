@@ -22,13 +22,17 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..datasets.sides import yes_no_sides
+from ..judges import judge_passages
 from ..specs import Registry, SpecError
+from ..stance import get_stance_model, passage_string
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .candidates import candidate_pool, is_dense
 from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
-from .query_expansion import QE_SOURCES, expand_and_merge
+from .query_expansion import QE_SOURCES, expand_and_merge, perspectives_for
+from .vectors import encode, passage_embeddings
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
 STAGES = Registry("diversifier")
@@ -119,8 +123,6 @@ class Query:
         if self.using.perspectives is not None:
             return list(self.using.perspectives)
         if source not in self._persp:
-            from .query_expansion import perspectives_for
-
             self._persp[source] = perspectives_for(self.question, source, corpus=self.corpus,
                                                    retriever=self.retriever, llm=self.using.llm, pool=self.using.pool)
         return list(self._persp[source])
@@ -209,8 +211,6 @@ def _first(q: Query, c: Candidates) -> list[int]:
 
 def judge_probs(judge, corpus, rows, persp) -> np.ndarray:
     """The judge's P(passage supports perspective), (len(rows), len(persp)); passages read as runs read them."""
-    from ..judges import judge_passages
-
     probs, _ = judge_passages(judge, [corpus[int(r)] for r in rows], persp)
     return np.asarray(probs, dtype=np.float64)
 
@@ -263,8 +263,6 @@ class MMR(Stage):
     lam: float = _param(MMR_LAMBDA, float, "relevance weight (1 = the retriever's order)", 0.0, 1.0)
 
     def rerank(self, q, c):
-        from .vectors import passage_embeddings
-
         emb = passage_embeddings(q.corpus, c.rows, q.using.embedder, q.retriever)
         return mmr(c.scores, emb, q.k, self.lam)
 
@@ -285,16 +283,12 @@ class Coverage(Stage):
                                 "candidate) pair (default: its trained length)", 16, 512)
 
     def rerank(self, q, c):
-        from .vectors import encode, passage_embeddings
-
         u, rows, scores, k = q.using, c.rows, c.scores, q.k
         if self.probs == "model":
             P = stance_matrix(q.text, q.corpus, rows, u.stance_model, self.tokens)
             return coverage_rerank(blend_relevance(scores, P, self.mix), P[:, :2], k, self.alpha, keep=self.keep)
         offline_sides = u.perspectives is None and self.source == "offline"
         if offline_sides and self.probs in ("auto", "stance"):
-            from ..datasets.sides import yes_no_sides
-
             persp = [p for p in yes_no_sides(q.text) if p]  # the stance pair; facets are not needed
         else:
             persp = q.perspectives(self.source)
@@ -321,15 +315,10 @@ class Coverage(Stage):
         if (self.probs in ("auto", "stance") and self.source == "offline" and u.judge is None
                 and u.embedder is None and u.perspectives is None):
             # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
-            from ..datasets.sides import yes_no_sides
-            from .vectors import encode
-
             encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
         if self.probs != "model":
             return
         # every (question, candidate) pair in one batched, cached pass of the stance model
-        from ..stance import get_stance_model, passage_string
-
         if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
             u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
@@ -388,8 +377,6 @@ def stance_matrix(question_text: str, corpus, rows, stance_model=None, max_lengt
     """``(len(rows), 3)`` stance probabilities ``[yes, no, off]`` of corpus rows for a question: the studio's
     stance model (``berds_core.stance``; ``sides``: support / oppose / unrelated with the question as target).
     ``max_length``: word pieces read per pair (None: the model's trained length)."""
-    from ..stance import get_stance_model, passage_string
-
     model = stance_model if stance_model is not None else get_stance_model()
     texts = [passage_string(corpus[int(r)]) for r in rows]
     P = model.sides(question_text, texts, max_length=max_length) if max_length else model.sides(question_text, texts)

@@ -37,15 +37,16 @@ because diversified runs keep the retriever's score, which is not in rank order.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import InputError
+from ..files.jsonio import atomic_write
 from ..runs import gold_matrix, judged_mask, label_matrix
 from .measures import FAMILIES, MAX_NDEVAL_CUTOFF, NDEVAL_ALPHA, ndeval_measures
-from ..files.jsonio import atomic_write
 
 DEFAULT_ALPHA = NDEVAL_ALPHA
 MAX_CUTOFF = MAX_NDEVAL_CUTOFF  # ndeval evaluates at most the top 20
@@ -231,8 +232,6 @@ def write_trec_qrels(path, qrels) -> int:
 
 def run_tag(path) -> str:
     """A TREC run tag from a run file name (letters, digits, ``._-``)."""
-    import re
-
     stem = Path(path).name
     for suffix in (".jsonl", ".json"):
         if stem.endswith(suffix):

@@ -19,6 +19,10 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
+from .build_dir import pid_alive
+
 FORMAT = "berds-vector-shards/1"
 SHARD_ROWS = 65_536
 
@@ -104,8 +108,6 @@ class ShardSet:
     def remove_torn_writes(self) -> int:
         """Delete temporary shard files of processes that are gone (a run killed while writing); returns
         how many. Files of live processes (another writer) are left alone."""
-        from .build_dir import pid_alive
-
         if not self.folder.is_dir():
             return 0
         n = 0
@@ -124,8 +126,6 @@ class ShardSet:
 
 def save_npy(shards: ShardSet, i: int, array, **extra) -> None:
     """Write shard ``i`` of ``shards`` as a ``.npy`` (fsync'd), atomically."""
-    import numpy as np
-
     tmp = shards.tmp_path(i)
     try:
         with open(tmp, "wb") as fh:

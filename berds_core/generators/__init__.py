@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import threading
 
-from ..specs import Registry, SpecError
-from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
 from ..errors import InputError
 from ..files.cache import text_hash
 from ..files.safepaths import resolve_user_model
 from ..net.endpoints import check_endpoint
+from ..specs import Registry, SpecError
+from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
+from .hf import HFGenerator
+from .openai import OpenAIGenerator
 
 GENERATORS = Registry("generator")
 
@@ -43,8 +45,6 @@ def split_openai_spec(arg: str) -> tuple[str, str]:
 @GENERATORS.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,
                      help="a transformers causal LM (hub id or local folder), optional LoRA adapter")
 def _hf(arg, **opts):
-    from .hf import HFGenerator
-
     model, _, adapter = arg.partition("+")
     allowed = {"device", "dtype", "batch_size", "max_length", "system", "inference"}
     return HFGenerator(model, adapter or None, **{k: v for k, v in opts.items() if k in allowed})
@@ -53,8 +53,6 @@ def _hf(arg, **opts):
 @GENERATORS.register("openai", usage="openai:<model>@<base_url>", needs_arg=True,
                      help="an OpenAI-compatible server: vLLM, Ollama, llama.cpp, OpenAI")
 def _openai(arg, **opts):
-    from .openai import OpenAIGenerator
-
     model, url = split_openai_spec(arg)
     allowed = {"api_key", "concurrency", "timeout", "retries", "backoff", "top_logprobs", "tokenizer"}
     return OpenAIGenerator(model, url, **{k: v for k, v in opts.items() if k in allowed})

@@ -28,13 +28,18 @@ released P.D., which tokenises context and continuation in one call).
 """
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import numpy as np
 
-from ..net.hub import locate
+from ..embeddings.models import pick_device
 from ..naming import model_label
+from ..net.hub import locate
+from ..runtime.model_lock import model_loading
 from .base import GenerationError, Generator, Messages, ScoredText, truncate_ids
-from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches,
-                           merge_lora, prefix_groups, row_batches, set_attention)
+from .hf_inference import (Counters, InferenceOptions, forward_prefix_groups, forward_rows, group_batches, merge_lora,
+                           prefix_groups, row_batches, set_attention)
 
 
 def answer_token_ids(tokenizer, word: str) -> list[int]:
@@ -106,8 +111,6 @@ class HFGenerator(Generator):
             model = merge_lora(model)  # the adapter is fixed for this generator's life
         attn = set_attention(model, self.fast.attn)
         if attn != self.fast.attn:
-            from dataclasses import replace
-
             self.fast = replace(self.fast, attn=attn)
         self.model, self.tokenizer, self.device = model.eval(), tok, device
         self._fwd = model
@@ -129,9 +132,6 @@ class HFGenerator(Generator):
             raise GenerationError(error)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from ..embeddings.models import pick_device
-        from ..runtime.model_lock import model_loading
 
         device = pick_device(self.device_name)
         if self.dtype_name:
@@ -361,8 +361,6 @@ class HFGenerator(Generator):
     def _score_shared(self, ctx: list[int], conts: list[list[int]]) -> list[np.ndarray]:
         """Several continuations of ONE context: the context runs once, its key/value cache serves every
         continuation (right-padded, positions continuing the context's)."""
-        import copy
-
         import torch
 
         vocab, pad = self._vocab(), self.tokenizer.pad_token_id

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 BATCHINGS = ("input", "sorted", "bucket")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 ATTNS = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
@@ -175,8 +177,6 @@ def row_batches(lengths: list[int], batching: str, batch_size: int, budget: int 
     """Indices of rows per forward pass. ``input``: in order, ``batch_size`` each; ``sorted``: sorted by
     length, ``batch_size`` each; ``bucket``: sorted by length, as many rows as keep rows x longest row
     within ``budget`` tokens (at least one row, at most ``max_rows``)."""
-    import numpy as np
-
     n = len(lengths)
     if batching == "input":
         order = list(range(n))

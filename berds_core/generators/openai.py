@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..naming import safe_name
-from ..net.openai_api import api_key as resolve_key
-from ..net.openai_api import headers, normalize_base_url
+from ..net.hub import locate
+from ..net.openai_api import api_key as resolve_key, headers, normalize_base_url
 from .base import GenerationError, Generator, Messages, ScoredText, as_messages
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -235,8 +235,6 @@ class OpenAIGenerator(Generator):
         """The local tokenizer named by ``tokenizer=`` (None without one)."""
         if self._tokenizer is None and self.tokenizer_id:
             from transformers import AutoTokenizer
-
-            from ..net.hub import locate
 
             local, error = locate(self.tokenizer_id, "tokenizer", probes=("tokenizer_config.json", "config.json"))
             if error:

@@ -2,6 +2,8 @@
 the caveat shown beside its verdicts (:func:`describe_judge`)."""
 from __future__ import annotations
 
+from .embedded import judge_report
+
 
 def describe_judge(spec_or_judge) -> dict:
     """What a judge measures, for the app and reports: ``{"stance": bool, "label": str, "caveat": str|None}``
@@ -27,8 +29,6 @@ def describe_judge(spec_or_judge) -> dict:
     if backend is None and (text in ("embedded", "default") or text.startswith(("embedded-", "embedded:"))):
         backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
-        from .embedded import judge_report
-
         cv = judge_report()
         fig = (f" Out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, precision "
                f"{cv['precision']:.2f}, recall {cv['recall']:.2f}, Cohen's kappa {cv['kappa']:.2f}, calibration "

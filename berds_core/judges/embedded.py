@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..embeddings.models import resolve_encoding
+from ..embeddings.store import embed_text, text_encoder
 from .base import Judge, JudgeError
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded_v4.npz"
@@ -67,8 +69,6 @@ class EmbeddedJudge(Judge):
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
-        from ..embeddings.models import resolve_encoding
-
         self.meta = load_head(str(weights or WEIGHTS))
         try:
             self.encoding = resolve_encoding(encoding, device)
@@ -84,8 +84,6 @@ class EmbeddedJudge(Judge):
     @property
     def encoder(self):
         """The process-wide text encoder (MiniLM at the judge's precision): its vectors are dense retrieval's."""
-        from ..embeddings.store import text_encoder
-
         return text_encoder(None, device=self.device, encoding=self.encoding)
 
     def load(self) -> None:
@@ -108,8 +106,6 @@ class EmbeddedJudge(Judge):
 
     def document(self, ctx: dict) -> str:
         """The passage text: the string dense retrieval embeds (``embeddings.store.embed_text``)."""
-        from ..embeddings.store import embed_text
-
         return embed_text(ctx)
 
     def probabilities(self, cos: np.ndarray) -> np.ndarray:

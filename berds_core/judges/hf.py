@@ -32,12 +32,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..generators import get_generator
 from ..generators.base import GenerationError
 from ..generators.hf import HFGenerator
 from ..naming import model_label
+from ..specs import SpecError
 from .base import Judge, JudgeError
 from .prompts import DEFAULT_PROMPT, get_prompt, parse_answer
-from ..specs import SpecError
 
 BERDS_EVALUATOR = "mistralai/Mistral-7B-Instruct-v0.2+timchen0618/Mistral_BERDS_evaluator"
 DECODES = ("logits", "generate")
@@ -117,7 +118,6 @@ class HFJudge(Judge):
         self.prompt, self.shot, self.decode, self.system = a.checked()
         self.model_id, self.adapter_id = model, adapter
         self.keep_system = self._resolve_system(is_mistral(model))
-        from ..generators import get_generator
 
         # shared per process with every judge / generator of the same model and options: the logits and
         # generate decodings of one model (``--compare-decode``) load it once

@@ -13,6 +13,10 @@ from ..generators import split_openai_spec
 from ..net.endpoints import check_endpoint
 from ..specs import Registry, SpecError
 from .base import Judge
+from .embedded import EmbeddedJudge
+from .hf import HFJudge
+from .openai_compat import OpenAIJudge
+from .vllm_batch import VLLMJudge
 
 BERDS_EVALUATOR_MODEL = "mistralai/Mistral-7B-Instruct-v0.2"
 BERDS_EVALUATOR_ADAPTER = "timchen0618/Mistral_BERDS_evaluator"
@@ -67,18 +71,11 @@ def _build(parts, opts: dict) -> Judge:
     """The judge of ``(backend, parts)``, loaded or connected with ``opts`` (each backend keeps its own)."""
     backend, p = parts
     if backend == "embedded":
-        from .embedded import EmbeddedJudge
-
         return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
     if backend == "hf":
-        from .hf import HFJudge
-
         return HFJudge(p["model"], p["adapter"], **_pick(opts, HF_OPTS))
     if backend == "openai":
-        from .openai_compat import OpenAIJudge
-
         return OpenAIJudge(p["model"], p["base_url"], **_pick(opts, OPENAI_OPTS))
-    from .vllm_batch import VLLMJudge
 
     return VLLMJudge(p["model"], p["adapter"], **_pick(opts, LLM_OPTS | {"batch_size"}))
 

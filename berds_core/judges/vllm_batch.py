@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import math
 
+from ..generators.openai import option_logprobs
+from ..naming import model_label
 from .base import Judge, JudgeError
-from .hf import GENERATE_TOKENS, AskOptions, ask_options, is_mistral, prompt_tag
+from .hf import AskOptions, GENERATE_TOKENS, ask_options, is_mistral, prompt_tag
 from .prompts import parse_answer
 
 MAX_LORA_RANK = 64  # the evaluator's adapter (the README's `vllm serve` command uses the same)
@@ -47,8 +49,6 @@ class VLLMJudge(Judge):
         self.batch_size, self.max_model_len, self.top_logprobs = int(batch_size), int(max_model_len), int(top_logprobs)
 
     def _name_stem(self) -> str:
-        from ..naming import model_label
-
         stem = f"vllm-{model_label(self.model_id)}"
         if self.adapter_id:
             stem += f"+{model_label(self.adapter_id)}"
@@ -83,8 +83,6 @@ class VLLMJudge(Judge):
         if self.decode == "logits":
             first = _first_token_candidates(row.get("logprobs"))
             if first:
-                from ..generators.openai import option_logprobs
-
                 yes, no = option_logprobs(first, ["yes", "no"])
                 if yes > -math.inf or no > -math.inf:
                     if yes > -math.inf and no > -math.inf:

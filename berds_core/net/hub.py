@@ -17,7 +17,9 @@ minute of "Retrying in 8s" lines) before the same failure.
 from __future__ import annotations
 
 import os
+import socket
 from contextlib import contextmanager
+from urllib.parse import urlparse
 
 _HUB_REACHABLE: dict[str, bool] = {}
 
@@ -40,9 +42,6 @@ def hub_offline() -> bool:
 
 def hub_reachable(timeout: float = 3.0) -> bool:
     """Whether the Hugging Face endpoint answers a TCP connection (checked once per process)."""
-    import socket
-    from urllib.parse import urlparse
-
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if endpoint not in _HUB_REACHABLE:
         u = urlparse(endpoint)

@@ -26,6 +26,11 @@ from ..corpora.disk import is_disk_corpus
 from ..errors import InputError
 from ..specs import Registry
 from .base import IndexOptions, Retriever
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .dense_scale import ScaledDenseRetriever
+from .index_dir import IndexDirRetriever, is_index_folder
+from .tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
 
 BM25_ENGINES = ("auto", "bm25s", "tantivy")
 # auto: bm25s (today's engine) below this many passages, tantivy from here up and for every on-disk corpus.
@@ -62,14 +67,10 @@ def _bm25(arg, *, corpus, options: IndexOptions):
     if options.index_dir is not None:  # built in (or read from) a folder of its own: a tantivy index
         if options.engine == "bm25s":
             raise ValueError("a BM25 index in a folder is a tantivy index (engine tantivy or auto)")
-        from .tantivy_bm25 import TantivyBM25Retriever
 
         return TantivyBM25Retriever(corpus, progress=options.progress, folder=options.index_dir)
     if bm25_engine(corpus, options.engine) == "tantivy":
-        from .tantivy_bm25 import TantivyBM25Retriever
-
         return TantivyBM25Retriever(corpus, progress=options.progress, cache=options.cache)
-    from .bm25 import BM25Retriever
 
     return BM25Retriever(corpus, progress=options.progress, cache=options.cache)
 
@@ -78,10 +79,7 @@ def _bm25(arg, *, corpus, options: IndexOptions):
 def _dense(arg, *, corpus, options: IndexOptions):
     o = options
     if is_disk_corpus(corpus) or o.index not in ("flat", "hnsw") or o.index_dir is not None:
-        from .dense_scale import ScaledDenseRetriever
-
         return ScaledDenseRetriever(corpus, o)
-    from .dense import DenseRetriever
 
     return DenseRetriever(corpus, o.model, progress=o.progress, index=o.index, device=o.device, encoding=o.encoding,
                           cache=o.cache, on_progress=o.on_progress)
@@ -91,9 +89,6 @@ def _dense(arg, *, corpus, options: IndexOptions):
                      help="a prebuilt index folder: tantivy BM25, or FAISS (the studio's or Pyserini's layout)")
 def _index(arg, *, corpus, options: IndexOptions):
     """The folder of the spec (or ``options.index_dir``), opened as it was built; never builds anything."""
-    from .index_dir import IndexDirRetriever, is_index_folder
-    from .tantivy_bm25 import META, TantivyBM25Retriever, is_tantivy_folder
-
     folder, _, encoder = (arg or "").partition("|")
     folder = folder or options.index_dir
     if folder is None:

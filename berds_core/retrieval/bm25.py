@@ -22,6 +22,7 @@ import numpy as np
 
 from ..files.cache import cache_dir
 from .base import SearchBase
+from .topk import top_k
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s default; the same tokens as the faster "\w\w+" used below
 _FAST_PATTERN = r"\w\w+"
@@ -235,8 +236,6 @@ class BM25Retriever(SearchBase):
         return model
 
     def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
-        from .topk import top_k
-
         out = []
         for ids in self.query_ids(queries):
             rows, scores = top_k(self.model.get_scores_from_ids(ids), k)  # ties: lowest row first (topk.py)

@@ -30,7 +30,10 @@ import re
 import time
 from pathlib import Path
 
+from ..corpora.disk import corpus_label, is_disk_corpus
 from ..errors import InputError
+from ..files.build_dir import building
+from ..files.cache import cache_dir
 from .base import SearchBase
 
 INDEX_VERSION = "tantivy-0.27-bm25-k1.2-b0.75-en-stem-v1"
@@ -152,8 +155,6 @@ def build_index(corpus, folder: Path | None, *, threads: int | None = None, heap
 
 
 def _meta(corpus, seconds: float) -> dict:
-    from ..corpora.disk import corpus_label
-
     return {"engine": "tantivy", "version": INDEX_VERSION, "corpus_name": corpus.name, "corpus_hash": corpus.hash,
             "passages": len(corpus), "corpus": corpus_label(corpus), "stopwords": stopwords(),
             "seconds": round(seconds, 3)}
@@ -175,9 +176,6 @@ class IngestIndexer:
     """
 
     def __init__(self, *, threads: int | None = None, heap_bytes: int = HEAP_BYTES):
-        from ..files.build_dir import building
-        from ..files.cache import cache_dir
-
         self._build = building(cache_dir("indexes") / "bm25-being-ingested", "BM25 index")
         self.threads, self.heap_bytes = threads, heap_bytes
         self.writer = None
@@ -201,8 +199,6 @@ class IngestIndexer:
 
     def finish(self, corpus) -> Path | None:
         """Publish the index when every passage of ``corpus`` went through this feed."""
-        from ..corpora.disk import is_disk_corpus
-
         if self.writer is None or not is_disk_corpus(corpus) or self.rows != len(corpus):
             return None
         self.writer.commit()
@@ -230,9 +226,6 @@ class TantivyBM25Retriever(SearchBase):
 
     def __init__(self, corpus, *, progress: bool = True, cache: bool = True, folder=None,
                  threads: int | None = None, heap_bytes: int = HEAP_BYTES):
-        from ..files.build_dir import building
-        from ..files.cache import cache_dir
-
         self.corpus = corpus
         self.cache_hit = False
         if folder is None and cache:

@@ -35,6 +35,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from ..corpora.memory import corpus_from_passages
+from ..datasets.expanded_queries import load_qe
+from ..datasets.human_pairs import read_pairs
+from ..retrieval import get_retriever
 
 CLASSES = ("support", "oppose", "unrelated")
 SUPPORT, OPPOSE, UNRELATED = 0, 1, 2
@@ -165,8 +169,6 @@ def strip_yes_no(text: str) -> tuple[int | None, str]:
 
 def berds_dev_examples(folder: Path) -> tuple[list[Example], list]:
     """Silver examples of the BERDS development questions; also returns the questions (for grouping)."""
-    from ..datasets.expanded_queries import load_qe
-
     out, questions = [], []
     for subset, name in QE_FILES.items():
         path = Path(folder) / name
@@ -187,8 +189,6 @@ def berds_dev_examples(folder: Path) -> tuple[list[Example], list]:
 
 def human_examples(path: Path, weight: float = 1.0) -> list[Example]:
     """The human pairs: label 1 -> support, 0 -> oppose or unrelated (a partial label)."""
-    from ..datasets.human_pairs import read_pairs
-
     out = []
     for r in read_pairs(path):
         allowed = (SUPPORT,) if r["label"].strip() == "1" else (OPPOSE, UNRELATED)
@@ -203,9 +203,6 @@ def human_qid(question: str) -> str:
 
 def candidate_pools(bundle, depth: int = 30, progress: bool = False) -> dict[str, list[int]]:
     """Question id -> rows of the union of the dense and BM25 top ``depth`` (dense order first)."""
-    from ..corpora.memory import corpus_from_passages
-    from ..retrieval import get_retriever
-
     corpus = corpus_from_passages(bundle.passages, bundle.name)
     texts = [q.question for q in bundle.questions]
     lists = [get_retriever(kind, corpus, progress=progress).search(texts, depth) for kind in ("dense", "bm25")]

@@ -25,8 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets.phrasing import negate_claim
+from ..embeddings.models import pick_device, resolve_encoding, resolve_model
+from ..embeddings.store import embedding_store
+from ..files.cache import text_hash
+from ..runtime.model_lock import model_loading
 from . import rules
 from .examples import CLASSES
+from .network import load_network, load_weights
 
 WEIGHTS = Path(__file__).with_name("weights") / "stance_v3.npz"
 SEP = "\x1f"
@@ -34,8 +40,6 @@ CHUNK = 512  # pairs encoded (and committed to the store) per step
 
 
 def pair_key(target: str, text: str) -> str:
-    from ..files.cache import text_hash
-
     return text_hash(f"{target}{SEP}{text}")
 
 
@@ -45,9 +49,6 @@ class StanceModel:
     def __init__(self, weights: str | Path | None = None, *, base: str | None = None, device: str | None = None,
                  encoding: str | None = None, batch_size: int = 64, store: bool = True, memory: int = 100_000,
                  uses: dict | None = None):
-        from ..embeddings.models import pick_device, resolve_encoding, resolve_model
-        from .network import load_weights
-
         self.weights_path = Path(weights or WEIGHTS)
         self.trained = load_weights(self.weights_path)
         cfg = self.trained["config"]
@@ -101,9 +102,6 @@ class StanceModel:
     def _load(self):
         import torch
         from transformers import AutoTokenizer
-
-        from ..runtime.model_lock import model_loading
-        from .network import load_network
 
         with model_loading():
             net = load_network(self.trained, self.base)
@@ -167,8 +165,6 @@ class StanceModel:
             if k not in got:
                 todo.setdefault(k, p)
         if todo and self.store:
-            from ..embeddings.store import embedding_store
-
             found = embedding_store().get_many(skey, [hashes[k] for k in todo])
             for k in list(todo):
                 v = found.get(hashes[k])
@@ -185,8 +181,6 @@ class StanceModel:
                     chunk = items[i:i + CHUNK]
                     V = self.encode_uncached([p for _, p in chunk], max_length)
                     if self.store:
-                        from ..embeddings.store import embedding_store
-
                         embedding_store().put_many(skey, [(hashes[k], v) for (k, _), v in zip(chunk, V)])
                     got.update({k: v for (k, _), v in zip(chunk, V)})
                     bar.update(len(chunk))
@@ -257,8 +251,6 @@ class StanceModel:
 
 def negation(statement: str) -> str:
     """The statement's negation (the datasets' claim rules: "X should be Y" -> "X should not be Y.")."""
-    from ..datasets.phrasing import negate_claim
-
     return negate_claim(statement)
 
 
@@ -274,8 +266,6 @@ def get_stance_model(weights: str | None = None, device: str | None = None,
     """The process-wide stance model (the shipped weights unless named; loaded on first use), one per
     weights file, device, resolved precision (``BERDS_ENCODING`` or the CPU's default when ``encoding``
     is None) and batch size: the preset, discovery and the embedded judge hold one network between them."""
-    from ..embeddings.models import resolve_encoding
-
     key = (str(Path(weights or WEIGHTS).resolve()), device, resolve_encoding(encoding, device), int(batch_size))
     with _MODELS_LOCK:
         if key not in _MODELS:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files.jsonio import atomic_write
 from ..runtime.model_lock import model_loading
 
 LORA_TARGETS = ("query", "key", "value", "dense")
@@ -88,8 +89,6 @@ def lora_arrays(net) -> dict[str, np.ndarray]:
 def save_weights(path, lora: dict[str, np.ndarray], head_W, head_b, config: dict, uses: dict | None = None,
                  meta: dict | None = None) -> Path:
     """Write the weights file atomically (LoRA factors in float16)."""
-    from ..files.jsonio import atomic_write
-
     if not lora:
         raise ValueError("no LoRA factors to save")
     arrays = {k: np.asarray(v, np.float32).astype(np.float16) for k, v in lora.items()}

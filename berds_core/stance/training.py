@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
+from ..embeddings.models import cpu_has_fast_bf16, resolve_model
+from . import network
 
 DEFAULTS = {"layers": 6, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.1, "max_length": 160, "epochs": 2.0,
             "lr": 5e-4, "weight_decay": 0.01, "warmup": 0.06, "batch_size": 32, "seed": 0,
@@ -106,8 +108,6 @@ def partial_nll(logits, allowed_mask, weights):
 
 
 def use_bf16() -> bool:
-    from ..embeddings.models import cpu_has_fast_bf16
-
     return cpu_has_fast_bf16()
 
 
@@ -137,9 +137,6 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     checkpoint_every, autocast, stop_at, ckpt = r.checkpoint_every, r.autocast, r.stop_at, r.ckpt
     import torch
     from transformers import AutoTokenizer
-
-    from ..embeddings.models import resolve_model
-    from . import network
 
     opts = {**DEFAULTS, **(opts or {})}
     out = Path(out)

@@ -17,7 +17,10 @@ import numpy as np
 from ..diversify import Pipeline, as_pipeline, diversify
 from ..diversify.methods import method_pipeline
 from ..eval.measures import mrecall_at_k, precision_at_k
+from ..judges import judge_passages, judge_run
+from ..judges.calibration import verdicts
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
+from ..runs import gold_matrix as matrix, question_entry
 
 # the pages' names of their methods (Evaluate's picker and labels)
 METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
@@ -68,15 +71,11 @@ def judge_matrix(judge, passages: list, perspectives: list[str], question: str |
     text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
     ``question``: passages the judge finds off its topic support nothing (``judges.gate``).
     """
-    from ..judges import judge_passages
-
     return judge_passages(judge, list(passages), list(perspectives), question)
 
 
 def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
     """``+1`` supports, ``0`` unsure, ``-1`` does not (``judges.calibration.verdicts`` with the judge's band)."""
-    from ..judges.calibration import verdicts
-
     return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
 
 
@@ -84,7 +83,6 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
     if gold is None:
         return None
-    from ..runs import gold_matrix as matrix
 
     return matrix(gold, question.id, len(question.perspectives), ids)
 
@@ -145,9 +143,6 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
 
 def run_entry(engine: Engine, question, pipeline, k: int) -> dict:
     """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
-    from ..judges import judge_run
-    from ..runs import question_entry
-
     entry = question_entry(question, engine.corpus, rank(engine, question, pipeline, k))
     judge_run([entry], engine.judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
     return entry

@@ -11,7 +11,12 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import datasets
+from ..corpora import open_corpus
+from ..corpora.memory import corpus_from_passages
 from ..errors import InputError
+from ..files.safepaths import resolve_user_path
+from ..retrieval.index_dir import index_corpus_source
 
 DEMO = "Built-in demo"  # dataset: the bundle the package ships
 FROM_PATH = "File path"  # corpus: a file or folder the visitor names
@@ -44,11 +49,6 @@ def load_data(cfg) -> Data:
     copy): it goes through ``resolve_user_path`` first, so nothing outside the
     allowed roots is opened (``berds_core.files.safepaths``).
     """
-    from .. import datasets
-    from ..corpora import open_corpus
-    from ..corpora.memory import corpus_from_passages
-    from ..files.safepaths import resolve_user_path
-
     passages, gold, pool_ids = [], None, {}
     if cfg.dataset == DEMO:
         bundle = datasets.load_demo()
@@ -78,8 +78,6 @@ def load_data(cfg) -> Data:
     else:
         corpus_path = cfg.corpus_path.strip()
         if not corpus_path and cfg.corpus == FROM_PATH and index_folder is not None:
-            from ..retrieval.index_dir import index_corpus_source
-
             corpus_path = index_corpus_source(index_folder) or ""  # the corpus the folder names
         if not corpus_path:
             raise InputError("corpus", None, "path", "give the path of a corpus file or folder")

@@ -6,6 +6,7 @@ percentile-bootstrap intervals with the same seed as ``berds evaluate``.
 from __future__ import annotations
 
 import numpy as np
+from ..eval.evaluation import bootstrap_ci, scores
 
 METRIC_KEYS = ("mrecall@5", "mrecall@10", "precision@5", "precision@10", "precision@1")
 
@@ -20,16 +21,12 @@ def summarize(matrices: list, subsets: list[str], *, n_boot: int = 1000, seed: i
     "macro": {...}}``; the macro average is the mean of the subset means, its interval a
     stratified bootstrap.
     """
-    from ..eval.evaluation import scores
-
     per_q = {key: v for key, v in scores(matrices, (5, 10)).items() if key in METRIC_KEYS}
     return summarize_scores({**per_q, **(extra or {})}, subsets, n_boot=n_boot, seed=seed)
 
 
 def summarize_scores(per_q: dict, subsets: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict:
     """:func:`summarize` over per-question scores ``{metric: array}`` (one value per question)."""
-    from ..eval.evaluation import bootstrap_ci
-
     groups = np.asarray([str(g) for g in subsets])
     names = list(dict.fromkeys(groups.tolist()))
     out = {}

@@ -29,14 +29,20 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
+from ..datasets.demo import demo_dir
+from ..diversify.vectors import passage_embeddings
+from ..embeddings.store import embedding_store, text_encoder
+from ..judges.base import prediction_cache
+from ..stance import get_stance_model
+
 WARM_MAX_PASSAGES = 20_000
 BATCH = 128
 SHIPPED = "embeddings.npz"  # in berds_core/demo: the demo's precomputed embeddings
 
 
 def shipped_path():
-    from ..datasets.demo import demo_dir
-
     return demo_dir() / SHIPPED
 
 
@@ -46,10 +52,6 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
     of the default encoder, the stance model's pair encodings (the preset's (question, candidate) pairs)
     and, for the ``embedded`` ``judge``, its probabilities of the pairs the Playground judges. Returns how
     many entries were added (0: not the demo, another precision or model, or already there)."""
-    import numpy as np
-
-    from ..embeddings.store import embedding_store, text_encoder
-
     path = path or shipped_path()
     try:
         z = np.load(path, allow_pickle=False)
@@ -70,8 +72,6 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
     store.put_many(te.key, todo)
     added = len(todo)
     if f"stance_key_{enc}" in z.files:
-        from ..stance import get_stance_model
-
         shipped = str(z[f"stance_key_{enc}"])  # <model>|<precision>|msl<the preset's tokens>
         skey = get_stance_model().key_for(int(shipped.rsplit("msl", 1)[1]))
         if skey == shipped:  # the same model version and precision
@@ -81,8 +81,6 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
             store.put_many(skey, todo)
             added += len(todo)
     if judge is not None and f"judge_ns_{enc}" in z.files and judge.cache_key == str(z[f"judge_ns_{enc}"]):
-        from ..judges.base import prediction_cache
-
         keys = [(str(a), str(b)) for a, b in z["judge_keys"]]
         cache = prediction_cache()
         have = cache.get_many(judge.cache_key, keys)
@@ -118,8 +116,6 @@ def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = N
             encoder.embed(todo[a:a + BATCH])
         out["judge_texts"] = len(todo)
     if embedder is not None:
-        from ..diversify.vectors import passage_embeddings
-
         for a in range(0, n, BATCH):
             report("encoding passages for MMR", a, n)
             passage_embeddings(corpus, range(a, min(a + BATCH, n)), embedder)

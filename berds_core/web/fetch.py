@@ -33,9 +33,13 @@ import ipaddress
 import re
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urldefrag, urljoin, urlsplit
+
+from charset_normalizer import from_bytes
+from protego import Protego
 
 from .http import AGENT_TOKEN, RETRY_STATUS, USER_AGENT, retry_delay
 
@@ -143,8 +147,6 @@ def header_charset(content_type: str) -> str | None:
 def _detect(body: bytes) -> str:
     """charset-normalizer's best guess; among equally good guesses windows-1252, the web's legacy default
     (it and windows-1250 decode most Western text identically, and detection cannot tell them apart)."""
-    from charset_normalizer import from_bytes
-
     matches = list(from_bytes(body))
     if not matches:
         return "cp1252"
@@ -381,7 +383,6 @@ class Fetcher:
         address, connected to as checked. A robots.txt that leads to a private address puts the host
         off limits (nothing is requested there)."""
         import httpx
-        from protego import Protego
 
         url, r = f"{origin}/robots.txt", None
         for _hop in range(self.cfg.max_redirects + 1):
@@ -433,7 +434,6 @@ def fetch_pages(urls: list[str], config: FetchConfig | None = None,
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(fetcher.run(list(urls), on_page))
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, fetcher.run(list(urls), on_page)).result()

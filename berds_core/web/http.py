@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import random
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,8 +22,6 @@ def retry_delay(attempt: int, backoff: float, retry_after: str | None = None, ca
             return max(0.0, min(float(text), cap))
         except ValueError:
             try:
-                from datetime import datetime, timezone
-
                 when = parsedate_to_datetime(text)
                 return max(0.0, min((when - datetime.now(timezone.utc)).total_seconds(), cap))
             except (TypeError, ValueError):
