@@ -8,3 +8,8 @@ stores (``lab_ui``), the annotate widgets (``annotator_widget``, ``annotate_admi
 They live outside ``pages/`` so Streamlit never serves them as pages of their own: a file in ``pages/`` gets
 a URL (and, before ``app.py`` first runs on a restarted server, a sidebar entry) that skips app.py's gate.
 """
+
+from studio_ui.guards import serialize_ast_conversion
+
+# before any page is parsed while a warm-up thread imports: CPython's AST conversion is not thread-safe (< 3.13)
+serialize_ast_conversion()

@@ -1,4 +1,16 @@
-"""Server-side guards on Streamlit's own websocket messages in lab mode (installed by serve.py and app.py).
+"""Guards the app installs in its process: one on Streamlit's own websocket messages in lab mode
+(installed by serve.py and app.py), and one on CPython's AST conversion (installed when ``studio_ui`` is
+imported, before any page is parsed).
+
+**AST conversion** (:func:`serialize_ast_conversion`). CPython before 3.13 (reproduced on 3.11.7) keeps the
+recursion counter of the C-to-Python AST conversion (``ast.parse``, ``compile(..., PyCF_ONLY_AST)``) in
+per-interpreter state, shared by every thread. A garbage collection in the middle of one conversion can switch threads (a
+finalizer runs Python code); a second thread's conversion then resets the shared counter, and the first
+fails with ``SystemError: AST constructor recursion depth mismatch`` (CPython issue 106905).
+Streamlit parses each page with ``ast.parse`` (its "magic") while the warm-up thread imports modules that
+parse sources too (anyio's lazy imports, for one): a page failed to load about once a suite run.
+``bench/ast_race.py`` reproduces it and times the guard. The guard runs every AST conversion of the
+process under one lock; other compiles are not touched.
 
 ``clear_cache`` (the toolbar's "Clear cache", also sendable by any websocket client) wipes every user's
 cached results and models (``st.cache_data`` and ``st.cache_resource`` are global). The toolbar hides it
@@ -7,10 +19,36 @@ now honoured only from a tab where an admin has signed in, and ignored (logged) 
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import logging
+import sys
+import threading
 
 log = logging.getLogger("berds.access")
-_STATE = {"installed": False}
+_STATE = {"installed": False, "ast": False}
+_AST_LOCK = threading.RLock()  # re-entrant: a finalizer on this thread may parse while it holds the lock
+
+
+def serialize_ast_conversion() -> bool:
+    """Run every ``compile(..., ast.PyCF_ONLY_AST)`` of this process (``ast.parse`` included) under one lock,
+    on CPython before 3.13 (see the module docstring). Idempotent; True when the guard is in place."""
+    if sys.version_info >= (3, 13) or sys.implementation.name != "cpython":
+        return False
+    if _STATE["ast"]:
+        return True
+    original = builtins.compile
+
+    def compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1, **kw):
+        if flags & ast.PyCF_ONLY_AST:
+            with _AST_LOCK:
+                return original(source, filename, mode, flags, dont_inherit, optimize, **kw)
+        return original(source, filename, mode, flags, dont_inherit, optimize, **kw)
+
+    compile.__wrapped__ = original
+    builtins.compile = compile
+    _STATE["ast"] = True
+    return True
 
 
 def _admin_signed_in(session_state) -> bool:

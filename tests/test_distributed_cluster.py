@@ -473,3 +473,31 @@ def test_ray_client_and_auto_from_the_environment(cluster, tmp_path):
     berds(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--retriever", "bm25", "--k", "15",
            "--out", str(tmp_path / "bm25-one.jsonl")], tmp_path / "cache-one")
     assert (tmp_path / "auto.jsonl").read_bytes() == (tmp_path / "bm25-one.jsonl").read_bytes()
+
+
+def test_an_actor_that_dies_before_it_runs_is_replaced(cluster, tmp_path):
+    """Root cause of the flake the cluster tests used to re-run ("ActorDiedError: the actor never ran", 1 clean
+    CI run in 3 on 2 cores): Ray Data fails a whole job on the first pool actor that dies before it runs
+    (``max_consecutive_actor_init_deaths`` defaults to 0), while one that dies later is restarted. The pools
+    now replace it (``runtime.INIT_DEATHS``). Here the first actor to start dies in its constructor; every row
+    still comes back, once."""
+    import numpy as np
+
+    from berds_core.distributed.runtime import INIT_DEATHS, ray_session
+
+    marker = tmp_path / "died-once"
+
+    class DiesFirst:
+        def __init__(self, marker):
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                raise RuntimeError("the first actor dies before it runs")
+
+        def __call__(self, batch):
+            return {"x": np.asarray(batch["x"]) * 2}
+
+    assert INIT_DEATHS >= 1
+    with ray_session(cluster, progress=False) as session:
+        got = sorted(int(v) for b in session.map_rows([{"x": i} for i in range(6)], DiesFirst,
+                                                      {"marker": str(marker)}, gpu=False) for v in b["x"])
+    assert marker.exists() and got == [0, 2, 4, 6, 8, 10]

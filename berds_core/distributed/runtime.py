@@ -34,6 +34,8 @@ import numpy as np
 
 from ..errors import InputError
 
+INIT_DEATHS = 3  # actors of one pool that may die before they run, in a row, before the job fails
+
 
 @dataclass
 class Session:
@@ -65,7 +67,8 @@ class Session:
         (``ray://``), where Ray Data cannot run a pipeline, the same actors in a ``ray.util.ActorPool``.
         Either way an actor whose process dies is restarted and its row run again (Ray Data's pools
         default to ``max_restarts=-1`` and ``max_task_retries=-1``; the client pool declares them):
-        a worker killed in the middle of a job changes nothing in the output.
+        a worker killed in the middle of a job changes nothing in the output. An actor that dies before it
+        runs is replaced (``INIT_DEATHS`` in a row at most; see :func:`_configure_data`).
         """
         if not rows:
             return
@@ -119,6 +122,11 @@ def _configure_data(progress: bool) -> None:
         logging.getLogger("ray.data").setLevel(logging.ERROR)
 
     ctx = ray.data.DataContext.get_current()
+    # An actor of a pool that dies before it runs (its worker process failed to start, or Ray cancelled its
+    # creation: "ActorDiedError: the actor never ran", seen on a loaded 2-core machine) is replaced, as a
+    # running actor that dies is restarted; Ray Data's default (0) fails the whole job on the first such death.
+    # A constructor that fails every time still fails the job, after INIT_DEATHS replacements in a row.
+    ctx.max_consecutive_actor_init_deaths = INIT_DEATHS
     ctx.enable_progress_bars = bool(progress)
     ctx.enable_operator_progress_bars = bool(progress)
     ctx.print_on_execution_start = False
