@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import sys
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.methods import default_lambda, method_pipeline
+from ..diversify.methods import default_lambda, method_options, method_pipeline
 from ..diversify.pipeline import Pipeline
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
@@ -81,7 +81,10 @@ def add_diversify_args(p) -> None:
 
 def diversify_config(args) -> dict | None:
     """What the arguments ask for, checked (None: plain retrieval): the old flags' option dict (``method``,
-    ``lam``, ...; printed by the verb as given) or ``{"pipeline": SPEC, ...}`` for ``--pipeline``."""
+    ``lam``, ...; printed by the verb as given) or ``{"pipeline": SPEC, ...}`` for ``--pipeline``.
+
+    Called once, before the retriever is opened: ``--preset`` picks its retriever (and the default model), and
+    so does a ``--pipeline`` that names its retriever (``dense%10>>...``); each spec is parsed once."""
     spec = getattr(args, "pipeline", None)
     if spec is not None:
         return _pipeline_config(args, spec)
@@ -142,21 +145,9 @@ def diversify_config(args) -> dict | None:
                 "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
                 "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix,
                 "keep": keep or 0}
-    return {"method": "preset", "preset": args.preset, **preset_options(args.preset)}
-
-
-def preset_options(name: str) -> dict:
-    """A preset's pipeline as the old option keys (what ``berds retrieve --preset`` prints)."""
-    p = get_preset(name)
-    (stage,) = [s for s in p.stages if not s.makes_candidates]
-    opts = {"retriever": p.retriever, "candidates": p.depth, "candidates_from": p.pool, "method": stage.name}
-    for f in (f.name for f in fields(stage)):
-        value = getattr(stage, f)
-        if value is None or (f == "source" and getattr(stage, "probs", None) == "model"):
-            continue  # the stance model needs no perspectives
-        opts[{"source": "qe_source", "probs": "coverage_probs" if stage.name == "coverage" else "aspect_probs"}
-             .get(f, f)] = value
-    return opts
+    preset = get_preset(args.preset)
+    args.retriever, args.model, args.index = preset.retriever, None, None  # its retriever, default model, flat
+    return {"method": "preset", "preset": args.preset, **method_options(preset)}
 
 
 def _pipeline_config(args, spec: str) -> dict:
@@ -177,6 +168,8 @@ def _pipeline_config(args, spec: str) -> dict:
         p = as_pipeline(spec)
     except (SpecError, ValueError) as e:
         raise InputError("--pipeline", None, None, str(e)) from None
+    if p.retriever:  # the pipeline names its retriever: it replaces --retriever
+        args.retriever = p.retriever
     sources = {getattr(s, "source", None) for s in p.stages}
     pool = getattr(args, "pool", None)
     if "pool" in sources and not pool:
@@ -211,22 +204,6 @@ def _explicit_config(args) -> dict:
         raise InputError("--rerank-judge", None, None, f"--rerank {args.rerank} uses a judge only with --aspect-probs judge")
     return {"method": args.rerank, "lam": lam, "qe_source": args.perspectives_from, "aspect_probs": probs,
             "judge": args.rerank_judge, "llm": args.qe_llm, "candidates": args.candidates}
-
-
-def apply_preset(args) -> None:
-    """``--preset`` picks its retriever (and the default model) before the retriever is opened; so does a
-    ``--pipeline`` that names its retriever (``dense%10>>...``)."""
-    if getattr(args, "preset", None):
-        args.retriever = get_preset(args.preset).retriever
-        args.model = None
-        args.index = None  # flat
-    elif getattr(args, "pipeline", None):
-        try:
-            named = as_pipeline(args.pipeline).retriever
-        except (SpecError, ValueError):
-            return  # diversify_config names the error
-        if named:
-            args.retriever = named
 
 
 def pipeline_of(cfg: dict) -> Pipeline:

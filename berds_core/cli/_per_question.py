@@ -22,10 +22,8 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
 
     from ..corpora.memory import load_corpus
     from ..files.jsonio import read_text
-    from ..runs import question_entry
-    from ..runs import write_run
+    from ..runs import question_entry, run_depth, write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
-    from ..runs import run_depth
     from ._retrieval import build_run, open_retriever, warn_k
 
     root = args.corpus_per_question
@@ -47,17 +45,16 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     inner = argparse.Namespace(**{**vars(args), "quiet": True})  # one bar over questions, not one per index
     entries, passages, search_s, sizes = [], 0, 0.0, []
     for q in tqdm(questions, desc="questions", unit="q", file=sys.stderr, disable=args.quiet):
-        path = folders[q.id] / PASSAGES
-        if q.id in empty_ids:
+        if q.id not in empty_ids:
+            corpus = load_corpus(folders[q.id] / PASSAGES, passage_words=args.passage_words or None, name=q.id)
+            retriever = open_retriever(inner, corpus)
+            t1 = time.perf_counter()
+            entries.extend(build_run(inner, [q], corpus, retriever, div))
+            search_s += time.perf_counter() - t1
+            passages += len(corpus)
+            sizes.append(len(corpus))
+        else:  # --skip-empty: an empty ranking
             entries.append(question_entry(q, None, []))
-            continue
-        corpus = load_corpus(path, passage_words=args.passage_words or None, name=q.id)
-        retriever = open_retriever(inner, corpus)
-        t1 = time.perf_counter()
-        entries.extend(build_run(inner, [q], corpus, retriever))
-        search_s += time.perf_counter() - t1
-        passages += len(corpus)
-        sizes.append(len(corpus))
     write_run(args.out, entries)
     if sizes and args.k > min(sizes):
         warn_k(args.k, min(sizes), f"the smallest question corpus ({sum(n < args.k for n in sizes)} of "

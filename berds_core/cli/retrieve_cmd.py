@@ -2,7 +2,7 @@
 
 The steps it shares with ``--corpus-per-question`` (``_per_question.py``) live in ``_retrieval.py``:
 ``add_retriever_args`` declares the corpus/retriever options, ``open_retriever(args, corpus)`` builds
-the retriever, ``build_run(args, questions, corpus, retriever)`` returns the run entries (through the
+the retriever, ``build_run(args, questions, corpus, retriever, div)`` returns the run entries (through the
 diversification pipeline that ``_diversify_options.py`` makes of the flags).
 """
 from __future__ import annotations
@@ -60,12 +60,11 @@ def run_index(args) -> dict:
 
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
-    from ._diversify_options import apply_preset, diversify_config
+    from ._diversify_options import diversify_config
     from ..runs import write_run
     from ..runs import run_depth
 
-    apply_preset(args)
-    div = diversify_config(args)  # bad diversification options fail before any work
+    div = diversify_config(args)  # bad diversification options fail before any work; a preset picks its retriever
     check_retriever_args(args)
     check_models(args)
     from . import _ray
@@ -88,7 +87,7 @@ def run_retrieve(args) -> dict:
     corpus = corpus_from_args(args)
     retriever = open_retriever(args, corpus)
     t1 = time.perf_counter()
-    entries = build_run(args, questions, corpus, retriever)
+    entries = build_run(args, questions, corpus, retriever, div)
     search_s = time.perf_counter() - t1
     write_run(args.out, entries)
     depth = run_depth(entries)

@@ -67,3 +67,18 @@ def method_pipeline(method: str, options: dict) -> Pipeline:
     elif opts.get("candidates_from", "retriever") not in POOLS:
         raise ValueError(f"pool must be one of {', '.join(POOLS)}, got {opts['candidates_from']!r}")
     return Pipeline(None, int(opts.get("candidates", DEFAULT_DEPTH)), stages)
+
+
+def method_options(p: Pipeline) -> dict:
+    """A one-stage pipeline (a preset) said back in the method vocabulary: ``retriever``, ``candidates``,
+    ``candidates_from``, ``method`` and the stage's options under their option keys (what ``berds retrieve
+    --preset`` prints); the inverse of :func:`method_pipeline`."""
+    (stage,) = [s for s in p.stages if not s.makes_candidates]
+    opts = {"retriever": p.retriever, "candidates": p.depth, "candidates_from": p.pool, "method": stage.name}
+    for f in (f.name for f in fields(stage)):
+        value = getattr(stage, f)
+        if value is None or (f == "source" and getattr(stage, "probs", None) == "model"):
+            continue  # the stance model needs no perspectives
+        opts[{"source": "qe_source", "probs": "coverage_probs" if stage.name == "coverage" else "aspect_probs"}
+             .get(f, f)] = value
+    return opts

@@ -36,8 +36,17 @@ class Pipeline:
         """The pipeline of a spec; :class:`SpecError` (one line, with the position) when it is malformed."""
         parts = parse_spec(text)
         stages = []
-        for i, part in enumerate(parts.stages):
-            stages.append(_build(text, part))
+        for i, part in enumerate(parts.stages):  # each stage from the registry, its errors placed in the text
+            if part.name not in STAGES.names():
+                raise SpecError(f"pipeline '{text}': at {part.at + 1}: unknown stage '{part.name}'; "
+                                f"choose from: {STAGES.choices()}")
+            try:
+                stages.append(STAGES.create(part.name, **dict(part.args)))
+            except SpecError as e:
+                keys = [k for k, _ in part.args]
+                at = next((part.arg_at[j] for j, k in enumerate(keys) if f"'{k}'" in str(e) or f" {k} " in str(e)),
+                          part.at)
+                raise SpecError(f"pipeline '{text}': at {at + 1}: {e}") from None
             if stages[-1].makes_candidates and i > 0:
                 raise SpecError(f"pipeline '{text}': at {part.at + 1}: {part.name} makes the candidates: "
                                 f"it must be the first stage")
@@ -94,20 +103,6 @@ class Pipeline:
         batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress)
         for stage in self.stages:
             stage.prefetch(batch)
-
-
-def _build(text: str, part: StagePart) -> Stage:
-    try:
-        STAGES.parse(part.name)
-    except SpecError:
-        raise SpecError(f"pipeline '{text}': at {part.at + 1}: unknown stage '{part.name}'; "
-                        f"choose from: {STAGES.choices()}") from None
-    try:
-        return STAGES.create(part.name, **dict(part.args))
-    except SpecError as e:
-        keys = [k for k, _ in part.args]
-        at = next((part.arg_at[i] for i, k in enumerate(keys) if f"'{k}'" in str(e) or f" {k} " in str(e)), part.at)
-        raise SpecError(f"pipeline '{text}': at {at + 1}: {e}") from None
 
 
 def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:

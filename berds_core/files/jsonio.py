@@ -1,17 +1,15 @@
 """Reading JSON Lines with precise errors, and writing files atomically."""
 from __future__ import annotations
 
-import io
 import json
 import os
-import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
-from .sinks import resolve_output
+from .sinks import resolve_output, write_through
 
 
 def read_text(path) -> str:
@@ -70,7 +68,7 @@ def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8"):
     """
     sink = resolve_output(path)
     if not sink.atomic:
-        with _stream(sink, mode, encoding) as fh:
+        with write_through(sink, mode, encoding) as fh:
             yield fh
         return
     path = sink.path
@@ -91,35 +89,6 @@ def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8"):
         except FileNotFoundError:
             pass
         raise
-
-
-@contextmanager
-def _stream(sink, mode: str, encoding: str | None):
-    """Standard output or a device / FIFO / ``/proc/self/fd`` link, written through (never renamed over)."""
-    binary = "b" in mode
-    if sink.kind == "stdout":
-        sys.stdout.flush()
-        raw = getattr(sys.stdout, "buffer", None)
-        if raw is None:  # a text-only stand-in (a test's capture)
-            yield sys.stdout
-            return
-        if binary:
-            yield raw
-            raw.flush()
-            return
-        fh = io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline="\n", write_through=True)
-        try:
-            yield fh
-            fh.flush()
-        finally:
-            fh.detach()  # standard output stays open
-        return
-    try:
-        fh = open(sink.path, mode, encoding=None if binary else encoding)
-    except OSError as e:
-        raise InputError(sink.path, None, None, f"cannot be opened for writing ({e.strerror})") from None
-    with fh:
-        yield fh
 
 
 def write_jsonl(path, rows: Iterable[dict]) -> int:

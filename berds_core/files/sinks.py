@@ -15,12 +15,18 @@ symbolic link would become a file instead of updating what it points to.
   or a loop, is refused in one line: writing would create a file somewhere
   the user never named;
 - anything else: a regular (possibly new) **file**, written atomically.
+
+:func:`write_through` opens standard output or a stream for writing, as it is
+(``files.jsonio.atomic_write`` does the atomic files).
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,3 +102,32 @@ def writes_to_stdout(path) -> bool:
     except (InputError, OSError):
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+@contextmanager
+def write_through(sink: Sink, mode: str, encoding: str | None):
+    """Standard output or a device / FIFO / ``/proc/self/fd`` link, written through (never renamed over)."""
+    binary = "b" in mode
+    if sink.kind == "stdout":
+        sys.stdout.flush()
+        raw = getattr(sys.stdout, "buffer", None)
+        if raw is None:  # a text-only stand-in (a test's capture)
+            yield sys.stdout
+            return
+        if binary:
+            yield raw
+            raw.flush()
+            return
+        fh = io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline="\n", write_through=True)
+        try:
+            yield fh
+            fh.flush()
+        finally:
+            fh.detach()  # standard output stays open
+        return
+    try:
+        fh = open(sink.path, mode, encoding=None if binary else encoding)
+    except OSError as e:
+        raise InputError(sink.path, None, None, f"cannot be opened for writing ({e.strerror})") from None
+    with fh:
+        yield fh
