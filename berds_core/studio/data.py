@@ -1,5 +1,5 @@
 """The data a studio page works on: the dataset, corpus and gold labels its sidebar names, loaded with every
-path checked against the allowed roots (``files.safepaths``). No Streamlit here: ``studio_ui/common.py`` caches
+path checked against the allowed roots (``files.safepaths``). No Streamlit here: ``studio_ui/engines.py`` caches
 what :func:`load_data` returns.
 
 ``load_data(source)`` reads the fields of the sidebar's ``Config`` (``dataset``, ``dataset_path``,
