@@ -94,6 +94,26 @@ def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
     return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
 
 
+def confident_entries(entries: list[dict], judge) -> tuple[list[dict], int]:
+    """Copies of judged run lines whose ``<name>-preds`` hold the judge's *confident* decisions only (a pair
+    inside its unsure band counts as not supporting), for a page's scores; and how many pairs were unsure.
+    Lines without stored probabilities, or a judge without a band, are copied as they are."""
+    import copy
+
+    from ..runs import prob_matrix, set_judgments
+
+    out, unsure = [], 0
+    for e in entries:
+        P = prob_matrix(e, judge.name)
+        c = copy.deepcopy(e)
+        if P is not None and getattr(judge, "band", None) is not None and P.size:
+            v = judge_verdicts(judge, np.nan_to_num(P, nan=0.0))
+            unsure += int((v == 0).sum())
+            set_judgments(c, judge.name, v == 1, P)
+        out.append(c)
+    return out, unsure
+
+
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
     if gold is None:
