@@ -57,7 +57,8 @@ def register_actions(acts, flags, db_input) -> None:
     p = acts.add_parser("reliability", help="each annotator's estimated competence (MACE / Dawid-Skene), checks, "
                                             "agreement with the others, time per label, drift")
     flags(p)
-    p.add_argument("--method", choices=["mace", "dawid-skene"], default="mace")
+    p.add_argument("--method", choices=["dawid-skene", "mace"], default="dawid-skene",
+                   help="the model whose competence is 'competence' and orders the annotators (both are reported)")
     p.add_argument("--task-set")
     p.add_argument("--time-floor", type=float, default=None, metavar="SECONDS",
                    help="labels faster than this count as under the floor (default: the round's, else 2 s)")
@@ -147,9 +148,16 @@ def round_controls(args):
 
 
 def _store(args):
-    from .annotations_cmd import open_store
+    """The ``--db`` store, which must exist (the same rule as every ``annotations`` action that reads)."""
+    from pathlib import Path
 
-    return open_store(args)
+    from ..lab.store import Store, default_db_path
+
+    path = Path(args.db) if args.db else default_db_path()
+    try:
+        return Store(path, create=False)
+    except Exception as e:  # missing, not a database, unreadable, newer schema...
+        raise InputError(path, None, None, f"cannot open annotation database ({e})") from None
 
 
 def _task_set(store, name):
@@ -298,15 +306,17 @@ def simulate_demo(store, args, res: dict) -> dict:
     rep = reliability_report(store, task_set=res["task_set"])
     sets = label_sets(store, task_set=res["task_set"])
     task_truth = {p: truth[p] for p in sets["majority"] if p in truth}
-    estimated = {a: rep["annotators"].get(a, {}).get("competence") for a in people}
+    ann = rep["annotators"]
+    estimated = {a: ann.get(a, {}).get("competence") for a in people}
     true_q = {a: p.quality for a, p in people.items()}
     return {"simulation": {a: {**sim["annotators"][a], "true_quality": people[a].quality, "kind": people[a].kind,
                                "competence": estimated[a],
-                               "check_accuracy": (rep["annotators"].get(a, {}).get("checks") or {}).get("accuracy")}
+                               "competence_by_model": ann.get(a, {}).get("competence_by_model"),
+                               "check_accuracy": (ann.get(a, {}).get("checks") or {}).get("accuracy")}
                            for a in people},
-            "true_order": sorted(true_q, key=lambda a: -true_q[a]), "estimated_order": rep["order"],
-            "ordered_as_true": true_order_agrees(true_q, estimated),
+            "method": rep["method"], "true_order": sorted(true_q, key=lambda a: -true_q[a]),
+            "estimated_order": rep["order"], "ordered_as_true": true_order_agrees(true_q, estimated),
             "paused": sorted(a for a, s in sim["annotators"].items() if s["paused"]),
-            "majority_vs_truth": accuracy_against(task_truth, {p: v["label"] for p, v in sets["majority"].items()}),
-            "mace_vs_truth": accuracy_against(task_truth, {p: v["label"] for p, v in sets["model"].items()}),
+            "vs_truth": {name: accuracy_against(task_truth, {p: v["label"] for p, v in sets[name].items()})
+                         for name in ("majority", "mace", "dawid-skene")},
             "labels": sim["labels"], "ended_at": sim["ended_at"]}

@@ -74,9 +74,10 @@ def register(sub) -> None:
     p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first), CSV or JSONL")
     _flags(p)
     p.add_argument("--format", choices=["tsv", "csv", "jsonl"], default="tsv")
-    p.add_argument("--what", choices=["labels", "gold", "reference", "majority", "mace", "qualification"],
-                   default="labels", help="annotators' labels, adjudicated gold, reference labels, the majority-vote "
-                                          "or MACE label set, or the qualification answers")
+    p.add_argument("--what", choices=["labels", "gold", "reference", "majority", "mace", "dawid-skene",
+                                       "qualification"],
+                   default="labels", help="annotators' labels, adjudicated gold, reference labels, the label set of "
+                                          "majority vote, MACE or Dawid-Skene, or the qualification answers")
     p.add_argument("--judge", help="with --what labels: this stored judge's probability and label beside each label")
     p.add_argument("--out", help="output file (default: stdout)")
     p.add_argument("--annotator", help="only this annotator's labels")

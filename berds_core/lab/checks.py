@@ -8,9 +8,9 @@ adjudicated pair becomes a possible check).
 **Placement** (:func:`ensure_checks`, called whenever an annotator's next pairs
 are served): with a check rate ``r`` (:class:`~berds_core.lab.controls.RoundControls`),
 check ``k`` of an annotator in a task set goes after the ``T_k``-th of their other
-items, ``T_k`` the sum of ``k`` gaps drawn uniformly from
-``[round(g/2), round(3g/2)]`` with ``g = (1 - r) / r`` the mean gap (so one item
-in ``1/r`` is a check, at places nobody can count on). A slot is filled only when
+items, ``T_k`` the sum of ``k`` gaps drawn uniformly from about ``[g/2, 3g/2]``
+(:func:`gap_bounds`) with ``g = (1 - r) / r`` the mean gap (so one item in ``1/r``
+is a check, at places nobody can count on). A slot is filled only when
 the annotator is about to reach it (within the next items the page sends ahead),
 so adjudications made meanwhile are in the pool. Its pair is drawn at random from
 the known answers this annotator has never been given (no assignment, label or
@@ -63,7 +63,7 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> list:
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return [max(0.0, mid - half), min(1.0, mid + half)]
+    return [0.0 if correct == 0 else max(0.0, mid - half), 1.0 if correct == n else min(1.0, mid + half)]
 
 
 # --------------------------------------------------------------------------- known answers
@@ -103,10 +103,11 @@ def draw_balanced(pool: dict[str, int], rng: np.random.Generator, want: int) -> 
 
 
 def gap_bounds(rate: float) -> tuple[int, int]:
-    """The range of other items between two checks: ``round(g/2)`` to ``round(3g/2)``, ``g = (1 - r)/r``."""
+    """The range of other items between two checks, centred on ``g = (1 - r)/r``: ``round(g/2)`` to
+    ``round(2g) − round(g/2)`` (about ``3g/2``), so the gaps average ``g`` and one item in ``1/r`` is a check."""
     mean = (1 - rate) / rate
-    lo = max(1, int(math.floor(0.5 * mean + 0.5)))
-    return lo, max(lo, int(math.floor(1.5 * mean + 0.5)))
+    lo = max(1, int(math.floor(0.5 * mean + 0.5 + 1e-9)))
+    return lo, max(lo, int(math.floor(2 * mean + 0.5 + 1e-9)) - lo)
 
 
 def slot_points(c: RoundControls, task_set: str, annotator: str, upto: int) -> list[int]:

@@ -31,8 +31,9 @@ EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotat
                   "updated_at", "question_id", "passage_id", "subset", "retriever", "source", "title", "side",
                   "time_ms", "judge_visible", "app_version"]
 JUDGE_COLUMNS = ["judge", "judge_prob", "judge_label"]  # labels exported for a reviewer or admin, with a judge
-LABEL_SET_COLUMNS = ["confidence", "n_labels"]  # majority vote and MACE label sets
-WHAT = ("labels", "gold", "reference", "majority", "mace", "qualification")
+LABEL_SET_COLUMNS = ["confidence", "n_labels"]  # majority vote and the annotator models' label sets
+LABEL_SET_NAMES = {"mace": "MACE", "dawid-skene": "Dawid-Skene"}
+WHAT = ("labels", "gold", "reference", "majority", "mace", "dawid-skene", "qualification")
 ROUND_WHAT = ("qualification",)  # exports of the round's quality control (reviewers may download them)
 
 
@@ -40,8 +41,8 @@ def export_rows(store, *, what: str = "labels", annotator: str | None = None, in
                 gold: bool = False, judge: str | None = None) -> list[dict]:
     """Rows of ``what``: ``labels`` (optionally one annotator's; with ``judge``, that judge's probability
     and label beside each), ``gold`` (adjudicated), ``reference``, the label sets ``majority`` (majority
-    vote) and ``mace`` (MACE's most likely labels, :mod:`berds_core.lab.reliability`; ``confidence`` is the
-    majority's share / MACE's posterior of the label), or ``qualification`` (every qualification answer)."""
+    vote), ``mace`` and ``dawid-skene`` (each annotator model's most likely labels,
+    :mod:`berds_core.lab.reliability`; ``confidence`` is the majority's share / the model's posterior of the label), or ``qualification`` (every qualification answer)."""
     if gold:
         what = "gold"
     if what not in WHAT:
@@ -52,18 +53,19 @@ def export_rows(store, *, what: str = "labels", annotator: str | None = None, in
     if what in ("gold", "reference"):
         got = store.gold() if what == "gold" else store.reference_labels()
         return [_row(p, got[pid], what) for pid, p in pairs.items() if pid in got]
-    if what in ("majority", "mace"):
-        sets = label_sets(store)
+    if what in ("majority", "mace", "dawid-skene"):
+        got = label_sets(store)[what]
         out = []
         for pid, p in pairs.items():
-            if what == "majority" and pid in sets["majority"]:
-                m = sets["majority"][pid]
+            if pid not in got:
+                continue
+            m = got[pid]
+            if what == "majority":
                 conf = None if m["label"] is None else (m["share"] if m["label"] == 1 else 1 - m["share"])
                 out.append({**_row(p, "" if m["label"] is None else m["label"], "majority vote"),
                             "confidence": "" if conf is None else round(conf, 4), "n_labels": m["n"]})
-            elif what == "mace" and pid in sets["model"]:
-                m = sets["model"][pid]
-                out.append({**_row(p, m["label"], "MACE"), "n_labels": m["n"],
+            else:
+                out.append({**_row(p, m["label"], LABEL_SET_NAMES[what]), "n_labels": m["n"],
                             "confidence": round(m["p1"] if m["label"] == 1 else 1 - m["p1"], 4)})
         return out
     preds = store.judge_preds(judge) if judge else None

@@ -22,7 +22,7 @@ from collections import defaultdict
 
 from .agreement import disagreements
 from .checks import wilson_interval
-from .reliability import estimate, model_labels, weighted_share
+from .reliability import DEFAULT_METHOD, estimate, model_labels, weighted_share
 
 LENGTH_BINS = ((1, 8), (9, 15), (16, 25), (26, None))
 
@@ -34,7 +34,7 @@ def _prob(pred) -> float | None:
     return float(prob) if prob is not None else float(lab)
 
 
-def review_queue(store, judge: str | None = None, *, method: str = "mace", seed: int = 0) -> list[dict]:
+def review_queue(store, judge: str | None = None, *, method: str = DEFAULT_METHOD, seed: int = 0) -> list[dict]:
     """:func:`berds_core.lab.agreement.disagreements` with ``judge_prob``, ``weighted_majority`` and
     ``priority`` (``|judge_prob − weighted_majority|``), most urgent first."""
     est = estimate(model_labels(store), method, seed=seed)
@@ -58,7 +58,7 @@ def length_bin(text: str) -> str:
     return "?"
 
 
-def best_labels(store, *, method: str = "mace", min_posterior: float = 0.8, seed: int = 0) -> dict[str, tuple[int, str]]:
+def best_labels(store, *, method: str = DEFAULT_METHOD, min_posterior: float = 0.8, seed: int = 0) -> dict[str, tuple[int, str]]:
     """``{pair: (0/1, source)}``: adjudicated, else reference, else the model's confident label."""
     est = estimate(model_labels(store), method, seed=seed)
     out = {p: (lab, "model") for p, lab in est.labels.items()
@@ -78,7 +78,7 @@ def _group(items: list[tuple[int, int, float | None]]) -> dict:
             "mean_prob": sum(probs) / len(probs) if probs else None}
 
 
-def judge_failures(store, judge: str, *, method: str = "mace", min_posterior: float = 0.8, seed: int = 0) -> dict:
+def judge_failures(store, judge: str, *, method: str = DEFAULT_METHOD, min_posterior: float = 0.8, seed: int = 0) -> dict:
     """Where ``judge`` is wrong: overall and ``per_question`` / ``per_perspective_length`` / ``per_source``."""
     preds = store.judge_preds(judge)
     truth = best_labels(store, method=method, min_posterior=min_posterior, seed=seed)
