@@ -98,6 +98,8 @@ def control_flags(p, *, defaults: bool = True) -> None:
                    help="check accuracy below which a queue pauses (none: never pause)")
     p.add_argument("--check-min", type=int, default=d(5), metavar="N",
                    help="checks answered (since the last resume) before the floor applies")
+    p.add_argument("--check-confidence", type=float, default=d(0.9), metavar="P",
+                   help="pause once the checks make it this likely that the accuracy is below the floor")
     p.add_argument("--time-floor", type=float, default=d(2.0), metavar="SECONDS",
                    help="labels faster than this count as under the floor (a sign of clicking through)")
     p.add_argument("--qualification", type=int, default=d(0), metavar="N",
@@ -120,7 +122,8 @@ def control_values(args) -> dict:
                 out["check_floor"] = float(floor)
             except ValueError:
                 raise InputError("--check-floor", None, None, "an accuracy between 0 and 1, or none") from None
-    for flag, key in (("check_min", "check_min"), ("qualification", "qualification_n"),
+    for flag, key in (("check_min", "check_min"), ("check_confidence", "check_confidence"),
+                      ("qualification", "qualification_n"),
                       ("qualification_pass", "qualification_pass")):
         if getattr(args, flag, None) is not None:
             out[key] = getattr(args, flag)
@@ -140,7 +143,7 @@ def round_controls(args):
     try:
         got = RoundControls(seed=seed, **vals)
     except ValueError as e:
-        flag = next((f for key, f in (("rate", "--check-rate"), ("floor is", "--check-floor"), ("before", "--check-min"),
+        flag = next((f for key, f in (("rate", "--check-rate"), ("floor is", "--check-floor"), ("before", "--check-min"), ("confidence", "--check-confidence"),
                                       ("time", "--time-floor"), ("pass", "--qualification-pass"),
                                       ("qualification", "--qualification")) if key in str(e)), "--check-rate")
         raise InputError(flag, None, None, str(e)) from None

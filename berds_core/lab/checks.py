@@ -25,8 +25,10 @@ total does not grow when a check arrives.
 ``check`` and ``calibration``), running accuracy and its 95% Wilson interval.
 
 **Pausing** (:func:`after_label`): once an annotator has answered ``check_min``
-checks since their last resume and their accuracy on them is below the lead's
-``check_floor``, their queue in that task set pauses (:func:`pause`): a message to
+checks since their last resume, and those checks make it likely
+(``check_confidence``, 0.9) that their accuracy is below the lead's
+``check_floor`` (:func:`prob_below`: ``P(accuracy < floor)`` after ``k`` of ``n``
+right, uniform prior), their queue in that task set pauses (:func:`pause`): a message to
 them (their page) and one to the lead (Agreement -> Round health, ``berds
 annotations health``). Nothing is deleted; :func:`resume` reopens the queue and
 the floor then counts only checks answered after it.
@@ -64,6 +66,13 @@ def wilson_interval(correct: int, n: int, z: float = 1.959964) -> list:
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return [0.0 if correct == 0 else max(0.0, mid - half), 1.0 if correct == n else min(1.0, mid + half)]
+
+
+def prob_below(floor: float, correct: int, n: int) -> float:
+    """``P(accuracy < floor)`` after ``correct`` of ``n`` checks right, uniform prior: the Beta(k + 1, n − k + 1)
+    CDF at ``floor``, computed exactly as ``P(Binomial(n + 1, floor) >= k + 1)``."""
+    m = n + 1
+    return float(sum(math.comb(m, j) * floor ** j * (1 - floor) ** (m - j) for j in range(correct + 1, m + 1)))
 
 
 # --------------------------------------------------------------------------- known answers
@@ -328,13 +337,16 @@ def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
     since = last_resume(store, task_set, annotator)
     got = [a for a in check_answers(store, annotator, task_set) if since is None or a["at"] > since]
     s = summarise(got)
-    if s["n"] < c.check_min or s["accuracy"] >= c.check_floor:
+    if s["n"] < c.check_min:
+        return None
+    below = prob_below(c.check_floor, s["correct"], s["n"])
+    if below < c.check_confidence:
         return None
     lo, hi = s["ci95"]
     lead = (f"{annotator}: {s['correct']} of {s['n']} gold checks right ({_pct(s['accuracy'])}, 95% CI "
-            f"{_pct(lo)} to {_pct(hi)}) {'since the last resume' if since else 'in this round'}, below the floor of "
-            f"{_pct(c.check_floor)}; their queue in {task_set} is paused. Resume it on the Agreement page "
-            f"(Round health) or with `berds annotations resume`.")
+            f"{_pct(lo)} to {_pct(hi)}) {'since the last resume' if since else 'in this round'}; the chance that "
+            f"their accuracy is below the floor of {_pct(c.check_floor)} is {_pct(below)}; their queue in {task_set} "
+            f"is paused. Resume it on the Agreement page (Round health) or with `berds annotations resume`.")
     return pause(store, task_set, annotator, reason="checks", lead_message=lead, accuracy=s["accuracy"],
                  checks=s["n"])
 

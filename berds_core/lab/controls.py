@@ -10,6 +10,11 @@ later by a lead with ``berds annotations round`` or the Agreement page):
   the set pauses (None: checks are scored, nothing pauses);
 - ``check_min``: how many checks an annotator must have answered (since the
   last resume) before the floor applies;
+- ``check_confidence``: how sure the checks must make the lead that the
+  annotator's accuracy is below the floor before the queue pauses: the
+  posterior probability ``P(accuracy < floor)`` after ``k`` of ``n`` checks right,
+  with a uniform prior (Beta(k + 1, n − k + 1)); 0.9 pauses an annotator at
+  chance (one half) after a handful of checks and rarely an honest one;
 - ``time_floor_ms``: labels faster than this count as "under the floor" (a
   sign of clicking through);
 - ``qualification_n`` / ``qualification_pass``: a qualification round of
@@ -29,6 +34,7 @@ class RoundControls:
     check_rate: float = 0.0
     check_floor: float | None = None
     check_min: int = 5
+    check_confidence: float = 0.9
     time_floor_ms: int = DEFAULT_TIME_FLOOR_MS
     qualification_n: int = 0
     qualification_pass: float = 0.8
@@ -39,6 +45,8 @@ class RoundControls:
             raise ValueError("check rate is a share between 0 and 1 (0.05 = one item in 20)")
         if self.check_floor is not None and not 0.0 <= float(self.check_floor) <= 1.0:
             raise ValueError("check floor is an accuracy between 0 and 1")
+        if not 0.5 <= float(self.check_confidence) < 1.0:
+            raise ValueError("check confidence is a probability from 0.5 to below 1")
         if int(self.check_min) < 1:
             raise ValueError("checks before the floor applies must be 1 or more")
         if int(self.time_floor_ms) < 0:
@@ -66,7 +74,7 @@ def _coerce(values: dict) -> dict:
             raise ValueError(f"unknown round control {k!r} (choose from {', '.join(sorted(_FIELDS))})")
         if k == "check_floor":
             out[k] = None if v is None else float(v)
-        elif k in ("check_rate", "qualification_pass"):
+        elif k in ("check_rate", "qualification_pass", "check_confidence"):
             out[k] = float(v)
         else:
             out[k] = int(v)

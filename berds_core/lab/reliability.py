@@ -130,7 +130,7 @@ def _fit(rows, method: str, seed: int) -> tuple[dict, dict]:
         model.fit(df)
         competence = {w: float(model.spamming_[i, 1]) for i, w in enumerate(names)}
     else:
-        model = DawidSkene(n_iter=100, tol=1e-6)
+        model = DawidSkene(n_iter=100)  # crowd-kit's tolerance (1e-5): about 50 iterations
         model.fit(df)
         err = model.errors_  # index (worker, observed label code), columns: true label code; P(observed | true)
         competence = {}
