@@ -98,7 +98,8 @@ def test_round_verbs_on_a_small_simulated_round(tmp_path, capsys):
     # reliability with either model
     for method in ("dawid-skene", "mace"):
         rep = jcall(capsys, "annotations", "reliability", "--db", db, "--method", method, "--window", "5")
-        assert rep["method"] == method and rep["order"][-1] == "c"
+        assert rep["method"] == method and set(rep["order"]) <= {"a", "b", "c"}
+        assert "c" not in rep["order"] or rep["order"][-1] == "c"  # the spammer, unless the qualification kept them out
     assert "--window" in fail(capsys, "annotations", "reliability", "--db", db, "--window", "1")
 
 
