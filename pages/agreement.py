@@ -309,7 +309,7 @@ def annotators_tab(lab: Lab) -> None:
         series = a[n]["drift"]["series"]
         if series:
             drift.add_trace(go.Scatter(x=[p["label"] for p in series], y=[p["agreement"] for p in series],
-                                       mode="lines", name=n))
+                                       mode="lines+markers", marker=dict(size=3), name=n))
     drift.update_layout(height=280, xaxis_title="labels made", yaxis_title=f"agreement (last {rep['window']})",
                         margin=dict(l=10, r=10, t=10, b=10))
     st.markdown("**Drift: rolling agreement with the others**")
