@@ -68,14 +68,15 @@ def register_actions(acts, flags, db_input) -> None:
 
     p = acts.add_parser("review", help="the reviewer's disagreements, ordered by judge vs reliability-weighted majority")
     flags(p)
-    p.add_argument("--judge", help="judge name in the store")
+    p.add_argument("--judge", dest="stored_judge", help="judge name in the store (its stored answers; no judge is run)")
     p.add_argument("--limit", type=int, default=50)
     p.set_defaults(func=cmd_review)
     declare(p, more_inputs=db_input)
 
     p = acts.add_parser("judge-failures", help="where the judge is wrong: per question, perspective length, source")
     flags(p)
-    p.add_argument("--judge", required=True, help="judge name in the store")
+    p.add_argument("--judge", dest="stored_judge", required=True,
+                   help="judge name in the store (its stored answers; no judge is run)")
     p.add_argument("--min-posterior", type=float, default=0.8,
                    help="use the model's label as truth where its posterior is at least this")
     p.set_defaults(func=cmd_judge_failures)
@@ -268,9 +269,9 @@ def cmd_review(args) -> dict:
     if args.limit < 1:
         raise InputError("--limit", None, None, "must be 1 or more")
     with _store(args) as store:
-        judge = canonical_judge(store, args.judge)
+        judge = canonical_judge(store, args.stored_judge)
         if judge and judge not in store.judges():
-            raise InputError("--judge", None, None, f"no answers of a judge named {args.judge!r} are stored")
+            raise InputError("--judge", None, None, f"no answers of a judge named {args.stored_judge!r} are stored")
         rows = review_queue(store, judge)
         return {"db": str(store.path), "judge": judge, "pairs": len(rows), "queue": rows[:args.limit]}
 
@@ -282,9 +283,9 @@ def cmd_judge_failures(args) -> dict:
     if not 0.5 <= args.min_posterior <= 1.0:
         raise InputError("--min-posterior", None, None, "between 0.5 and 1")
     with _store(args) as store:
-        judge = canonical_judge(store, args.judge)
+        judge = canonical_judge(store, args.stored_judge)
         if judge not in store.judges():
-            raise InputError("--judge", None, None, f"no answers of a judge named {args.judge!r} are stored")
+            raise InputError("--judge", None, None, f"no answers of a judge named {args.stored_judge!r} are stored")
         return {"db": str(store.path), **judge_failures(store, judge, min_posterior=args.min_posterior)}
 
 

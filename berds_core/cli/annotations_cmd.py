@@ -78,7 +78,8 @@ def register(sub) -> None:
                                        "qualification"],
                    default="labels", help="annotators' labels, adjudicated gold, reference labels, the label set of "
                                           "majority vote, MACE or Dawid-Skene, or the qualification answers")
-    p.add_argument("--judge", help="with --what labels: this stored judge's probability and label beside each label")
+    p.add_argument("--judge", dest="stored_judge",
+                   help="with --what labels: this stored judge's probability and label beside each label")
     p.add_argument("--out", help="output file (default: stdout)")
     p.add_argument("--annotator", help="only this annotator's labels")
     p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
@@ -254,13 +255,13 @@ def cmd_export(args) -> dict | None:
     if getattr(args, "json", False) and not args.out:
         raise InputError("--out", None, None, "--json prints a summary; give --out FILE for the exported rows")
     with open_store(args) as store:
-        judge = args.judge
+        judge = args.stored_judge
         if judge:
             from ..lab.agreement import canonical_judge
 
             judge = canonical_judge(store, judge)
             if judge not in store.judges():
-                raise InputError("--judge", None, None, f"no answers of a judge named {args.judge!r} are stored")
+                raise InputError("--judge", None, None, f"no answers of a judge named {args.stored_judge!r} are stored")
         rows = export_rows(store, what="gold" if args.gold else args.what, annotator=args.annotator,
                            include_skips=args.include_skips, judge=judge)
     cols = columns_for(rows)
