@@ -16,6 +16,7 @@ Lab mode: reviewers and admins only (refused and logged for annotators).
 """
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -265,6 +266,11 @@ def calibration_tab(report: dict) -> None:
 METHODS = {"dawid-skene": "Dawid-Skene (J)", "mace": "MACE (θ)"}
 
 
+def plot_text(name) -> str:
+    """A name as a plotly label: plotly reads a few HTML tags (<b>, <a href>) in text; entities show literally."""
+    return html.escape(str(name), quote=True)
+
+
 def pct_ci(block: dict | None, key: str = "accuracy") -> str:
     if not block or block.get(key) is None:
         return "–"
@@ -299,8 +305,9 @@ def annotators_tab(lab: Lab) -> None:
     st.dataframe(rows, hide_index=True, key="agr_annotators")
     names = rep["order"]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=names, y=[a[n]["competence"] for n in names], name=f"competence ({METHODS[method]})"))
-    fig.add_trace(go.Bar(x=names, y=[(a[n]["checks"] or {}).get("accuracy") for n in names],
+    shown = [plot_text(n) for n in names]
+    fig.add_trace(go.Bar(x=shown, y=[a[n]["competence"] for n in names], name=f"competence ({METHODS[method]})"))
+    fig.add_trace(go.Bar(x=shown, y=[(a[n]["checks"] or {}).get("accuracy") for n in names],
                          name="gold-check accuracy"))
     fig.update_layout(barmode="group", height=300, yaxis_title="share", margin=dict(l=10, r=10, t=10, b=10))
     st.plotly_chart(fig, key="agr_competence")
@@ -309,7 +316,7 @@ def annotators_tab(lab: Lab) -> None:
         series = a[n]["drift"]["series"]
         if series:
             drift.add_trace(go.Scatter(x=[p["label"] for p in series], y=[p["agreement"] for p in series],
-                                       mode="lines+markers", marker=dict(size=3), name=n))
+                                       mode="lines+markers", marker=dict(size=3), name=plot_text(n)))
     drift.update_layout(height=280, xaxis_title="labels made", yaxis_title=f"agreement (last {rep['window']})",
                         margin=dict(l=10, r=10, t=10, b=10))
     st.markdown("**Drift: rolling agreement with the others**")
@@ -366,7 +373,7 @@ def health_tab(lab: Lab) -> None:
     if pace["hours"]:
         fig = go.Figure()
         for who, counts in pace["per_annotator"].items():
-            fig.add_trace(go.Bar(x=pace["hours"], y=counts, name=who))
+            fig.add_trace(go.Bar(x=pace["hours"], y=counts, name=plot_text(who)))
         fig.update_layout(barmode="stack", height=300, yaxis_title="decisions per hour", margin=dict(l=10, r=10, t=10, b=10))
         st.markdown("**Labels per hour per annotator**")
         st.plotly_chart(fig, key="agr_pace")
