@@ -294,14 +294,16 @@ def pauses(store, *, open_only: bool = False, annotator: str | None = None) -> l
 
 
 def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: str, by: str | None = None,
-          accuracy: float | None = None, checks: int | None = None, message: str = ANNOTATOR_MESSAGE) -> int | None:
-    """Pause an annotator's queue in a task set (None when it is paused already). Nothing is deleted."""
+          accuracy: float | None = None, checks: int | None = None) -> int | None:
+    """Pause an annotator's queue in a task set (None when it is paused already). Nothing is deleted; the
+    annotator is shown :data:`ANNOTATOR_MESSAGE`, the lead ``lead_message``."""
     with store.batch() as conn:
         if open_pause(store, task_set, annotator):
             return None
         cur = conn.execute("INSERT INTO pauses (task_set, annotator, at, reason, message, lead_message, accuracy, checks) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (task_set, annotator, store.now(), reason, message, lead_message, accuracy, checks))
+                           (task_set, annotator, store.now(), reason, ANNOTATOR_MESSAGE, lead_message, accuracy,
+                            checks))
         store.audit(by or reason, None, "pause", f"{task_set}/{annotator}", allowed=True, detail=lead_message)
     log.warning("paused %s in %s: %s", annotator, task_set, lead_message)
     return cur.lastrowid
