@@ -332,14 +332,9 @@ def main() -> None:
                        key="ann_ui", horizontal=True)
     if lab.allowed("see_judge_before_labelling"):
         st.toggle("Show the judge's answer while I label (recorded with each label)", key="ann_show_judge")
-<<<<<<< HEAD
-    if ui == "keyboard":
-        from studio_ui.annotator_widget import keyboard_annotator
-=======
     if round_gate(lab, task):
         if ui == "keyboard":
-            from pages.annotator_widget import keyboard_annotator
->>>>>>> i40
+            from studio_ui.annotator_widget import keyboard_annotator
 
             applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
             for why in applied.rejected.values():
