@@ -51,7 +51,7 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
         return label_matrix(entry, judge=judge.name)[:k]
     from ..judges import judge_passages  # the text each judge reads (embedded: text; LLM judges: text + title)
 
-    return judge_passages(judge, top["ctxs"], entry["perspectives"])[1]
+    return judge_passages(judge, top["ctxs"], entry["perspectives"], entry.get("question"))[1]  # as judge_run
 
 
 def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:
