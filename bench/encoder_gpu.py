@@ -507,8 +507,9 @@ def pipeline_section(args, device: str, gpu: bool, n: int, runs: int) -> list[di
     n_new = args.pipeline_n or (120_000 if gpu and not args.tiny else n)
     texts = texts_for(max(n_new, n), args.pairs_tsv)[:max(n_new, n)]
     opts = PipelineOptions.for_device(device)
-    if args.tiny:  # several windows, batches and shards even with a few passages
-        opts = dataclasses.replace(opts, token_budget=256, max_rows=8, workers=2, window=16, first_window=4)
+    if args.tiny:  # the GPU's batching (tokens), and several windows, batches and shards even with a few passages
+        opts = dataclasses.replace(PipelineOptions.for_device("cuda"), token_budget=256, max_rows=8, workers=2,
+                                   window=16, first_window=4)
     opts = dataclasses.replace(opts, **{k: v for k, v in (("token_budget", args.token_budget),
                                                           ("max_rows", args.max_rows),
                                                           ("workers", args.workers)) if v})

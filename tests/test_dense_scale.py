@@ -422,6 +422,7 @@ def test_a_dense_build_into_a_bm25_index_dir_is_refused_before_encoding(tmp_path
         raise AssertionError("passages encoded before the folder was checked")
 
     monkeypatch.setattr(TextEncoder, "encode_uncached", no_encoding)
+    monkeypatch.setattr(TextEncoder, "encode_stream", no_encoding)
     monkeypatch.setattr(TextEncoder, "embed", no_encoding)
 
     path = tmp_path / "c.jsonl"

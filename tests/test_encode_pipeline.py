@@ -121,6 +121,17 @@ def test_the_path_follows_the_device_and_the_environment(monkeypatch):
         resolve_path("turbo", "cpu")
 
 
+def test_fp16_is_an_accelerator_precision(monkeypatch):
+    from berds_core.embeddings.models import resolve_encoding
+
+    monkeypatch.delenv("BERDS_ENCODING", raising=False)
+    assert resolve_encoding("fp16", "cuda") == "fp16" and resolve_encoding(None, "cuda") == "fp32"
+    with pytest.raises(ValueError, match="fp16 encoding runs on accelerators only"):
+        resolve_encoding("fp16", "cpu")
+    monkeypatch.setenv("BERDS_ENCODING", "fp16")  # the operator's GPU choice does not apply to the CPU
+    assert resolve_encoding(None, "cuda") == "fp16" and resolve_encoding(None, "cpu") in ("bf16", "int8")
+
+
 # ------------------------------------------------------------------ the old path's vectors
 
 
