@@ -59,8 +59,10 @@ import numpy as np
 
 PATHS = ("auto", "fast", "plain")
 BATCHINGS = ("tokens", "plain")
-# The CPU's default, measured (bench/encoder_gpu.py --sections cpu-path, the README's benchmark table):
-# on the 2-core development CPU the plain path was as fast or faster (see the table), so auto keeps it there.
+# The CPU's default, measured (bench/encoder_gpu.py --sections cpu-path, the README's benchmark table): on the
+# 2-core development CPU (AMD EPYC Zen 4, bf16 MiniLM, 128 BERDS passages, 10 interleaved runs, 2026-11-27) the
+# fast path ran 0.98x the plain path (median per-pair ratio 0.999x; a repeat 0.82x / 0.97x): no faster, so auto
+# keeps the plain path there. The fast path's CPU batches are the plain path's, so either gives the same bits.
 CPU_DEFAULT_PATH = "plain"
 
 

@@ -27,6 +27,14 @@ down in ``docs/embeddings.md``):
   trained at 128; debate arguments and BERDS' 100-word passages fit or lose a
   few words), for the retriever, MMR, the re-ranker and the judge alike.
 
+**Two paths to the model, the same vectors**: ``encode_normalized`` (the plain path:
+``SentenceTransformer.encode``) and ``embeddings.pipeline`` (the fast path: tokenizer threads
+overlapped with the model, length-sorted batches, parts streamed). ``TextEncoder.path`` picks one
+(``$BERDS_ENCODE_PATH``; auto: fast on CUDA, ``pipeline.CPU_DEFAULT_PATH`` on the CPU); everything
+that reaches the model goes through ``TextEncoder.encode_stream`` (per part) or ``encode_uncached``.
+The path is not part of the key: on the CPU the fast path gives the plain path's bits, on a GPU its
+vectors agree within rounding (cosine >= 0.9999).
+
 The stance model (``berds_core.stance``) keeps its *pair* encodings (one
 vector per (target, text) pair, shared by the preset, discovery and the
 embedded judge) in the same store, under its own key (``stance-<version>|
@@ -108,6 +116,8 @@ class TextEncoder:
     ``embed(texts)`` returns one unit-length float32 row per text (duplicates
     encoded once). ``n_encoded`` counts texts that went through the model.
     ``store=False`` keeps everything in memory (tests, throw-away texts).
+    ``path``: ``auto`` | ``fast`` | ``plain`` (``embeddings.pipeline.resolve_path``); ``options``:
+    the fast path's ``PipelineOptions`` (None: the device's defaults).
     """
 
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None,
@@ -262,7 +272,8 @@ def text_encoder(model: str | None = None, device: str | None = None, encoding: 
     """The process-wide encoder for (model, device, precision, max tokens): one memory, one store key.
 
     ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` (bf16 on CPUs with native bf16,
-    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``.
+    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``. The encoding path
+    (``pipeline.resolve_path``: ``$BERDS_ENCODE_PATH``, auto) is resolved here too.
     """
     from .models import model_key, pick_device, resolve_encoding
     from .pipeline import resolve_path
