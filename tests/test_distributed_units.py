@@ -204,14 +204,18 @@ def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
 def _record_parts(monkeypatch):
     from berds_core.embeddings.store import TextEncoder
 
-    calls = []
-    orig = TextEncoder.encode_uncached
+    calls = []  # the texts of each part that went to the model (either encoding path: embeddings.pipeline)
+    orig = TextEncoder.encode_stream
 
-    def spy(self, texts):
-        calls.append(list(texts))
-        return orig(self, texts)
+    def spy(self, parts, on_rows=None):
+        def seen():
+            for key, texts in parts:
+                calls.append(list(texts))
+                yield key, texts
 
-    monkeypatch.setattr(TextEncoder, "encode_uncached", spy)
+        return orig(self, seen(), on_rows)
+
+    monkeypatch.setattr(TextEncoder, "encode_stream", spy)
     return calls
 
 
