@@ -16,7 +16,9 @@ so it is never committed):
 - ``minilm/``: the packaged all-MiniLM-L6-v2 folder with its weights stored
   in float16 (45 MB instead of 90 MB, to fit the 64 MiB a device call
   carries; loaded back as float32, it is the fp16-rounded model: the speed is
-  the same, cosines are against its own fp32 run), for ``bench/encoder_gpu.py --minilm``.
+  the same, cosines are against its own fp32 run), for ``bench/encoder_gpu.py --minilm`` (its
+  ``--sections pipeline`` too: issue 42's targets, ``docs/gpu-inference.md``; nothing else to carry,
+  the image has ``tokenizers``).
 
 Prints the folder's size (the device tool carries at most 64 MiB with the tree).
 """

@@ -1,4 +1,5 @@
-"""Agreement: the judge against human labels, humans against each other, calibration, adjudication.
+"""Agreement: the judge against human labels, humans against each other, calibration, adjudication,
+and who to trust while a round runs.
 
 Every figure with a 95% interval from a bootstrap over *questions* (pairs of
 one question are not independent): Cohen's kappa, PABAK, Gwet's AC1 (kappa
@@ -6,10 +7,16 @@ alone misleads at BERDS' 17% positives), precision / recall / F1 of
 "supports", positive rates; breakdowns per annotator, subset, perspective
 side and question; the paper-style table (human vs each judge, human vs
 human); Krippendorff's alpha; each annotator against reference labels.
+Annotators: each one's estimated competence (Dawid-Skene / MACE), gold checks,
+agreement with the others, time per label, drift. Round health: pace, queues,
+checks failed, paused queues (resume), qualification, the round's controls.
+Judge failures: per passage source, perspective length and question.
+Disagreements: ordered by judge vs reliability-weighted humans.
 Lab mode: reviewers and admins only (refused and logged for annotators).
 """
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -153,8 +160,11 @@ def main() -> None:
     if report["warnings"]:  # one box, one line per figure resting on few comparisons
         st.warning("\n".join(f"- {esc(w)}" for w in report["warnings"]), icon=":material/warning:")
 
+    # the selected tab is in the address (?tab=...); the four tabs that fit annotator models are drawn only
+    # when open, so the other tabs cost what they did before
     tabs = st.tabs(["Paper table", "Human vs judge", "Breakdowns", "Between humans", "Calibration",
-                    "Disagreements", "Export"])
+                    "Annotators", "Round health", "Judge failures", "Disagreements", "Export"],
+                   key="tab", bind="query-params")
     with tabs[0]:
         if report["table"]:
             st.caption("Human labels as reference; the judge (or the second human) as prediction. 95% intervals: "
@@ -175,10 +185,13 @@ def main() -> None:
         humans_tab(report)
     with tabs[4]:
         calibration_tab(report)
-    with tabs[5]:
-        browse(lab, judge)
-    with tabs[6]:
-        export_tab(lab, report)
+    for tab, draw in ((tabs[5], lambda: annotators_tab(lab)), (tabs[6], lambda: health_tab(lab)),
+                      (tabs[7], lambda: judge_failures_tab(lab, judge)), (tabs[8], lambda: browse(lab, judge))):
+        with tab:
+            if tab.open:
+                draw()
+    with tabs[9]:
+        export_tab(lab, report, judge)
 
 
 def judge_tab(report: dict, judge: str | None, n_boot: int) -> None:
@@ -246,18 +259,198 @@ def calibration_tab(report: dict) -> None:
                   for a, s in scores.items()], hide_index=True, key="agr_calib")
 
 
+# --------------------------------------------------------------------------- who to trust: annotators, round, judge
+
+METHODS = {"dawid-skene": "Dawid-Skene (J)", "mace": "MACE (θ)"}
+
+
+def plot_text(name) -> str:
+    """A name as a plotly label: plotly reads a few HTML tags (<b>, <a href>) in text; entities show literally."""
+    return html.escape(str(name), quote=True)
+
+
+def pct_ci(block: dict | None, key: str = "accuracy") -> str:
+    if not block or block.get(key) is None:
+        return "–"
+    lo, hi = block.get("ci95") or [None, None]
+    return f"{fmt(block[key], 2)} [{fmt(lo, 2)}, {fmt(hi, 2)}]" if lo is not None else fmt(block[key], 2)
+
+
+def annotators_tab(lab: Lab) -> None:
+    method = st.radio("Annotator model", list(METHODS), format_func=METHODS.get, horizontal=True, key="agr_method",
+                      help="Competence from redundant labels: Dawid-Skene's Youden J (P(1|1) + P(0|0) − 1) or MACE's "
+                           "θ (probability of knowing the label). 0: labels at random or always the same.")
+    rep = lab.reliability_report(method=method)
+    for w in rep["warnings"]:
+        st.warning(esc(w), icon=":material/warning:")
+    if not rep["annotators"]:
+        st.info("No labels yet.")
+        return
+    other = next(m for m in METHODS if m != method)
+    a = rep["annotators"]
+    rows = [{"annotator": n, "competence": fmt(a[n]["competence"], 2),
+             METHODS[other]: fmt(a[n]["competence_by_model"][other], 2), "labels": a[n]["labels"],
+             "gold checks": pct_ci(a[n]["checks"]), "checks": (a[n]["checks"] or {}).get("n", 0),
+             "agreement with others": pct_ci(a[n]["agreement_with_others"], "agreement"),
+             "median s / label": fmt(None if a[n]["time"]["median_ms"] is None else a[n]["time"]["median_ms"] / 1000, 1),
+             f"under {rep['time_floor_ms'] / 1000:g} s": fmt(a[n]["time"]["under_floor_share"], 2),
+             "drift (first → last)": "–" if a[n]["drift"]["first"] is None else
+             f"{fmt(a[n]['drift']['first'], 2)} → {fmt(a[n]['drift']['last'], 2)}",
+             "paused": ", ".join(a[n]["paused_in"])} for n in rep["order"]]
+    st.caption(f"{rep['labels']} labels on {rep['pairs']} pairs ({rep['redundant_pairs']} with two or more); "
+               "each annotator's own gold checks are scored apart and left out of the model. Gold checks and "
+               "agreement: 95% Wilson intervals.")
+    st.dataframe(rows, hide_index=True, key="agr_annotators")
+    names = rep["order"]
+    fig = go.Figure()
+    shown = [plot_text(n) for n in names]
+    fig.add_trace(go.Bar(x=shown, y=[a[n]["competence"] for n in names], name=f"competence ({METHODS[method]})"))
+    fig.add_trace(go.Bar(x=shown, y=[(a[n]["checks"] or {}).get("accuracy") for n in names],
+                         name="gold-check accuracy"))
+    fig.update_layout(barmode="group", height=300, yaxis_title="share", margin=dict(l=10, r=10, t=10, b=10))
+    st.plotly_chart(fig, key="agr_competence")
+    drift = go.Figure()
+    for n in names:
+        series = a[n]["drift"]["series"]
+        if series:
+            drift.add_trace(go.Scatter(x=[p["label"] for p in series], y=[p["agreement"] for p in series],
+                                       mode="lines+markers", marker=dict(size=3), name=plot_text(n)))
+    drift.update_layout(height=280, xaxis_title="labels made", yaxis_title=f"agreement (last {rep['window']})",
+                        margin=dict(l=10, r=10, t=10, b=10))
+    st.markdown("**Drift: rolling agreement with the others**")
+    st.plotly_chart(drift, key="agr_drift")
+    qual = lab.export_rows("qualification")
+    if qual:
+        with st.expander(f"Qualification answers ({len(qual)})"):
+            st.dataframe([{k: r[k] for k in ("task_set", "annotator", "attempt", "item", "id", "expected", "label",
+                                             "correct", "attempt_passed")} for r in qual], hide_index=True,
+                         key="agr_qual")
+
+
+def _resume(lab: Lab, ts: str, who: str) -> None:
+    try:
+        done = lab.resume(ts, who)
+    except AccessDenied as e:
+        st.session_state["agr_flash"] = f"Refused: {e}"
+        return
+    st.session_state["agr_flash"] = f"Resumed {who} in {ts}" if done else "That queue was not paused"
+
+
+def _retry(lab: Lab, ts: str, who: str) -> None:
+    try:
+        done = lab.allow_retry(ts, who)
+    except AccessDenied as e:
+        st.session_state["agr_flash"] = f"Refused: {e}"
+        return
+    st.session_state["agr_flash"] = f"{who} may try the qualification of {ts} again" if done else "Nothing to retry"
+
+
+def health_tab(lab: Lab) -> None:
+    sets = lab.store.task_sets()
+    pick = st.selectbox("Task set", ["(all)"] + sets, key="agr_health_set")
+    ts = None if pick == "(all)" else pick
+    h = lab.round_health(ts)
+    m = st.columns(5)
+    m[0].metric("Decisions", h["labels"])
+    m[1].metric("Queue left", h["queue_left"])
+    m[2].metric("Checks failed", h["checks_failed"])
+    m[3].metric("Paused queues", len(h["pauses"]))
+    m[4].metric("Waiting for adjudication", h["adjudication"]["waiting"])
+    for p in h["pauses"]:
+        c = st.columns([5, 1])
+        c[0].warning(esc(p["lead_message"]), icon=":material/pause_circle:")
+        c[1].button("Resume", key=f"agr_resume_{p['id']}", on_click=_resume, args=(lab, p["task_set"], p["annotator"]))
+    for q in h["qualification"]:
+        if q["state"] == "failed":
+            c = st.columns([5, 1])
+            c[0].warning(esc(f"{q['annotator']} did not pass the qualification of {q['task_set']} ({q['correct']} of "
+                             f"{q['answered']}; pass mark {q['pass_mark']:.0%})."))
+            c[1].button("Allow a retry", key=f"agr_retry_{q['task_set']}_{q['annotator']}", on_click=_retry,
+                        args=(lab, q["task_set"], q["annotator"]))
+    pace = h["pace"]
+    if pace["hours"]:
+        fig = go.Figure()
+        for who, counts in pace["per_annotator"].items():
+            fig.add_trace(go.Bar(x=pace["hours"], y=counts, name=plot_text(who)))
+        fig.update_layout(barmode="stack", height=300, yaxis_title="decisions per hour", margin=dict(l=10, r=10, t=10, b=10))
+        st.markdown("**Labels per hour per annotator**")
+        st.plotly_chart(fig, key="agr_pace")
+    st.dataframe([{"annotator": a, "done": q["done"], "total": q["total"], "left": q["remaining"],
+                   "last hour": pace["last_hour"].get(a, 0),
+                   "checks answered": h["checks"].get(a, {}).get("answered", 0),
+                   "checks failed": h["checks"].get(a, {}).get("failed", 0),
+                   "check slots without a pair": h["checks"].get(a, {}).get("dry", 0),
+                   "state": ", ".join(f"{k}: {v}" for k, v in q["sets"].items())} for a, q in h["queues"].items()],
+                 hide_index=True, key="agr_health")
+    if ts and lab.allowed("run_round"):
+        controls_form(lab, ts)
+
+
+def controls_form(lab: Lab, ts: str) -> None:
+    c = lab.round_controls(ts)
+    with st.expander("Round controls (gold checks, floor, qualification)"):
+        with st.form(f"agr_controls_{ts}"):
+            cols = st.columns(4)
+            rate = cols[0].number_input("Check rate", 0.0, 0.5, float(c.check_rate), 0.01, help="0.05 = one item in 20")
+            use_floor = cols[1].checkbox("Pause below a floor", value=c.check_floor is not None)
+            floor = cols[1].number_input("Floor (accuracy)", 0.0, 1.0, float(c.check_floor or 0.7), 0.05)
+            cmin = cols[2].number_input("Checks before the floor applies", 1, 100, int(c.check_min))
+            conf = cols[2].number_input("Confidence to pause", 0.5, 0.99, float(c.check_confidence), 0.01)
+            tfloor = cols[3].number_input("Time floor (s)", 0.0, 60.0, c.time_floor_ms / 1000, 0.5)
+            qn = cols[3].number_input("Qualification pairs", 0, 50, int(c.qualification_n))
+            qpass = cols[3].number_input("Pass mark", 0.0, 1.0, float(c.qualification_pass), 0.05)
+            if st.form_submit_button("Save the controls"):
+                try:
+                    lab.set_round_controls(ts, check_rate=rate, check_floor=floor if use_floor else None,
+                                           check_min=cmin, check_confidence=conf, time_floor_ms=int(tfloor * 1000),
+                                           qualification_n=qn, qualification_pass=qpass)
+                    st.session_state["agr_flash"] = f"Saved the controls of {ts}"
+                    st.rerun()
+                except (AccessDenied, ValueError) as e:
+                    error_line(e)
+
+
+def judge_failures_tab(lab: Lab, judge: str | None) -> None:
+    if not judge:
+        st.info("No judge answers stored yet: run a judge above.")
+        return
+    f = lab.judge_failures(judge)
+    o = f["overall"]
+    if not o["n"]:
+        st.info("No pair has both this judge's answer and a label to check it against yet.")
+        return
+    st.caption(f"The judge against the best label each pair has: {esc(', '.join(f'{k} {v}' for k, v in f['truth_sources'].items()))} "
+               f"(model labels only where their posterior is at least {f['min_posterior']}). Worst first; error "
+               "rates with 95% Wilson intervals.")
+    st.metric("Judge error rate", pct_ci(o, "error_rate"), help=f"{o['errors']} of {o['n']} pairs")
+    for key, title in (("per_source", "passage source"), ("per_perspective_length", "perspective length"),
+                       ("per_question", "question")):
+        blocks = f[key]
+        st.markdown(f"**Per {title}**")
+        st.dataframe([{title: b.get("text", k), "pairs": b["n"], "errors": b["errors"],
+                       "error rate": pct_ci(b, "error_rate"), "false +": b["false_positives"],
+                       "false −": b["false_negatives"], "mean p": fmt(b["mean_prob"], 2)} for k, b in blocks.items()],
+                     hide_index=True, key=f"agr_fail_{key}")
+
+
 def browse(lab: Lab, judge: str | None) -> None:
     store = lab.store
-    rows = lab.disagreements(judge)
+    rows = lab.review_queue(judge)
     kinds = st.multiselect("Show", ["humans", "judge"], default=["humans", "judge"], key="agr_kinds",
                            help="humans: two annotators differ; judge: a human and the judge differ")
     rows = [r for r in rows if any(k in r["kind"].split("+") for k in kinds)]
     if st.checkbox("Only pairs without a gold label", value=False, key="agr_open"):
         rows = [r for r in rows if r["gold"] is None]
-    st.caption(f"{len(rows)} pairs")
+    st.caption(f"{len(rows)} pairs, most urgent first: how far the judge's probability is from the share of "
+               "\"supports\" among the humans, each weighted by their estimated competence (a spammer's label "
+               "weighs about nothing); pairs without a judge probability follow, the most split first.")
     if not rows:
         return
     ids = [r["pair_id"] for r in rows]
+    st.dataframe([{"pair": r["pair_id"], "priority": fmt(r["priority"], 2), "judge p": fmt(r["judge_prob"], 2),
+                   "weighted humans": fmt(r["weighted_majority"], 2), "kind": r["kind"],
+                   "gold": "" if r["gold"] is None else r["gold"]} for r in rows[:200]],
+                 hide_index=True, key="agr_queue", height=220)
     pid = st.selectbox("Pair", ids, key="agr_pair")
     r = rows[ids.index(pid)]
     try:
@@ -286,8 +479,8 @@ def browse(lab: Lab, judge: str | None) -> None:
     b[1].button("Gold: does not support", key="agr_gold_no", on_click=adjudicate, args=(lab, pid, 0))
 
 
-def export_tab(lab: Lab, report: dict) -> None:
-    from berds_core.lab.exports import EXPORT_COLUMNS, to_csv, to_jsonl
+def export_tab(lab: Lab, report: dict, judge: str | None = None) -> None:
+    from berds_core.lab.exports import EXPORT_COLUMNS, columns_for, to_csv, to_jsonl
 
     st.caption("Tables as CSV, the whole report as JSON; labels (admins) as CSV or JSON Lines. No account data.")
     c = st.columns(3)
@@ -298,16 +491,28 @@ def export_tab(lab: Lab, report: dict) -> None:
                          mime="text/csv", key="agr_dl_questions", disabled=not per_q)
     c[2].download_button("Report (JSON)", json.dumps(report, ensure_ascii=False, indent=1),
                          file_name="agreement-report.json", mime="application/json", key="agr_dl_report")
+    qual = lab.export_rows("qualification")
+    st.download_button("Qualification answers (CSV)", to_csv(qual, columns_for(qual)), file_name="qualification.csv",
+                       mime="text/csv", key="agr_dl_qual", disabled=not qual)
     if lab.allowed("export_labels"):
-        rows = lab.export_rows("labels", include_skips=True)
+        rows = lab.export_rows("labels", include_skips=True, judge=judge)
         c = st.columns(3)
-        c[0].download_button("Labels (CSV)", to_csv(rows, EXPORT_COLUMNS), file_name="labels.csv", mime="text/csv",
+        c[0].download_button("Labels (CSV)" + (", with the judge's probability" if judge else ""),
+                             to_csv(rows, columns_for(rows)), file_name="labels.csv", mime="text/csv",
                              key="agr_dl_labels_csv", disabled=not rows)
         c[1].download_button("Labels (JSONL)", to_jsonl(rows), file_name="labels.jsonl", mime="application/jsonl",
                              key="agr_dl_labels_jsonl", disabled=not rows)
         gold = lab.export_rows("gold")
         c[2].download_button("Adjudicated gold (CSV)", to_csv(gold, EXPORT_COLUMNS), file_name="gold.csv",
                              mime="text/csv", key="agr_dl_gold", disabled=not gold)
+        st.caption("The round's label sets beside adjudication: majority vote and each annotator model's most "
+                   "likely label, with its confidence.")
+        c = st.columns(3)
+        for i, (what, name) in enumerate((("majority", "Majority vote"), ("mace", "MACE"),
+                                          ("dawid-skene", "Dawid-Skene"))):
+            got = lab.export_rows(what)
+            c[i].download_button(f"{name} labels (CSV)", to_csv(got, columns_for(got)), file_name=f"{what}.csv",
+                                 mime="text/csv", key=f"agr_dl_{what}", disabled=not got)
 
 
 main()

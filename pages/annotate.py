@@ -51,6 +51,9 @@ def do_label(lab: Lab, pair_id: str, value) -> None:
     except AccessDenied as e:
         ss["ann_flash"] = f"Refused: {e}"
         return
+    except StoreError as e:  # the queue was paused meanwhile, or the pair is gone
+        ss["ann_flash"] = f"Not saved: {e}"
+        return
     ss["ann_last"] = {"pair": pair_id, "value": value}
     ss["ann_flash"] = f"Saved: {'skipped' if value == SKIP else ('supports' if value == 1 else 'does not support')}"
 
@@ -187,6 +190,104 @@ def ensure_demo_task_set(lab: Lab) -> None:
     start_demo(lab)
 
 
+# --------------------------------------------------------------------------- a round's gates
+
+
+def round_gate(lab: Lab, task: str | None) -> bool:
+    """Qualification first, then the queue: False when nothing can be labelled here now (and says why).
+
+    The server decides (:meth:`Lab.round_states`); the messages never say which pairs were checks.
+    """
+    states = lab.round_states(task)
+    qual = next((s for s in states if s["state"] == "qualify"), None)
+    if qual is not None or st.session_state.get("qual_feedback"):
+        return not qualification_screen(lab, qual["task_set"] if qual else st.session_state["qual_feedback"]["ts"])
+    for s in states:
+        if s["state"] in ("paused", "failed"):
+            st.warning(esc(s["message"]), icon=":material/pause_circle:")
+    return any(s["state"] == "open" for s in states)
+
+
+def _answer_qualification(lab: Lab, ts: str, item: dict, value: int) -> None:
+    ss = st.session_state
+    shown = ss.pop("qual_shown", None)
+    spent = int((time.monotonic() - shown) * 1000) if shown else None
+    try:
+        res = lab.qualification_answer(ts, item["attempt"], item["position"], value, time_ms=spent)
+    except (AccessDenied, ValueError) as e:
+        ss["qual_error"] = str(e)
+        return
+    ss["qual_feedback"] = {"ts": ts, **res}
+
+
+def qualification_screen(lab: Lab, ts: str) -> bool:
+    """One qualification pair with the guidelines beside it; after each answer, the expected one.
+
+    Returns True while the qualification holds the screen.
+    """
+    ss = st.session_state
+    g = lab.guidelines()
+    said = {1: g["definitions"]["1"], 0: g["definitions"]["0"]}
+    st.subheader("Qualification")
+    if ss.get("qual_error"):
+        error_line(ss.pop("qual_error"))
+    fb = ss.get("qual_feedback")
+    if fb and fb["ts"] == ts:
+        word = {1: "supports", 0: "does not support"}
+        if fb["correct"]:
+            st.success(f"Right: the passage {word[fb['expected']]} the perspective.", icon=":material/check_circle:")
+        else:
+            st.error(f"Not quite: the expected answer is \"{word[fb['expected']]}\" (you said "
+                     f"\"{word[fb['label']]}\").", icon=":material/cancel:")
+        st.text(said[fb["expected"]])
+        if fb["done"]:
+            score = fb["score"] or {}
+            if fb["passed"]:
+                st.success(f"You passed the qualification ({score.get('correct')} of {score.get('n')} as expected). "
+                           "Your queue is open.")
+            else:
+                st.warning(f"{score.get('correct')} of {score.get('n')} as expected: below this task set's pass mark. "
+                           "Your lead has been told and may allow another attempt.")
+            label = "Start labelling" if fb["passed"] else "Close"
+        else:
+            label = "Next pair"
+        if st.button(label, key="qual_next", type="primary"):
+            ss.pop("qual_feedback", None)
+            st.rerun()
+        return True
+    item = lab.qualification_next(ts)
+    if item is None:
+        ss.pop("qual_feedback", None)
+        return False
+    ss.setdefault("qual_shown", time.monotonic())
+    st.caption(f"Pair {item['index'] + 1} of {item['n']}. Decide as you would in the task set; the expected answer "
+               "is shown once you have answered.")
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Question**")
+        st.markdown(esc(item["question"]))
+        st.markdown("**Perspective**")
+        st.info(esc(item["perspective"]))
+        st.markdown("**Passage** — does it support the perspective?")
+        with st.container(border=True):
+            if item["title"]:
+                st.markdown(f"**{esc(item['title'])}**")
+            st.markdown(esc(item["document"]))
+        b = st.columns(2)
+        b[0].button("Supports", key="qual_yes", type="primary", width="stretch", on_click=_answer_qualification,
+                    args=(lab, ts, item, 1))
+        b[1].button("Does not support", key="qual_no", width="stretch", on_click=_answer_qualification,
+                    args=(lab, ts, item, 0))
+    with right:
+        st.markdown("**Guidelines**")
+        with st.container(border=True, height=420):
+            if g["text"].strip():
+                st.markdown(safe_markdown(g["text"]))
+            for key in ("1", "0", "skip"):
+                st.text(g["definitions"][key])
+    return True
+
+
 def main() -> None:
     from berds_core.runtime.mode import lab_mode
     from studio_ui.annotate_admin import admin_panel, quick_start
@@ -232,14 +333,17 @@ def main() -> None:
                        key="ann_ui", horizontal=True)
     if lab.allowed("see_judge_before_labelling"):
         st.toggle("Show the judge's answer while I label (recorded with each label)", key="ann_show_judge")
-    if ui == "keyboard":
-        from studio_ui.annotator_widget import keyboard_annotator
+    if round_gate(lab, task):
+        if ui == "keyboard":
+            from studio_ui.annotator_widget import keyboard_annotator
 
-        applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
-        for why in applied.rejected.values():
-            error_line(f"A decision was not saved: {why}")
-    else:
-        simple_annotator(lab, task)
+            applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
+            for why in applied.rejected.values():
+                error_line(f"A decision was not saved: {why}")
+            if applied.acked and not any(s["state"] == "open" for s in lab.round_states(task)):
+                st.rerun()  # a label just paused the queue: show why instead of "all done"
+        else:
+            simple_annotator(lab, task)
     reveal_last(lab)
     my_downloads(lab)
     if lab.allowed("import"):

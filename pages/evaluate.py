@@ -10,7 +10,8 @@ import streamlit as st
 
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
-from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
+from berds_core.studio.columns import (METHOD_NAMES as METHODS, column_pipeline, confident_entries, method_label,
+                                       run_entry)
 from berds_core.studio.summaries import summarize, summarize_scores
 from studio_ui.config import LABEL_SOURCES
 from studio_ui.engines import question_engine
@@ -171,13 +172,14 @@ def main() -> None:
             return
 
     entries = [store[q.id] for q in questions if q.id in store]
+    scored, n_unsure = (entries, 0) if labels == "gold" else confident_entries(entries, judge)
     mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
-            for e in entries]
+            for e in scored]
     scores = [per_question(e, L) for e, L in zip(entries, mats)]
     from berds_core.eval.diversity import subtopic_qrels
 
     label_args = {"gold": data.gold} if labels == "gold" else {"judge": judge.name}
-    div = diversity_per_question(entries, subtopic_qrels([entries], **label_args))
+    div = diversity_per_question(scored, subtopic_qrels([scored], **label_args))
     summary = summarize(mats, [e.get("subset") or "all" for e in entries], extra=div)
     if not todo:
         if label not in ss.eval_done and "ev_compare" in ss:  # a newly finished configuration joins the comparison
@@ -196,6 +198,10 @@ def main() -> None:
     note = too_few_note(summary)
     if note:
         st.caption(note)
+    if n_unsure:
+        st.caption(f"Scored with the judge's confident decisions: {n_unsure:,} (passage, perspective) pairs were "
+                   "too close to its threshold to tell and count as not supporting (the downloaded run keeps "
+                   "the judge's threshold decisions, as `berds judge` writes them).")
     d1, d2, _ = st.columns([1, 1, 3])
     run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
     d1.download_button("Download run (JSONL)", run_text, file_name=f"run-{key}.jsonl", mime="application/jsonl",

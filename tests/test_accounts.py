@@ -199,29 +199,9 @@ def test_known_and_unknown_names_cost_one_hash_each(tmp_path):
     store.close()
 
 
-@pytest.mark.slow
-def test_login_timing_does_not_tell_which_names_exist(tmp_path):
-    """The production hasher (argon2id m=65536, t=3, p=4): wrong password for a real name vs an unknown name,
-    30 tries each, interleaved; the medians are within 10% of each other."""
-    import statistics
-    import time
-
-    store = Store(tmp_path / "lab.db")
-    acc = Accounts(store)
-    acc.add("alice", "annotator", SECRET)
-    no_wait = dict(sleep=lambda seconds: None)  # the name's growing delay is not what is measured here
-    with pytest.raises(LoginError):
-        acc.login("nobody", "warm up", client=None)  # the process's first login makes the dummy hash
-    times = {"alice": [], "nobody": []}
-    for i in range(30):
-        for who in (("alice", "nobody") if i % 2 else ("nobody", "alice")):
-            t0 = time.perf_counter()
-            with pytest.raises(LoginError):
-                Accounts(store, **no_wait).login(who, "not the password", client=None)
-            times[who].append(time.perf_counter() - t0)
-    store.close()
-    known, unknown = statistics.median(times["alice"]), statistics.median(times["nobody"])
-    assert abs(known - unknown) / max(known, unknown) < 0.10, (known, unknown)
+# The time a wrong password takes for a real name and for an unknown one is measured by bench/login_timing.py
+# (a timing is never a unit test's assertion: it fails on a loaded machine); the test above checks the cause,
+# one verification of the same cost for either name.
 
 
 def test_sign_in_purges_ended_sessions(acc):

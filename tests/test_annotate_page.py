@@ -213,6 +213,8 @@ def test_agreement_page_tables_and_adjudication(db):
     # 2 shared pairs from 2 questions: a small-n warning is shown
     assert any("alice and bob" in html.unescape(w.value) and "only 2 pair(s)" in html.unescape(w.value)
                for w in at.warning)
+    at.query_params["tab"] = "Disagreements"  # drawn when open (it fits the annotator model)
+    at.run()
     at.selectbox(key="agr_pair").set_value("p3").run()
     at.text_input(key="agr_adjudicator").input("lead").run()
     at.button(key="agr_gold_yes").click().run()
@@ -367,6 +369,8 @@ def test_lab_agreement_page_refused_for_annotators_allowed_for_reviewers(lab_db)
     at2 = _login(AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=60).run(), "rita")
     assert not at2.exception and at2.metric
     assert "agr_adjudicator" not in [t.key for t in at2.text_input]  # the reviewer adjudicates as themselves
+    at2.query_params["tab"] = "Disagreements"
+    at2.run()
     at2.selectbox(key="agr_pair").set_value("p3").run()
     at2.button(key="agr_gold_no").click().run()
     with Store(lab_db) as s:

@@ -169,10 +169,15 @@ def test_retrieval_matrix_uses_stored_predictions_or_the_judge():
     from berds_core.judges import get_judge, judge_run
 
     judge = get_judge("embedded")
-    entry = {"id": "q", "question": "Q?", "perspectives": ["Cats are good pets.", "Dogs are good pets."],
+    entry = {"id": "q", "question": "Which animals make good pets?", "perspectives": ["Cats are good pets.", "Dogs are good pets."],
              "ctxs": [{"id": str(i), "title": "", "text": t, "score": 1.0} for i, t in
                       enumerate(["Cats make good pets.", "Dogs make good pets.", "Rain today."])]}
     fresh = retrieval_matrix(entry, 2, judge=judge)
     judge_run([entry], judge, progress=False)
     stored = retrieval_matrix(entry, 2, judge=judge)
     assert fresh.shape == stored.shape == (2, 2) and (fresh == stored).all()
+    # judged fresh or from the stored run, passages off the question's topic support nothing alike
+    off = dict(entry, question="How do volcanoes form?", ctxs=[dict(c) for c in entry["ctxs"]])
+    for c in off["ctxs"]:
+        c.pop(judge.name + "-preds", None), c.pop(judge.name + "-probs", None)
+    assert not retrieval_matrix(off, 2, judge=judge).any()

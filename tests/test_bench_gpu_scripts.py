@@ -62,3 +62,25 @@ def test_encoder_gpu_tiny_runs(bench_path, capsys):
     rows = {r["engine"]: r for r in res["search"]["rows"]}
     assert rows["torch cpu"]["recall_vs_exact"] == 1.0
     assert rows["faiss IndexFlatIP cpu"]["recall_vs_exact"] > 0.99  # both exact (float sums may swap ties)
+
+
+@pytest.mark.slow
+def test_encoder_gpu_tiny_pipeline_and_cpu_path_run(bench_path, capsys):
+    """Issue 42's sections: the new path (token batching, windows, shards on disk) against the old path per
+    model, the targets' rows, and the CPU's plain-vs-fast comparison."""
+    import encoder_gpu
+
+    assert encoder_gpu.main(["--tiny", "--sections", "pipeline,cpu-path", "--n", "24", "--runs", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    rows = {r["model"]: r for r in res["pipeline"]}
+    assert list(rows) == ["all-MiniLM-L6-v2", "bert-tiny-random (script check)"]
+    for r in rows.values():
+        assert r["passages"] == 24 and r["new_passages_per_s"] > 0 and r["old_passages_per_s"] > 0
+        assert r["cos_vs_old_min"] >= 0.9999 and r["cos_vs_old_fp32_min"] >= 0.9999  # fp32, token batching
+        assert r["options"]["token_budget"] == 256 and r["tokenize_only_passages_per_s"] > 0
+        assert r["forward_only_passages_per_s"] > 0 and 0 <= r["padding_share"] < 1
+    (t,) = res["targets"]
+    assert t["target"] == 1 and t["met"] is False and t["figure"] == "not a GPU figure (CPU run)"
+    (c,) = res["cpu_path"]
+    assert c["encoding"] in ("bf16", "int8", "fp32") and c["cos_min"] == 1.0  # the same batches, the same bits
+    assert c["faster"] in ("plain", "fast") and c["plain_passages_per_s"] > 0 and c["fast_passages_per_s"] > 0

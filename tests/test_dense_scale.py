@@ -305,21 +305,21 @@ def test_cli_dense_ivfpq_on_a_disk_corpus_resumes_a_killed_encode(tmp_path, caps
     path = tmp_path / "c.tsv"
     path.write_text("id\ttext\n" + "".join(f"{i}\t{topics[i % 4]} example {i} with more words\n" for i in range(200)),
                     encoding="utf-8")
-    real = TextEncoder.encode_uncached
-    calls = {"n": 0}
+    real = TextEncoder.encode_stream
 
-    def dies_after_two_shards(self, texts):
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        calls["n"] += 1
-        return real(self, texts)
+    def dies_after_two_shards(self, parts, on_rows=None):  # either encoding path: killed at the third shard
+        for n, item in enumerate(real(self, parts, on_rows)):
+            if n == 2:
+                raise KeyboardInterrupt
+            yield item
 
-    monkeypatch.setattr(TextEncoder, "encode_uncached", dies_after_two_shards)
+    monkeypatch.setattr(TextEncoder, "encode_stream", dies_after_two_shards)
     argv = ["index", "--corpus", str(path), "--corpus-storage", "disk", "--retriever", "dense", "--index", "ivfpq",
             "--index-dir", str(tmp_path / "dense"), "--json", "--quiet"]
     assert main(argv) == 130  # interrupted: no index folder
     assert not (tmp_path / "dense").exists()
-    monkeypatch.setattr(TextEncoder, "encode_uncached", real)
+    assert len(list((Path(tmp_path) / "cache" / "vectors").glob("*/shard-*.json"))) == 2  # the two shards done
+    monkeypatch.setattr(TextEncoder, "encode_stream", real)
     assert main(argv) == 0
     info = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert info["index_plan"]["factory"] == "IVF4,Flat" and not info["cache_hit"]  # 200 passages: no PQ
@@ -422,6 +422,7 @@ def test_a_dense_build_into_a_bm25_index_dir_is_refused_before_encoding(tmp_path
         raise AssertionError("passages encoded before the folder was checked")
 
     monkeypatch.setattr(TextEncoder, "encode_uncached", no_encoding)
+    monkeypatch.setattr(TextEncoder, "encode_stream", no_encoding)
     monkeypatch.setattr(TextEncoder, "embed", no_encoding)
 
     path = tmp_path / "c.jsonl"

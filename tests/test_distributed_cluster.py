@@ -207,7 +207,8 @@ def test_demo_bundle_encode_and_judge_ray_local_equals_no_ray(tmp_path):
         judged, _ = berds(["judge", "--run", str(d / "dense.jsonl"), "--judge", "embedded",
                            "--out", str(d / "judged.jsonl")], cache, ray_address=addr)
         if addr:
-            assert info["ray"]["address"] == "local" and info["ray"]["encode"]["encoded"] == 402
+            n = len((demo / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+            assert info["ray"]["address"] == "local" and info["ray"]["encode"]["encoded"] == n
             assert judged["ray"]["mode"] == "judge" and judged["ray"]["pairs_left"] > 0
     for name in ("dense.jsonl", "judged.jsonl"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name

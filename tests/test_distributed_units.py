@@ -204,21 +204,25 @@ def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
 def _record_parts(monkeypatch):
     from berds_core.embeddings.store import TextEncoder
 
-    calls = []
-    orig = TextEncoder.encode_uncached
+    calls = []  # the texts of each part that went to the model (either encoding path: embeddings.pipeline)
+    orig = TextEncoder.encode_stream
 
-    def spy(self, texts):
-        calls.append(list(texts))
-        return orig(self, texts)
+    def spy(self, parts, on_rows=None):
+        def seen():
+            for key, texts in parts:
+                calls.append(list(texts))
+                yield key, texts
 
-    monkeypatch.setattr(TextEncoder, "encode_uncached", spy)
+        return orig(self, seen(), on_rows)
+
+    monkeypatch.setattr(TextEncoder, "encode_stream", spy)
     return calls
 
 
 @pytest.mark.slow
 def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_cache, monkeypatch):
-    """What a Ray actor gets: a pickled copy of the embedded judge (no loaded network, lock or memory
-    travels) that loads its own and scores a chunk of pairs bit for bit as the original does."""
+    """What a Ray actor gets: a pickled copy of the embedded judge (its weights, no encoder or memory travels)
+    that loads its own encoder and scores a chunk of pairs bit for bit as the original does."""
     import pickle
 
     import numpy as np
@@ -227,17 +231,16 @@ def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_ca
     from berds_core.judges import get_judge
 
     judge = get_judge("embedded")
-    monkeypatch.setattr(judge.model, "store", False)  # both compute: nothing read back from the store
     pairs = run_pairs(run_entries(3, 6, perspectives=2), judge)
-    judge.load()
     blob = pickle.dumps(judge)
-    assert len(blob) < 5_000_000  # weights, not a loaded network
-    copy = pickle.loads(blob)
-    assert copy.model._net is None and copy.model is not judge.model
+    assert len(blob) < 100_000  # weights and rules, not a model
     a = judge._score(pairs)
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "actor-cache"))  # the actor's node: an empty store
+    copy = pickle.loads(blob)
+    before = copy.encoder.n_encoded
     b = copy._score(pairs)
+    assert copy.encoder.n_encoded > before  # it computed them itself
     assert a.shape == (len(pairs),) and np.array_equal(a, b)
-    assert copy.model.n_encoded > 0
 
 
 @pytest.mark.slow

@@ -21,14 +21,18 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def count(monkeypatch):
-    calls = []
-    real = TextEncoder.encode_uncached
+    calls = []  # the texts of each part that went to the model (either encoding path)
+    real = TextEncoder.encode_stream
 
-    def counting(self, texts):
-        calls.append(list(texts))
-        return real(self, texts)
+    def counting(self, parts, on_rows=None):
+        def seen():
+            for key, texts in parts:
+                calls.append(list(texts))
+                yield key, texts
 
-    monkeypatch.setattr(TextEncoder, "encode_uncached", counting)
+        return real(self, seen(), on_rows)
+
+    monkeypatch.setattr(TextEncoder, "encode_stream", counting)
     return calls
 
 

@@ -142,3 +142,19 @@ def test_the_shipped_judge_meets_its_bar_and_the_app_says_what_it_measures():
     assert not old["stance"] and old["label"] == "on topic"
     assert describe_judge("embedded-stance-v3-bf16-t0.45")["stance"]  # runs judged by the stance model
     assert describe_judge("hf:some/model") == {"stance": True, "label": "supports", "caveat": None}
+
+
+def test_pages_score_with_confident_decisions_only():
+    """Evaluate's figures from the judge count confident decisions: a pair inside the band is not covered."""
+    from berds_core.runs import label_matrix, set_judgments
+    from berds_core.studio.columns import confident_entries
+
+    j = get_judge("embedded")
+    lo, hi = j.band
+    e = {"id": "q", "question": QUESTION, "perspectives": PERSP, "ctxs": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]}
+    probs = np.array([[hi + 0.01, (lo + hi) / 2], [lo - 0.01, j.threshold]])
+    set_judgments(e, j.name, probs >= j.threshold, probs)
+    (c,), unsure = confident_entries([e], j)
+    assert unsure == 2
+    assert label_matrix(c, judge=j.name).tolist() == [[True, False], [False, False]]
+    assert label_matrix(e, judge=j.name).tolist() == [[True, (lo + hi) / 2 >= j.threshold], [False, True]]  # untouched

@@ -159,14 +159,18 @@ def test_auto_encoding_choice(monkeypatch):
 def _count_encodes(monkeypatch):
     from berds_core.embeddings import store as embed_store
 
-    calls = []
-    real = embed_store.TextEncoder.encode_uncached
+    calls = []  # texts per part that went to the model (either encoding path: embeddings.pipeline)
+    real = embed_store.TextEncoder.encode_stream
 
-    def counting(self, texts):
-        calls.append(len(texts))
-        return real(self, texts)
+    def counting(self, parts, on_rows=None):
+        def seen():
+            for key, texts in parts:
+                calls.append(len(texts))
+                yield key, texts
 
-    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", counting)
+        return real(self, seen(), on_rows)
+
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_stream", counting)
     return calls
 
 
@@ -210,19 +214,21 @@ def test_dense_interrupted_build_resumes_from_the_store(corpus, fresh_cache, mon
     from berds_core.embeddings import store as embed_store
 
     monkeypatch.setattr(embed_store, "CHUNK", 4)
-    real = embed_store.TextEncoder.encode_uncached
-    seen = {"n": 0}
+    real = embed_store.TextEncoder.encode_stream
 
-    def failing(self, texts):
-        seen["n"] += 1
-        if seen["n"] == 2:
-            raise KeyboardInterrupt
-        return real(self, texts)
+    def failing(self, parts, on_rows=None):  # killed while the second chunk's texts are read (either path)
+        def reading():
+            for n, part in enumerate(parts):
+                if n == 1:
+                    raise KeyboardInterrupt
+                yield part
 
-    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", failing)
+        return real(self, reading(), on_rows)
+
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_stream", failing)
     with pytest.raises(KeyboardInterrupt):
         get_retriever("dense", corpus, progress=False, encoding="fp32")
-    monkeypatch.setattr(embed_store.TextEncoder, "encode_uncached", real)
+    monkeypatch.setattr(embed_store.TextEncoder, "encode_stream", real)
     _new_process(monkeypatch)
     resumed = get_retriever("dense", corpus, progress=False, encoding="fp32")
     assert not resumed.cache_hit and resumed.n_encoded == len(corpus) - 4  # the first chunk was kept

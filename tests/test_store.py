@@ -288,7 +288,7 @@ def test_version_1_database_is_upgraded_in_place(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == SCHEMA_VERSION == 3
+        assert s.schema_version == SCHEMA_VERSION == 4
         lab = s.get_label("ann", "p0")
         assert lab.label == 1 and lab.note == "old note" and lab.time_ms is None and lab.app_version is None
         assert s.pair("p0").title is None
@@ -404,15 +404,15 @@ def test_demo_task_set_from_the_bundle(tmp_path):
 
 
 def test_pair_judge_text_follows_the_judge():
-    """A pair is judged on the same text as the run passage it came from: the embedded judge reads
-    "title. text" (what the stance model reads), an LLM judge the evaluator's text + " " + title."""
+    """A pair is judged on the same text as the run passage it came from: the embedded judge reads the text
+    (the string dense retrieval embeds), an LLM judge the evaluator's text + " " + title."""
     from berds_core.judges import get_judge, passage_text
     from berds_core.lab.tasks import judge_probabilities
 
     entry = {"id": "q1", "question": "Q?", "perspectives": ["A"], "ctxs": [{"id": "d", "title": "T", "text": "t"}]}
     (pair,), _ = pairs_from_runs([("r", [entry])], k=1)
     embedded = get_judge("embedded")
-    assert pair.judge_text(embedded) == passage_text(entry["ctxs"][0], embedded) == "T. t"
+    assert pair.judge_text(embedded) == passage_text(entry["ctxs"][0], embedded) == "t"
     seen = []
 
     class LLMLike:  # any judge without its own document(): reads what the evaluator reads

@@ -302,3 +302,95 @@ def make_tiny_mistral_v1(path, *, hidden: int = 64, layers: int = 2, heads: int 
             head[no, 1:] = -d / 2
     model.save_pretrained(str(path))
     return path
+
+
+# ---------------------------------------------------------------- tiny sentence encoders (issue 42)
+_ENCODER_TEXT = " ".join(_WORDS) + """ Nuclear power cuts carbon emissions but leaves waste that stays
+dangerous for thousands of years. School uniforms reduce bullying, say some teachers; others say they limit
+self-expression. Zoos breed endangered species and fund research. Taxes on sugar change what children drink.
+0 1 2 3 4 5 6 7 8 9 . , ; : ! ? ' " ( ) - — « » é ü ö ñ ç % $ # @ & *"""
+
+
+def _wordpiece_tokenizer(max_length: int):
+    """A BERT-style WordPiece tokenizer ([CLS] ... [SEP], lower-casing normaliser) over a small vocabulary."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = sorted({w.lower() for w in re.findall(r"\w+|[^\w\s]", _ENCODER_TEXT)})
+    pieces = sorted({c for w in words for c in w} | {f"##{c}" for w in words for c in w})
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(specials + words + pieces))}
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok.decoder = decoders.WordPiece()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=max_length)
+
+
+def _bpe_tokenizer(max_length: int):
+    """A RoBERTa-style byte-level BPE tokenizer (<s> ... </s>, <pad> = 1), trained here on a few sentences:
+    whitespace is part of its tokens, so leading spaces and case change the ids."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator([_ENCODER_TEXT] * 3, vocab_size=400, min_frequency=1,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"], show_progress=False)
+    tok = bpe._tokenizer
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
+                                                      ("<s>", tok.token_to_id("<s>")), add_prefix_space=False)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
+                                   model_max_length=max_length)
+    fast.model_input_names = ["input_ids", "attention_mask"]
+    return fast
+
+
+def make_tiny_sentence_encoder(path, arch: str = "bert", *, hidden: int = 32, layers: int = 2, seed: int = 0,
+                               max_seq_length: int = 48, pooling: str = "mean", normalize: bool = True) -> Path:
+    """A tiny random sentence-transformers model saved to ``path``: Transformer (``bert``: BertModel with a
+    WordPiece tokenizer; ``roberta``: RobertaModel with a byte-level BPE tokenizer, padding id 1) + Pooling
+    (``mean`` | ``cls``) [+ Normalize], truncating at ``max_seq_length`` tokens. Loadable by
+    ``SentenceTransformer(path)`` and the studio's encoders like any hub model; weights random (seeded)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+    try:  # sentence-transformers 6 (5: sentence_transformers.models)
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:
+        from sentence_transformers import models
+
+    path = Path(path)
+    hf = path.parent / f"{path.name}-hf"
+    hf.mkdir(parents=True, exist_ok=True)
+    common = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=2 * hidden,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    if arch == "bert":
+        tok = _wordpiece_tokenizer(max_seq_length)
+        cfg, cls = BertConfig(vocab_size=len(tok), max_position_embeddings=max_seq_length + 8,
+                              pad_token_id=tok.pad_token_id, **common), BertModel
+    elif arch == "roberta":
+        tok = _bpe_tokenizer(max_seq_length)
+        cfg, cls = RobertaConfig(vocab_size=len(tok), max_position_embeddings=max_seq_length + 8, type_vocab_size=1,
+                                 pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+                                 eos_token_id=tok.eos_token_id, **common), RobertaModel
+    else:
+        raise ValueError(f"arch must be bert or roberta, not {arch!r}")
+    torch.manual_seed(seed)
+    model = cls(cfg).eval()
+    with torch.no_grad():  # larger random weights: texts get clearly different vectors
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.2)
+    model.save_pretrained(str(hf))
+    tok.save_pretrained(str(hf))
+    word = models.Transformer(str(hf), max_seq_length=max_seq_length)
+    dim = (getattr(word, "get_embedding_dimension", None) or word.get_word_embedding_dimension)()
+    modules = [word, models.Pooling(dim, pooling_mode=pooling)] + ([models.Normalize()] if normalize else [])
+    SentenceTransformer(modules=modules, device="cpu").save(str(path))
+    return path

@@ -53,7 +53,7 @@ def retrieval_matrix(entry: dict, k: int, *, gold=None, judge=None) -> np.ndarra
     if judge.name in judges_in(entry):
         return label_matrix(entry, judge=judge.name)[:k]
 
-    return judge_passages(judge, top["ctxs"], entry["perspectives"])[1]
+    return judge_passages(judge, top["ctxs"], entry["perspectives"], entry.get("question"))[1]  # as judge_run
 
 
 def retrieval_scores(entry: dict, k: int, *, gold=None, judge=None) -> dict:

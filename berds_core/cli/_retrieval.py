@@ -42,9 +42,9 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
                    help="'berds index': build the index in DIR instead of the cache; 'berds retrieve': search the "
                         "index in DIR (built by 'berds index', or a prebuilt FAISS index + docid folder such as "
                         "Pyserini's)")
-    p.add_argument("--encoding", choices=("auto", "fp32", "bf16", "int8"), default="auto",
+    p.add_argument("--encoding", choices=("auto", "fp32", "fp16", "bf16", "int8"), default="auto",
                    help="dense only: encoder precision (auto: bf16 on CPUs with native bf16, else int8; "
-                        "fp32 on GPU)")
+                        "fp32 on GPU; fp16 on GPUs only, the fast encoder's precision)")
     p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")

@@ -1,4 +1,9 @@
-"""``berds annotations import|label|undo|adjudicate|progress|export|tasks|demo|guidelines`` and ``berds agreement``."""
+"""``berds annotations import|label|undo|adjudicate|progress|export|tasks|demo|guidelines`` and ``berds agreement``.
+
+The round's quality-control actions (``round``, ``checks``, ``pause``, ``resume``, ``qualification``,
+``answer``, ``reliability``, ``review``, ``judge-failures``, ``health``) live in
+:mod:`berds_core.cli._annotations_round`.
+"""
 from __future__ import annotations
 
 import sys
@@ -7,6 +12,7 @@ from pathlib import Path
 from ..errors import InputError
 from ._parsing import declare
 from ..lab.store import SKIP, StoreError
+from ._annotations_round import control_flags, register_actions, round_controls, simulate_demo
 from ._lab_db import add_db_args, db_input, open_store
 
 
@@ -64,8 +70,12 @@ def register(sub) -> None:
     p = acts.add_parser("export", help="export labels as TSV (human-pairs columns first), CSV or JSONL")
     add_db_args(p)
     p.add_argument("--format", choices=["tsv", "csv", "jsonl"], default="tsv")
-    p.add_argument("--what", choices=["labels", "gold", "reference"], default="labels",
-                   help="annotators' labels, adjudicated gold, or reference labels")
+    p.add_argument("--what", choices=["labels", "gold", "reference", "majority", "mace", "dawid-skene",
+                                       "qualification"],
+                   default="labels", help="annotators' labels, adjudicated gold, reference labels, the label set of "
+                                          "majority vote, MACE or Dawid-Skene, or the qualification answers")
+    p.add_argument("--judge", dest="stored_judge",
+                   help="with --what labels: this stored judge's probability and label beside each label")
     p.add_argument("--out", help="output file (default: stdout)")
     p.add_argument("--annotator", help="only this annotator's labels")
     p.add_argument("--gold", action="store_true", help="export adjudicated gold labels instead")
@@ -90,6 +100,7 @@ def register(sub) -> None:
                    help="give pairs with |judge probability - 0.5| <= BAND to --per-shared annotators")
     p.add_argument("--name", help="task set name (default: derived from the source and strategy)")
     p.add_argument("--seed", type=int, default=0)
+    control_flags(p)
     p.set_defaults(func=cmd_tasks)
     declare(p, inputs=("run", "pairs"), servers=("judge",), more_inputs=db_input)
 
@@ -100,6 +111,10 @@ def register(sub) -> None:
     _round_flags(p)
     p.add_argument("--name", default="demo", help="task set name")
     p.add_argument("--seed", type=int, default=0)
+    control_flags(p)
+    p.add_argument("--simulate", metavar="SPEC",
+                   help="let simulated annotators of known quality label the round, e.g. "
+                        "'ann1=0.95,ann2=0.75,ann3=spammer,ann4=gamer' (competence, or spammer / gamer)")
     p.set_defaults(func=cmd_demo)
     declare(p, more_inputs=db_input)
 
@@ -118,6 +133,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_agreement)
     declare(p, more_inputs=db_input)  # --judge may name answers already stored: no server is asked for them
+
+    register_actions(acts)
 
 
 def _round_flags(p) -> None:
@@ -175,6 +192,8 @@ def cmd_import(args) -> dict:
 
 
 def cmd_label(args) -> dict:
+    from ..lab.rounds import after_label
+
     with open_store(args) as store:
         if not args.unassigned and store.has_pair(args.pair) and not store.is_assigned(args.annotator, args.pair) \
                 and store.has_assignments():
@@ -184,6 +203,7 @@ def cmd_label(args) -> dict:
         try:
             event = store.label(args.annotator, args.pair, SKIP if args.label == SKIP else int(args.label),
                                 unsure=args.unsure, note=args.note)
+            after_label(store, args.annotator, args.pair)  # a gold check may pause the queue
         except StoreError as e:
             raise InputError(store.path, None, "pair" if "pair" in str(e) else "annotator", str(e)) from None
         return {"db": str(store.path), "pair": args.pair, "annotator": args.annotator, "label": args.label,
@@ -212,15 +232,23 @@ def cmd_progress(args) -> dict:
 
 
 def cmd_export(args) -> dict | None:
-    from ..lab.exports import EXPORT_COLUMNS, export_rows, to_csv, to_jsonl, to_tsv
+    from ..lab.exports import columns_for, export_rows, to_csv, to_jsonl, to_tsv
     from ..files.jsonio import atomic_write
 
     if getattr(args, "json", False) and not args.out:
         raise InputError("--out", None, None, "--json prints a summary; give --out FILE for the exported rows")
     with open_store(args) as store:
+        judge = args.stored_judge
+        if judge:
+            from ..lab.agreement import canonical_judge
+
+            judge = canonical_judge(store, judge)
+            if judge not in store.judges():
+                raise InputError("--judge", None, None, f"no answers of a judge named {args.stored_judge!r} are stored")
         rows = export_rows(store, what="gold" if args.gold else args.what, annotator=args.annotator,
-                           include_skips=args.include_skips)
-    text = {"jsonl": to_jsonl, "tsv": to_tsv, "csv": lambda r: to_csv(r, EXPORT_COLUMNS)}[args.format](rows)
+                           include_skips=args.include_skips, judge=judge)
+    cols = columns_for(rows)
+    text = {"jsonl": to_jsonl, "tsv": lambda r: to_tsv(r, cols), "csv": lambda r: to_csv(r, cols)}[args.format](rows)
     if args.out:
         with atomic_write(args.out) as fh:
             fh.write(text)
@@ -272,7 +300,8 @@ def cmd_tasks(args) -> dict:
         try:
             spec = TaskSetSpec(name=name, source=source, n=args.n, strategy=args.strategy,
                                annotators=tuple(annotators), by=args.by, seed=args.seed,
-                               route_uncertain=args.route_uncertain, params={"k": args.k}, **rnd)
+                               route_uncertain=args.route_uncertain, params={"k": args.k},
+                               controls=round_controls(args), **rnd)
             return build_task_set(store, candidates, spec, judge=judge, stored_preds=stored_preds)
         except InputError:
             raise
@@ -287,11 +316,16 @@ def cmd_demo(args) -> dict:
         raise InputError("--n", None, None, "n must be at least 1")
     annotators = _annotator_list(args.annotators)
     rnd = _round_args(args, annotators)
+    controls = round_controls(args)
     with open_store(args, create=True) as store:
         try:
-            return build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name, **rnd)
+            res = build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name, controls=controls,
+                                      **rnd)
         except ValueError as e:
             raise InputError("demo", None, None, str(e)) from None
+        if args.simulate:
+            res.update(simulate_demo(store, args, res))
+        return res
 
 
 def cmd_guidelines(args) -> dict:

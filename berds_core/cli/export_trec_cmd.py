@@ -63,13 +63,14 @@ def run(args) -> dict:
                                      for path in args.run[1:]]
     for path, entries in runs:
         label_matrices(path, entries, gold, args.labels, args.gold)  # missing predictions, bad gold indices
-        warning = check_run_ids(entries, gold, args.gold, path) if gold else None  # ids matching no qrel
-        if warning:
-            sys.stderr.write(f"berds export-trec: warning: {warning}\n")
-    try:
+    try:  # the gold's own indices (also of passages no run ranked) before the ids are compared
         qrels = subtopic_qrels([entries for _, entries in runs], gold=gold, judge=args.labels)
     except ValueError as err:
         raise InputError(args.gold or args.run[0], None, "perspective", str(err)) from None
+    for path, entries in runs:
+        warning = check_run_ids(entries, gold, args.gold, path) if gold else None  # ids matching no qrel
+        if warning:
+            sys.stderr.write(f"berds export-trec: warning: {warning}\n")
     for path, entries in runs:  # every id checked before anything is written
         check_trec_ids(entries, qrels, run_path=path, qrels_source=args.gold or path)
     out_dir = Path(args.out_dir)

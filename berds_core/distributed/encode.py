@@ -3,7 +3,10 @@
 Each part of a :class:`~.plan.Plan` is one row of a Ray dataset; a pool of
 :class:`EncodeActor` (Ray Data ``map_batches``; one sentence-transformers
 model per actor; one actor per GPU when the cluster has GPUs, else one per
-CPU) encodes a part in one ``encode_normalized`` call, as one process does.
+CPU) encodes a part as one process does: one part of ``TextEncoder.encode_stream``,
+the fast path on a GPU actor (``embeddings.pipeline``: tokenizer threads overlapped
+with the model, length-sorted token-budget batches; the next part of the Ray batch
+is tokenized while this one is encoded) and the CPU's default path on a CPU actor.
 The driver writes each part's vectors to its embedding store as the part
 comes back (one ``put_many``, as ``TextEncoder.embed_map`` does per part), so:
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import closing
 
 import numpy as np
 
@@ -38,12 +42,15 @@ from .plan import EncoderSpec, Plan, RowPlan
 class EncodeActor:
     """Holds one encoder (the driver's model, precision and length); ``__call__`` encodes one part."""
 
-    def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False):
+    def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False, path: str = "auto"):
         import ray
 
+        # path: the driver's choice (auto | fast | plain), resolved for this actor's device: auto is the fast
+        # path on a GPU actor, the CPU's default on a CPU actor
         self.te = TextEncoder(model, "cuda" if gpu else "cpu", encoding, max_seq_length,
-                              batch_size=batch_size, store=False)
+                              batch_size=batch_size, store=False, path=path)
         self.te.encoder  # load the model now: a bad model fails at start, not mid-pipeline
+        self.te.pipeline  # and build the fast path (or say why not) before the first part
         self.node = ray.get_runtime_context().get_node_id()
 
     def texts_of(self, batch: dict, j: int) -> list[str]:
@@ -52,11 +59,12 @@ class EncodeActor:
 
     def __call__(self, batch: dict) -> dict:
         parts, vecs, dims = [], [], []
-        for j, part in enumerate(batch["part"]):
-            emb = self.te.encode_uncached(self.texts_of(batch, j))
-            parts.append(int(part))
-            vecs.append(np.ascontiguousarray(emb, np.float32).tobytes())
-            dims.append(int(emb.shape[1]))
+        todo = ((int(part), self.texts_of(batch, j)) for j, part in enumerate(batch["part"]))
+        with closing(self.te.encode_stream(todo)) as encoded:  # the fast path reads the next part while encoding
+            for part, emb in encoded:
+                parts.append(part)
+                vecs.append(np.ascontiguousarray(emb, np.float32).tobytes())
+                dims.append(int(emb.shape[1]))
         n = len(parts)
         return {"part": np.array(parts), "vecs": np.array(vecs, dtype=object), "dim": np.array(dims),
                 "node": np.array([self.node] * n, dtype=object), "pid": np.array([os.getpid()] * n)}
@@ -65,9 +73,9 @@ class EncodeActor:
 class StoreEncodeActor(EncodeActor):
     """An encoder that reads its parts' texts (rows ``start..stop-1``) from the on-disk corpus store."""
 
-    def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False, store: str = "",
-                 corpus_hash: str = ""):
-        super().__init__(model, encoding, max_seq_length, batch_size, gpu)
+    def __init__(self, model, encoding, max_seq_length, batch_size, gpu: bool = False, path: str = "auto",
+                 store: str = "", corpus_hash: str = ""):
+        super().__init__(model, encoding, max_seq_length, batch_size, gpu, path)
         try:
             self.corpus = DiskCorpus(store)
         except InputError as e:

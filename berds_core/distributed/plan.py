@@ -34,15 +34,16 @@ class EncoderSpec:
     max_seq_length: int
     batch_size: int
     key: str  # the embedding-store key the vectors are filed under (model | precision | max tokens)
+    path: str = "auto"  # the encoding path asked for (embeddings.pipeline.resolve_path, per actor device)
 
     @classmethod
     def of(cls, te) -> "EncoderSpec":
         """From a ``embeddings.store.TextEncoder`` (nothing is loaded)."""
-        return cls(te.model_id, te.encoding, te.max_seq_length, te.batch_size, te.key)
+        return cls(te.model_id, te.encoding, te.max_seq_length, te.batch_size, te.key, te.path_asked)
 
     def kwargs(self) -> dict:
         return {"model": self.model, "encoding": self.encoding, "max_seq_length": self.max_seq_length,
-                "batch_size": self.batch_size}
+                "batch_size": self.batch_size, "path": self.path}
 
 
 @dataclass

@@ -102,7 +102,7 @@ def model_key(model: str | None) -> str:
 
 
 # ---------------------------------------------------------------- fast CPU encoding
-ENCODINGS = ("fp32", "bf16", "int8")
+ENCODINGS = ("fp32", "fp16", "bf16", "int8")
 
 
 def cpu_has_fast_bf16() -> bool:
@@ -130,8 +130,8 @@ def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
         encoding = os.environ.get("BERDS_ENCODING", "").strip() or None
         if encoding not in (None, "auto") and encoding not in ENCODINGS:
             raise ValueError(f"BERDS_ENCODING must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
-        if encoding == "int8" and dev != "cpu":
-            encoding = None  # the operator's CPU default does not apply to an accelerator
+        if encoding == "int8" and dev != "cpu" or encoding == "fp16" and dev == "cpu":
+            encoding = None  # the operator's CPU (accelerator) default does not apply to an accelerator (the CPU)
     if encoding in (None, "auto"):
         if dev != "cpu":
             return "fp32"
@@ -140,6 +140,8 @@ def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
         raise ValueError(f"encoding must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
     if encoding == "int8" and dev != "cpu":
         raise ValueError("int8 encoding runs on the CPU only")
+    if encoding == "fp16" and dev == "cpu":
+        raise ValueError("fp16 encoding runs on accelerators only (on the CPU: bf16 or int8)")
     return encoding
 
 
@@ -184,17 +186,24 @@ def quantize_int8(embedder):
 
 def to_bf16(embedder):
     """A bfloat16 copy of a SentenceTransformer (outputs are cast back to float32 by callers)."""
+    return to_half(embedder, "bf16")
+
+
+def to_half(embedder, encoding: str):
+    """A bfloat16 (``bf16``) or float16 (``fp16``) copy of a SentenceTransformer (outputs are cast back to
+    float32 and re-normalised by callers)."""
     import copy
 
     import torch
 
-    return copy.deepcopy(embedder).to(torch.bfloat16).eval()
+    return copy.deepcopy(embedder).to({"bf16": torch.bfloat16, "fp16": torch.float16}[encoding]).eval()
 
 
 @functools.lru_cache(maxsize=6)
 def load_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None,
                  max_seq_length: int | None = None):
-    """The embedder to encode with: ``load_embedder`` itself (fp32), or its bf16 or int8 (CPU) copy.
+    """The embedder to encode with: ``load_embedder`` itself (fp32), or its bf16, fp16 (accelerators) or
+    int8 (CPU) copy.
 
     Embeddings from the bf16 copy should be re-normalised in float32 by the caller.
     ``max_seq_length`` (tokens; None: the model's own) other than the model's
@@ -216,6 +225,6 @@ def load_encoder(model: str | None = None, device: str | None = None, encoding: 
     base = load_embedder(model, device)  # same lru entry as other callers on this device
     if enc == "int8":
         return quantize_int8(base)
-    if enc == "bf16":
-        return to_bf16(base)
+    if enc in ("bf16", "fp16"):
+        return to_half(base, enc)
     return base

@@ -27,6 +27,14 @@ down in ``docs/embeddings.md``):
   trained at 128; debate arguments and BERDS' 100-word passages fit or lose a
   few words), for the retriever, MMR, the re-ranker and the judge alike.
 
+**Two paths to the model, the same vectors**: ``encode_normalized`` (the plain path:
+``SentenceTransformer.encode``) and ``embeddings.pipeline`` (the fast path: tokenizer threads
+overlapped with the model, length-sorted batches, parts streamed). ``TextEncoder.path`` picks one
+(``$BERDS_ENCODE_PATH``; auto: fast on CUDA, ``pipeline.CPU_DEFAULT_PATH`` on the CPU); everything
+that reaches the model goes through ``TextEncoder.encode_stream`` (per part) or ``encode_uncached``.
+The path is not part of the key: on the CPU the fast path gives the plain path's bits, on a GPU its
+vectors agree within rounding (cosine >= 0.9999).
+
 The stance model (``berds_core.stance``) keeps its *pair* encodings (one
 vector per (target, text) pair, shared by the preset, discovery and the
 embedded judge) in the same store, under its own key (``stance-<version>|
@@ -108,16 +116,23 @@ class TextEncoder:
     ``embed(texts)`` returns one unit-length float32 row per text (duplicates
     encoded once). ``n_encoded`` counts texts that went through the model.
     ``store=False`` keeps everything in memory (tests, throw-away texts).
+    ``path``: ``auto`` | ``fast`` | ``plain`` (``embeddings.pipeline.resolve_path``); ``options``:
+    the fast path's ``PipelineOptions`` (None: the device's defaults).
     """
 
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None,
                  max_seq_length: int | None = None, *, batch_size: int = 64, store: bool = True,
-                 memory: int = 50_000):
+                 memory: int = 50_000, path: str | None = None, options=None):
         from .models import pick_device, resolve_encoding
+        from .pipeline import asked_path, resolve_path
 
         self.model_id = model
         self.device = pick_device(device)
         self.encoding = resolve_encoding(encoding, self.device)
+        self.path_asked = asked_path(path)  # auto | fast | plain: what a Ray actor on another device resolves
+        self.path = resolve_path(path, self.device)  # fast | plain (the fast path may still refuse the model)
+        self.options = options  # embeddings.pipeline.PipelineOptions (None: the device's defaults)
+        self._pipeline = None
         self.max_seq_length = int(max_seq_length or MAX_TOKENS)
         self.batch_size = batch_size
         self.store = store
@@ -144,19 +159,55 @@ class TextEncoder:
     def dim(self) -> int:
         return int(self.encoder.get_sentence_embedding_dimension())
 
+    @property
+    def pipeline(self):
+        """The fast path (``embeddings.pipeline.EncodePipeline``) when this encoder takes it, else None
+        (the plain path: ``encode_normalized``). A model the fast path refuses goes the plain way, said once."""
+        if self.path != "fast":
+            return None
+        if self._pipeline is None:
+            from .pipeline import EncodePipeline, PipelineOptions
+
+            try:
+                self._pipeline = EncodePipeline(self.encoder, self.options or
+                                                PipelineOptions.for_device(self.device, self.batch_size))
+            except ValueError as e:
+                import sys
+
+                print(f"berds: {self.key}: the plain encoding path ({e})", file=sys.stderr)
+                self._pipeline = False
+        return self._pipeline or None
+
     def encode_uncached(self, texts: list[str]) -> np.ndarray:
         """Run the model on ``texts`` (no lookup, nothing stored): queries one never sees twice."""
+        pipe = self.pipeline
+        if pipe is not None:
+            return pipe.encode(list(texts))
         return encode_normalized(self.encoder, list(texts), self.batch_size)
 
-    def _encode_reporting(self, part: list[str], on_progress, done: int, total: int) -> np.ndarray:
-        """Encode ``part``; with ``on_progress``, in steps of a few batches so a progress bar can move."""
-        if on_progress is None:
+    def encode_stream(self, parts, on_rows=None):
+        """``(key, texts)`` parts in, ``(key, unit vectors)`` out, in order (nothing stored).
+
+        The fast path tokenizes the next parts while the model encodes this one (``parts`` is read by
+        its feeder thread); the plain path encodes one part per ``encode_uncached`` call. ``on_rows(n)``
+        as texts are encoded (per batch on the fast path, every few batches on the plain one).
+        """
+        pipe = self.pipeline
+        if pipe is not None:
+            yield from pipe.stream(parts, on_rows)
+            return
+        for key, texts in parts:
+            yield key, self._encode_reporting(list(texts), on_rows)
+
+    def _encode_reporting(self, part: list[str], on_rows) -> np.ndarray:
+        """Encode ``part`` (plain path); with ``on_rows``, in steps of a few batches so a progress bar can move."""
+        if on_rows is None:
             return self.encode_uncached(part)
         step, out = self.batch_size * 4, []
         for a in range(0, len(part), step):
             out.append(self.encode_uncached(part[a:a + step]))
-            on_progress(done + min(a + step, len(part)), total)
-        return np.concatenate(out)
+            on_rows(len(out[-1]))
+        return np.concatenate(out) if out else self.encode_uncached(part)
 
     def embed(self, texts, progress: bool = False, desc: str | None = None, on_progress=None) -> np.ndarray:
         texts = list(texts)
@@ -184,11 +235,17 @@ class TextEncoder:
             from tqdm.auto import tqdm
 
             self.encoder  # load the model before any progress bar: a bad model id fails at once
+            done = [len(uniq) - len(need)]
+
+            def rows(n: int) -> None:
+                done[0] += n
+                on_progress(done[0], len(uniq))
+
+            parts = ((start, need[start:start + CHUNK]) for start in range(0, len(need), CHUNK))
             with tqdm(total=len(need), desc=desc or f"Encoding ({self.key})", unit="text",
                       disable=not progress) as bar:
-                for start in range(0, len(need), CHUNK):
+                for start, emb in self.encode_stream(parts, rows if on_progress is not None else None):
                     part = need[start:start + CHUNK]
-                    emb = self._encode_reporting(part, on_progress, len(uniq) - len(need) + start, len(uniq))
                     self.n_encoded += len(part)
                     if self.store:
                         embedding_store().put_many(self.key, [(text_hash(t), v) for t, v in zip(part, emb)])
@@ -206,8 +263,8 @@ class TextEncoder:
 
 
 @functools.lru_cache(maxsize=8)
-def _shared(model, device, encoding, max_seq_length, root) -> TextEncoder:
-    return TextEncoder(model, device, encoding, max_seq_length)
+def _shared(model, device, encoding, max_seq_length, root, path) -> TextEncoder:
+    return TextEncoder(model, device, encoding, max_seq_length, path=path)
 
 
 def text_encoder(model: str | None = None, device: str | None = None, encoding: str | None = None,
@@ -215,12 +272,14 @@ def text_encoder(model: str | None = None, device: str | None = None, encoding: 
     """The process-wide encoder for (model, device, precision, max tokens): one memory, one store key.
 
     ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` (bf16 on CPUs with native bf16,
-    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``.
+    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``. The encoding path
+    (``pipeline.resolve_path``: ``$BERDS_ENCODE_PATH``, auto) is resolved here too.
     """
     from .models import model_key, pick_device, resolve_encoding
+    from .pipeline import resolve_path
 
     dev = pick_device(device)
     enc = resolve_encoding(encoding, dev)
     name = None if model is None or model_key(model) == model_key(None) else model
     # one per cache directory too: a new BERDS_CACHE starts with an empty memory (the model is shared)
-    return _shared(name, dev, enc, int(max_seq_length or MAX_TOKENS), str(cache_dir()))
+    return _shared(name, dev, enc, int(max_seq_length or MAX_TOKENS), str(cache_dir()), resolve_path(None, dev))

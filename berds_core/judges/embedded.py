@@ -65,7 +65,7 @@ def apply_calibration(c: dict, p: np.ndarray) -> np.ndarray:
 
 class EmbeddedJudge(Judge):
     backend = "embedded"
-    commit_every = 2048
+    commit_every = 512  # pairs per committed chunk (and per Ray task)
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):

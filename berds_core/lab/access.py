@@ -11,8 +11,14 @@ Roles:
 
 - ``annotator``: labels the pairs of their own queue; sees their own labels;
   sees the judge's answer for a pair only after deciding it.
-- ``reviewer``: also every label, the judge's answers, agreement, adjudication.
+- ``reviewer``: also every label, the judge's answers, agreement, adjudication,
+  and leading a round (its quality controls, pausing and resuming queues,
+  qualification retries, answers typed for gold checks).
 - ``admin``: also imports, task sets, exports, guidelines and users.
+
+An annotator's queue goes through :mod:`berds_core.lab.rounds`: only the task
+sets open to them (qualified, not paused) are served, gold checks are placed
+as they go and look like any pair, and a label on a check may pause the queue.
 
 In open mode (one person on a laptop, no login) the actor is an ``admin``
 named by the page; the same checks run and pass.
@@ -22,9 +28,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from . import checks, controls, health, judge_review, qualification, reliability, rounds
 from .store import SKIP, Store, StoreError
 from .agreement import agreement_report, disagreements
-from .exports import export_rows
+from .exports import ROUND_WHAT, export_rows
 from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
 
 log = logging.getLogger("berds.access")
@@ -37,6 +44,7 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     "agreement": ("reviewer", "admin"),
     "adjudicate": ("reviewer", "admin"),
     "export_report": ("reviewer", "admin"),
+    "run_round": ("reviewer", "admin"),
     "import": ("admin",),
     "build_task_set": ("admin",),
     "export_labels": ("admin",),
@@ -109,10 +117,34 @@ class Lab:
         return self.store.queue(self.actor.name, task_set)
 
     def progress(self, task_set: str | None = None) -> dict:
-        return self.store.progress(self.actor.name, task_set)
+        """Done / total / left of the actor's queue (gold checks still to come counted, not told apart)."""
+        return rounds.progress(self.store, self.actor.name, task_set)
 
     def next_pairs(self, n: int = 1, task_set: str | None = None) -> list[str]:
-        return self.store.next_pairs(self.actor.name, n, task_set)
+        """The next undecided pairs of the actor's open task sets (qualified, not paused; checks placed)."""
+        return rounds.next_pairs(self.store, self.actor.name, n, task_set)
+
+    def round_states(self, task_set: str | None = None) -> list[dict]:
+        """``[{task_set, state, message}]`` of the actor's own task sets (open, qualify, failed, paused)."""
+        return rounds.states(self.store, self.actor.name, task_set)
+
+    def qualification_next(self, task_set: str) -> dict | None:
+        """The actor's next qualification pair: what they see of it, plus its place in the attempt."""
+        if task_set not in self.task_sets():
+            self._deny("qualification", task_set, "take the qualification of a task set that is not theirs")
+        item = qualification.next_item(self.store, task_set, self.actor.name)
+        if item is None:
+            return None
+        p = self.store.pair(item["pair_id"])
+        return {**item, "question": p.question, "title": p.title or "", "document": p.document,
+                "perspective": p.perspective}
+
+    def qualification_answer(self, task_set: str, attempt: int, position: int, label, *,
+                             time_ms: int | None = None) -> dict:
+        """Answer one of the actor's own qualification pairs; the expected answer comes back only now."""
+        if task_set not in self.task_sets():
+            self._deny("qualification", task_set, "take the qualification of a task set that is not theirs")
+        return qualification.answer(self.store, task_set, self.actor.name, attempt, position, label, time_ms=time_ms)
 
     def pair_view(self, pair_id: str) -> dict:
         """What an annotator sees of a pair: question, title, passage, perspective (no ids, no judge)."""
@@ -130,9 +162,14 @@ class Lab:
               time_ms: int | None = None, judge_visible: bool | None = None, client_id: str | None = None) -> int:
         """Label a pair of the actor's own queue (reviewers and admins: any pair)."""
         self._own_or_reviewer(pair_id, "label")
+        why = rounds.refusal(self.store, self.actor.name, pair_id)
+        if why and not (client_id is not None and self.store.applied_client_ids([client_id])):
+            raise StoreError(f"{why}; this decision was not saved")
         seen = bool(judge_visible) or self.judge_seen(pair_id)
-        return self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
-                                judge_visible=seen, client_id=client_id)
+        event = self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
+                                 judge_visible=seen, client_id=client_id)
+        rounds.after_label(self.store, self.actor.name, pair_id)
+        return event
 
     def undo(self, client_id: str | None = None) -> str | None:
         return self.store.undo(self.actor.name, client_id=client_id)
@@ -201,6 +238,57 @@ class Lab:
         self.store.adjudicate(pair_id, label, self.actor.name, note)
         self.store.audit(self.actor.name, self.actor.role, "adjudicate", str(pair_id), allowed=True)
 
+    def reliability_report(self, **kw) -> dict:
+        """:func:`berds_core.lab.reliability.reliability_report` (reviewers and admins)."""
+        self.require("agreement", "reliability")
+        return reliability.reliability_report(self.store, **kw)
+
+    def round_health(self, task_set: str | None = None) -> dict:
+        self.require("agreement", "round health")
+        return health.round_health(self.store, task_set)
+
+    def review_queue(self, judge: str | None = None, **kw) -> list[dict]:
+        """Disagreements, most urgent first (:func:`berds_core.lab.judge_review.review_queue`)."""
+        self.require("adjudicate", judge, what="see disagreements")
+        return judge_review.review_queue(self.store, judge, **kw)
+
+    def judge_failures(self, judge: str, **kw) -> dict:
+        self.require("agreement", judge)
+        return judge_review.judge_failures(self.store, judge, **kw)
+
+    # ---- leading a round ----
+
+    def round_controls(self, task_set: str) -> controls.RoundControls:
+        self.require("agreement", task_set)
+        return controls.get_controls(self.store, task_set)
+
+    def set_round_controls(self, task_set: str, **changes) -> controls.RoundControls:
+        self.require("run_round", task_set, what="change a round's quality controls")
+        new = controls.set_controls(self.store, task_set, by=self.actor.name, **changes)
+        self.store.audit(self.actor.name, self.actor.role, "round.controls", task_set, allowed=True,
+                         detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
+        return new
+
+    def pause(self, task_set: str, annotator: str, note: str | None = None) -> int | None:
+        """The lead pauses an annotator's queue in a task set (None when it is paused already)."""
+        self.require("run_round", f"{task_set}/{annotator}", what="pause a queue")
+        return checks.pause(self.store, task_set, annotator, reason="lead", by=self.actor.name,
+                            lead_message=f"{annotator}: paused by {self.actor.name} in {task_set}"
+                                         + (f" ({note})" if note else ""))
+
+    def resume(self, task_set: str, annotator: str, note: str | None = None) -> bool:
+        self.require("run_round", f"{task_set}/{annotator}", what="resume a queue")
+        return checks.resume(self.store, task_set, annotator, self.actor.name, note)
+
+    def allow_retry(self, task_set: str, annotator: str) -> bool:
+        self.require("run_round", f"{task_set}/{annotator}", what="allow another qualification attempt")
+        return qualification.allow_retry(self.store, task_set, annotator, self.actor.name)
+
+    def add_check_answers(self, answers: dict[str, int]) -> int:
+        """Answers the lead typed for pairs: they join the gold checks' pool."""
+        self.require("run_round", "check answers", what="add answers for gold checks")
+        return checks.add_typed_answers(self.store, answers, self.actor.name)
+
     # ---- admin ----
 
     def import_pairs_tsv(self, path, *, labels_as: str | None = None, annotator: str | None = None,
@@ -221,12 +309,16 @@ class Lab:
                          detail=f"pairs={res['pairs']}")
         return res
 
-    def export_rows(self, what: str = "labels", *, include_skips: bool = False) -> list[dict]:
-        """Rows for a download: ``labels`` (admins: everyone's; others: their own), ``gold``, ``reference``."""
+    def export_rows(self, what: str = "labels", *, include_skips: bool = False, judge: str | None = None) -> list[dict]:
+        """Rows for a download: ``labels`` (admins: everyone's, with ``judge``'s probability; others: their
+        own, without), ``gold``, ``reference``, ``majority``, ``model``; ``qualification`` for reviewers too."""
         if what == "labels" and not self.allowed("export_labels"):
             return export_rows(self.store, annotator=self.actor.name, include_skips=include_skips)
+        if what in ROUND_WHAT:
+            self.require("export_report", what, what=f"export {what}")
+            return export_rows(self.store, what=what)
         self.require("export_labels", what, what=f"export {what}")
-        return export_rows(self.store, what=what, include_skips=include_skips)
+        return export_rows(self.store, what=what, include_skips=include_skips, judge=judge)
 
     def accounts(self, **kw):
         self.require("manage_users", "users")

@@ -23,25 +23,71 @@ import json
 
 from ..files.spreadsheet import delimited, neutralise, unneutralise  # noqa: F401 (re-exported)
 
+from .qualification import qualification_rows
+from .reliability import label_sets
+
 EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
                   "updated_at", "question_id", "passage_id", "subset", "retriever", "source", "title", "side",
                   "time_ms", "judge_visible", "app_version"]
-WHAT = ("labels", "gold", "reference")
+JUDGE_COLUMNS = ["judge", "judge_prob", "judge_label"]  # labels exported for a reviewer or admin, with a judge
+LABEL_SET_COLUMNS = ["confidence", "n_labels"]  # majority vote and the annotator models' label sets
+LABEL_SET_NAMES = {"mace": "MACE", "dawid-skene": "Dawid-Skene"}
+WHAT = ("labels", "gold", "reference", "majority", "mace", "dawid-skene", "qualification")
+ROUND_WHAT = ("qualification",)  # exports of the round's quality control (reviewers may download them)
 
 
 def export_rows(store, *, what: str = "labels", annotator: str | None = None, include_skips: bool = False,
-                gold: bool = False) -> list[dict]:
-    """Rows of ``what``: ``labels`` (optionally one annotator's), ``gold`` (adjudicated) or ``reference``."""
+                gold: bool = False, judge: str | None = None) -> list[dict]:
+    """Rows of ``what``: ``labels`` (optionally one annotator's; with ``judge``, that judge's probability
+    and label beside each), ``gold`` (adjudicated), ``reference``, the label sets ``majority`` (majority
+    vote), ``mace`` and ``dawid-skene`` (each annotator model's most likely labels,
+    :mod:`berds_core.lab.reliability`; ``confidence`` is the majority's share / the model's posterior of the label), or ``qualification`` (every qualification answer)."""
     if gold:
         what = "gold"
     if what not in WHAT:
         raise ValueError(f"export one of {', '.join(WHAT)}")
+    if what == "qualification":
+        return qualification_rows(store)
     pairs = {p.pair_id: p for p in store.pairs()}
     if what in ("gold", "reference"):
         got = store.gold() if what == "gold" else store.reference_labels()
         return [_row(p, got[pid], what) for pid, p in pairs.items() if pid in got]
-    return [_row(pairs[lab.pair_id], lab.value, lab.annotator, lab)
-            for lab in store.labels(annotator, include_skips=include_skips)]
+    if what in ("majority", "mace", "dawid-skene"):
+        got = label_sets(store)[what]
+        out = []
+        for pid, p in pairs.items():
+            if pid not in got:
+                continue
+            m = got[pid]
+            if what == "majority":
+                conf = None if m["label"] is None else (m["share"] if m["label"] == 1 else 1 - m["share"])
+                out.append({**_row(p, "" if m["label"] is None else m["label"], "majority vote"),
+                            "confidence": "" if conf is None else round(conf, 4), "n_labels": m["n"]})
+            else:
+                out.append({**_row(p, m["label"], LABEL_SET_NAMES[what]), "n_labels": m["n"],
+                            "confidence": round(m["p1"] if m["label"] == 1 else 1 - m["p1"], 4)})
+        return out
+    preds = store.judge_preds(judge) if judge else None
+    rows = []
+    for lab in store.labels(annotator, include_skips=include_skips):
+        row = _row(pairs[lab.pair_id], lab.value, lab.annotator, lab)
+        if preds is not None:
+            prob, jl = preds.get(lab.pair_id, (None, None))
+            row.update({"judge": judge, "judge_prob": "" if prob is None else round(float(prob), 6),
+                        "judge_label": "" if jl is None else int(jl)})
+        rows.append(row)
+    return rows
+
+
+def columns_for(rows: list[dict]) -> list[str]:
+    """The columns of an export: the human-pairs TSV ones first, then what these rows add (judge, label set)."""
+    if rows and "expected" in rows[0]:  # qualification answers: columns of their own
+        return list(rows[0])
+    cols = list(EXPORT_COLUMNS)
+    for extra in (JUDGE_COLUMNS, LABEL_SET_COLUMNS):
+        if rows and extra[0] in rows[0]:
+            cols += extra
+    return cols
 
 
 def _row(p, label, annotator, lab=None) -> dict:

@@ -10,7 +10,8 @@ Layout (schema version in ``schema_version``; :data:`MIGRATIONS` upgrades old fi
 - ``task_sets`` + ``assignments``: which annotator labels which pair, in which
   order (``position``); a pair may go to several annotators (overlap). An
   assignment's ``kind`` is ``task``, ``calibration`` (a pair with a reference
-  label mixed in silently) or ``routed`` (a second opinion asked for later).
+  label mixed in silently), ``routed`` (a second opinion asked for later) or
+  ``check`` (a gold check placed as the round runs, :mod:`berds_core.lab.checks`).
 - ``labels``: the *current* decision per (pair, annotator): 0, 1 or skip,
   ``unsure``, ``note``, time, and provenance: ``time_ms`` spent on the pair,
   ``judge_visible`` (was the judge's answer on screen), ``app_version``.
@@ -20,6 +21,8 @@ Layout (schema version in ``schema_version``; :data:`MIGRATIONS` upgrades old fi
 - ``gold``: the adjudicated label of a pair; ``reference_labels``: labels known
   in advance (e.g. imported BERDS human labels), used for calibration.
 - ``settings``: guidelines and label definitions of the project.
+- ``check_slots``, ``pauses``, ``qualification``, ``qualification_results``: the
+  round's quality controls (:mod:`berds_core.lab.round_schema`).
 - ``users``, ``sessions``, ``login_attempts``, ``audit``: lab accounts (see
   :mod:`berds_core.lab.accounts`) and the log of allowed and refused actions (see
   :mod:`berds_core.lab.access`).
@@ -45,6 +48,7 @@ from typing import Iterable, Iterator
 
 from ..judges import passage_text
 from .. import __version__
+from .round_schema import SCHEMA_V4
 
 DEFAULT_DB = Path("annotations") / "berds.db"
 ENV_DB = "BERDS_ANNOTATIONS_DB"
@@ -197,9 +201,10 @@ UPDATE sessions SET uid = (SELECT uid FROM users WHERE users.name = sessions.use
 """
 
 # version -> SQL that upgrades from version-1; applied in order inside one transaction each.
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
+# Version 4: gold checks placed as the round runs, paused queues, qualification rounds (lab/round_schema.py).
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: SCHEMA_V4}
 SCHEMA_VERSION = max(MIGRATIONS)
-ASSIGNMENT_KINDS = ("task", "calibration", "routed")
+ASSIGNMENT_KINDS = ("task", "calibration", "routed", "check")
 
 
 def _create_private(path: Path) -> None:
@@ -321,6 +326,7 @@ class Store:
         _create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0
+        self.now = _now  # the clock of labels and round events (a simulated round sets its own)
         self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
                                      isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
@@ -647,7 +653,7 @@ class Store:
         if time_ms is not None:
             time_ms = max(0, int(time_ms))
         value = None if skipped else label
-        at = _now()
+        at = self.now()
         version = version or app_version()
         jv = None if judge_visible is None else int(bool(judge_visible))
         with self._tx() as c:

@@ -40,6 +40,7 @@ from ..datasets import load_demo
 from ..eval.leaning import infer_sides
 from ..files.csvio import explain
 from ..runs import judged_mask, judges_in, label_matrix
+from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
 from .store import Pair
 
@@ -334,7 +335,10 @@ class TaskSetSpec:
 
     ``strategy`` / ``by`` / ``seed``: :func:`sample_pairs`; ``overlap`` / ``per_shared``: :func:`assign_pairs`;
     ``route_uncertain``, ``route_unsure``, ``calibration``: see :func:`build_task_set`; ``params``: more
-    settings recorded with the task set (e.g. the run depth ``k``).
+    settings recorded with the task set (e.g. the run depth ``k``); ``controls``: the round's quality
+    controls (gold checks, their floor, qualification; :class:`~berds_core.lab.controls.RoundControls`);
+    ``check_pool``: how many candidates with a reference label to set aside as gold checks (None: as many
+    as the round needs, when ``controls`` asks for checks or a qualification).
     """
 
     name: str
@@ -350,6 +354,8 @@ class TaskSetSpec:
     route_unsure: bool = False
     calibration: int = 0
     params: dict = field(default_factory=dict)
+    controls: RoundControls | None = None
+    check_pool: int | None = None
 
 
 def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judge=None,
@@ -403,9 +409,10 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
         calib_pairs = [pool[i] for i in sorted(rng.choice(len(pool), size=calibration, replace=False).tolist())]
         plan = mix_calibration(plan, [p.pair_id for p in calib_pairs], seed=seed)
     ids = {p.pair_id for p in picked}
+    pool_pairs, warnings = _check_pool(candidates, ref, ids | {p.pair_id for p in calib_pairs}, plan, spec)
     with store.batch():
-        store.add_pairs(picked + calib_pairs)
-        new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs}}
+        store.add_pairs(picked + calib_pairs + pool_pairs)
+        new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs + pool_pairs}}
         if new_ref:
             store.set_reference_labels(new_ref, source=source)
         if preds is not None:
@@ -419,10 +426,42 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
                                       "route_unsure": bool(route_unsure), "route_max": per_shared,
                                       "calibration": calibration, **(params or {})},
                               calibration=[p.pair_id for p in calib_pairs])
+        if spec.controls is not None:
+            store.set_setting(CONTROLS_PREFIX + name, spec.controls.to_json(), by="build_task_set")
     shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
-    return {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
-            "shared": shared, "routed_uncertain": len(routed), "calibration": len(calib_pairs),
-            "assignments": {a: len(v) for a, v in plan.items()}, "judge": getattr(judge, "name", None)}
+    out = {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
+           "shared": shared, "routed_uncertain": len(routed), "calibration": len(calib_pairs),
+           "assignments": {a: len(v) for a, v in plan.items()}, "judge": getattr(judge, "name", None)}
+    if spec.controls is not None:
+        out.update({"controls": spec.controls.to_json(), "check_pool": len(pool_pairs), "warnings": warnings})
+    return out
+
+
+def _check_pool(candidates: Sequence[Pair], ref: dict[str, int], taken: set[str], plan: dict[str, list[str]],
+                spec: TaskSetSpec) -> tuple[list[Pair], list[str]]:
+    """Candidates with a reference label, not in the round, set aside as gold checks and qualification pairs.
+
+    The pool needs, for the annotator with the longest queue, about ``1.5 x`` their expected checks
+    (``L·r/(1 − r)``, the gaps vary) plus two qualification attempts; every annotator draws from the same
+    pool (never twice the same pair). Fewer available: all of them, and a warning.
+    """
+    c = spec.controls
+    if c is None or (not c.checks_on and c.qualification_n == 0):
+        return [], []
+    longest = max((len(v) for v in plan.values()), default=0)
+    expected = int(np.ceil(longest * c.check_rate / (1 - c.check_rate))) if c.checks_on else 0
+    need = spec.check_pool if spec.check_pool is not None else int(np.ceil(1.5 * expected)) + 2 * c.qualification_n + 5
+    avail = sorted(pid for pid in ref if pid not in taken)
+    by_id = {p.pair_id: p for p in candidates}
+    avail = [pid for pid in avail if pid in by_id]
+    rng = np.random.default_rng(spec.seed + 15485863)
+    chosen = [avail[i] for i in sorted(rng.choice(len(avail), size=min(need, len(avail)), replace=False).tolist())]
+    warnings = []
+    if len(chosen) < need:
+        warnings.append(f"only {len(chosen)} candidate pairs with a reference label are left for gold checks and "
+                        f"qualification (about {need} wanted); adjudicated and typed answers join the pool as the "
+                        "round runs")
+    return [by_id[pid] for pid in chosen], warnings
 
 
 # --------------------------------------------------------------------------- the demo task set
@@ -454,7 +493,8 @@ def demo_candidates() -> tuple[list[Pair], dict[str, int]]:
 def demo_task_set(annotators: Sequence[str], *, name: str = "demo", n: int = 40, seed: int = 0,
                   **rounds) -> tuple[list[Pair], TaskSetSpec, dict[str, int]]:
     """The built-in demo's round: its candidate pairs, the spec (``n`` pairs stratified by subset; ``rounds``:
-    ``overlap``, ``per_shared``, ``calibration``, ``route_unsure``) and its gold labels as reference labels.
+    ``overlap``, ``per_shared``, ``calibration``, ``route_unsure``, ``controls``) and its gold labels as reference
+    labels (with ``controls`` asking for checks or a qualification, also the pool of gold checks).
     What ``berds annotations demo`` and the Annotate page's one click both build."""
     pairs, labels = demo_candidates()
     spec = TaskSetSpec(name=name, source="built-in demo", n=n, strategy="stratified", annotators=tuple(annotators),

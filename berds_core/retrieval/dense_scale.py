@@ -49,7 +49,7 @@ def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None
     def texts_of(a, b):
         return [t for batch in corpus.iter_batches(b - a, a, b) for t in batch.texts]
 
-    return shards.encode(texts_of, te.encode_uncached, dim=te.dim, progress=progress, on_progress=on_progress,
+    return shards.encode(texts_of, stream=te.encode_stream, dim=te.dim, progress=progress, on_progress=on_progress,
                          desc=f"Encoding passages ({te.key})")
 
 

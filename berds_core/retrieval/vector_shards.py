@@ -26,6 +26,7 @@ same way.
 from __future__ import annotations
 
 import re
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -97,11 +98,22 @@ class VectorShards(ShardSet):
     def finish(self, dim: int) -> None:
         super().finish(dim=int(dim))
 
-    def encode(self, texts_of, encode, *, dim: int, progress: bool = False, on_progress=None, desc: str = "Encoding"):
+    def encode(self, texts_of, encode=None, *, dim: int, progress: bool = False, on_progress=None,
+               desc: str = "Encoding", stream=None):
         """Encode every shard not yet done; ``texts_of(start, stop)`` gives the rows' texts and
-        ``encode(texts)`` their unit vectors. Returns self (complete)."""
+        ``encode(texts)`` their unit vectors, or ``stream(parts)`` (``TextEncoder.encode_stream``)
+        turns ``(shard, texts)`` parts into ``(shard, vectors)`` in order, reading the next shards'
+        texts while it encodes. A finished shard is written by a writer thread while the next one
+        is encoded (at most one shard waits to be written); whatever stops the run, the shards
+        handed to the writer are written first. Returns self (complete)."""
         if self.complete:
             return self
+        if stream is None:
+            if encode is None:
+                raise TypeError("VectorShards.encode needs encode or stream")
+
+            def stream(parts):
+                return ((i, encode(texts)) for i, texts in parts)
         from tqdm.auto import tqdm
 
         self.remove_torn_writes()
@@ -113,13 +125,14 @@ class VectorShards(ShardSet):
                 self.shards_reencoded += 1  # written once, but its checksum fails now
             todo.append(i)
         done_rows = self.n - sum(self.bounds(i)[1] - self.bounds(i)[0] for i in todo)
-        with tqdm(total=self.n, initial=done_rows, desc=desc, unit="passage", disable=not progress) as bar:
-            for i in todo:
+        parts = ((i, texts_of(*self.bounds(i))) for i in todo)
+        with tqdm(total=self.n, initial=done_rows, desc=desc, unit="passage", disable=not progress) as bar, \
+                _ShardWriter(self) as writer, closing(stream(parts)) as encoded:
+            for i, vecs in encoded:
                 a, b = self.bounds(i)
-                vecs = encode(texts_of(a, b))
                 if vecs.shape != (b - a, dim):
                     raise ValueError(f"encoder gave {vecs.shape} for rows {a}..{b - 1}, expected {(b - a, dim)}")
-                self.write(i, vecs)
+                writer.put(i, vecs)
                 self.n_encoded += b - a
                 done_rows += b - a
                 bar.update(b - a)
@@ -163,6 +176,48 @@ class VectorShards(ShardSet):
 
     def nbytes(self) -> int:
         return sum(self._npy(i).stat().st_size for i in range(self.n_shards) if self._npy(i).is_file())
+
+
+class _ShardWriter:
+    """One thread writing finished shards (``VectorShards.write``: .npy, fsync, checksum, .json) while the
+    encoder goes on; ``put`` waits while a shard is already waiting. Leaving the ``with`` block writes
+    every shard handed over, then raises the first write error (unless another error is on its way)."""
+
+    def __init__(self, shards: VectorShards):
+        import queue
+        import threading
+
+        self.shards = shards
+        self.q: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="berds-shard-writer", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self.shards.write(*item)
+                except BaseException as e:  # noqa: BLE001 - raised in the encoding thread
+                    self.error = e
+
+    def put(self, i: int, vectors) -> None:
+        if self.error is not None:
+            raise self.error
+        self.q.put((i, vectors))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None and kind is None:
+            raise self.error
+        return False
 
 
 class ArrayVectors:

@@ -10,6 +10,7 @@ the pages do.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..eval.measures import mrecall_at_k, precision_at_k
 from ..judges import judge_passages, judge_run
 from ..judges.calibration import verdicts
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
-from ..runs import gold_matrix as matrix, question_entry
+from ..runs import gold_matrix as matrix, prob_matrix, question_entry, set_judgments
 
 # the pages' names of their methods (Evaluate's picker and labels)
 METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
@@ -77,6 +78,22 @@ def judge_matrix(judge, passages: list, perspectives: list[str], question: str |
 def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
     """``+1`` supports, ``0`` unsure, ``-1`` does not (``judges.calibration.verdicts`` with the judge's band)."""
     return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
+
+
+def confident_entries(entries: list[dict], judge) -> tuple[list[dict], int]:
+    """Copies of judged run lines whose ``<name>-preds`` hold the judge's *confident* decisions only (a pair
+    inside its unsure band counts as not supporting), for a page's scores; and how many pairs were unsure.
+    Lines without stored probabilities, or a judge without a band, are copied as they are."""
+    out, unsure = [], 0
+    for e in entries:
+        P = prob_matrix(e, judge.name)
+        c = copy.deepcopy(e)
+        if P is not None and getattr(judge, "band", None) is not None and P.size:
+            v = judge_verdicts(judge, np.nan_to_num(P, nan=0.0))
+            unsure += int((v == 0).sum())
+            set_judgments(c, judge.name, v == 1, P)
+        out.append(c)
+    return out, unsure
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:

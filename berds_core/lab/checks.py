@@ -1,0 +1,365 @@
+"""Gold checks that act: pairs with a known answer mixed into queues as the round runs, scored, pausing.
+
+**Known answers** (:func:`known_answers`): a dataset's gold and other reference
+labels (imported, or typed by a lead: :func:`add_typed_answers`), overridden by
+adjudicated labels (the ``gold`` table grows while the round runs, and every
+adjudicated pair becomes a possible check).
+
+**Placement** (:func:`ensure_checks`, called whenever an annotator's next pairs
+are served): with a check rate ``r`` (:class:`~berds_core.lab.controls.RoundControls`),
+check ``k`` of an annotator in a task set goes after the ``T_k``-th of their other
+items, ``T_k`` the sum of ``k`` gaps drawn uniformly from about ``[g/2, 3g/2]``
+(:func:`gap_bounds`) with ``g = (1 - r) / r`` the mean gap (so one item in ``1/r``
+is a check, at places nobody can count on). A slot is filled only when
+the annotator is about to reach it (within the next items the page sends ahead),
+so adjudications made meanwhile are in the pool. Its pair is drawn at random from
+the known answers this annotator has never been given (no assignment, label or
+qualification item: the same check never reaches a person twice), classes
+alternating so that an annotator who always presses the same key scores one half.
+No unseen pair left: the slot is ``dry`` (and the round's report says so). The
+check is an ordinary assignment of kind ``check``: the annotator's page shows it
+like any pair, and the progress counts every planned slot from the start, so its
+total does not grow when a check arrives.
+
+**Scores** (:func:`check_scores`): per annotator, answered checks (kinds
+``check`` and ``calibration``), running accuracy and its 95% Wilson interval.
+
+**Pausing** (:func:`after_label`): once an annotator has answered ``check_min``
+checks since their last resume, and those checks make it likely
+(``check_confidence``, 0.9) that their accuracy is below the lead's
+``check_floor`` (:func:`prob_below`: ``P(accuracy < floor)`` after ``k`` of ``n``
+right, uniform prior), their queue in that task set pauses (:func:`pause`): a message to
+them (their page) and one to the lead (Agreement -> Round health, ``berds
+annotations health``). Nothing is deleted; :func:`resume` reopens the queue and
+the floor then counts only checks answered after it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from .controls import RoundControls, get_controls
+
+log = logging.getLogger("berds.lab.checks")
+
+CHECK_KINDS = ("check", "calibration")
+ANNOTATOR_MESSAGE = ("Your queue in this round is paused by the round's quality control. Nothing you labelled is "
+                     "lost. Your lead has been told and can resume it; meanwhile, please reread the guidelines.")
+
+
+def rng_for(seed: int, *parts) -> np.random.Generator:
+    """A generator seeded by ``seed`` and names (task set, annotator, slot): reproducible, independent streams."""
+    digest = hashlib.sha256("\x1f".join(map(str, (seed, *parts))).encode("utf-8")).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def wilson_interval(correct: int, n: int, z: float = 1.959964) -> list:
+    """95% Wilson score interval of a proportion ``correct / n`` (``[None, None]`` when ``n`` is 0)."""
+    if n <= 0:
+        return [None, None]
+    p = correct / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return [0.0 if correct == 0 else max(0.0, mid - half), 1.0 if correct == n else min(1.0, mid + half)]
+
+
+def prob_below(floor: float, correct: int, n: int) -> float:
+    """``P(accuracy < floor)`` after ``correct`` of ``n`` checks right, uniform prior: the Beta(k + 1, n − k + 1)
+    CDF at ``floor``, computed exactly as ``P(Binomial(n + 1, floor) >= k + 1)``."""
+    m = n + 1
+    return float(sum(math.comb(m, j) * floor ** j * (1 - floor) ** (m - j) for j in range(correct + 1, m + 1)))
+
+
+# --------------------------------------------------------------------------- known answers
+
+
+def known_answers(store) -> dict[str, tuple[int, str]]:
+    """``{pair_id: (0/1, source)}``: reference labels, overridden by adjudicated gold (source ``adjudicated``)."""
+    out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference")
+           for r in store._read("SELECT pair_id, label, source FROM reference_labels")}
+    out.update({pid: (int(lab), "adjudicated") for pid, lab in store.gold().items()})
+    return out
+
+
+def add_typed_answers(store, answers: dict[str, int], by: str) -> int:
+    """Answers a lead typed for pairs (they join the pool of checks); stored as reference labels."""
+    return store.set_reference_labels(answers, source=f"typed by {by}")
+
+
+def seen_pairs(store, annotator: str) -> set[str]:
+    """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
+    rows = store._read("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
+                       "WHERE annotator = ? UNION SELECT pair_id FROM qualification WHERE annotator = ?",
+                       (annotator, annotator, annotator))
+    return {r[0] for r in rows}
+
+
+def draw_balanced(pool: dict[str, int], rng: np.random.Generator, want: int) -> str | None:
+    """A random pair of ``pool`` (``{pair_id: answer}``) whose answer is ``want``, else of the other class."""
+    for cls in (want, 1 - want):
+        ids = sorted(pid for pid, lab in pool.items() if lab == cls)
+        if ids:
+            return ids[int(rng.integers(len(ids)))]
+    return None
+
+
+# --------------------------------------------------------------------------- placement
+
+
+def gap_bounds(rate: float) -> tuple[int, int]:
+    """The range of other items between two checks, centred on ``g = (1 - r)/r``: ``round(g/2)`` to
+    ``round(2g) − round(g/2)`` (about ``3g/2``), so the gaps average ``g`` and one item in ``1/r`` is a check."""
+    mean = (1 - rate) / rate
+    lo = max(1, int(math.floor(0.5 * mean + 0.5 + 1e-9)))
+    return lo, max(lo, int(math.floor(2 * mean + 0.5 + 1e-9)) - lo)
+
+
+def slot_points(c: RoundControls, task_set: str, annotator: str, upto: int) -> list[int]:
+    """``[T_1, T_2, ...]`` up to ``upto`` other items: check ``k`` goes after the ``T_k``-th other item."""
+    if not c.checks_on or upto < 1:
+        return []
+    lo, hi = gap_bounds(c.check_rate)
+    rng = rng_for(c.seed, "gaps", task_set, annotator)
+    out, t = [], 0
+    while True:
+        t += int(rng.integers(lo, hi + 1))
+        if t > upto:
+            return out
+        out.append(t)
+
+
+def _queue_rows(store, task_set: str, annotator: str) -> list:
+    return store._read("SELECT pair_id, kind, position FROM assignments WHERE task_set = ? AND annotator = ? "
+                       "ORDER BY position", (task_set, annotator))
+
+
+def _decided(store, annotator: str) -> set[str]:
+    return {r[0] for r in store._read("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
+
+
+def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> int:
+    """Fill the check slots the annotator reaches within their next ``lookahead`` undecided items.
+
+    One transaction (two tabs of one annotator never fill a slot twice). Returns how many checks
+    were placed now.
+    """
+    c = get_controls(store, task_set)
+    if not c.checks_on:
+        return 0
+    placed = 0
+    with store.batch() as conn:
+        rows = _queue_rows(store, task_set, annotator)
+        n_other = sum(r["kind"] != "check" for r in rows)
+        points = slot_points(c, task_set, annotator, n_other)
+        done_slots = {r[0] for r in conn.execute("SELECT k FROM check_slots WHERE task_set = ? AND annotator = ?",
+                                                  (task_set, annotator))}
+        if len(done_slots) >= len(points):
+            return 0
+        decided = _decided(store, annotator)
+        nc, passed, horizon, undecided_seen = 0, None, n_other, 0
+        for r in rows:
+            if r["pair_id"] not in decided:
+                if passed is None:
+                    passed = nc
+                undecided_seen += 1
+            if r["kind"] != "check":
+                nc += 1
+            if undecided_seen >= lookahead:
+                horizon = nc
+                break
+        pool = None
+        for k, t in enumerate(points, start=1):
+            if k in done_slots:
+                continue
+            if t > horizon:
+                break
+            now = store.now()
+            if passed is None or t < passed:  # the annotator is past this point already
+                conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'missed', ?)", (task_set, annotator, k, now))
+                continue
+            if pool is None:
+                seen = seen_pairs(store, annotator)
+                pool = {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
+            want = (k + int(rng_for(c.seed, "class", task_set, annotator).integers(2))) % 2
+            pid = draw_balanced(pool, rng_for(c.seed, "pair", task_set, annotator, k), want)
+            if pid is None:
+                conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'dry', ?)", (task_set, annotator, k, now))
+                continue
+            pool.pop(pid)
+            pos = conn.execute("SELECT position FROM assignments WHERE task_set = ? AND annotator = ? AND kind != 'check' "
+                               "ORDER BY position LIMIT 1 OFFSET ?", (task_set, annotator, t - 1)).fetchone()[0] + 1
+            conn.execute("UPDATE assignments SET position = position + 1 WHERE task_set = ? AND annotator = ? "
+                         "AND position >= ?", (task_set, annotator, pos))
+            conn.execute("INSERT INTO assignments (task_set, pair_id, annotator, position, kind) "
+                         "VALUES (?, ?, ?, ?, 'check')", (task_set, pid, annotator, pos))
+            conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, ?, 'placed', ?)", (task_set, annotator, k, pid, now))
+            placed += 1
+    return placed
+
+
+def pending_slots(store, annotator: str, task_set: str) -> int:
+    """Check slots planned in the annotator's queue that are not filled (nor dry, nor missed) yet."""
+    c = get_controls(store, task_set)
+    if not c.checks_on:
+        return 0
+    rows = _queue_rows(store, task_set, annotator)
+    points = slot_points(c, task_set, annotator, sum(r["kind"] != "check" for r in rows))
+    done = store._read("SELECT COUNT(*) FROM check_slots WHERE task_set = ? AND annotator = ?", (task_set, annotator))
+    return max(0, len(points) - done[0][0])
+
+
+def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]]:
+    """``{annotator: {placed, dry, missed}}`` of the check slots (one task set, or all)."""
+    sql = "SELECT annotator, state, COUNT(*) FROM check_slots" + (" WHERE task_set = ?" if task_set else "")
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {"placed": 0, "dry": 0, "missed": 0})
+    for a, state, n in store._read(sql + " GROUP BY annotator, state", (task_set,) if task_set else ()):
+        out[a][state] = n
+    return dict(out)
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def check_answers(store, annotator: str | None = None, task_set: str | None = None) -> list[dict]:
+    """Answered checks in the order they were answered: ``task_set, annotator, pair_id, kind, label,
+    expected, correct, at, time_ms``. Skips are not answers; pairs without a known answer are left out."""
+    sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, l.label, l.updated_at, l.time_ms FROM assignments a "
+           "JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator "
+           "WHERE a.kind IN ('check', 'calibration') AND l.skipped = 0")
+    params: list = []
+    if annotator is not None:
+        sql += " AND a.annotator = ?"
+        params.append(annotator)
+    if task_set is not None:
+        sql += " AND a.task_set = ?"
+        params.append(task_set)
+    answers = known_answers(store)
+    out, seen = [], set()
+    for r in store._read(sql + " ORDER BY l.updated_at, a.annotator", params):
+        key = (r["task_set"], r["annotator"], r["pair_id"])
+        if key in seen or r["pair_id"] not in answers:
+            continue
+        seen.add(key)
+        exp = answers[r["pair_id"]][0]
+        out.append({"task_set": r["task_set"], "annotator": r["annotator"], "pair_id": r["pair_id"], "kind": r["kind"],
+                    "label": int(r["label"]), "expected": exp, "correct": int(r["label"]) == exp,
+                    "at": r["updated_at"], "time_ms": r["time_ms"]})
+    return out
+
+
+def summarise(answers: list[dict]) -> dict:
+    """``n``, ``correct``, ``failed``, ``accuracy``, ``ci95`` (Wilson) and ``running`` (accuracy after each)."""
+    n = len(answers)
+    k = sum(a["correct"] for a in answers)
+    running, hits = [], 0
+    for i, a in enumerate(answers, start=1):
+        hits += a["correct"]
+        running.append(hits / i)
+    return {"n": n, "correct": k, "failed": n - k, "accuracy": (k / n) if n else None,
+            "ci95": wilson_interval(k, n), "running": running}
+
+
+def check_scores(store, task_set: str | None = None) -> dict[str, dict]:
+    """Per annotator: :func:`summarise` of their answered checks (one task set, or all)."""
+    by: dict[str, list] = defaultdict(list)
+    for a in check_answers(store, task_set=task_set):
+        by[a["annotator"]].append(a)
+    return {a: summarise(rows) for a, rows in sorted(by.items())}
+
+
+# --------------------------------------------------------------------------- pausing
+
+
+def open_pause(store, task_set: str, annotator: str) -> dict | None:
+    rows = store._read("SELECT * FROM pauses WHERE task_set = ? AND annotator = ? AND resumed_at IS NULL "
+                       "ORDER BY id DESC LIMIT 1", (task_set, annotator))
+    return dict(rows[0]) if rows else None
+
+
+def pauses(store, *, open_only: bool = False, annotator: str | None = None) -> list[dict]:
+    sql, cond, params = "SELECT * FROM pauses", [], []
+    if open_only:
+        cond.append("resumed_at IS NULL")
+    if annotator is not None:
+        cond.append("annotator = ?")
+        params.append(annotator)
+    if cond:
+        sql += " WHERE " + " AND ".join(cond)
+    return [dict(r) for r in store._read(sql + " ORDER BY id", params)]
+
+
+def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: str, by: str | None = None,
+          accuracy: float | None = None, checks: int | None = None) -> int | None:
+    """Pause an annotator's queue in a task set (None when it is paused already). Nothing is deleted; the
+    annotator is shown :data:`ANNOTATOR_MESSAGE`, the lead ``lead_message``."""
+    with store.batch() as conn:
+        if open_pause(store, task_set, annotator):
+            return None
+        cur = conn.execute("INSERT INTO pauses (task_set, annotator, at, reason, message, lead_message, accuracy, checks) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (task_set, annotator, store.now(), reason, ANNOTATOR_MESSAGE, lead_message, accuracy,
+                            checks))
+        store.audit(by or reason, None, "pause", f"{task_set}/{annotator}", allowed=True, detail=lead_message)
+    log.warning("paused %s in %s: %s", annotator, task_set, lead_message)
+    return cur.lastrowid
+
+
+def resume(store, task_set: str, annotator: str, by: str, note: str | None = None) -> bool:
+    """Reopen a paused queue (the floor then counts checks answered from now on); False when not paused."""
+    with store.batch() as conn:
+        p = open_pause(store, task_set, annotator)
+        if p is None:
+            return False
+        conn.execute("UPDATE pauses SET resumed_at = ?, resumed_by = ?, resume_note = ? WHERE id = ?",
+                     (store.now(), by, note, p["id"]))
+        store.audit(by, None, "resume", f"{task_set}/{annotator}", allowed=True, detail=note)
+    return True
+
+
+def last_resume(store, task_set: str, annotator: str) -> str | None:
+    rows = store._read("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?", (task_set, annotator))
+    return rows[0][0]
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
+    """Pause the annotator's queue in ``task_set`` when their checks since the last resume fall below the
+    floor (after ``check_min`` of them). Returns the pause id, or None."""
+    c = get_controls(store, task_set)
+    if c.check_floor is None or open_pause(store, task_set, annotator):
+        return None
+    since = last_resume(store, task_set, annotator)
+    got = [a for a in check_answers(store, annotator, task_set) if since is None or a["at"] > since]
+    s = summarise(got)
+    if s["n"] < c.check_min:
+        return None
+    below = prob_below(c.check_floor, s["correct"], s["n"])
+    if below < c.check_confidence:
+        return None
+    lo, hi = s["ci95"]
+    lead = (f"{annotator}: {s['correct']} of {s['n']} gold checks right ({_pct(s['accuracy'])}, 95% CI "
+            f"{_pct(lo)} to {_pct(hi)}) {'since the last resume' if since else 'in this round'}; the chance that "
+            f"their accuracy is below the floor of {_pct(c.check_floor)} is {_pct(below)}; their queue in {task_set} "
+            f"is paused. Resume it on the Agreement page (Round health) or with `berds annotations resume`.")
+    return pause(store, task_set, annotator, reason="checks", lead_message=lead, accuracy=s["accuracy"],
+                 checks=s["n"])
+
+
+def after_label(store, annotator: str, pair_id: str) -> list[int]:
+    """After a label: when the pair is one of the annotator's checks, apply the floor of its task set(s)."""
+    rows = store._read("SELECT task_set FROM assignments WHERE annotator = ? AND pair_id = ? AND kind IN "
+                       "('check', 'calibration')", (annotator, str(pair_id)))
+    made = []
+    for r in rows:
+        pid = evaluate_floor(store, r[0], annotator)
+        if pid is not None:
+            made.append(pid)
+    return made

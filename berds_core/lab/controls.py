@@ -1,0 +1,101 @@
+"""A round's quality controls, set by its lead: gold checks, their floor, the time floor, qualification.
+
+One :class:`RoundControls` per task set, kept in the store's ``settings``
+table under ``round:<task set>`` (set when the task set is built, changed
+later by a lead with ``berds annotations round`` or the Agreement page):
+
+- ``check_rate``: the share of the items an annotator is served that are gold
+  checks (0.05 = about 1 in 20), over the whole round, not a fixed count;
+- ``check_floor``: the check accuracy below which the annotator's queue in
+  the set pauses (None: checks are scored, nothing pauses);
+- ``check_min``: how many checks an annotator must have answered (since the
+  last resume) before the floor applies;
+- ``check_confidence``: how sure the checks must make the lead that the
+  annotator's accuracy is below the floor before the queue pauses: the
+  posterior probability ``P(accuracy < floor)`` after ``k`` of ``n`` checks right,
+  with a uniform prior (Beta(k + 1, n − k + 1)); 0.9 pauses an annotator at
+  chance (one half) after a handful of checks and rarely an honest one;
+- ``time_floor_ms``: labels faster than this count as "under the floor" (a
+  sign of clicking through);
+- ``qualification_n`` / ``qualification_pass``: a qualification round of
+  ``n`` gold pairs to pass (share correct) before the real queue opens;
+- ``seed``: where checks go and which pairs they are (reproducible).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+PREFIX = "round:"
+DEFAULT_TIME_FLOOR_MS = 2000
+
+
+@dataclass(frozen=True)
+class RoundControls:
+    check_rate: float = 0.0
+    check_floor: float | None = None
+    check_min: int = 5
+    check_confidence: float = 0.9
+    time_floor_ms: int = DEFAULT_TIME_FLOOR_MS
+    qualification_n: int = 0
+    qualification_pass: float = 0.8
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0.0 <= float(self.check_rate) < 1.0:
+            raise ValueError("check rate is a share between 0 and 1 (0.05 = one item in 20)")
+        if self.check_floor is not None and not 0.0 <= float(self.check_floor) <= 1.0:
+            raise ValueError("check floor is an accuracy between 0 and 1")
+        if not 0.5 <= float(self.check_confidence) < 1.0:
+            raise ValueError("check confidence is a probability from 0.5 to below 1")
+        if int(self.check_min) < 1:
+            raise ValueError("checks before the floor applies must be 1 or more")
+        if int(self.time_floor_ms) < 0:
+            raise ValueError("time floor must be 0 or more milliseconds")
+        if int(self.qualification_n) < 0:
+            raise ValueError("qualification pairs must be 0 or more")
+        if not 0.0 <= float(self.qualification_pass) <= 1.0:
+            raise ValueError("qualification pass mark is a share between 0 and 1")
+
+    @property
+    def checks_on(self) -> bool:
+        return self.check_rate > 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+_FIELDS = {f.name for f in fields(RoundControls)}
+
+
+def _coerce(values: dict) -> dict:
+    out = {}
+    for k, v in values.items():
+        if k not in _FIELDS:
+            raise ValueError(f"unknown round control {k!r} (choose from {', '.join(sorted(_FIELDS))})")
+        if k == "check_floor":
+            out[k] = None if v is None else float(v)
+        elif k in ("check_rate", "qualification_pass", "check_confidence"):
+            out[k] = float(v)
+        else:
+            out[k] = int(v)
+    return out
+
+
+def get_controls(store, task_set: str) -> RoundControls:
+    """The task set's controls (defaults when none were set: no checks, no qualification)."""
+    raw = store.setting(PREFIX + task_set, None) or {}
+    return RoundControls(**_coerce({k: v for k, v in raw.items() if k in _FIELDS}))
+
+
+def set_controls(store, task_set: str, by: str | None = None, **changes) -> RoundControls:
+    """Change some controls of a task set (validated first; the others are kept)."""
+    if store.task_set_info(task_set) is None:
+        raise ValueError(f"no task set named {task_set!r}")
+    new = replace(get_controls(store, task_set), **_coerce(changes))
+    store.set_setting(PREFIX + task_set, new.to_json(), by=by)
+    return new
+
+
+def rounds_with_controls(store) -> dict[str, RoundControls]:
+    """Every task set's controls."""
+    return {name: get_controls(store, name) for name in store.task_sets()}

@@ -1,0 +1,201 @@
+"""A qualification round: N gold pairs to pass before an annotator gets a task set's real queue.
+
+With ``qualification_n > 0`` in a task set's controls
+(:class:`~berds_core.lab.controls.RoundControls`), an annotator's queue in that set
+stays closed until they pass. An attempt draws ``n`` pairs with a known answer
+(:func:`berds_core.lab.checks.known_answers`) that the annotator was never given,
+classes alternating; the page shows each with the guidelines beside it and, once
+the annotator has answered (never before), the expected answer. An attempt passes
+when the share answered correctly reaches ``qualification_pass``. A failed attempt
+is reported to the lead (Agreement -> Round health), who may allow another attempt
+(:func:`allow_retry`, fresh pairs). Everything is stored (``qualification``,
+``qualification_results``), exported (:func:`qualification_rows`) and shown to
+reviewers.
+"""
+from __future__ import annotations
+
+import logging
+
+from .checks import draw_balanced, known_answers, rng_for, seen_pairs
+from .controls import get_controls
+
+log = logging.getLogger("berds.lab.qualification")
+
+STATES = ("open", "pending", "in_progress", "passed", "failed")
+
+
+class QualificationError(ValueError):
+    """A qualification step that cannot be done (too few pairs with a known answer, nothing to answer...)."""
+
+
+def _results(store, task_set: str, annotator: str) -> list[dict]:
+    return [dict(r) for r in store._read("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
+                                         "ORDER BY attempt", (task_set, annotator))]
+
+
+def _items(store, task_set: str, annotator: str, attempt: int) -> list[dict]:
+    return [dict(r) for r in store._read("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
+                                         "attempt = ? ORDER BY position", (task_set, annotator, attempt))]
+
+
+def _latest_attempt(store, task_set: str, annotator: str) -> int:
+    rows = store._read("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
+                       (task_set, annotator))
+    return rows[0][0] or 0
+
+
+def status(store, task_set: str, annotator: str) -> dict:
+    """Where an annotator stands: ``state`` is ``open`` (no qualification asked), ``pending`` (an attempt
+    is to start), ``in_progress``, ``passed`` or ``failed`` (waiting for the lead)."""
+    c = get_controls(store, task_set)
+    results = _results(store, task_set, annotator)
+    base = {"task_set": task_set, "annotator": annotator, "required": c.qualification_n > 0,
+            "n": c.qualification_n, "pass_mark": c.qualification_pass, "attempts": results}
+    if any(r["passed"] for r in results):
+        best = next(r for r in results if r["passed"])
+        return {**base, "state": "passed", "attempt": best["attempt"], "correct": best["correct"],
+                "answered": best["n"]}
+    if c.qualification_n == 0:
+        return {**base, "state": "open", "attempt": 0, "correct": 0, "answered": 0}
+    attempt = _latest_attempt(store, task_set, annotator)
+    done = {r["attempt"]: r for r in results}
+    if attempt and attempt in done:
+        last = done[attempt]
+        state = "pending" if last["retry_by"] else "failed"
+        return {**base, "state": state, "attempt": attempt, "correct": last["correct"], "answered": last["n"]}
+    items = _items(store, task_set, annotator, attempt) if attempt else []
+    answered = [i for i in items if i["label"] is not None]
+    return {**base, "state": "in_progress" if items else "pending", "attempt": attempt,
+            "correct": sum(bool(i["correct"]) for i in answered), "answered": len(answered)}
+
+
+def passed(store, task_set: str, annotator: str) -> bool:
+    """Whether the annotator may have the set's real queue (no qualification asked, or passed)."""
+    return status(store, task_set, annotator)["state"] in ("open", "passed")
+
+
+def start_attempt(store, task_set: str, annotator: str) -> int:
+    """Draw the pairs of a new attempt (one transaction); returns its number."""
+    c = get_controls(store, task_set)
+    if c.qualification_n < 1:
+        raise QualificationError(f"task set {task_set!r} asks for no qualification")
+    with store.batch() as conn:
+        st = status(store, task_set, annotator)
+        if st["state"] in ("in_progress", "passed", "open"):
+            return st["attempt"]
+        if st["state"] == "failed":
+            raise QualificationError("this qualification was not passed; the lead may allow another attempt")
+        attempt = _latest_attempt(store, task_set, annotator) + 1
+        seen = seen_pairs(store, annotator)
+        pool = {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
+        if len(pool) < c.qualification_n:
+            raise QualificationError(f"only {len(pool)} pairs with a known answer are left for {annotator}; the "
+                                     f"qualification needs {c.qualification_n}")
+        start = int(rng_for(c.seed, "qual-class", task_set, annotator, attempt).integers(2))
+        for pos in range(c.qualification_n):
+            pid = draw_balanced(pool, rng_for(c.seed, "qual", task_set, annotator, attempt, pos), (start + pos) % 2)
+            exp = pool.pop(pid)
+            conn.execute("INSERT INTO qualification (task_set, annotator, attempt, position, pair_id, expected) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (task_set, annotator, attempt, pos, pid, exp))
+    return attempt
+
+
+def next_item(store, task_set: str, annotator: str) -> dict | None:
+    """The next qualification pair to answer (an attempt is started when needed), or None when there is
+    none (passed, failed, or none asked). ``{attempt, position, pair_id, index, n}``."""
+    st = status(store, task_set, annotator)
+    if st["state"] in ("open", "passed", "failed"):
+        return None
+    attempt = start_attempt(store, task_set, annotator)
+    items = _items(store, task_set, annotator, attempt)
+    for i, it in enumerate(items):
+        if it["label"] is None:
+            return {"attempt": attempt, "position": it["position"], "pair_id": it["pair_id"], "index": i,
+                    "n": len(items)}
+    return None
+
+
+def answer(store, task_set: str, annotator: str, attempt: int, position: int, label, *,
+           time_ms: int | None = None) -> dict:
+    """Record an answer (once: a second answer to the same item returns the first) and say whether it was
+    right, the expected answer, and, after the last item, whether the attempt passed."""
+    if label not in (0, 1, "0", "1") or isinstance(label, bool):
+        raise QualificationError(f"an answer is 0 or 1, got {label!r}")
+    label = int(label)
+    c = get_controls(store, task_set)
+    with store.batch() as conn:
+        row = conn.execute("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND attempt = ? AND "
+                           "position = ?", (task_set, annotator, int(attempt), int(position))).fetchone()
+        if row is None:
+            raise QualificationError("no such qualification item")
+        if row["label"] is None:
+            conn.execute("UPDATE qualification SET label = ?, correct = ?, at = ?, time_ms = ? WHERE task_set = ? AND "
+                         "annotator = ? AND attempt = ? AND position = ?",
+                         (label, int(label == row["expected"]), store.now(),
+                          None if time_ms is None else max(0, int(time_ms)), task_set, annotator, int(attempt),
+                          int(position)))
+        items = _items(store, task_set, annotator, int(attempt))
+        mine = next(i for i in items if i["position"] == int(position))
+        done = all(i["label"] is not None for i in items)
+        result = None
+        if done:
+            got = conn.execute("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? AND attempt = ?",
+                               (task_set, annotator, int(attempt))).fetchone()
+            if got is None:
+                k = sum(bool(i["correct"]) for i in items)
+                ok = k / len(items) >= c.qualification_pass
+                conn.execute("INSERT INTO qualification_results (task_set, annotator, attempt, passed, correct, n, at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(ok), k, len(items),
+                                                              store.now()))
+                store.audit("qualification", None, "qualified" if ok else "qualification.failed",
+                            f"{task_set}/{annotator}", allowed=True, detail=f"{k} of {len(items)} right")
+                if not ok:
+                    log.warning("%s did not pass the qualification of %s (%d of %d)", annotator, task_set, k, len(items))
+                got = {"passed": int(ok), "correct": k, "n": len(items)}
+            result = dict(got)
+    return {"label": int(mine["label"]), "expected": int(mine["expected"]), "correct": bool(mine["correct"]),
+            "done": done, "passed": None if result is None else bool(result["passed"]),
+            "score": None if result is None else {"correct": result["correct"], "n": result["n"]}}
+
+
+def allow_retry(store, task_set: str, annotator: str, by: str) -> bool:
+    """The lead lets an annotator who failed try again (fresh pairs); False when there is no failed attempt."""
+    st = status(store, task_set, annotator)
+    if st["state"] != "failed":
+        return False
+    with store.batch() as conn:
+        conn.execute("UPDATE qualification_results SET retry_by = ?, retry_at = ? WHERE task_set = ? AND annotator = ? "
+                     "AND attempt = ?", (by, store.now(), task_set, annotator, st["attempt"]))
+        store.audit(by, None, "qualification.retry", f"{task_set}/{annotator}", allowed=True)
+    return True
+
+
+def overview(store, task_set: str | None = None) -> list[dict]:
+    """One row per (task set asking for qualification, annotator with a queue in it): the :func:`status`."""
+    out = []
+    for ts in ([task_set] if task_set else store.task_sets()):
+        if get_controls(store, ts).qualification_n < 1 and not _any_items(store, ts):
+            continue
+        names = [r[0] for r in store._read("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
+                                           (ts,))]
+        out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"} for a in names]
+    return out
+
+
+def _any_items(store, task_set: str) -> bool:
+    return bool(store._read("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
+
+
+def qualification_rows(store, task_set: str | None = None) -> list[dict]:
+    """Every qualification answer with its pair and the attempt's outcome (for exports and reviewers)."""
+    sql = ("SELECT q.*, r.passed AS attempt_passed, p.question, p.perspective, p.document, p.title FROM qualification q "
+           "JOIN pairs p ON p.pair_id = q.pair_id LEFT JOIN qualification_results r ON r.task_set = q.task_set AND "
+           "r.annotator = q.annotator AND r.attempt = q.attempt")
+    rows = store._read(sql + (" WHERE q.task_set = ?" if task_set else "") + " ORDER BY q.task_set, q.annotator, "
+                       "q.attempt, q.position", (task_set,) if task_set else ())
+    return [{"task_set": r["task_set"], "annotator": r["annotator"], "attempt": r["attempt"], "item": r["position"] + 1,
+             "id": r["pair_id"], "question": r["question"], "perspective": r["perspective"], "document": r["document"],
+             "title": r["title"] or "", "expected": r["expected"], "label": "" if r["label"] is None else r["label"],
+             "correct": "" if r["correct"] is None else int(r["correct"]), "at": r["at"] or "",
+             "time_ms": "" if r["time_ms"] is None else r["time_ms"],
+             "attempt_passed": "" if r["attempt_passed"] is None else int(r["attempt_passed"])} for r in rows]

@@ -1,0 +1,232 @@
+"""Gold checks that act, qualification rounds, and what an annotator is served (lab/checks, qualification, rounds)."""
+import sqlite3
+
+import pytest
+
+from berds_core.lab.access import AccessDenied, Actor, Lab
+from berds_core.lab.checks import (check_scores, gap_bounds, known_answers, pauses, slot_points, slot_summary,
+                                   wilson_interval)
+from berds_core.lab.controls import RoundControls, get_controls, set_controls
+from berds_core.lab.exports import export_rows
+from berds_core.lab.qualification import status
+from berds_core.lab.store import SCHEMA_VERSION, Pair, Store, StoreError
+from berds_core.lab.tasks import TaskSetSpec, build_task_set
+
+
+def _pairs(n, prefix="p"):
+    return [Pair(f"{prefix}{i}", f"Question {i // 4}?", f"Passage {i}", f"Perspective {i % 4}",
+                 question_id=f"q{i // 4}") for i in range(n)]
+
+
+def _round(tmp_path, *, n_tasks=60, n_pool=40, annotators=("ann", "bob"), controls=None, overlap=0.0):
+    """A store with ``n_tasks`` task pairs and ``n_pool`` pairs with a reference label (half positive)."""
+    s = Store(tmp_path / "lab.db")
+    tasks, pool = _pairs(n_tasks), _pairs(n_pool, "g")
+    ref = {p.pair_id: i % 2 for i, p in enumerate(pool)}
+    spec = TaskSetSpec(name="r1", source="test", n=n_tasks, strategy="random", annotators=tuple(annotators),
+                       overlap=overlap, seed=1, controls=controls or RoundControls(check_rate=0.1, seed=3))
+    res = build_task_set(s, tasks + pool, spec, reference=ref)
+    assert res["pairs"] == n_tasks and res["check_pool"] >= 1
+    return s, res, ref
+
+
+def _label_all(lab, answer, *, limit=10_000):
+    """Label the actor's queue through the server path until nothing is served; returns the totals seen."""
+    totals = []
+    for _ in range(limit):
+        nxt = lab.next_pairs(6)
+        totals.append(lab.progress()["total"])
+        if not nxt:
+            return totals
+        lab.label(nxt[0], answer(nxt[0]))
+    raise AssertionError("queue never ended")
+
+
+def test_wilson_interval_matches_published_values():
+    lo, hi = wilson_interval(8, 10)  # Newcombe (1998), method 3: 0.4902 to 0.9433
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert wilson_interval(0, 0) == [None, None]
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 10)[0] == 0.0
+
+
+def test_gap_bounds_give_the_rate_on_average():
+    lo, hi = gap_bounds(0.05)
+    assert (lo, hi) == (10, 28) and (lo + hi) / 2 == 19  # 19 other items per check on average
+    assert gap_bounds(0.1) == (5, 13) and gap_bounds(0.5) == (1, 1)
+    pts = slot_points(RoundControls(check_rate=0.05), "r", "a", 100_000)
+    assert len(pts) / (100_000 + len(pts)) == pytest.approx(0.05, rel=0.03)
+    assert slot_points(RoundControls(check_rate=0.05), "r", "a", 5) == []
+
+
+def test_checks_placed_at_the_rate_never_twice_balanced_and_the_total_never_moves(tmp_path):
+    s, res, ref = _round(tmp_path)
+    for name in ("ann", "bob"):
+        lab = Lab(s, Actor(name, "annotator"))
+        tasks = set(s.queue(name))
+        totals = _label_all(lab, lambda pid: 1)
+        assert len(set(totals)) == 1, "the total an annotator sees never grows when a check arrives"
+        got = [a for a in s.assignments("r1") if a["annotator"] == name and a["kind"] == "check"]
+        expected = len(slot_points(get_controls(s, "r1"), "r1", name, len(tasks)))
+        assert len(got) == expected >= 2
+        ids = [a["pair_id"] for a in got]
+        assert len(set(ids)) == len(ids) and not set(ids) & tasks  # never twice, never one of their own tasks
+        answers = [ref[p] for p in ids]
+        assert abs(sum(answers) - len(answers) / 2) <= 1  # classes alternate
+        assert totals[0] == len(tasks) + expected
+    assert slot_summary(s)["ann"]["dry"] == 0
+    sc = check_scores(s)
+    assert sc["ann"]["n"] >= 2 and 0.3 <= sc["ann"]["accuracy"] <= 0.7  # always "supports" scores about a half
+
+
+def test_floor_pauses_the_queue_with_messages_and_the_lead_resumes(tmp_path):
+    s, _, ref = _round(tmp_path, controls=RoundControls(check_rate=0.2, check_floor=0.7, check_min=3, seed=5))
+    lab = Lab(s, Actor("ann", "annotator"))
+    answers = known_answers(s)
+    wrong = lambda pid: 1 - answers[pid][0] if pid in answers else 1  # noqa: E731
+    _label_all(lab, wrong)
+    st = {x["task_set"]: x for x in lab.round_states()}
+    assert st["r1"]["state"] == "paused" and "paused" in st["r1"]["message"]
+    assert "check" not in st["r1"]["message"].lower()  # the annotator is never told which pairs were checks
+    assert lab.next_pairs(5) == []
+    before = {(l.pair_id, l.value) for l in s.labels("ann")}
+    left = [p for p in s.queue("ann", "r1") if p not in {x for x, _ in before}]
+    with pytest.raises(StoreError, match="paused"):
+        lab.label(left[0], 1)
+    assert {(l.pair_id, l.value) for l in s.labels("ann")} == before  # nothing deleted
+    (p,) = pauses(s, open_only=True)
+    assert p["annotator"] == "ann" and p["reason"] == "checks" and p["checks"] == 3
+    assert "below the floor of 70%" in p["lead_message"] and "0 of 3" in p["lead_message"]
+    assert any(r["action"] == "pause" for r in s.audit_log())
+    # an annotator cannot resume themselves; the reviewer (lead) can
+    with pytest.raises(AccessDenied):
+        lab.resume("r1", "ann")
+    lead = Lab(s, Actor("rita", "reviewer"))
+    assert lead.resume("r1", "ann", note="talked it through") is True
+    assert lab.next_pairs(1)
+    # after the resume the floor counts only new checks: two more wrong ones are not enough to pause again
+    for _ in range(200):
+        nxt = lab.next_pairs(6)
+        if not nxt or len([a for a in s.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"
+                           and s.get_label("ann", a["pair_id"]) is not None]) >= 5:
+            break
+        lab.label(nxt[0], wrong(nxt[0]))
+    assert lab.round_states()[0]["state"] in ("open", "paused")
+    got = pauses(s)
+    assert got[0]["resumed_by"] == "rita" and got[0]["resume_note"] == "talked it through"
+
+
+def test_adjudicated_and_typed_answers_join_the_pool(tmp_path):
+    s = Store(tmp_path / "lab.db")
+    s.add_pairs(_pairs(40))
+    s.create_task_set("r1", {"ann": [f"p{i}" for i in range(20)], "bob": [f"p{i}" for i in range(20, 40)]})
+    set_controls(s, "r1", check_rate=0.1)
+    # no known answer anywhere: slots run dry, the queue goes on
+    lab = Lab(s, Actor("ann", "annotator"))
+    first = lab.next_pairs(15)
+    assert len(first) == 15 and slot_summary(s)["ann"]["dry"] >= 1
+    # bob's pairs adjudicated, and a typed answer: they can be ann's checks (never bob's own)
+    Lab(s, Actor("rita", "reviewer")).adjudicate("p25", 1)
+    Lab(s, Actor("rita", "reviewer")).add_check_answers({"p30": 0})
+    assert known_answers(s)["p25"] == (1, "adjudicated") and known_answers(s)["p30"][1] == "typed by rita"
+    with pytest.raises(AccessDenied):
+        lab.add_check_answers({"p31": 1})
+    _label_all(lab, lambda pid: 1)
+    checks = {a["pair_id"] for a in s.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"}
+    assert checks and checks <= {"p25", "p30"}
+
+
+def test_reviewer_figures_are_refused_to_annotators(tmp_path):
+    s, _, _ = _round(tmp_path)
+    ann = Lab(s, Actor("ann", "annotator"))
+    for call in (lambda: ann.reliability_report(), lambda: ann.round_health(), lambda: ann.review_queue(),
+                 lambda: ann.judge_failures("j"), lambda: ann.set_round_controls("r1", check_rate=0.2),
+                 lambda: ann.pause("r1", "bob"), lambda: ann.allow_retry("r1", "bob"),
+                 lambda: ann.export_rows("qualification"), lambda: ann.export_rows("mace")):
+        with pytest.raises(AccessDenied):
+            call()
+    view = ann.pair_view(ann.next_pairs(1)[0])
+    assert set(view) == {"question", "title", "document", "perspective"}  # nothing says "check"
+
+
+def test_qualification_gates_the_queue_and_shows_the_answer_only_after(tmp_path):
+    s, _, _ = _round(tmp_path, controls=RoundControls(qualification_n=4, qualification_pass=0.75, seed=2))
+    ann = Lab(s, Actor("ann", "annotator"))
+    assert ann.round_states()[0]["state"] == "qualify" and ann.next_pairs(3) == []
+    with pytest.raises(StoreError, match="qualification"):
+        ann.label(s.queue("ann")[0], 1)
+    item = ann.qualification_next("r1")
+    assert {"question", "document", "perspective", "attempt", "position"} <= set(item)
+    assert "expected" not in item  # the answer comes back only with the annotator's own answer
+    answers = known_answers(s)
+    seen = []
+    while item is not None:
+        seen.append(item["pair_id"])
+        res = ann.qualification_answer("r1", item["attempt"], item["position"], answers[item["pair_id"]][0])
+        assert res["correct"] and res["expected"] == answers[item["pair_id"]][0]
+        item = ann.qualification_next("r1")
+    assert res["done"] and res["passed"] and ann.round_states()[0]["state"] == "open" and ann.next_pairs(1)
+    assert not set(seen) & set(s.queue("ann"))  # qualification pairs are never the annotator's tasks
+    # bob fails, waits for the lead, gets fresh pairs on retry
+    bob = Lab(s, Actor("bob", "annotator"))
+    first = []
+    while (it := bob.qualification_next("r1")) is not None:
+        first.append(it["pair_id"])
+        bob.qualification_answer("r1", it["attempt"], it["position"], 1 - answers[it["pair_id"]][0])
+    assert bob.round_states()[0]["state"] == "failed" and bob.next_pairs(1) == []
+    assert "may allow another attempt" in bob.round_states()[0]["message"]
+    with pytest.raises(AccessDenied):
+        bob.allow_retry("r1", "bob")
+    assert Lab(s, Actor("rita", "reviewer")).allow_retry("r1", "bob")
+    second = bob.qualification_next("r1")
+    assert second["attempt"] == 2 and second["pair_id"] not in first
+    # stored, exported, shown to reviewers
+    rows = export_rows(s, what="qualification")
+    assert {r["annotator"] for r in rows} == {"ann", "bob"} and {"expected", "label", "correct", "attempt_passed"} <= set(rows[0])
+    assert status(s, "r1", "ann")["state"] == "passed"
+    health = Lab(s, Actor("rita", "reviewer")).round_health()
+    assert {(q["annotator"], q["state"]) for q in health["qualification"]} >= {("ann", "passed"), ("bob", "in_progress")}
+    # a second answer to an answered item changes nothing
+    again = ann.qualification_answer("r1", 1, 0, 1 - answers[seen[0]][0])
+    assert again["correct"] is True
+
+
+def test_controls_are_validated_and_changed_by_the_lead_only(tmp_path):
+    s, _, _ = _round(tmp_path)
+    with pytest.raises(ValueError, match="rate"):
+        RoundControls(check_rate=1.5)
+    with pytest.raises(ValueError, match="no task set"):
+        set_controls(s, "nope", check_rate=0.1)
+    lead = Lab(s, Actor("lead", "admin"))
+    assert lead.set_round_controls("r1", check_floor=0.6).check_floor == 0.6
+    assert get_controls(s, "r1").check_rate == 0.1  # the others kept
+    with pytest.raises(AccessDenied):
+        Lab(s, Actor("ann", "annotator")).set_round_controls("r1", check_floor=None)
+
+
+def test_a_version_2_database_is_upgraded_without_losing_anything(tmp_path):
+    from berds_core.lab.store import _SCHEMA_V1, _SCHEMA_V2
+
+    path = tmp_path / "v2.db"
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
+                      + _SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
+    for stmt in _SCHEMA_V2.split(";"):
+        if stmt.strip():
+            con.execute(stmt)
+    con.execute("INSERT INTO schema_version VALUES (2, 'then')")
+    con.execute("INSERT INTO pairs (pair_id, question, document, perspective, seq) VALUES ('p0', 'q', 'd', 'p', 1)")
+    con.execute("INSERT INTO task_sets VALUES ('old', 'x', 'random', '{}', 'then')")
+    con.execute("INSERT INTO assignments (task_set, pair_id, annotator, position, kind) VALUES ('old', 'p0', 'ann', 0, 'calibration')")
+    con.execute("INSERT INTO labels (pair_id, annotator, label, skipped, unsure, note, updated_at, time_ms) "
+                "VALUES ('p0', 'ann', 1, 0, 0, 'kept', 'then', 1200)")
+    con.execute("INSERT INTO reference_labels VALUES ('p0', 1, 'paper', 'then')")
+    con.commit()
+    con.close()
+    with Store(path) as s:
+        assert s.schema_version == SCHEMA_VERSION == 4
+        lab = s.get_label("ann", "p0")
+        assert lab.note == "kept" and lab.time_ms == 1200
+        assert check_scores(s)["ann"]["accuracy"] == 1.0  # an old calibration pair counts as a check
+        assert pauses(s) == [] and get_controls(s, "old") == RoundControls()
+        tables = {r[0] for r in s._read("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"check_slots", "pauses", "qualification", "qualification_results"} <= tables

@@ -1,0 +1,170 @@
+"""Real browser, lab mode: four annotators label one round at once, by keyboard; a reviewer reads who to trust.
+
+`streamlit run serve.py` with BERDS_AUTH=lab; every pair goes to all four annotators, with gold checks mixed
+in (one item in five, floor 0.7). Two annotators label carefully; one clicks through at random, fast; one
+answers every gold check right (this test tells them which pairs are checks, the worst case) and the rest at
+random. The checks pause the clicker (their page says so, without naming a check); they miss the gamer; the
+reviewer's Annotators tab ranks both careful annotators above both others (the estimate across redundant
+labels), Round health shows the pause with its message to the lead, and Resume reopens the queue.
+"""
+import numpy as np
+import pytest
+
+from berds_core.lab.accounts import Accounts
+from berds_core.lab.checks import check_scores, pauses
+from berds_core.lab.controls import RoundControls
+from berds_core.lab.reliability import reliability_report
+from berds_core.lab.store import Pair, Store
+from berds_core.lab.tasks import TaskSetSpec, build_task_set
+from browser_harness import ROOT, screenshot, skip_reason, streamlit_server, wait_for_app, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PASSWORD = "lab password 2026"
+WIDGET = '[data-testid="berds-annotator"]'
+PEOPLE = ["careful1", "careful2", "clicker", "gamer"]
+PAUSED_TEXT = "paused by the round's quality control"
+
+
+def _make_round(db):
+    rng = np.random.default_rng(7)
+    pairs = [Pair(f"t{i}", f"Is claim number {i} well argued?", f"Passage about claim {i}.", f"Claim {i} holds.",
+                  question_id=f"q{i // 4}") for i in range(36)]
+    pool = [Pair(f"g{i}", f"Is check claim {i} well argued?", f"Passage about check claim {i}.", f"Check claim {i} holds.",
+                 question_id=f"gq{i // 4}") for i in range(30)]
+    truth = {p.pair_id: int(rng.random() < 0.4) for p in pairs}
+    truth.update({p.pair_id: i % 2 for i, p in enumerate(pool)})
+    with Store(db) as s:
+        s.add_pairs(pool)
+        s.set_reference_labels({p.pair_id: truth[p.pair_id] for p in pool}, source="dataset gold")
+        build_task_set(s, pairs, TaskSetSpec(name="round", source="test", n=36, strategy="random",
+                                             annotators=tuple(PEOPLE), overlap=1.0, per_shared=4, seed=5,
+                                             controls=RoundControls(check_rate=0.2, check_floor=0.7, check_min=3,
+                                                                    seed=5)))
+        acc = Accounts(s)
+        for name in PEOPLE:
+            acc.add(name, "annotator", PASSWORD)
+        acc.add("rev", "reviewer", PASSWORD)
+    return {p.question: p.pair_id for p in pairs + pool}, truth
+
+
+def _login(page, url, path, name):
+    page.goto(f"{url}/{path}")
+    wait_for_app(page)
+    page.get_by_label("User name").fill(name)
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
+    wait_idle(page)
+
+
+def _screen(page, timeout_ms=60_000) -> str:
+    """The question on screen, or PAUSED / DONE (waits while the widget fetches more pairs)."""
+    return page.wait_for_function(
+        """(paused) => {
+            const main = document.querySelector('[data-testid="stMain"]');
+            if (main && main.innerText.includes(paused)) return 'PAUSED';
+            const card = document.querySelector('.berds-ann-card');
+            const q = document.querySelector('.berds-ann-question');
+            if (card && card.offsetParent !== null && card.style.display !== 'none' && q && q.innerText) return q.innerText;
+            const done = document.querySelector('.berds-ann-done');
+            if (done && done.innerText.includes('All pairs')) return 'DONE';
+            return null;
+        }""", arg=PAUSED_TEXT, timeout=timeout_ms).json_value()
+
+
+def _tab(page, name: str) -> None:
+    for attempt in range(3):
+        try:
+            page.get_by_role("tab", name=name).click(timeout=15_000)
+            wait_idle(page)
+            if page.get_by_role("tab", name=name).get_attribute("aria-selected") == "true":
+                return
+        except Exception:
+            if attempt == 2:
+                raise
+        wait_idle(page)
+    raise AssertionError(f"tab {name} did not open")
+
+
+def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    from browser_harness import CHROMIUM, CHROMIUM_ARGS
+
+    db = tmp_path / "lab.db"
+    pair_of, truth = _make_round(db)
+    rng = np.random.default_rng(11)
+    env = {"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}
+    with streamlit_server(ROOT / "serve.py", env=env, timeout=180) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        pages = {a: browser.new_context(viewport={"width": 1300, "height": 950}).new_page() for a in PEOPLE + ["rev"]}
+        for a in PEOPLE:
+            _login(pages[a], url, "annotate", a)
+            pages[a].evaluate("document.activeElement && document.activeElement.blur()")
+        state = dict.fromkeys(PEOPLE, "")
+        made = dict.fromkeys(PEOPLE, 0)
+        for _ in range(80):  # everyone labels at the same time, one key each per turn
+            active = [a for a in PEOPLE if state[a] not in ("PAUSED", "DONE")]
+            if not active:
+                break
+            for a in active:
+                shown = _screen(pages[a])
+                state[a] = shown
+                if shown in ("PAUSED", "DONE"):
+                    continue
+                pid = pair_of[shown]
+                if a == "careful1":
+                    y = truth[pid]
+                elif a == "careful2":
+                    y = truth[pid] if made[a] % 9 != 4 else 1 - truth[pid]  # a slip now and then
+                elif a == "gamer":
+                    with Store(db) as s:
+                        is_check = bool(s._read("SELECT 1 FROM assignments WHERE annotator = 'gamer' AND pair_id = ? "
+                                                "AND kind = 'check'", (pid,)))
+                    y = truth[pid] if is_check else int(rng.random() < 0.5)
+                else:
+                    y = int(rng.random() < 0.5)
+                pages[a].keyboard.press("y" if y else "n")
+                made[a] += 1
+        assert state["clicker"] == "PAUSED", state
+        for a in ("careful1", "careful2", "gamer"):
+            assert state[a] == "DONE", state
+            pages[a].wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.pending === '0'",
+                                       timeout=60_000)
+        clicker_text = pages["clicker"].inner_text('[data-testid="stMain"]')
+        assert "Nothing you labelled is lost" in clicker_text and "check" not in clicker_text.lower()
+        screenshot(pages["clicker"], "lab-quality-paused")
+
+        with Store(db) as s:
+            scores = check_scores(s)
+            rep = reliability_report(s)
+        assert scores["gamer"]["accuracy"] == 1.0 and not rep["annotators"]["gamer"]["paused_in"]
+        assert rep["annotators"]["clicker"]["paused_in"] == ["round"]
+        assert set(rep["order"][:2]) == {"careful1", "careful2"} and set(rep["order"][2:]) == {"clicker", "gamer"}
+
+        # the reviewer: Annotators ranks the careful two first (the competence chart's bars, left to right)
+        rev = pages["rev"]
+        _login(rev, url, "agreement", "rev")
+        _tab(rev, "Annotators")
+        ticks = rev.locator(".st-key-agr_competence .xtick text")
+        ticks.first.wait_for(timeout=60_000)
+        names = ticks.all_text_contents()  # SVG text has no innerText
+        assert set(names[:2]) == {"careful1", "careful2"} and set(names[2:]) == {"clicker", "gamer"}, names
+        screenshot(rev, "lab-quality-annotators")
+        # Round health: the pause and its message to the lead; Resume reopens the clicker's queue
+        _tab(rev, "Round health")
+        rev.get_by_text("Waiting for adjudication").wait_for(timeout=60_000)  # the tab is drawn once it is open
+        main = rev.inner_text('[data-testid="stMain"]')
+        assert "clicker:" in main and "below the floor of 70%" in main
+        rev.get_by_role("button", name="Resume").first.click()
+        wait_idle(rev)
+        with Store(db) as s:
+            assert pauses(s, open_only=True) == [] and pauses(s)[0]["resumed_by"] == "rev"
+        pages["clicker"].reload()
+        wait_for_app(pages["clicker"])
+        assert _screen(pages["clicker"]) not in ("PAUSED", "DONE")
+        browser.close()
