@@ -34,13 +34,11 @@ HEAVY = {
     "textstat", "krippendorff", "zxcvbn", "vaderSentiment",  # one feature each
     "uvicorn", "starlette",  # the lab server only
     "huggingface_hub", "tqdm",  # 0.2 s and 0.07 s: `berds --help` stays without them
+    "pandas", "crowdkit",  # 1.3 s and 2.3 s (crowd-kit loads sklearn and scipy): annotator reliability only
 }
-# Engine modules another branch is changing now: their function-level imports move when it has merged.
-WAITING = {"berds_core.lab": "issue 40 (annotation quality) changes lab/",
-           "berds_core.embeddings": "issue 42 (the encoder pipeline) changes embeddings/",
-           **{f"berds_core.retrieval.{m}": "issue 42 changes retrieval's dense paths"
-              for m in ("dense", "dense_scale", "index_dir", "query_encoders", "faiss_build", "faiss_index",
-                        "vector_shards")}}
+# Engine modules another branch is changing now (module prefix -> why): their function-level imports move when it
+# has merged. None now: lab/ (issue 40), embeddings/ and the dense paths (issue 42) have merged and moved theirs.
+WAITING: dict[str, str] = {}
 # An import that may wait for another reason: (importing module, what it imports) -> why.
 OTHER_REASONS = {
     ("berds_core.files.cache", "platformdirs"): "optional: with BERDS_CACHE set the engine runs without platformdirs",
@@ -53,8 +51,7 @@ LIST_FROM = 8  # functions with more parameters than this are listed, each with 
 # Why a function keeps more than 8 parameters (a qualified name, or its class for every method of it).
 REASONS = {
     'berds_core.retrieval.dense.DenseRetriever.__init__': ('the dense build options, one per `IndexOptions` field '
-                                                           'that `retrieval.RETRIEVERS` hands on (dense internals: '
-                                                           "issue 42's)"),
+                                                           'that `retrieval.RETRIEVERS` hands on'),
     'berds_core.retrieval.index_dir.IndexDirRetriever.__init__': ("an index folder opened with its query encoder's "
                                                                   'options'),
     'berds_core.judges.openai_compat.OpenAIJudge.__init__': ("a server judge's connection (concurrency, timeout, "

@@ -5,9 +5,13 @@ package when it is installed (fully offline) and from the hub otherwise.
 """
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import os
+import warnings
 
+from ..net.hub import locate
 from ..runtime.model_lock import model_loading
 
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -44,8 +48,6 @@ def pick_device(device: str | None = None) -> str:
 def locate_embedder(path: str) -> bool:
     """``local_files_only`` for a sentence-transformers name (``berds_core.net.hub.locate``: local files
     first, the hub only when reachable); OSError (one line) when it cannot load without trying."""
-    from ..net.hub import locate
-
     ids = (path,) if "/" in path or os.path.isdir(path) else (path, f"sentence-transformers/{path}")
     tried = [locate(name, "embedder", probes=("modules.json", "config.json")) for name in ids]
     ok = next((t for t in tried if t[1] is None), None)
@@ -58,8 +60,6 @@ def declared_dim(model: str | None) -> int | None:
     """The embedding size a local sentence-transformers folder declares (its last Dense layer's
     ``out_features``, else its Pooling ``word_embedding_dimension`` times the pooling modes), read from
     its config files without loading the model; None when it does not say (a hub id, another layout)."""
-    import json
-
     path = resolve_model(model)
     if not os.path.isdir(path):
         return None
@@ -162,9 +162,6 @@ def _quantizable_linears(module) -> set[str]:
 def quantize_int8(embedder):
     """A copy of a SentenceTransformer whose transformer Linear layers run in int8
     (dynamic quantisation: int8 weights per output channel, activations quantised on the fly)."""
-    import copy
-    import warnings
-
     import torch
 
     with warnings.catch_warnings():
@@ -192,8 +189,6 @@ def to_bf16(embedder):
 def to_half(embedder, encoding: str):
     """A bfloat16 (``bf16``) or float16 (``fp16``) copy of a SentenceTransformer (outputs are cast back to
     float32 and re-normalised by callers)."""
-    import copy
-
     import torch
 
     return copy.deepcopy(embedder).to({"bf16": torch.bfloat16, "fp16": torch.float16}[encoding]).eval()
@@ -214,8 +209,6 @@ def load_encoder(model: str | None = None, device: str | None = None, encoding: 
         shared = load_encoder(model, device, encoding)
         if int(max_seq_length) == shared.max_seq_length:
             return shared
-        import copy
-
         own = copy.deepcopy(shared)
         own.max_seq_length = int(max_seq_length)
         return own

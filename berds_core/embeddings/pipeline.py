@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
+from tokenizers import Tokenizer
 
 PATHS = ("auto", "fast", "plain")
 BATCHINGS = ("tokens", "plain")
@@ -195,8 +196,6 @@ class EncodePipeline:
         if prompt:
             raise ValueError("the model has a default prompt")
         self.max_seq_length = int(encoder.max_seq_length)
-        from tokenizers import Tokenizer
-
         self.tokenizer = Tokenizer.from_str(backend.to_str())  # private: the model's own tokenizer keeps its state
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_seq_length)

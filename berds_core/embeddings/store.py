@@ -46,6 +46,7 @@ one connection per cache directory, safe across threads and processes.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -54,6 +55,8 @@ import numpy as np
 
 from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
+from .models import load_encoder, model_key, pick_device, resolve_encoding
+from .pipeline import EncodePipeline, PipelineOptions, asked_path, resolve_path
 
 MAX_TOKENS = 128
 CHUNK = 1024  # texts encoded (and committed to the store) per step
@@ -89,8 +92,6 @@ def embedding_store() -> EmbeddingStore:
 
 def store_key(model: str | None, encoding: str, max_seq_length: int) -> str:
     """The key part naming the vectors: model key, precision, max tokens."""
-    from .models import model_key
-
     return f"{model_key(model)}|{encoding}|msl{int(max_seq_length)}"
 
 
@@ -123,9 +124,6 @@ class TextEncoder:
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None,
                  max_seq_length: int | None = None, *, batch_size: int = 64, store: bool = True,
                  memory: int = 50_000, path: str | None = None, options=None):
-        from .models import pick_device, resolve_encoding
-        from .pipeline import asked_path, resolve_path
-
         self.model_id = model
         self.device = pick_device(device)
         self.encoding = resolve_encoding(encoding, self.device)
@@ -150,8 +148,6 @@ class TextEncoder:
     def encoder(self):
         """The SentenceTransformer (this precision, truncating at ``max_seq_length``), loaded on first use."""
         if self._encoder is None:
-            from .models import load_encoder
-
             self._encoder = load_encoder(self.model_id, self.device, self.encoding, self.max_seq_length)
         return self._encoder
 
@@ -166,14 +162,10 @@ class TextEncoder:
         if self.path != "fast":
             return None
         if self._pipeline is None:
-            from .pipeline import EncodePipeline, PipelineOptions
-
             try:
                 self._pipeline = EncodePipeline(self.encoder, self.options or
                                                 PipelineOptions.for_device(self.device, self.batch_size))
             except ValueError as e:
-                import sys
-
                 print(f"berds: {self.key}: the plain encoding path ({e})", file=sys.stderr)
                 self._pipeline = False
         return self._pipeline or None
@@ -275,9 +267,6 @@ def text_encoder(model: str | None = None, device: str | None = None, encoding: 
     else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``. The encoding path
     (``pipeline.resolve_path``: ``$BERDS_ENCODE_PATH``, auto) is resolved here too.
     """
-    from .models import model_key, pick_device, resolve_encoding
-    from .pipeline import resolve_path
-
     dev = pick_device(device)
     enc = resolve_encoding(encoding, dev)
     name = None if model is None or model_key(model) == model_key(None) else model

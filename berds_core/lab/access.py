@@ -29,6 +29,7 @@ import logging
 from dataclasses import dataclass
 
 from . import checks, controls, health, judge_review, qualification, reliability, rounds
+from .accounts import Accounts
 from .store import SKIP, Store, StoreError
 from .agreement import agreement_report, disagreements
 from .exports import ROUND_WHAT, export_rows
@@ -322,6 +323,4 @@ class Lab:
 
     def accounts(self, **kw):
         self.require("manage_users", "users")
-        from .accounts import Accounts
-
         return Accounts(self.store, **kw)

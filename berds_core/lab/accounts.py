@@ -48,6 +48,7 @@ Timing knobs come from the environment: ``BERDS_SESSION_IDLE_MIN`` (default
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 import threading
@@ -314,8 +315,6 @@ class Accounts:
         hash (a password typed into the name field is never stored)."""
         if self.get(name) is not None:
             return name
-        import hmac
-
         key = self.store.setting(NAME_KEY_SETTING)
         if not key:
             key = secrets.token_hex(32)

@@ -35,10 +35,15 @@ Starlette only (a Streamlit dependency); no Streamlit import.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import threading
 import time
+from urllib.parse import urlsplit
+
+from ..runtime.mode import lab_mode
+from .accounts import Accounts, session_limits
 from .store import default_db_path, Store
 
 COOKIE = "berds_session"
@@ -98,8 +103,6 @@ def session_user(token: str | None):
     """The user of a live session token, or None (no database, unknown, ended)."""
     if not token:
         return None
-    from .accounts import Accounts
-
     try:
         return Accounts(_store()).session_user(token)
     except Exception:  # no lab database yet
@@ -112,8 +115,6 @@ def _same_origin(request) -> bool:
         return False
     origin = request.headers.get("origin")
     if origin is not None:
-        from urllib.parse import urlsplit
-
         host = request.headers.get("host", "")
         if urlsplit(origin).netloc.lower() != host.lower():
             return False
@@ -134,8 +135,6 @@ async def session_endpoint(request):
     if request.method == "DELETE":
         token = request.cookies.get(COOKIE)
         if token:
-            from .accounts import Accounts
-
             def revoke():
                 try:
                     Accounts(_store()).logout(token)
@@ -149,8 +148,6 @@ async def session_endpoint(request):
     body = await request.body()
     if len(body) > 1024:
         return Response("too large", status_code=413, headers=headers)
-    import json
-
     try:
         code = json.loads(body or b"{}").get("code")
     except (ValueError, AttributeError):
@@ -159,8 +156,6 @@ async def session_endpoint(request):
     user = await run_in_threadpool(session_user, token) if token else None
     if user is None:
         return Response("unknown or expired code", status_code=400, headers=headers)
-    from .accounts import session_limits
-
     _, lifetime = session_limits()
     resp = Response(status_code=204, headers=headers)
     resp.set_cookie(COOKIE, token, max_age=int(lifetime), path="/", secure=_secure(request), httponly=True,
@@ -185,8 +180,6 @@ class UploadGuard:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        from .accounts import lab_mode
-
         if scope["type"] == "http" and _guarded(scope) and lab_mode():
             from starlette.concurrency import run_in_threadpool
             from starlette.requests import Request

@@ -24,8 +24,19 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from ..corpora.disk import is_disk_corpus
+from ..embeddings.store import embed_text
 from ..errors import InputError
+from ..files.build_dir import building
+from ..files.cache import cache_dir, slug
+from . import vector_shards
 from .base import IndexOptions
+from .faiss_build import META, build_folder
+from .index_dir import IndexDirRetriever, read_meta
+from .index_plan import plan_index
+from .query_encoders import SentenceQueryEncoder
+from .tantivy_bm25 import is_tantivy_folder
+from .vector_shards import ArrayVectors, VectorShards, vectors_folder
 
 
 def _safe(text: str, n: int = 40) -> str:
@@ -34,17 +45,13 @@ def _safe(text: str, n: int = 40) -> str:
 
 def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None, shard_rows: int | None = None):
     """The unit vectors of every passage (rows = corpus rows): shards on disk for a disk corpus."""
-    from ..corpora.disk import is_disk_corpus
-    from ..embeddings.store import embed_text
-    from .vector_shards import SHARD_ROWS, ArrayVectors, VectorShards, vectors_folder
-
     te = encoder.text_encoder
     if not is_disk_corpus(corpus):
         emb = te.embed([embed_text(p) for p in corpus], progress=progress,
                        desc=f"Encoding passages ({encoder.key})", on_progress=on_progress)
         return ArrayVectors(emb)
     shards = VectorShards(vectors_folder(corpus, te.key), len(corpus), corpus.hash, te.key,
-                          shard_rows or SHARD_ROWS)
+                          shard_rows or vector_shards.SHARD_ROWS)  # read at each call (tests change it)
 
     def texts_of(a, b):
         return [t for batch in corpus.iter_batches(b - a, a, b) for t in batch.texts]
@@ -54,8 +61,6 @@ def passage_vectors(corpus, encoder, *, progress: bool = False, on_progress=None
 
 
 def index_folder_for(corpus, encoder_key: str, plan) -> Path:
-    from ..files.cache import cache_dir, slug
-
     factory = plan.factory or "flat"
     where = "-ondisk" if plan.on_disk else ""
     return cache_dir("indexes") / (f"{_safe(corpus.name)}-{corpus.hash[:20]}-dense-{slug(encoder_key)}-"
@@ -72,15 +77,7 @@ class ScaledDenseRetriever:
         o = replace(options or IndexOptions(), **fields)
         model, index, memory_budget, index_dir = o.model, o.index, o.memory_budget, o.index_dir
         device, encoding, progress, on_progress, nprobe = o.device, o.encoding, o.progress, o.on_progress, o.nprobe
-        from ..files.build_dir import building
-        from .faiss_build import META, build_folder
-        from .index_dir import IndexDirRetriever
-        from .index_plan import plan_index
-        from .query_encoders import SentenceQueryEncoder
-
         t0 = time.perf_counter()
-        from .tantivy_bm25 import is_tantivy_folder
-
         encoder = SentenceQueryEncoder(model, device, encoding)
         # the plan and the folder are checked before any passage is encoded (hours at 21M passages)
         self.plan = plan_index(index, len(corpus), vectors.dim if vectors is not None else encoder.dim,
@@ -91,8 +88,6 @@ class ScaledDenseRetriever:
                                                           "another folder")
         exists = (folder / META).is_file()
         if exists:
-            from .index_dir import read_meta
-
             had = (read_meta(folder) or {}).get("plan") or {}
             if had.get("factory") != self.plan.factory:
                 raise InputError(folder, None, "--index-dir", f"holds a {had.get('factory') or 'flat'} index, not "

@@ -19,11 +19,16 @@ memory holds one chunk and the centroids, never the whole index. With a GPU
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from ..corpora.disk import corpus_label
+from . import faiss_index
 
 FORMAT = "berds-dense-index/1"
 INDEX_FILE = "index"
@@ -34,9 +39,7 @@ ADD_CHUNK = 65_536
 
 
 def gpu_count() -> int:
-    from .faiss_index import gpu_count as count
-
-    return count()
+    return faiss_index.gpu_count()  # read at each call (tests stand in for the GPUs)
 
 
 def _train(index, vectors, plan, seed: int = 0, progress: bool = False) -> None:
@@ -59,8 +62,6 @@ def _train(index, vectors, plan, seed: int = 0, progress: bool = False) -> None:
     if ivf is not None and gpu_count() > 0:  # k-means on the GPU: the slow part of training
         ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlatL2(ivf.d))
     if progress:
-        import sys
-
         sys.stderr.write(f"Training {plan.factory} on {len(x):,} vectors\n")
     index.train(x)
 
@@ -88,8 +89,6 @@ def write_docids(path: Path, corpus) -> None:
 def build_folder(folder: Path, vectors, plan, *, corpus, encoder: dict, progress: bool = False) -> dict:
     """Fill ``folder`` (empty; a temporary one under ``build_dir.building``) with the index; returns berds.json."""
     import faiss
-
-    from ..corpora.disk import corpus_label
 
     folder = Path(folder)
     t0 = time.perf_counter()
@@ -140,9 +139,6 @@ def build_folder(folder: Path, vectors, plan, *, corpus, encoder: dict, progress
 @contextmanager
 def stdout_to_stderr():
     """Send what C++ code writes to file descriptor 1 to stderr for the block."""
-    import os
-    import sys
-
     sys.stdout.flush()
     saved = os.dup(1)
     try:

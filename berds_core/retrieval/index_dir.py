@@ -29,9 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..embeddings.models import model_key
 from ..errors import InputError
+from ..files.cache import cache_dir
+from . import faiss_index
 from .base import SearchBase
-from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META
+from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META, folder_bytes
+from .index_plan import HNSW_EF_SEARCH, default_nprobe
+from .query_encoders import query_encoder
+from .vector_shards import VectorShards
 
 
 def read_meta(folder: Path) -> dict | None:
@@ -148,8 +154,6 @@ class DenseIndex:
         where = (self.meta or {}).get("vectors")
         if not where or not Path(where).is_dir():
             return None
-        from .vector_shards import VectorShards
-
         shards = VectorShards(where, len(self.corpus), self.corpus.hash,
                               (self.meta.get("encoder") or {}).get("key", ""))
         return shards if shards.complete else None
@@ -164,8 +168,6 @@ class DenseIndex:
             return None
         if not docid.is_file():
             raise InputError(self.folder, None, "--index-dir", f"no '{DOCID_FILE}' file (one passage id per line)")
-        from ..files.cache import cache_dir
-
         st = docid.stat()
         key = hashlib.sha1(json.dumps([str(docid.resolve()), st.st_size, st.st_mtime_ns, self.corpus.hash]
                                       ).encode()).hexdigest()[:24]
@@ -216,8 +218,6 @@ class DenseIndex:
 
         if self.index is None:
             return
-        from .index_plan import HNSW_EF_SEARCH, default_nprobe
-
         ps = faiss.ParameterSpace()
         ivf = None
         try:
@@ -234,10 +234,8 @@ class DenseIndex:
 
     def _to_gpu(self, device: str | None):
         """A GPU copy of an in-memory index when FAISS sees a GPU (not for on-disk lists or HNSW)."""
-        from .faiss_index import gpu_count
-
         if self.index is None or self.hnsw or (self.folder / IVFDATA_FILE).is_file() or \
-                (device or "").startswith(("cpu", "mps")) or gpu_count() == 0:
+                (device or "").startswith(("cpu", "mps")) or faiss_index.gpu_count() == 0:
             return None
         import faiss
 
@@ -283,8 +281,6 @@ class DenseIndex:
         return out
 
     def nbytes(self) -> int:
-        from .faiss_build import folder_bytes
-
         return folder_bytes(self.folder)
 
 
@@ -294,8 +290,6 @@ class IndexDirRetriever(SearchBase):
     def __init__(self, folder, corpus, model: str | None = None, *, device: str | None = None,
                  encoding: str | None = None, nprobe: int | None = None, vectors=None, progress: bool = False,
                  cache_hit: bool = True, build_seconds: float | None = None):
-        from .query_encoders import query_encoder
-
         t0 = time.perf_counter()
         self.corpus = corpus
         self.dense = DenseIndex(folder, corpus, vectors=vectors, nprobe=nprobe, device=device)
@@ -307,8 +301,6 @@ class IndexDirRetriever(SearchBase):
                                                     "dpr:facebook/dpr-question_encoder-multiset-base)")
         spec = model if model else built.get("model")
         if meta is not None and model:
-            from ..embeddings.models import model_key
-
             if model_key(model) != model_key(built.get("model")):  # model None: the default embedder
                 raise InputError("--model", None, None, f"{folder} was built with "
                                                         f"{model_key(built.get('model'))!r}, not {model!r}")
@@ -321,8 +313,6 @@ class IndexDirRetriever(SearchBase):
         if self.encoder.dim != self.dense.dim:
             raise InputError("--model", None, None, f"the query encoder gives {self.encoder.dim}-d vectors, the "
                                                     f"index holds {self.dense.dim}-d ones")
-        from ..embeddings.models import model_key
-
         self.model = spec
         self.embedder_name = spec if str(spec or "").startswith("dpr:") else model_key(spec)
         self.encoding = self.encoder.encoding

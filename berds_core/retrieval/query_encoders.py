@@ -16,8 +16,13 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
+
+from ..embeddings.models import pick_device
+from ..embeddings.store import text_encoder
+from ..runtime.model_lock import model_loading
 
 DPR_PREFIX = "dpr:"
 
@@ -26,8 +31,6 @@ class SentenceQueryEncoder:
     normalized = True
 
     def __init__(self, model: str | None = None, device: str | None = None, encoding: str | None = None):
-        from ..embeddings.store import text_encoder
-
         self.text_encoder = text_encoder(model, device, encoding)
         self.model = model
         self.key = self.text_encoder.key
@@ -49,13 +52,8 @@ class DPRQueryEncoder:
     encoding = "fp32"
 
     def __init__(self, path: str, device: str | None = None, max_length: int = 256):
-        import os
-
         import torch
         from transformers import AutoTokenizer, DPRQuestionEncoder
-
-        from ..embeddings.models import pick_device
-        from ..runtime.model_lock import model_loading
 
         self.device = pick_device(device)
         self.key = f"{DPR_PREFIX}{path}"

@@ -25,13 +25,16 @@ same way.
 """
 from __future__ import annotations
 
+import queue
 import re
+import threading
 from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from ..files.cache import cache_dir, slug
 from ..files.shard_files import FORMAT, SHARD_ROWS, ShardSet, read_json, save_npy
 
 
@@ -40,8 +43,6 @@ def _safe(text: str, n: int = 60) -> str:
 
 
 def vectors_folder(corpus, encoder_key: str) -> Path:
-    from ..files.cache import cache_dir, slug
-
     return cache_dir("vectors") / f"{_safe(corpus.name, 40)}-{corpus.hash[:20]}-{slug(encoder_key)}"
 
 
@@ -184,9 +185,6 @@ class _ShardWriter:
     every shard handed over, then raises the first write error (unless another error is on its way)."""
 
     def __init__(self, shards: VectorShards):
-        import queue
-        import threading
-
         self.shards = shards
         self.q: queue.Queue = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
