@@ -42,8 +42,6 @@ WAITING: dict[str, str] = {}
 # An import that may wait for another reason: (importing module, what it imports) -> why.
 OTHER_REASONS = {
     ("berds_core.files.cache", "platformdirs"): "optional: with BERDS_CACHE set the engine runs without platformdirs",
-    ("berds_core.stance.model", "berds_core.embeddings.models"): "a private name of embeddings/ (moves with "
-                                                                  "issue 42's merge)",
 }
 MAX_PARAMETERS = 10  # no engine function takes more
 LIST_FROM = 8  # functions with more parameters than this are listed, each with its reason

@@ -128,8 +128,7 @@ def test_no_verb_imports_another_verb():
 
 
 # private names still read across modules, each to go with the merge it waits for
-KNOWN_PRIVATE = {("berds_core.lab.accounts", "_now"): "lab/store.py's split, after issue 40 merges",
-                 ("berds_core.stance.model", "_quantizable_linears"): "embeddings/, after issue 42 merges"}
+KNOWN_PRIVATE = {("berds_core.lab.accounts", "_now"): "lab/store.py's split, after issue 40 merges"}
 
 
 def test_no_module_reaches_into_another_modules_private_names():

@@ -145,7 +145,7 @@ def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
     return encoding
 
 
-def _quantizable_linears(module) -> set[str]:
+def quantizable_linears(module) -> set[str]:
     """Names of the Linear layers to quantise: all but each FFN's output projection,
     whose inputs (after GELU) have outliers that int8 per-tensor activations clip."""
     import torch
@@ -172,7 +172,7 @@ def quantize_int8(embedder):
         for mod in q.modules():
             inner = getattr(mod, "model", None) if mod is not q else None
             if isinstance(inner, torch.nn.Module) and any(isinstance(m, torch.nn.Linear) for m in inner.modules()):
-                spec = {name: per_channel_dynamic_qconfig for name in _quantizable_linears(inner)}
+                spec = {name: per_channel_dynamic_qconfig for name in quantizable_linears(inner)}
                 mod.model = quantize_dynamic(inner, spec, dtype=torch.qint8)
                 break
         else:

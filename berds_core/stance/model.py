@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets.phrasing import negate_claim
-from ..embeddings.models import pick_device, resolve_encoding, resolve_model
+from ..embeddings.models import pick_device, quantizable_linears, resolve_encoding, resolve_model
 from ..embeddings.store import embedding_store
 from ..files.cache import text_hash
 from ..runtime.model_lock import model_loading
@@ -108,9 +108,7 @@ class StanceModel:
             if self.encoding == "int8":
                 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-                from ..embeddings.models import _quantizable_linears
-
-                spec = {f"enc.{n}": per_channel_dynamic_qconfig for n in _quantizable_linears(net.enc)}
+                spec = {f"enc.{n}": per_channel_dynamic_qconfig for n in quantizable_linears(net.enc)}
                 net = quantize_dynamic(net, spec, dtype=torch.qint8)
             elif self.encoding == "bf16":
                 net = net.to(torch.bfloat16)
