@@ -60,7 +60,7 @@ def scores(bundle, P, Q) -> dict:
 
 def interleaved(encoders, passages, repeat: int, chunk: int = 64):
     """Embeddings per choice (from the first round) and passages/s per choice (median over rounds)."""
-    from berds_core.embeddings.store import encode_normalized
+    from berds_core.embeddings.text_encoders import encode_normalized
 
     emb = {c: [] for c in CHOICES}
     rate = {c: [] for c in CHOICES}
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from berds_core.datasets.devsets import dev_bundles
     from berds_core.embeddings.models import load_encoder, resolve_encoding
-    from berds_core.embeddings.store import encode_normalized
+    from berds_core.embeddings.text_encoders import encode_normalized
 
     bundles, missing = dev_bundles(args.data, ["procon", "demo"])
     if "procon" not in bundles:

@@ -196,7 +196,7 @@ def bench_pipeline(name: str, model, texts: list[str], n_old: int, precision: st
     import torch
 
     from berds_core.embeddings.pipeline import EncodePipeline
-    from berds_core.embeddings.store import encode_normalized
+    from berds_core.embeddings.text_encoders import encode_normalized
     from berds_core.retrieval.vector_shards import VectorShards
 
     m = with_precision(model, precision)
@@ -285,7 +285,7 @@ def bench_cpu_path(texts: list[str], encodings: list[str], runs: int, batch: int
     """The product call on the CPU, plain vs fast path, interleaved runs: which is the faster default."""
     import numpy as np
 
-    from berds_core.embeddings.store import TextEncoder
+    from berds_core.embeddings.text_encoders import TextEncoder
 
     rows = []
     for enc in encodings:

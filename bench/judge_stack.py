@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
     from berds_core.stance.rules import f1_at
 
     work = Path(args.work)

@@ -133,7 +133,7 @@ def driver_limits(tmp: Path, n: int = 100_000) -> dict:
     os.environ["BERDS_CACHE"] = str(tmp / "cache-limits")
     sys.path.insert(0, str(ROOT))
     from berds_core.files.cache import text_hash
-    from berds_core.embeddings.store import CHUNK, embedding_store
+    from berds_core.embeddings.text_encoders import CHUNK, embedding_store
     from berds_core.judges.base import prediction_cache
 
     rng = np.random.default_rng(0)

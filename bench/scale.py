@@ -628,7 +628,7 @@ def bench_quality(data: Path) -> dict:
 
 ENCODE_CPU = r'''
 import json, sys, time
-from berds_core.embeddings.store import text_encoder
+from berds_core.embeddings.text_encoders import text_encoder
 te = text_encoder()
 texts = [line.split("\t")[1] for line in open(sys.argv[1], encoding="utf-8").readlines()[1:int(sys.argv[2]) + 1]]
 te.encode_uncached(texts[:64])

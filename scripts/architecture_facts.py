@@ -63,7 +63,7 @@ REASONS = {
     'berds_core.convincing.edits.counterfactuals': 'data plus bootstrap settings',
     'berds_core.stance.examples._sided_examples': ('the fields of one training example (question, source, question '
                                                    'text, claim, negation, key, passage, side, weight)'),
-    'berds_core.embeddings.store.TextEncoder.__init__': ("one encoder's identity (model, device, precision, max "
+    'berds_core.embeddings.text_encoders.TextEncoder.__init__': ("one encoder's identity (model, device, precision, max "
                                                          'tokens) and how it runs (batch, store, memory, encoding '
                                                          "path, the fast path's options), each passed by keyword "
                                                          'by the CLI, the Ray actors and the pages'),

@@ -43,7 +43,7 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
                                  else tempfile.mkdtemp(prefix=f"berds-demo-{encoding}-"))
     from berds_core import datasets
     from berds_core.corpora.memory import corpus_from_passages
-    from berds_core.embeddings.store import embedding_store, text_encoder
+    from berds_core.embeddings.text_encoders import embedding_store, text_encoder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import warm_passages

@@ -154,7 +154,7 @@ def load(data: Path, encoding: str) -> dict:
     from berds_core.datasets import load_debate_sites
     from berds_core.datasets.devsets import grouped_folds
     from berds_core.datasets.human_pairs import read_pairs
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
 
     rows = read_pairs(data / "berds-human" / "pers_det.dev.tsv")
     te = text_encoder(None, encoding=encoding)

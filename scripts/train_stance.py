@@ -561,7 +561,7 @@ def cosine_baseline(ds, folds, fold_ids: list, cos=None) -> dict:
     if not hp:
         return {}
     if cos is None:
-        from berds_core.embeddings.store import text_encoder
+        from berds_core.embeddings.text_encoders import text_encoder
 
         te = text_encoder(None)
         P = te.embed([p["perspective"] for p in hp])

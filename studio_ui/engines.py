@@ -57,7 +57,7 @@ def cached_embedder(model: str | None):
     must name a folder under the allowed roots (or a hub id); a name that cannot be loaded fails here, at
     once (``embed.locate_embedder``)."""
     from berds_core.embeddings.models import locate_embedder, resolve_model
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
     from berds_core.files.safepaths import resolve_user_model
 
     model = None if model is None else resolve_user_model(model, what="embedder")

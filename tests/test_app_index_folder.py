@@ -128,7 +128,7 @@ def test_a_folder_outside_the_allowed_roots_is_refused(big, entry, monkeypatch, 
 def test_playground_on_a_pyserini_layout_folder_with_a_typed_query_encoder(entry, monkeypatch, tmp_path):
     import faiss
 
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
 
     monkeypatch.setenv("BERDS_DATA_ROOTS", str(tmp_path))
     corpus = tmp_path / "c.jsonl"

@@ -194,7 +194,7 @@ def test_shipped_demo_embeddings_seed_the_store_and_the_demo_needs_no_encoder(tm
 
     from berds_core import datasets
     from berds_core.corpora.memory import corpus_from_passages
-    from berds_core.embeddings.store import embedding_store, text_encoder
+    from berds_core.embeddings.text_encoders import embedding_store, text_encoder
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import seed_shipped

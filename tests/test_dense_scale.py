@@ -295,7 +295,7 @@ def test_retrieve_on_a_prebuilt_folder_with_a_dpr_query_encoder(tmp_path, capsys
 
 def test_cli_dense_ivfpq_on_a_disk_corpus_resumes_a_killed_encode(tmp_path, capsys, monkeypatch):
     from berds_core.cli import main
-    from berds_core.embeddings.store import TextEncoder
+    from berds_core.embeddings.text_encoders import TextEncoder
     from berds_core.retrieval import vector_shards
     from berds_core.runs import read_run
 
@@ -416,7 +416,7 @@ def test_retrieve_from_an_index_dir_refuses_options_that_would_build_another_ind
 
 def test_a_dense_build_into_a_bm25_index_dir_is_refused_before_encoding(tmp_path, capsys, monkeypatch):
     from berds_core.cli import main
-    from berds_core.embeddings.store import TextEncoder
+    from berds_core.embeddings.text_encoders import TextEncoder
 
     def no_encoding(self, *a, **kw):
         raise AssertionError("passages encoded before the folder was checked")

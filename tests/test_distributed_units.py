@@ -154,7 +154,7 @@ def test_dense_shards_merged_equal_one_index(tmp_path, fresh_cache):
     may round a shard's product differently in the last bit (~1e-7)."""
     from berds_core.distributed.index import _vector_shards, write_vector_shards
     from berds_core.distributed.search import DenseSearcher
-    from berds_core.embeddings.store import embed_text
+    from berds_core.embeddings.text_encoders import embed_text
     from berds_core.retrieval import get_retriever
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 2100, words=6))
@@ -180,7 +180,7 @@ def test_dense_shards_merged_equal_one_index(tmp_path, fresh_cache):
 
 def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
     from berds_core.distributed.index import _vector_shards, write_vector_shards
-    from berds_core.embeddings.store import embed_text, text_encoder
+    from berds_core.embeddings.text_encoders import embed_text, text_encoder
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 50, words=5))
     te = text_encoder()
@@ -202,7 +202,7 @@ def test_a_torn_vector_shard_is_written_again(tmp_path, fresh_cache):
 
 
 def _record_parts(monkeypatch):
-    from berds_core.embeddings.store import TextEncoder
+    from berds_core.embeddings.text_encoders import TextEncoder
 
     calls = []  # the texts of each part that went to the model (either encoding path: embeddings.pipeline)
     orig = TextEncoder.encode_stream
@@ -246,9 +246,9 @@ def test_embedded_judge_copy_scores_a_chunk_like_the_original(tmp_path, fresh_ca
 @pytest.mark.slow
 def test_corpus_plan_lists_the_parts_dense_indexing_encodes(tmp_path, fresh_cache, monkeypatch):
     import berds_core.distributed.plan as plan_mod
-    import berds_core.embeddings.store as es
+    import berds_core.embeddings.text_encoders as es
     from berds_core.distributed.plan import corpus_plan
-    from berds_core.embeddings.store import embed_text, text_encoder
+    from berds_core.embeddings.text_encoders import embed_text, text_encoder
     from berds_core.retrieval import get_retriever
 
     monkeypatch.setattr(es, "CHUNK", 64)
@@ -269,7 +269,7 @@ def test_store_plan_lists_the_row_ranges_one_process_encodes_for_a_disk_corpus(t
     import berds_core.retrieval.vector_shards as vector_shards
     from berds_core.corpora.disk import ingest
     from berds_core.distributed.plan import store_plan
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
     from berds_core.retrieval import get_retriever
     from berds_core.retrieval.vector_shards import VectorShards, vectors_folder
 
@@ -364,7 +364,7 @@ def test_hnsw_graph_per_shard(tmp_path, fresh_cache):
     from berds_core.distributed.index import _build_graph, _vector_shards, write_vector_shards
     from berds_core.distributed.search import DenseSearcher
     from berds_core.files.shard_files import ShardSet
-    from berds_core.embeddings.store import embed_text
+    from berds_core.embeddings.text_encoders import embed_text
     from berds_core.retrieval import get_retriever
 
     corpus = load_corpus(write_corpus(tmp_path / "c.jsonl", 600, words=6))

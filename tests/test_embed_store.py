@@ -3,10 +3,10 @@ retrieval, MMR's Sim2, the coverage re-ranker and the embedded judge."""
 import numpy as np
 import pytest
 
-from berds_core.embeddings import store as embed_store
+from berds_core.embeddings import text_encoders as embed_store
 from berds_core.files.cache import text_hash
 from berds_core.corpora.memory import corpus_from_passages
-from berds_core.embeddings.store import MAX_TOKENS, EmbeddingStore, TextEncoder, embed_text, store_key, text_encoder
+from berds_core.embeddings.text_encoders import MAX_TOKENS, EmbeddingStore, TextEncoder, embed_text, store_key, text_encoder
 from berds_core.records import Passage, Question
 
 TEXTS = ["Nuclear power cuts carbon emissions.", "Reactors are expensive and risky.",

@@ -21,7 +21,7 @@ import pytest
 
 from berds_core.embeddings import pipeline as pl
 from berds_core.embeddings.pipeline import EncodePipeline, PipelineOptions, batches, resolve_path, windows
-from berds_core.embeddings.store import TextEncoder, encode_normalized
+from berds_core.embeddings.text_encoders import TextEncoder, encode_normalized
 from berds_core.retrieval.vector_shards import VectorShards
 from tiny_models import make_tiny_sentence_encoder
 

@@ -48,7 +48,7 @@ def test_passage_vectors_are_the_stores(tmp_path, monkeypatch):
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     j = get_judge("embedded", encoding="fp32")
     j.predict(_pairs())
-    from berds_core.embeddings.store import text_encoder
+    from berds_core.embeddings.text_encoders import text_encoder
 
     te = text_encoder(None, encoding="fp32")
     assert te is j.encoder

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from berds_core.files.cache import text_hash
-from berds_core.embeddings.store import EmbeddingStore
+from berds_core.embeddings.text_encoders import EmbeddingStore
 from berds_core.files.kvcache import KeyValueCache
 from berds_core.generators.base import GenerationCache
 from berds_core.judges.base import PredictionCache

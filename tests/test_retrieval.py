@@ -157,7 +157,7 @@ def test_auto_encoding_choice(monkeypatch):
 
 
 def _count_encodes(monkeypatch):
-    from berds_core.embeddings import store as embed_store
+    from berds_core.embeddings import text_encoders as embed_store
 
     calls = []  # texts per part that went to the model (either encoding path: embeddings.pipeline)
     real = embed_store.TextEncoder.encode_stream
@@ -176,7 +176,7 @@ def _count_encodes(monkeypatch):
 
 def _new_process(monkeypatch):
     """Forget every in-memory encoder, as a new process would (the on-disk store stays)."""
-    from berds_core.embeddings import store as embed_store
+    from berds_core.embeddings import text_encoders as embed_store
 
     embed_store._shared.cache_clear()
 
@@ -197,7 +197,7 @@ def test_dense_second_build_loads_without_encoding(corpus, fresh_cache, monkeypa
 
 def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, fresh_cache, monkeypatch):
     from berds_core.files.cache import text_hash
-    from berds_core.embeddings.store import MAX_TOKENS, embedding_store
+    from berds_core.embeddings.text_encoders import MAX_TOKENS, embedding_store
 
     r = get_retriever("dense", corpus, progress=False, encoding="fp32")
     assert r.text_encoder.key == f"sentence-transformers/all-MiniLM-L6-v2|fp32|msl{MAX_TOKENS}"
@@ -211,7 +211,7 @@ def test_dense_embeddings_are_the_store_keyed_by_model_precision_length(corpus, 
 
 
 def test_dense_interrupted_build_resumes_from_the_store(corpus, fresh_cache, monkeypatch):
-    from berds_core.embeddings import store as embed_store
+    from berds_core.embeddings import text_encoders as embed_store
 
     monkeypatch.setattr(embed_store, "CHUNK", 4)
     real = embed_store.TextEncoder.encode_stream

@@ -109,7 +109,7 @@ def test_encodings_are_stored_once_per_pair_and_shared(tiny, tmp_path, monkeypat
     np.testing.assert_allclose(b.encode(pairs[::-1]), V[:len(pairs)][::-1], atol=1e-6)
     assert b.n_encoded == 0 and b._net is None  # all from the store: the network never loaded
     np.testing.assert_allclose(b.sides("Should cats be pets?", [e.text for e in TRAIN[:3]]), P1)
-    from berds_core.embeddings.store import embedding_store
+    from berds_core.embeddings.text_encoders import embedding_store
 
     assert embedding_store().count(a.store_key) == len(pairs)
     c = StanceModel(path, base=str(base), encoding="int8")  # another precision: other vectors, another key

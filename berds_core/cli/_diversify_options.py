@@ -228,7 +228,7 @@ def using_of(cfg: dict, progress: bool = True):
             raise InputError("--rerank-judge", None, None, str(e).splitlines()[0]) from None
     embedder = cfg.get("embedder")
     if embedder:
-        from ..embeddings.store import text_encoder
+        from ..embeddings.text_encoders import text_encoder
 
         try:
             embedder = text_encoder(embedder)

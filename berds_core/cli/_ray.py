@@ -134,7 +134,7 @@ def _shard_rows(args) -> int:
 
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
-    from ..embeddings.store import text_encoder
+    from ..embeddings.text_encoders import text_encoder
     from ._retrieval import load_error
 
     try:

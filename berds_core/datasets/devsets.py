@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from ..embeddings.store import text_encoder
+from ..embeddings.text_encoders import text_encoder
 from . import load_debate_sites, load_demo, load_perspectrum_bundle
 
 DEV_CORPORA = ("procon", "perspectrum", "demo")

@@ -33,7 +33,7 @@ from contextlib import closing
 import numpy as np
 
 from ..corpora.disk import DiskCorpus
-from ..embeddings.store import TextEncoder, embedding_store
+from ..embeddings.text_encoders import TextEncoder, embedding_store
 from ..errors import InputError
 from ..files.cache import text_hash
 from .plan import EncoderSpec, Plan, RowPlan

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..corpora.disk import is_disk_corpus
-from ..embeddings.store import embed_text, embedding_store
+from ..embeddings.text_encoders import embed_text, embedding_store
 from ..files.cache import cache_dir, slug, text_hash
 from ..files.shard_files import SHARD_ROWS, ShardSet, read_json, save_npy, sha256
 from ..retrieval import faiss_index, vector_shards
@@ -255,7 +255,7 @@ def build_graphs(session, vec: ShardSet, folder: Path, kind: str) -> tuple[Shard
 
 def index_dense(session, corpus, te, *, kind: str = "flat", root=None, shard_rows: int = SHARD_ROWS,
                 on_part=None) -> DenseShards:
-    """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.store.TextEncoder``) and
+    """Encode ``corpus`` on the cluster through the encoder ``te`` (``embeddings.text_encoders.TextEncoder``) and
     write its sharded index; everything already done is kept."""
     check_kind(kind)
     t0 = time.perf_counter()

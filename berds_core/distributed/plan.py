@@ -3,7 +3,7 @@
 A transformer's output for a text depends, in its last bits, on the other
 texts of its batch (padding changes the shapes the kernels see). One process
 encodes the texts missing from the embedding store in parts of
-``embeddings.store.CHUNK`` texts, in the order it meets them
+``embeddings.text_encoders.CHUNK`` texts, in the order it meets them
 (``TextEncoder.embed_map``); each part is one ``encode_normalized`` call. The
 plans below list those same parts, so a cluster that encodes each part in one
 call gives the same vectors bit for bit.
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..files.cache import text_hash
-from ..embeddings.store import CHUNK, embedding_store
+from ..embeddings.text_encoders import CHUNK, embedding_store
 
 
 @dataclass
@@ -38,7 +38,7 @@ class EncoderSpec:
 
     @classmethod
     def of(cls, te) -> "EncoderSpec":
-        """From a ``embeddings.store.TextEncoder`` (nothing is loaded)."""
+        """From a ``embeddings.text_encoders.TextEncoder`` (nothing is loaded)."""
         return cls(te.model_id, te.encoding, te.max_seq_length, te.batch_size, te.key, te.path_asked)
 
     def kwargs(self) -> dict:

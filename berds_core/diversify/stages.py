@@ -99,7 +99,7 @@ class Using:
             raise TypeError("judge: pass a Judge object (the edge resolves a spec with berds_core.judges.get_judge)")
         if isinstance(self.embedder, str):
             raise TypeError("embedder: pass an encoder object (the edge resolves a model id with "
-                            "berds_core.embeddings.store.text_encoder)")
+                            "berds_core.embeddings.text_encoders.text_encoder)")
 
 
 @dataclass

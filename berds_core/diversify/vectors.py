@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..embeddings.store import TextEncoder, embed_text, text_encoder
+from ..embeddings.text_encoders import TextEncoder, embed_text, text_encoder
 
 _OBJ_STORE: dict[tuple, dict[int, np.ndarray]] = {}
 _MAX_CORPORA = 4

@@ -1,6 +1,6 @@
 """One key-value cache on SQLite: what the judge predictions, the generated texts, the
 embeddings and the web search results share (``judges.base.PredictionCache``,
-``generators.base.GenerationCache``, ``embeddings.store.EmbeddingStore``,
+``generators.base.GenerationCache``, ``embeddings.text_encoders.EmbeddingStore``,
 ``web.search.SearchCache``).
 
 A cache is one table ``(namespace, key..., value)`` whose primary key is the namespace

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..embeddings.models import resolve_encoding
-from ..embeddings.store import embed_text, text_encoder
+from ..embeddings.text_encoders import embed_text, text_encoder
 from .base import Judge, JudgeError
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded_v4.npz"
@@ -105,7 +105,7 @@ class EmbeddedJudge(Judge):
         return {"ok": True, "detail": detail}
 
     def document(self, ctx: dict) -> str:
-        """The passage text: the string dense retrieval embeds (``embeddings.store.embed_text``)."""
+        """The passage text: the string dense retrieval embeds (``embeddings.text_encoders.embed_text``)."""
         return embed_text(ctx)
 
     def probabilities(self, cos: np.ndarray) -> np.ndarray:

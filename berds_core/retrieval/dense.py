@@ -1,6 +1,6 @@
 """Dense retrieval: sentence-transformers embeddings + FAISS inner product.
 
-Passage embeddings come from the one embedding store (``berds_core.embeddings.store``:
+Passage embeddings come from the one embedding store (``berds_core.embeddings.text_encoders``:
 keyed by model, precision, max tokens and text hash) that MMR, the coverage
 re-ranker and the embedded judge read too: a passage is encoded once, by
 whichever of them meets it first, and a second command starts warm. Encoding
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..files.cache import cache_dir, slug
 from ..embeddings.models import model_key
-from ..embeddings.store import TextEncoder, embed_text, encode_normalized, text_encoder
+from ..embeddings.text_encoders import TextEncoder, embed_text, encode_normalized, text_encoder
 from . import faiss_index
 from .base import SearchBase
 

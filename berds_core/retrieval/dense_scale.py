@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..corpora.disk import is_disk_corpus
-from ..embeddings.store import embed_text
+from ..embeddings.text_encoders import embed_text
 from ..errors import InputError
 from ..files.build_dir import building
 from ..files.cache import cache_dir, slug

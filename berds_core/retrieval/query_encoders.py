@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 from ..embeddings.models import pick_device
-from ..embeddings.store import text_encoder
+from ..embeddings.text_encoders import text_encoder
 from ..runtime.model_lock import model_loading
 
 DPR_PREFIX = "dpr:"

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..datasets.phrasing import negate_claim
 from ..embeddings.models import pick_device, quantizable_linears, resolve_encoding, resolve_model
-from ..embeddings.store import embedding_store
+from ..embeddings.text_encoders import embedding_store
 from ..files.cache import text_hash
 from ..runtime.model_lock import model_loading
 from . import rules

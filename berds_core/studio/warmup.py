@@ -33,7 +33,7 @@ import numpy as np
 
 from ..datasets.demo import demo_dir
 from ..diversify.vectors import passage_embeddings
-from ..embeddings.store import embedding_store, text_encoder
+from ..embeddings.text_encoders import embedding_store, text_encoder
 from ..judges.base import prediction_cache
 from ..stance import get_stance_model
 

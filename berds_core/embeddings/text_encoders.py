@@ -1,4 +1,5 @@
-"""One embedding per passage: the on-disk store every encoder reads through.
+"""Text encoders (:class:`TextEncoder`, :func:`text_encoder`) and the one embedding store they read through:
+one embedding per passage.
 
 Dense retrieval (``retrieval.dense``), MMR's Sim2 and the coverage
 re-ranker (``diversify.embeddings``) and perspective discovery's pool index
