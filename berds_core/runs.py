@@ -41,6 +41,36 @@ def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
     return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, (_, s) in zip(passages, hits)]
 
 
+def document_text(ctx: dict) -> str:
+    """The document the BERDS evaluator reads for a run passage (spec section 3.5).
+
+    ``text + " " + title`` when the passage has a ``title`` key (the title
+    after the text, one space, even when the title is empty), else ``text``.
+    """
+    text = str(ctx.get("text") or "")
+    if "title" in ctx:
+        return text + " " + str(ctx.get("title") if ctx.get("title") is not None else "")
+    return text
+
+
+def passage_text(ctx, judge=None) -> str:
+    """The text a judge reads for a passage: a run ``ctx`` dict, a corpus ``Passage``, or a string (as is).
+
+    LLM judges read what the BERDS evaluator reads, ``text + " " + title`` when
+    the passage has a title (spec section 3.5); the embedded judge reads
+    ``title. text``, what the stance model reads in every use (:meth:`Judge.document`).
+    A corpus ``Passage`` always has a title (possibly empty), like a run passage.
+    ``judge``: anything with a ``document(ctx)`` method (:class:`berds_core.judges.base.Judge`), or None.
+    """
+    if isinstance(ctx, str):
+        return ctx
+    if not isinstance(ctx, dict):
+        ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
+    if judge is not None and hasattr(judge, "document"):
+        return judge.document(ctx)
+    return document_text(ctx)
+
+
 def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
     """One run line (BERDS format plus ``id``, ``subset`` and ``stances`` when known) for ranked hits."""
     entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}

@@ -17,7 +17,7 @@ import numpy as np
 from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 from ..naming import safe_name
-from .prompts import document_text
+from ..runs import document_text
 
 Pair = tuple[str, str]
 

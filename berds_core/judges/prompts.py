@@ -184,18 +184,6 @@ def messages(document: str, perspective: str, shot: int = 0, *, prompt: str | No
     return get_prompt(prompt).messages(document, perspective, shot, system=system)
 
 
-def document_text(ctx: dict) -> str:
-    """The document the BERDS evaluator reads for a run passage (spec section 3.5).
-
-    ``text + " " + title`` when the passage has a ``title`` key (the title
-    after the text, one space, even when the title is empty), else ``text``.
-    """
-    text = str(ctx.get("text") or "")
-    if "title" in ctx:
-        return text + " " + str(ctx.get("title") if ctx.get("title") is not None else "")
-    return text
-
-
 # --------------------------------------------------------------------------- the authors' answer parser
 
 ANSWER_MARKERS = ("Answer:", "The answer is", "The answer is:",

@@ -5,27 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runs import set_judgments
+from ..runs import passage_text, set_judgments
 from .base import Judge, gate
-from .prompts import document_text
-
-
-def passage_text(ctx, judge: Judge | None = None) -> str:
-    """The text a judge reads for a passage: a run ``ctx`` dict, a corpus ``Passage``, or a string (as is).
-
-    LLM judges read what the BERDS evaluator reads, ``text + " " + title`` when
-    the passage has a title (spec section 3.5); the embedded judge reads
-    ``title. text``, what the stance model reads in every use (:meth:`Judge.document`).
-    A corpus ``Passage`` always has a title (possibly empty), like a run passage.
-    """
-    if isinstance(ctx, str):
-        return ctx
-    if not isinstance(ctx, dict):
-        ctx = {"text": getattr(ctx, "text", ""), "title": getattr(ctx, "title", "") or ""}
-    if judge is not None and hasattr(judge, "document"):
-        return judge.document(ctx)
-
-    return document_text(ctx)
 
 
 def judge_passages(judge: Judge, passages, perspectives, question: str | None = None, **predict_opts
