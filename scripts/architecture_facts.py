@@ -58,7 +58,7 @@ REASONS = {
     'berds_core.generators.hf.HFGenerator.__init__': ('a component constructor the generator registry fills keyword '
                                                       'by keyword'),
     'berds_core.generators.openai.OpenAIGenerator.__init__': 'the same, for a server generator',
-    'berds_core.lab.store.Store.label': 'the fields of one saved label row (lab/store.py is split after issue 40)',
+    'berds_core.lab.store.Labelling.label': 'the fields of one saved label row (Store.label)',
     'berds_core.lab.agreement.human_vs_judge': 'data plus bootstrap settings',
     'berds_core.convincing.edits.counterfactuals': 'data plus bootstrap settings',
     'berds_core.stance.examples._sided_examples': ('the fields of one training example (question, source, question '

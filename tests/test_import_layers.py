@@ -127,8 +127,8 @@ def test_no_verb_imports_another_verb():
     assert crossing == [], "modules of cli/ importing a verb's module:\n" + "\n".join(crossing)
 
 
-# private names still read across modules, each to go with the merge it waits for
-KNOWN_PRIVATE = {("berds_core.lab.accounts", "_now"): "lab/store.py's split, after issue 40 merges"}
+# private names still read across modules, each to go with the merge it waits for (none now)
+KNOWN_PRIVATE: dict[tuple[str, str], str] = {}
 
 
 def test_no_module_reaches_into_another_modules_private_names():

@@ -204,13 +204,13 @@ def test_controls_are_validated_and_changed_by_the_lead_only(tmp_path):
 
 
 def test_a_version_2_database_is_upgraded_without_losing_anything(tmp_path):
-    from berds_core.lab.store import _SCHEMA_V1, _SCHEMA_V2
+    from berds_core.lab.db import SCHEMA_V1, SCHEMA_V2
 
     path = tmp_path / "v2.db"
     con = sqlite3.connect(path)
     con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
-                      + _SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
-    for stmt in _SCHEMA_V2.split(";"):
+                      + SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
+    for stmt in SCHEMA_V2.split(";"):
         if stmt.strip():
             con.execute(stmt)
     con.execute("INSERT INTO schema_version VALUES (2, 'then')")

@@ -131,12 +131,12 @@ def test_a_recreated_user_does_not_inherit_old_sessions(tmp_path):
 
 
 def test_a_version_2_database_keeps_its_sessions_after_the_upgrade(tmp_path):
-    from berds_core.lab.store import _SCHEMA_V1, _SCHEMA_V2
+    from berds_core.lab.db import SCHEMA_V1, SCHEMA_V2
 
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
     con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
-                      + _SCHEMA_V1 + _SCHEMA_V2 + "INSERT INTO schema_version VALUES (1, 'then');"
+                      + SCHEMA_V1 + SCHEMA_V2 + "INSERT INTO schema_version VALUES (1, 'then');"
                       "INSERT INTO schema_version VALUES (2, 'then');")
     con.commit()
     con.close()

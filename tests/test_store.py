@@ -277,12 +277,12 @@ def test_eight_concurrent_annotators_lose_nothing(tmp_path):
 # ---- schema v2: migration, provenance, idempotent browser events, rounds ----
 
 def test_version_1_database_is_upgraded_in_place(tmp_path):
-    from berds_core.lab.store import _SCHEMA_V1
+    from berds_core.lab.db import SCHEMA_V1
 
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
     con.executescript("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL);"
-                      + _SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
+                      + SCHEMA_V1 + "INSERT INTO schema_version VALUES (1, 'then');")
     con.execute("INSERT INTO pairs (pair_id, question, document, perspective, seq) VALUES ('p0', 'q', 'd', 'p', 1)")
     con.execute("INSERT INTO labels VALUES ('p0', 'ann', 1, 0, 0, 'old note', 'then')")
     con.commit()

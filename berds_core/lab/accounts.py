@@ -60,7 +60,8 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from ..runtime.mode import lab_mode  # noqa: F401  (re-exported: pages ask the lab whether it is on)
-from .store import Store, StoreError, _now
+from .db import now as utc_now  # the store's clock (a local `now` here is a float of self.clock)
+from .store import Store, StoreError
 
 ROLES = ("annotator", "reviewer", "admin")
 MIN_PASSWORD = 15  # NIST SP 800-63B rev. 4: at least 15 characters for a password used alone
@@ -238,7 +239,7 @@ class Accounts:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         check_password_policy(password, name)
         digest = self.hasher.hash(password)
-        now = _now()
+        now = utc_now()
         with self.store._tx() as c:
             if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
                 raise AccountError(f"user {name!r} exists already (use reset to change the password)")
@@ -270,14 +271,14 @@ class Accounts:
         """Disable an account and end its sessions (its labels stay)."""
         self._require(name)
         with self.store._tx() as c:
-            c.execute("UPDATE users SET active = 0, updated_at = ? WHERE name = ?", (_now(), name))
+            c.execute("UPDATE users SET active = 0, updated_at = ? WHERE name = ?", (utc_now(), name))
             c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
             self.store.audit(by, "admin", "users.disable", name, allowed=True)
 
     def enable(self, name: str, *, by: str | None = "cli") -> None:
         self._require(name)
         with self.store._tx() as c:
-            c.execute("UPDATE users SET active = 1, updated_at = ? WHERE name = ?", (_now(), name))
+            c.execute("UPDATE users SET active = 1, updated_at = ? WHERE name = ?", (utc_now(), name))
             self.store.audit(by, "admin", "users.enable", name, allowed=True)
 
     def reset(self, name: str, password: str, *, role: str | None = None, by: str | None = "cli") -> None:
@@ -288,7 +289,7 @@ class Accounts:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         digest = self.hasher.hash(password)
         with self.store._tx() as c:
-            c.execute("UPDATE users SET password_hash = ?, updated_at = ? WHERE name = ?", (digest, _now(), name))
+            c.execute("UPDATE users SET password_hash = ?, updated_at = ? WHERE name = ?", (digest, utc_now(), name))
             if role is not None:
                 c.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
             c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
@@ -417,7 +418,7 @@ class Accounts:
         with self.store._tx() as c:
             c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at, uid) "
                       "VALUES (?, ?, ?, ?, ?, ?)", (_token_hash(token), name, now, now, now + lifetime, rows[0]["uid"]))
-            c.execute("UPDATE users SET last_login = ? WHERE name = ?", (_now(), name))
+            c.execute("UPDATE users SET last_login = ? WHERE name = ?", (utc_now(), name))
         self.store.audit(name, None, "login", None, allowed=True)
         self.purge_sessions()  # ended sessions and old attempts go at each sign-in
         return token, self.get(name)

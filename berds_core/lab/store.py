@@ -1,434 +1,34 @@
-"""The annotation store: one SQLite file that never loses an acknowledged label.
+"""The annotation store: one SQLite file that never loses an acknowledged label (:mod:`berds_core.lab.db`: the
+connection, the schema and its migrations; :mod:`berds_core.lab.records`: ``Pair``, ``Label``, ``StoreError``).
 
-Layout (schema version in ``schema_version``; :data:`MIGRATIONS` upgrades old files):
+:class:`Store` is the one face every caller opens. It is composed of one class per concern, each over the same
+:class:`~berds_core.lab.db.Database` (one connection, one lock, one write transaction at a time):
 
-- ``pairs``: one (passage, perspective) pair to judge; ``pair_id`` is a string
-  (a human-pairs TSV keeps its ``id``; run pairs get ``<run>:<qid>:<pid>:<j>``).
-  ``title`` is kept apart from the passage text; ``side`` is the perspective's
-  side (``support`` / ``oppose`` / ...) when known.
-- ``judge_preds``: a judge's probability / label for a pair, by judge name.
-- ``task_sets`` + ``assignments``: which annotator labels which pair, in which
-  order (``position``); a pair may go to several annotators (overlap). An
-  assignment's ``kind`` is ``task``, ``calibration`` (a pair with a reference
-  label mixed in silently), ``routed`` (a second opinion asked for later) or
-  ``check`` (a gold check placed as the round runs, :mod:`berds_core.lab.checks`).
-- ``labels``: the *current* decision per (pair, annotator): 0, 1 or skip,
-  ``unsure``, ``note``, time, and provenance: ``time_ms`` spent on the pair,
-  ``judge_visible`` (was the judge's answer on screen), ``app_version``.
-- ``events``: append-only history of every label, skip, undo and adjudication
-  (with the state it replaced), so undo and audit work; ``client_id`` makes a
-  browser's resent label idempotent.
-- ``gold``: the adjudicated label of a pair; ``reference_labels``: labels known
-  in advance (e.g. imported BERDS human labels), used for calibration.
-- ``settings``: guidelines and label definitions of the project.
-- ``check_slots``, ``pauses``, ``qualification``, ``qualification_results``: the
-  round's quality controls (:mod:`berds_core.lab.round_schema`).
-- ``users``, ``sessions``, ``login_attempts``, ``audit``: lab accounts (see
-  :mod:`berds_core.lab.accounts`) and the log of allowed and refused actions (see
-  :mod:`berds_core.lab.access`).
+- :class:`PairsAndJudges`: the (passage, perspective) pairs and judges' predictions on them;
+- :class:`ReferenceLabels`: labels known in advance (calibration, the pool of gold checks);
+- :class:`SettingsAndAudit`: the project's settings (guidelines, label definitions) and the audit log;
+- :class:`TaskSetsAndQueues`: task sets, who labels which pair in which order, what is left;
+- :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history;
+- :class:`Adjudication`: the gold label of a pair.
 
-Durability: WAL journal, ``synchronous=FULL`` (every commit is fsynced before
-it returns), a busy timeout, and one ``BEGIN IMMEDIATE`` transaction per
-label, so a label is on disk once :meth:`Store.label` returns and concurrent
-writers queue instead of failing with "database is locked". :meth:`Store.batch`
-groups several writes into one transaction (all or nothing).
+Each label is one ``BEGIN IMMEDIATE`` transaction, on disk (WAL, ``synchronous=FULL``) once
+:meth:`Labelling.label` returns; :meth:`~berds_core.lab.db.Database.batch` groups writes (all or nothing).
 """
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
-from ..judges import passage_text
-from .. import __version__
-from .round_schema import SCHEMA_V4
+from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
+from .records import (PAIR_COLS, SKIP, Label, Pair, StoreError, app_version, check_annotator,  # noqa: F401
+                      label_of_row, pair_of_row, put_label)
 
-DEFAULT_DB = Path("annotations") / "berds.db"
-ENV_DB = "BERDS_ANNOTATIONS_DB"
-BUSY_TIMEOUT_MS = 60_000
-SKIP = "skip"
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS pairs (
-    pair_id     TEXT PRIMARY KEY,
-    question    TEXT NOT NULL,
-    question_id TEXT,
-    passage_id  TEXT,
-    document    TEXT NOT NULL,
-    perspective TEXT NOT NULL,
-    perspective_index INTEGER,
-    subset      TEXT,
-    retriever   TEXT,
-    source      TEXT,
-    judge_prob  REAL,
-    seq         INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS judge_preds (
-    pair_id TEXT NOT NULL REFERENCES pairs(pair_id),
-    judge   TEXT NOT NULL,
-    prob    REAL,
-    label   INTEGER NOT NULL CHECK (label IN (0, 1)),
-    PRIMARY KEY (pair_id, judge)
-);
-CREATE TABLE IF NOT EXISTS task_sets (
-    name       TEXT PRIMARY KEY,
-    source     TEXT,
-    strategy   TEXT,
-    params     TEXT,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS assignments (
-    task_set  TEXT NOT NULL REFERENCES task_sets(name),
-    pair_id   TEXT NOT NULL REFERENCES pairs(pair_id),
-    annotator TEXT NOT NULL,
-    position  INTEGER NOT NULL,
-    PRIMARY KEY (task_set, pair_id, annotator)
-);
-CREATE INDEX IF NOT EXISTS assignments_queue ON assignments(annotator, task_set, position);
-CREATE TABLE IF NOT EXISTS labels (
-    pair_id    TEXT NOT NULL REFERENCES pairs(pair_id),
-    annotator  TEXT NOT NULL,
-    label      INTEGER CHECK (label IN (0, 1)),
-    skipped    INTEGER NOT NULL DEFAULT 0,
-    unsure     INTEGER NOT NULL DEFAULT 0,
-    note       TEXT,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (pair_id, annotator),
-    CHECK ((skipped = 1 AND label IS NULL) OR (skipped = 0 AND label IS NOT NULL))
-);
-CREATE TABLE IF NOT EXISTS events (
-    event_id  INTEGER PRIMARY KEY AUTOINCREMENT,
-    at        TEXT NOT NULL,
-    kind      TEXT NOT NULL CHECK (kind IN ('label', 'skip', 'undo', 'adjudicate', 'import')),
-    pair_id   TEXT,
-    annotator TEXT NOT NULL,
-    label     INTEGER,
-    unsure    INTEGER,
-    note      TEXT,
-    target    INTEGER REFERENCES events(event_id),
-    previous  TEXT
-);
-CREATE INDEX IF NOT EXISTS events_by_annotator ON events(annotator, event_id);
-CREATE TABLE IF NOT EXISTS gold (
-    pair_id     TEXT PRIMARY KEY REFERENCES pairs(pair_id),
-    label       INTEGER NOT NULL CHECK (label IN (0, 1)),
-    adjudicator TEXT NOT NULL,
-    note        TEXT,
-    at          TEXT NOT NULL
-);
-"""
-
-# Version 2: titles and sides of pairs, label provenance, idempotent browser events,
-# assignment kinds (calibration / routed), reference labels, settings, accounts and audit.
-_SCHEMA_V2 = """
-ALTER TABLE pairs ADD COLUMN title TEXT;
-ALTER TABLE pairs ADD COLUMN side TEXT;
-ALTER TABLE labels ADD COLUMN time_ms INTEGER;
-ALTER TABLE labels ADD COLUMN judge_visible INTEGER;
-ALTER TABLE labels ADD COLUMN app_version TEXT;
-ALTER TABLE events ADD COLUMN time_ms INTEGER;
-ALTER TABLE events ADD COLUMN judge_visible INTEGER;
-ALTER TABLE events ADD COLUMN app_version TEXT;
-ALTER TABLE events ADD COLUMN client_id TEXT;
-CREATE UNIQUE INDEX IF NOT EXISTS events_client ON events(client_id);
-ALTER TABLE assignments ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
-CREATE TABLE IF NOT EXISTS reference_labels (
-    pair_id TEXT PRIMARY KEY REFERENCES pairs(pair_id),
-    label   INTEGER NOT NULL CHECK (label IN (0, 1)),
-    source  TEXT,
-    at      TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS settings (
-    key        TEXT PRIMARY KEY,
-    value      TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    updated_by TEXT
-);
-CREATE TABLE IF NOT EXISTS users (
-    name          TEXT PRIMARY KEY,
-    role          TEXT NOT NULL CHECK (role IN ('annotator', 'reviewer', 'admin')),
-    password_hash TEXT NOT NULL,
-    active        INTEGER NOT NULL DEFAULT 1,
-    created_at    TEXT NOT NULL,
-    updated_at    TEXT NOT NULL,
-    last_login    TEXT
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    token_hash TEXT PRIMARY KEY,
-    user       TEXT NOT NULL REFERENCES users(name),
-    created_at REAL NOT NULL,
-    last_seen  REAL NOT NULL,
-    expires_at REAL NOT NULL,
-    revoked    INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS login_attempts (
-    id     INTEGER PRIMARY KEY AUTOINCREMENT,
-    user   TEXT,
-    client TEXT,
-    at     REAL NOT NULL,
-    ok     INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS login_attempts_user ON login_attempts(user, at);
-CREATE INDEX IF NOT EXISTS login_attempts_client ON login_attempts(client, at);
-CREATE TABLE IF NOT EXISTS audit (
-    id      INTEGER PRIMARY KEY AUTOINCREMENT,
-    at      TEXT NOT NULL,
-    actor   TEXT,
-    role    TEXT,
-    action  TEXT NOT NULL,
-    target  TEXT,
-    allowed INTEGER NOT NULL,
-    detail  TEXT
-);
-CREATE INDEX IF NOT EXISTS audit_by_actor ON audit(actor, action, target);
-"""
-
-# Version 3: every user row gets a random ``uid`` that is never reused, and a session keeps the uid of the
-# row it was opened for (a user deleted and created again does not inherit the old user's sessions).
-_SCHEMA_V3 = """
-ALTER TABLE users ADD COLUMN uid TEXT;
-UPDATE users SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS users_uid ON users(uid);
-ALTER TABLE sessions ADD COLUMN uid TEXT;
-UPDATE sessions SET uid = (SELECT uid FROM users WHERE users.name = sessions.user) WHERE uid IS NULL
-"""
-
-# version -> SQL that upgrades from version-1; applied in order inside one transaction each.
-# Version 4: gold checks placed as the round runs, paused queues, qualification rounds (lab/round_schema.py).
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3, 4: SCHEMA_V4}
-SCHEMA_VERSION = max(MIGRATIONS)
-ASSIGNMENT_KINDS = ("task", "calibration", "routed", "check")
+# re-exported (noqa above): callers import Store, Pair, Label, StoreError, SKIP, SCHEMA_VERSION,
+# default_db_path and app_version from here, as before the split
 
 
-def _create_private(path: Path) -> None:
-    """Create an empty database file readable by its owner only (0600: it may hold password hashes).
-
-    SQLite creates the WAL and shared-memory files with the database file's
-    permissions, so they are private too. An existing file is left as it is.
-    """
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-    except FileExistsError:
-        return
-    os.close(fd)
-
-
-def default_db_path() -> Path:
-    """``$BERDS_ANNOTATIONS_DB`` or ``annotations/berds.db``."""
-    return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
-
-
-def app_version() -> str:
-    """What the labels' ``app_version`` records: ``$BERDS_APP_VERSION`` or ``berds <package version>``."""
-    return os.environ.get("BERDS_APP_VERSION") or f"berds {__version__}"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class Pair:
-    pair_id: str
-    question: str
-    document: str
-    perspective: str
-    question_id: str | None = None
-    passage_id: str | None = None
-    perspective_index: int | None = None
-    subset: str | None = None
-    retriever: str | None = None
-    source: str | None = None
-    judge_prob: float | None = None
-    title: str | None = None
-    side: str | None = None
-
-    def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    @property
-    def question_key(self) -> str:
-        """What groups pairs by question (bootstrap clusters): the question id, else its text."""
-        return self.question_id or self.question
-
-    def judge_text(self, judge=None) -> str:
-        """The passage as ``judge`` reads it (:func:`berds_core.judges.passage_text`): the BERDS
-        evaluator's ``text + " " + title`` for LLM judges, ``title. text`` for the embedded judge (what the
-        stance model reads)."""
-        ctx = {"text": self.document} if self.title is None else {"text": self.document, "title": self.title}
-        return passage_text(ctx, judge)
-
-
-@dataclass(frozen=True)
-class Label:
-    pair_id: str
-    annotator: str
-    label: int | None  # None when skipped
-    skipped: bool
-    unsure: bool
-    note: str | None
-    updated_at: str
-    time_ms: int | None = None
-    judge_visible: bool | None = None
-    app_version: str | None = None
-
-    @property
-    def value(self) -> int | str:
-        return SKIP if self.skipped else self.label
-
-
-_PAIR_COLS = ("pair_id", "question", "document", "perspective", "question_id", "passage_id",
-              "perspective_index", "subset", "retriever", "source", "judge_prob", "title", "side")
-_LABEL_COLS = ("pair_id", "annotator", "label", "skipped", "unsure", "note", "updated_at", "time_ms",
-               "judge_visible", "app_version")
-
-
-def _pair(row) -> Pair:
-    return Pair(*(row[c] for c in _PAIR_COLS))
-
-
-def _label(row) -> Label:
-    jv = row["judge_visible"]
-    return Label(row["pair_id"], row["annotator"], row["label"], bool(row["skipped"]), bool(row["unsure"]),
-                 row["note"], row["updated_at"], row["time_ms"], None if jv is None else bool(jv),
-                 row["app_version"])
-
-
-def _put_label(c, values: dict) -> None:
-    cols = [k for k in _LABEL_COLS if k in values]
-    c.execute(f"INSERT OR REPLACE INTO labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-              [values[k] for k in cols])
-
-
-class StoreError(ValueError):
-    """A store operation that cannot be done (unknown pair, nothing to undo...)."""
-
-
-class Store:
-    """An annotation database. Thread-safe; any number of processes may share the file.
-
-    ``create=False`` refuses a path where no database exists yet (nothing is
-    created, not even its folder).
-    """
-
-    def __init__(self, path=None, *, create: bool = True):
-        self.path = Path(path) if path is not None else default_db_path()
-        if not create and not self.path.is_file():
-            raise StoreError(f"{self.path}: no annotation database here")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _create_private(self.path)
-        self._lock = threading.RLock()
-        self._depth = 0
-        self.now = _now  # the clock of labels and round events (a simulated round sets its own)
-        self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
-                                     isolation_level=None, check_same_thread=False)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._set_wal()
-        self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
-
-    def restrict_permissions(self) -> bool:
-        """Make the database (and its WAL and shared-memory files) readable by the owner only (0600).
-
-        New databases are created so; this tightens an older one, e.g. when a
-        password hash goes in. Returns True when a mode changed.
-        """
-        changed = False
-        for p in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
-            try:
-                mode = p.stat().st_mode & 0o777
-            except FileNotFoundError:
-                continue
-            if mode & 0o077:
-                os.chmod(p, mode & 0o700)
-                changed = True
-        return changed
-
-    # ---- connection plumbing ----
-
-    def _set_wal(self) -> None:
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                break
-            except sqlite3.OperationalError as e:  # another process is switching it right now
-                if "locked" not in str(e) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        if mode.lower() != "wal":
-            raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken up front (BEGIN IMMEDIATE) so it never deadlocks.
-
-        Nested calls (inside :meth:`batch`) join the outer transaction.
-        """
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._conn
-                finally:
-                    self._depth -= 1
-                return
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
-            try:
-                yield self._conn
-            except BaseException:
-                self._depth = 0
-                self._conn.execute("ROLLBACK")
-                raise
-            self._depth = 0
-            self._conn.execute("COMMIT")
-
-    def batch(self):
-        """``with store.batch(): ...``: every write inside is one transaction (all or nothing)."""
-        return self._tx()
-
-    def _read(self, sql: str, params=()) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _migrate(self) -> None:
-        with self._tx() as c:
-            c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)")
-            row = c.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            have = row[0] or 0
-            if have > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: schema version {have} is newer than this program ({SCHEMA_VERSION})")
-            for version in range(have + 1, SCHEMA_VERSION + 1):
-                for stmt in MIGRATIONS[version].split(";"):
-                    if stmt.strip():
-                        c.execute(stmt)
-                c.execute("INSERT INTO schema_version VALUES (?, ?)", (version, _now()))
-
-    @property
-    def schema_version(self) -> int:
-        return self._read("SELECT MAX(version) FROM schema_version")[0][0]
-
-    # ---- pairs and judge predictions ----
+class PairsAndJudges(Database):
+    """The (passage, perspective) pairs to judge, in insertion order, and each judge's probability and label."""
 
     def add_pairs(self, pairs: Iterable[Pair], *, replace: bool = False) -> int:
         """Insert pairs (one transaction); existing ids are kept unless ``replace``. Returns new rows."""
@@ -439,24 +39,24 @@ class Store:
             for p in pairs:
                 seq += 1
                 cur = c.execute(
-                    f"{verb} INTO pairs ({', '.join(_PAIR_COLS)}, seq) VALUES ({', '.join('?' * len(_PAIR_COLS))}, ?)",
-                    (*(getattr(p, k) for k in _PAIR_COLS), seq))
+                    f"{verb} INTO pairs ({', '.join(PAIR_COLS)}, seq) VALUES ({', '.join('?' * len(PAIR_COLS))}, ?)",
+                    (*(getattr(p, k) for k in PAIR_COLS), seq))
                 added += cur.rowcount
         return added
 
     def pair(self, pair_id: str) -> Pair:
-        rows = self._read(f"SELECT {', '.join(_PAIR_COLS)} FROM pairs WHERE pair_id = ?", (str(pair_id),))
+        rows = self._read(f"SELECT {', '.join(PAIR_COLS)} FROM pairs WHERE pair_id = ?", (str(pair_id),))
         if not rows:
             raise StoreError(f"no pair with id {pair_id!r}")
-        return _pair(rows[0])
+        return pair_of_row(rows[0])
 
     def has_pair(self, pair_id: str) -> bool:
         return bool(self._read("SELECT 1 FROM pairs WHERE pair_id = ?", (str(pair_id),)))
 
     def pairs(self, pair_ids: Iterable[str] | None = None) -> list[Pair]:
         if pair_ids is None:
-            rows = self._read(f"SELECT {', '.join(_PAIR_COLS)} FROM pairs ORDER BY seq")
-            return [_pair(r) for r in rows]
+            rows = self._read(f"SELECT {', '.join(PAIR_COLS)} FROM pairs ORDER BY seq")
+            return [pair_of_row(r) for r in rows]
         wanted = [str(p) for p in pair_ids]
         by_id = {p.pair_id: p for p in self.pairs()} if wanted else {}
         return [by_id[p] for p in wanted if p in by_id]
@@ -478,11 +78,13 @@ class Store:
     def judges(self) -> list[str]:
         return [r[0] for r in self._read("SELECT DISTINCT judge FROM judge_preds ORDER BY judge")]
 
-    # ---- reference labels (known in advance) ----
+
+class ReferenceLabels(Database):
+    """Labels known in advance (a paper's human labels, a demo's gold): calibration pairs and gold checks."""
 
     def set_reference_labels(self, labels: dict[str, int], source: str | None = None) -> int:
         """Store labels known in advance (e.g. a paper's human labels) for calibration; returns how many."""
-        at = _now()
+        at = now()
         with self._tx() as c:
             for pid, lab in labels.items():
                 if lab not in (0, 1, "0", "1", True, False):
@@ -495,7 +97,10 @@ class Store:
     def reference_labels(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self._read("SELECT pair_id, label FROM reference_labels")}
 
-    # ---- settings (guidelines, label definitions) ----
+
+class SettingsAndAudit(Database):
+    """The project's settings (guidelines, label definitions, round controls) and the audit log of allowed
+    and refused actions."""
 
     def setting(self, key: str, default=None):
         rows = self._read("SELECT value FROM settings WHERE key = ?", (key,))
@@ -503,23 +108,23 @@ class Store:
 
     def set_setting(self, key: str, value, by: str | None = None) -> None:
         with self._tx() as c:
-            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?, ?)", (key, json.dumps(value), _now(), by))
-
-    # ---- audit log ----
+            c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?, ?)", (key, json.dumps(value), now(), by))
 
     def audit(self, actor: str | None, role: str | None, action: str, target: str | None = None, *,
               allowed: bool, detail: str | None = None) -> None:
         """Append one line to the audit log (no secrets: callers pass names and actions only)."""
         with self._tx() as c:
             c.execute("INSERT INTO audit (at, actor, role, action, target, allowed, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                      (_now(), actor, role, action, target, int(bool(allowed)), detail))
+                      (now(), actor, role, action, target, int(bool(allowed)), detail))
 
     def audit_log(self, *, refused_only: bool = False, limit: int | None = None) -> list[dict]:
         sql = "SELECT * FROM audit" + (" WHERE allowed = 0" if refused_only else "") + " ORDER BY id"
         rows = [dict(r) for r in self._read(sql)]
         return rows[-limit:] if limit else rows
 
-    # ---- task sets and queues ----
+
+class TaskSetsAndQueues(Database):
+    """Task sets: which annotator labels which pair, in which order; each annotator's queue and progress."""
 
     def create_task_set(self, name: str, assignments: dict[str, list[str]], *, source: str | None = None,
                         strategy: str | None = None, params: dict | None = None,
@@ -533,9 +138,9 @@ class Store:
         calib = {str(p) for p in calibration}
         with self._tx() as c:
             c.execute("INSERT OR IGNORE INTO task_sets VALUES (?, ?, ?, ?, ?)",
-                      (name, source, strategy, json.dumps(params or {}), _now()))
+                      (name, source, strategy, json.dumps(params or {}), now()))
             for annotator, pids in assignments.items():
-                annotator = _check_annotator(annotator)
+                annotator = check_annotator(annotator)
                 pos = c.execute("SELECT COALESCE(MAX(position), -1) FROM assignments WHERE task_set = ? AND annotator = ?",
                                 (name, annotator)).fetchone()[0]
                 for pid in pids:
@@ -612,13 +217,16 @@ class Store:
 
     def progress(self, annotator: str, task_set: str | None = None) -> dict:
         q = self.queue(annotator, task_set)
-        labs = self.labels(annotator=annotator)
         qs = set(q)
-        mine = [l for l in labs if l.pair_id in qs]
-        return {"total": len(q), "done": len(mine), "labelled": sum(not l.skipped for l in mine),
-                "skipped": sum(l.skipped for l in mine), "remaining": len(q) - len(mine)}
+        mine = [bool(r[1]) for r in self._read("SELECT pair_id, skipped FROM labels WHERE annotator = ?", (annotator,))
+                if r[0] in qs]  # skipped, per decided pair of the queue
+        return {"total": len(q), "done": len(mine), "labelled": sum(not s for s in mine),
+                "skipped": sum(mine), "remaining": len(q) - len(mine)}
 
-    # ---- labelling ----
+
+class Labelling(Database):
+    """An annotator's decisions: label, skip, undo (each kept in the append-only history), unsure pairs
+    routed to one more annotator, labels imported from a file."""
 
     def applied_client_ids(self, client_ids: Iterable[str]) -> set[str]:
         """Which of these browser event ids are already stored (labels, skips or undos)."""
@@ -642,7 +250,7 @@ class Store:
         stored makes the call a no-op that returns the stored event (a
         browser resending a label it has not seen acknowledged).
         """
-        annotator = _check_annotator(annotator)
+        annotator = check_annotator(annotator)
         pair_id = str(pair_id)
         skipped = label == SKIP
         if not skipped:
@@ -664,7 +272,7 @@ class Store:
             if not c.execute("SELECT 1 FROM pairs WHERE pair_id = ?", (pair_id,)).fetchone():
                 raise StoreError(f"no pair with id {pair_id!r}")
             prev = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (pair_id, annotator)).fetchone()
-            _put_label(c, {"pair_id": pair_id, "annotator": annotator, "label": value, "skipped": int(skipped),
+            put_label(c, {"pair_id": pair_id, "annotator": annotator, "label": value, "skipped": int(skipped),
                            "unsure": int(bool(unsure)), "note": note or None, "updated_at": at, "time_ms": time_ms,
                            "judge_visible": jv, "app_version": version})
             cur = c.execute(
@@ -724,16 +332,16 @@ class Store:
             if ev is None:
                 if client_id is not None:  # remember the request, so a resent copy never undoes a later label
                     c.execute("INSERT INTO events (at, kind, annotator, client_id) VALUES (?, 'undo', ?, ?)",
-                              (_now(), annotator, str(client_id)))
+                              (now(), annotator, str(client_id)))
                 return None
             cur = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator)).fetchone()
             if ev["previous"]:
-                _put_label(c, json.loads(ev["previous"]))
+                put_label(c, json.loads(ev["previous"]))
             else:
                 c.execute("DELETE FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator))
             c.execute("INSERT INTO events (at, kind, pair_id, annotator, target, previous, client_id) "
                       "VALUES (?, 'undo', ?, ?, ?, ?, ?)",
-                      (_now(), ev["pair_id"], annotator, ev["event_id"], json.dumps(dict(cur)) if cur else None,
+                      (now(), ev["pair_id"], annotator, ev["event_id"], json.dumps(dict(cur)) if cur else None,
                        None if client_id is None else str(client_id)))
             return ev["pair_id"]
 
@@ -743,14 +351,14 @@ class Store:
         A decision the annotator already made is never overwritten by a file;
         returns the number of labels stored.
         """
-        annotator = _check_annotator(annotator)
-        at = _now()
+        annotator = check_annotator(annotator)
+        at = now()
         stored = 0
         with self._tx() as c:
             for pid, lab in labels.items():
                 if c.execute("SELECT 1 FROM labels WHERE pair_id = ? AND annotator = ?", (pid, annotator)).fetchone():
                     continue
-                _put_label(c, {"pair_id": pid, "annotator": annotator, "label": int(lab), "skipped": 0, "unsure": 0,
+                put_label(c, {"pair_id": pid, "annotator": annotator, "label": int(lab), "skipped": 0, "unsure": 0,
                                "note": None, "updated_at": at})
                 c.execute("INSERT INTO events (at, kind, pair_id, annotator, label, note) VALUES (?, 'import', ?, ?, ?, ?)",
                           (at, pid, annotator, int(lab), source))
@@ -759,7 +367,7 @@ class Store:
 
     def get_label(self, annotator: str, pair_id: str) -> Label | None:
         rows = self._read("SELECT * FROM labels WHERE annotator = ? AND pair_id = ?", (annotator, str(pair_id)))
-        return _label(rows[0]) if rows else None
+        return label_of_row(rows[0]) if rows else None
 
     def labels(self, annotator: str | None = None, *, include_skips: bool = True) -> list[Label]:
         sql = "SELECT l.* FROM labels l JOIN pairs p ON p.pair_id = l.pair_id"
@@ -772,7 +380,7 @@ class Store:
         if cond:
             sql += " WHERE " + " AND ".join(cond)
         sql += " ORDER BY p.seq, l.annotator"
-        return [_label(r) for r in self._read(sql, params)]
+        return [label_of_row(r) for r in self._read(sql, params)]
 
     def history(self, annotator: str | None = None, pair_id: str | None = None) -> list[dict]:
         sql, cond, params = "SELECT * FROM events", [], []
@@ -786,15 +394,17 @@ class Store:
             sql += " WHERE " + " AND ".join(cond)
         return [dict(r) for r in self._read(sql + " ORDER BY event_id", params)]
 
-    # ---- adjudication ----
+
+class Adjudication(Database):
+    """The gold label of a pair, set by an adjudicator (kept in the history; a later call overrides)."""
 
     def adjudicate(self, pair_id: str, label: int, adjudicator: str, note: str | None = None) -> None:
         """Set the gold label of a pair (kept in history; a later call overrides)."""
-        adjudicator = _check_annotator(adjudicator)
+        adjudicator = check_annotator(adjudicator)
         if label not in (0, 1, "0", "1"):
             raise StoreError(f"gold label must be 0 or 1, got {label!r}")
         label = int(label)
-        at = _now()
+        at = now()
         with self._tx() as c:
             if not c.execute("SELECT 1 FROM pairs WHERE pair_id = ?", (str(pair_id),)).fetchone():
                 raise StoreError(f"no pair with id {pair_id!r}")
@@ -807,10 +417,10 @@ class Store:
         return {r["pair_id"]: r["label"] for r in self._read("SELECT pair_id, label FROM gold")}
 
 
-def _check_annotator(name) -> str:
-    name = str(name or "").strip()
-    if not name:
-        raise StoreError("annotator name must not be empty")
-    if len(name) > 100:
-        raise StoreError("annotator name is longer than 100 characters")
-    return name
+class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, Labelling, Adjudication):
+    """An annotation database (:class:`~berds_core.lab.db.Database`) with every concern's methods.
+    Thread-safe; any number of processes may share the file.
+
+    ``create=False`` refuses a path where no database exists yet (nothing is
+    created, not even its folder).
+    """

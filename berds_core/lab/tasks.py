@@ -42,7 +42,7 @@ from ..files.csvio import explain
 from ..runs import judged_mask, judges_in, label_matrix
 from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
-from .store import Pair
+from .records import Pair
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
 OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
