@@ -326,6 +326,22 @@ def test_typed_question_the_corpus_does_not_cover_gets_a_hint(warm):
     assert not any(i.startswith("Nothing") for i in shown(at.info))
 
 
+def test_a_question_the_demo_does_not_cover_shows_nothing_covered(warm):
+    """issue 37: typed against the demo corpus (no passage about cars), no column covers a perspective and no
+    banner says every perspective is covered (the judge's unrelated passages scored 0.45-0.48 before)."""
+    at = _open(warm, "pages/playground.py")
+    at.radio(key="pg_mode").set_value("Type my own").run()
+    at.text_input(key="pg_text").set_value("Should cities ban cars from their centres?").run()
+    at.text_area(key="pg_persp").set_value("[support] Car-free centres cut air pollution and make streets safer.\n"
+                                           "[undermine] Banning cars hurts shops and people who depend on driving."
+                                           ).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Every perspective is covered" in s.value for s in at.success)
+    assert "MRecall@5<b>1</b>" not in _md(at)
+    assert any("No column covers 2 perspective" in w.value for w in at.warning) or \
+        any(i.startswith("Nothing relevant found") for i in shown(at.info)), [w.value for w in at.warning]
+
+
 def test_comparison_selects_each_newly_finished_configuration(warm):
     at = _open(warm, "pages/evaluate.py")
     at.button(key="ev_run").click().run()
