@@ -125,6 +125,19 @@ def my_downloads(lab: Lab) -> None:
                              mime="application/jsonl", key="ann_dl_mine_jsonl", disabled=not rows)
 
 
+def show_pair(view: dict) -> None:
+    """One pair as the annotator decides it: question, perspective, then the passage (title apart), all as text."""
+    st.markdown("**Question**")
+    st.markdown(esc(view["question"]))
+    st.markdown("**Perspective**")
+    st.info(esc(view["perspective"]))
+    st.markdown("**Passage** — does it support the perspective?")
+    with st.container(border=True):
+        if view["title"]:
+            st.markdown(f"**{esc(view['title'])}**")
+        st.markdown(esc(view["document"]))
+
+
 def simple_annotator(lab: Lab, task: str | None) -> None:
     """One server round trip per decision: Streamlit buttons with keyboard shortcuts."""
     ss = st.session_state
@@ -143,15 +156,7 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
     pid = nxt[0]
     view = lab.pair_view(pid)
     ss.setdefault("ann_shown", {}).setdefault(pid, time.monotonic())
-    st.markdown("**Question**")
-    st.markdown(esc(view["question"]))
-    st.markdown("**Perspective**")
-    st.info(esc(view["perspective"]))
-    st.markdown("**Passage** — does it support the perspective?")
-    with st.container(border=True):
-        if view["title"]:
-            st.markdown(f"**{esc(view['title'])}**")
-        st.markdown(esc(view["document"]))
+    show_pair(view)
     if ss.get("ann_show_judge"):
         from studio_ui.annotator_widget import judge_line
 
@@ -264,15 +269,7 @@ def qualification_screen(lab: Lab, ts: str) -> bool:
                "is shown once you have answered.")
     left, right = st.columns([3, 2])
     with left:
-        st.markdown("**Question**")
-        st.markdown(esc(item["question"]))
-        st.markdown("**Perspective**")
-        st.info(esc(item["perspective"]))
-        st.markdown("**Passage** — does it support the perspective?")
-        with st.container(border=True):
-            if item["title"]:
-                st.markdown(f"**{esc(item['title'])}**")
-            st.markdown(esc(item["document"]))
+        show_pair(item)
         b = st.columns(2)
         b[0].button("Supports", key="qual_yes", type="primary", width="stretch", on_click=_answer_qualification,
                     args=(lab, ts, item, 1))
