@@ -7,7 +7,7 @@ alone misleads at BERDS' 17% positives), precision / recall / F1 of
 "supports", positive rates; breakdowns per annotator, subset, perspective
 side and question; the paper-style table (human vs each judge, human vs
 human); Krippendorff's alpha; each annotator against reference labels.
-Annotators: each one's estimated competence (Dawid-Skene / MACE), gold checks,
+Annotators: each one's estimated competence (MACE / Dawid-Skene), gold checks,
 agreement with the others, time per label, drift. Round health: pace, queues,
 checks failed, paused queues (resume), qualification, the round's controls.
 Judge failures: per passage source, perspective length and question.
@@ -261,7 +261,7 @@ def calibration_tab(report: dict) -> None:
 
 # --------------------------------------------------------------------------- who to trust: annotators, round, judge
 
-METHODS = {"dawid-skene": "Dawid-Skene (J)", "mace": "MACE (θ)"}
+METHODS = {"mace": "MACE (θ)", "dawid-skene": "Dawid-Skene (J)"}
 
 
 def plot_text(name) -> str:
@@ -278,8 +278,8 @@ def pct_ci(block: dict | None, key: str = "accuracy") -> str:
 
 def annotators_tab(lab: Lab) -> None:
     method = st.radio("Annotator model", list(METHODS), format_func=METHODS.get, horizontal=True, key="agr_method",
-                      help="Competence from redundant labels: Dawid-Skene's Youden J (P(1|1) + P(0|0) − 1) or MACE's "
-                           "θ (probability of knowing the label). 0: labels at random or always the same.")
+                      help="Competence from redundant labels: MACE's θ (probability of knowing the label) or "
+                           "Dawid-Skene's Youden J (P(1|1) + P(0|0) − 1). 0: labels at random or always the same.")
     rep = lab.reliability_report(method=method)
     for w in rep["warnings"]:
         st.warning(esc(w), icon=":material/warning:")

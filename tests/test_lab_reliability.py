@@ -1,4 +1,4 @@
-"""Annotator reliability (MACE / Dawid-Skene via crowd-kit), the judge as a second opinion, round health."""
+"""Annotator reliability (MACE, berds_core.lab.mace; Dawid-Skene via crowd-kit), the judge as a second opinion, round health."""
 import numpy as np
 import pytest
 
@@ -57,14 +57,15 @@ def test_dawid_skene_on_imbalanced_classes_with_two_kinds_of_spammer():
     assert accuracy_against(truth, ds.labels)["accuracy"] > mv_acc
 
 
-def test_crowd_kit_mace_gets_labels_as_codes_whatever_the_order_of_names_and_labels():
+@pytest.mark.parametrize("method", ["mace", "dawid-skene"])
+def test_the_estimate_does_not_depend_on_how_annotators_are_named(method):
     # crowd-kit 1.4.2 matches counts sorted by name to parameters in order of appearance; the coded
-    # frame makes the estimate independent of how annotators are named and which label comes first
+    # frame (Dawid-Skene) and integer codes (MACE) make the estimate independent of the names
     rows, _ = _simulated_labels({"zed": 0.9, "amy": 0.7, "rand": 0.0, "bob": 0.8}, n_items=200, seed=4,
                                 positive=0.5)
     renamed = [(p, {"zed": "a1", "amy": "b2", "rand": "c3", "bob": "d4"}[a], l) for p, a, l in rows]
-    one = estimate(rows, "mace").competence
-    two = estimate(renamed, "mace").competence
+    one = estimate(rows, method).competence
+    two = estimate(renamed, method).competence
     assert one["zed"] == pytest.approx(two["a1"], abs=1e-3) and one["rand"] == pytest.approx(two["c3"], abs=1e-3)
     assert one["rand"] < 0.15 < one["amy"] < one["zed"]
 

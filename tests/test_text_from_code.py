@@ -48,7 +48,33 @@ def test_readme_judge_table_is_the_stored_report():
     assert _block("judge-table") == _bench("demo_table").judge_markdown()
 
 
+def _cells(table: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()]
+
+
+def _close(written: str, measured: str) -> bool:
+    """One cell: labels and "-" exactly; "a / b" figures within 0.02 each; "n of m" counts within one."""
+    nums_w, nums_m = re.findall(r"-?\d+(?:\.\d+)?", written), re.findall(r"-?\d+(?:\.\d+)?", measured)
+    if not nums_w or re.sub(r"[\d.]+", "#", written) != re.sub(r"[\d.]+", "#", measured) or len(nums_w) != len(nums_m):
+        return written == measured
+    if " of " in written:
+        return abs(int(nums_w[0]) - int(nums_m[0])) <= 1 and nums_w[1] == nums_m[1]
+    return all(abs(float(a) - float(b)) <= 0.02 + 1e-9 for a, b in zip(nums_w, nums_m))
+
+
 @pytest.mark.slow
 def test_readme_demo_table_is_what_the_commands_give(tmp_path):
+    # dense rankings go through bf16 encodings, whose last bits depend on the CPU and its thread count: a
+    # passage at a tie can change places (PM-2's dense P@5 read 0.80 on the machine that wrote the table and
+    # 0.81 on another Zen 4 with a cold cache). Labels must match exactly, figures to 0.02, counts to one.
     bench = _bench("demo_table")
-    assert _block("demo-table") == bench.demo_markdown(bench.demo_rows(tmp_path))
+    written, measured = _cells(_block("demo-table")), _cells(bench.demo_markdown(bench.demo_rows(tmp_path)))
+    assert len(written) == len(measured)
+    for row_w, row_m in zip(written, measured):
+        assert len(row_w) == len(row_m) and all(_close(a, b) for a, b in zip(row_w, row_m)), (row_w, row_m)
+
+
+def test_the_demo_table_comparison_tells_a_wrong_figure_from_a_rounding_one():
+    assert _close("0.43 / 0.80", "0.43 / 0.81") and _close("8 of 14", "9 of 14") and _close("-", "-")
+    assert not _close("0.43 / 0.80", "0.43 / 0.85") and not _close("8 of 14", "10 of 14")
+    assert not _close("plain retrieval", "MMR") and not _close("0.43 / 0.80", "-")

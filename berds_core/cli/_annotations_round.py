@@ -58,7 +58,7 @@ def register_actions(acts) -> None:
     p = acts.add_parser("reliability", help="each annotator's estimated competence (MACE / Dawid-Skene), checks, "
                                             "agreement with the others, time per label, drift")
     add_db_args(p)
-    p.add_argument("--method", choices=["dawid-skene", "mace"], default="dawid-skene",
+    p.add_argument("--method", choices=["mace", "dawid-skene"], default="mace",
                    help="the model whose competence is 'competence' and orders the annotators (both are reported)")
     p.add_argument("--task-set")
     p.add_argument("--time-floor", type=float, default=None, metavar="SECONDS",
