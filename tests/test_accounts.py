@@ -42,7 +42,7 @@ def acc(tmp_path):
 def test_password_stored_only_as_salted_argon2_hash(acc, tmp_path):
     acc.add("alice", "annotator", SECRET)
     acc.add("bob", "annotator", SECRET)
-    hashes = [r[0] for r in acc.store._read("SELECT password_hash FROM users ORDER BY name")]
+    hashes = [r[0] for r in acc.store.query("SELECT password_hash FROM users ORDER BY name")]
     assert all(h.startswith("$argon2id$") for h in hashes)
     assert hashes[0] != hashes[1]  # a random salt per hash: same password, different hashes
     acc.store.close()
@@ -73,7 +73,7 @@ def test_login_session_and_logout(acc):
     token, user = acc.login("alice", SECRET, client="127.0.0.1")
     assert user.role == "reviewer" and len(token) >= 40
     assert acc.session_user(token).name == "alice"
-    stored = [r[0] for r in acc.store._read("SELECT token_hash FROM sessions")]
+    stored = [r[0] for r in acc.store.query("SELECT token_hash FROM sessions")]
     assert token not in stored and len(stored[0]) == 64  # only the token's SHA-256 is kept
     assert acc.session_user("forged-token") is None
     acc.logout(token)
@@ -109,10 +109,10 @@ def test_wrong_passwords_slow_a_name_down_but_never_refuse_the_right_one(acc):
     assert len(waits) == 20 - NAME_FREE_FAILURES  # the first ones are free, then every attempt waits ...
     assert waits == sorted(waits) and waits[0] == 1.0 and max(waits) == NAME_MAX_DELAY  # ... longer, up to the cap
     # the 21st attempt from that address waits: refused without checking the password
-    n_attempts = acc.store._read("SELECT COUNT(*) FROM login_attempts")[0][0]
+    n_attempts = acc.store.query("SELECT COUNT(*) FROM login_attempts")[0][0]
     with pytest.raises(LoginError, match="too many failed sign-ins from this address"):
         acc.login("alice", SECRET, client="10.0.0.9")
-    assert acc.store._read("SELECT COUNT(*) FROM login_attempts")[0][0] == n_attempts  # not even tried
+    assert acc.store.query("SELECT COUNT(*) FROM login_attempts")[0][0] == n_attempts  # not even tried
     assert acc.client_wait("10.0.0.9") > 0
     # alice herself, from her own address, signs in with the right password (after the name's wait)
     before = len(clock.slept)
@@ -211,7 +211,7 @@ def test_sign_in_purges_ended_sessions(acc):
     acc.logout(gone)
     acc.clock.t += 13 * 3600  # past the 12 h lifetime of `old`
     acc.login("alice", SECRET)
-    hashes = [r[0] for r in acc.store._read("SELECT token_hash FROM sessions")]
+    hashes = [r[0] for r in acc.store.query("SELECT token_hash FROM sessions")]
     assert len(hashes) == 1 and acc.session_user(old) is None
 
 

@@ -115,7 +115,7 @@ def test_lab_round_three_annotators_and_a_reviewer(tmp_path):
 
         # cookies: the login is in the HttpOnly session cookie only; Streamlit's XSRF cookie is SameSite=Strict
         with Store(db) as s:
-            token_hashes = {r[0] for r in s._read("SELECT token_hash FROM sessions")}
+            token_hashes = {r[0] for r in s.query("SELECT token_hash FROM sessions")}
         assert len(token_hashes) == 3
         cookies = {c["name"]: c for c in ctxs["ann1"].cookies()}
         assert set(cookies) == {"_streamlit_xsrf", "berds_session"}

@@ -228,5 +228,5 @@ def test_a_version_2_database_is_upgraded_without_losing_anything(tmp_path):
         assert lab.note == "kept" and lab.time_ms == 1200
         assert check_scores(s)["ann"]["accuracy"] == 1.0  # an old calibration pair counts as a check
         assert pauses(s) == [] and get_controls(s, "old") == RoundControls()
-        tables = {r[0] for r in s._read("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in s.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"check_slots", "pauses", "qualification", "qualification_results"} <= tables

@@ -182,7 +182,7 @@ def test_the_session_survives_a_reload_and_sign_out_ends_it_everywhere(lab, brow
     cookie = next(c for c in ctx.cookies() if c["name"] == "berds_session")
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     with Store(db) as s:
-        stored = {r[0] for r in s._read("SELECT token_hash FROM sessions WHERE revoked = 0")}
+        stored = {r[0] for r in s.query("SELECT token_hash FROM sessions WHERE revoked = 0")}
     assert hashlib.sha256(cookie["value"].encode()).hexdigest() in stored  # the token; only its hash stored
     assert page.evaluate("document.cookie").find("berds_session") == -1  # JavaScript cannot read it
     page.reload()

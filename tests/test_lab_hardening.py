@@ -65,7 +65,7 @@ def test_a_hundred_attempts_at_once_get_no_more_checks_than_the_limit(tmp_path):
     assert hasher.verified <= MAX_CLIENT_FAILURES  # counted before the check, atomically
     refused = [o for o in outcomes if "too many failed sign-ins" in o]
     assert len(outcomes) == 100 and len(refused) >= 100 - MAX_CLIENT_FAILURES
-    rows = store._read("SELECT COUNT(*) FROM login_attempts WHERE ok = -1")[0][0]
+    rows = store.query("SELECT COUNT(*) FROM login_attempts WHERE ok = -1")[0][0]
     assert rows == 0  # every attempt that was checked is settled
     store.close()
 
@@ -105,7 +105,7 @@ def test_a_password_typed_as_the_name_is_stored_nowhere(tmp_path):
     assert typed.encode() not in raw
     with Store(tmp_path / "lab.db") as s:
         actors = {a["actor"] for a in s.audit_log() if a["action"] == "login"}
-        keys = {r[0] for r in s._read("SELECT user FROM login_attempts")}
+        keys = {r[0] for r in s.query("SELECT user FROM login_attempts")}
     assert len(actors) == 1 and next(iter(actors)).startswith("unknown-name:")  # grouped, not readable
     assert keys == actors
 
@@ -124,7 +124,7 @@ def test_a_recreated_user_does_not_inherit_old_sessions(tmp_path):
     assert acc.session_user(token) is None  # the old cookie does not open the new account
     token2, _ = acc.login("erin", SECRET + " new", client="10.2.2.2")
     assert acc.session_user(token2).role == "admin"
-    with store._tx() as c:  # a row re-inserted by hand (no uid) opens no old session either
+    with store.transaction() as c:  # a row re-inserted by hand (no uid) opens no old session either
         c.execute("UPDATE users SET uid = NULL WHERE name = 'erin'")
     assert acc.session_user(token2) is None
     store.close()

@@ -65,7 +65,7 @@ def test_the_first_sign_in_on_a_fresh_server_signs_in(lab, browser):
 
 def test_a_forwarded_for_header_the_client_wrote_is_not_its_address(lab, browser):
     with Store(lab["db"]) as s:
-        before = s._read("SELECT MAX(id) FROM login_attempts")[0][0] or 0
+        before = s.query("SELECT MAX(id) FROM login_attempts")[0][0] or 0
     for fake in ("203.0.113.9", "198.51.100.77"):  # a rotating header, as in the attack
         ctx = browser.new_context(extra_http_headers={"X-Forwarded-For": fake})
         page = ctx.new_page()
@@ -75,5 +75,5 @@ def test_a_forwarded_for_header_the_client_wrote_is_not_its_address(lab, browser
         page.get_by_text("wrong name or password").wait_for(timeout=30_000)
         ctx.close()
     with Store(lab["db"]) as s:
-        clients = [r[0] for r in s._read("SELECT client FROM login_attempts WHERE id > ?", (before,))]
+        clients = [r[0] for r in s.query("SELECT client FROM login_attempts WHERE id > ?", (before,))]
     assert clients == ["127.0.0.1", "127.0.0.1"]  # the connection's address, both times

@@ -123,7 +123,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
                     y = truth[pid] if made[a] % 9 != 4 else 1 - truth[pid]  # a slip now and then
                 elif a == "gamer":
                     with Store(db) as s:
-                        is_check = bool(s._read("SELECT 1 FROM assignments WHERE annotator = 'gamer' AND pair_id = ? "
+                        is_check = bool(s.query("SELECT 1 FROM assignments WHERE annotator = 'gamer' AND pair_id = ? "
                                                 "AND kind = 'check'", (pid,)))
                     y = truth[pid] if is_check else int(rng.random() < 0.5)
                 else:

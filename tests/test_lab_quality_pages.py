@@ -107,7 +107,7 @@ def test_qualification_screen_guidelines_beside_and_answer_after(round_db, monke
     assert "Qualification" in text and "Pair 1 of 2" in text and "Read the *whole* passage." in text
     assert "Not quite" not in text and "Right:" not in text  # nothing before the answer
     with Store(path) as s:
-        first = s._read("SELECT pair_id FROM qualification WHERE annotator = 'quiz' ORDER BY position")[0][0]
+        first = s.query("SELECT pair_id FROM qualification WHERE annotator = 'quiz' ORDER BY position")[0][0]
     at.button(key="qual_yes" if answers[first][0] == 0 else "qual_no").click().run()  # wrong on purpose
     assert "Not quite: the expected answer is" in _texts(at)
     at.button(key="qual_next").click().run()
@@ -115,7 +115,7 @@ def test_qualification_screen_guidelines_beside_and_answer_after(round_db, monke
     at.button(key="qual_next").click().run()
     assert "below this task set's pass mark" in _texts(at) or "may allow another attempt" in _texts(at)
     with Store(path) as s:
-        assert s._read("SELECT passed FROM qualification_results WHERE annotator = 'quiz'")[0][0] == 0
+        assert s.query("SELECT passed FROM qualification_results WHERE annotator = 'quiz'")[0][0] == 0
 
 
 def test_lab_mode_annotators_never_see_the_round_figures(round_db, monkeypatch):

@@ -155,7 +155,7 @@ class Lab:
 
     def judge_seen(self, pair_id: str) -> bool:
         """Whether this actor was shown a judge answer for the pair (then a relabel records it)."""
-        rows = self.store._read("SELECT 1 FROM audit WHERE actor = ? AND action = 'judge.view' AND target = ? "
+        rows = self.store.query("SELECT 1 FROM audit WHERE actor = ? AND action = 'judge.view' AND target = ? "
                                 "AND allowed = 1 LIMIT 1", (self.actor.name, str(pair_id)))
         return bool(rows)
 

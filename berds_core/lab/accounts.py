@@ -240,7 +240,7 @@ class Accounts:
         check_password_policy(password, name)
         digest = self.hasher.hash(password)
         now = utc_now()
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
                 raise AccountError(f"user {name!r} exists already (use reset to change the password)")
             c.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at, uid) "
@@ -250,14 +250,14 @@ class Accounts:
         return self.get(name)
 
     def get(self, name: str) -> User | None:
-        rows = self.store._read("SELECT name, role, active, created_at, last_login FROM users WHERE name = ?", (name,))
+        rows = self.store.query("SELECT name, role, active, created_at, last_login FROM users WHERE name = ?", (name,))
         if not rows:
             return None
         r = rows[0]
         return User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
 
     def list(self) -> list[User]:
-        rows = self.store._read("SELECT name, role, active, created_at, last_login FROM users ORDER BY name")
+        rows = self.store.query("SELECT name, role, active, created_at, last_login FROM users ORDER BY name")
         return [User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"]) for r in rows]
 
     def names(self, role: str | None = None, *, active_only: bool = True) -> list[str]:
@@ -270,14 +270,14 @@ class Accounts:
     def disable(self, name: str, *, by: str | None = "cli") -> None:
         """Disable an account and end its sessions (its labels stay)."""
         self._require(name)
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             c.execute("UPDATE users SET active = 0, updated_at = ? WHERE name = ?", (utc_now(), name))
             c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
             self.store.audit(by, "admin", "users.disable", name, allowed=True)
 
     def enable(self, name: str, *, by: str | None = "cli") -> None:
         self._require(name)
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             c.execute("UPDATE users SET active = 1, updated_at = ? WHERE name = ?", (utc_now(), name))
             self.store.audit(by, "admin", "users.enable", name, allowed=True)
 
@@ -288,7 +288,7 @@ class Accounts:
         if role is not None and role not in ROLES:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         digest = self.hasher.hash(password)
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             c.execute("UPDATE users SET password_hash = ?, updated_at = ? WHERE name = ?", (digest, utc_now(), name))
             if role is not None:
                 c.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
@@ -308,7 +308,7 @@ class Accounts:
         """
         sql = f"SELECT at FROM login_attempts WHERE {column} = ? AND ok != 1 AND at > ? ORDER BY at"
         params = (value, now - WINDOW)
-        rows = c.execute(sql, params).fetchall() if c is not None else self.store._read(sql, params)
+        rows = c.execute(sql, params).fetchall() if c is not None else self.store.query(sql, params)
         return [r[0] for r in rows]
 
     def _name_key(self, name: str) -> str:
@@ -364,7 +364,7 @@ class Accounts:
         blocked address still lets through a name that has signed in from it before (a co-worker behind
         the same NAT), under the name's slow-down. ``hold``: how long the attempt waits before the check.
         """
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             now = self.clock()
             if client:
                 fails = self._failures("client", client, now, c)
@@ -381,7 +381,7 @@ class Accounts:
         return attempt, 0.0, hold
 
     def _settle(self, attempt: int, ok: bool) -> None:
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             c.execute("UPDATE login_attempts SET ok = ? WHERE id = ?", (int(ok), attempt))
 
     def login(self, name: str, password: str, *, client: str | None = None) -> tuple[str, User]:
@@ -398,7 +398,7 @@ class Accounts:
         try:
             if hold > 0:  # a name under attack: slower, never refused
                 self.sleep(hold)
-            rows = self.store._read("SELECT password_hash, active, uid FROM users WHERE name = ?", (name,))
+            rows = self.store.query("SELECT password_hash, active, uid FROM users WHERE name = ?", (name,))
             try:  # one argon2 verification either way, so timing does not tell which names exist
                 ok = self.hasher.verify(rows[0]["password_hash"] if rows else dummy, password or "") and bool(rows)
             except (VerifyMismatchError, VerificationError, InvalidHashError):
@@ -410,12 +410,12 @@ class Accounts:
                              detail="disabled account" if ok else "wrong name or password")
             raise LoginError("wrong name or password" if not ok else "this account is disabled")
         if self.hasher.check_needs_rehash(rows[0]["password_hash"]):
-            with self.store._tx() as c:
+            with self.store.transaction() as c:
                 c.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self.hasher.hash(password), name))
         token = secrets.token_urlsafe(32)
         now = self.clock()
         _, lifetime = session_limits()
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at, uid) "
                       "VALUES (?, ?, ?, ?, ?, ?)", (_token_hash(token), name, now, now, now + lifetime, rows[0]["uid"]))
             c.execute("UPDATE users SET last_login = ? WHERE name = ?", (utc_now(), name))
@@ -431,7 +431,7 @@ class Accounts:
         if not token:
             return None
         h = _token_hash(token)
-        rows = self.store._read("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid "
+        rows = self.store.query("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid "
                                 "FROM sessions s LEFT JOIN users u ON u.name = s.user WHERE s.token_hash = ?", (h,))
         if not rows:
             return None
@@ -446,20 +446,20 @@ class Accounts:
         if user is None or not user.active:
             return None
         if now - r["last_seen"] > 60:
-            with self.store._tx() as c:
+            with self.store.transaction() as c:
                 c.execute("UPDATE sessions SET last_seen = ? WHERE token_hash = ?", (now, h))
         return user
 
     def logout(self, token: str | None) -> None:
         if token:
-            with self.store._tx() as c:
+            with self.store.transaction() as c:
                 c.execute("UPDATE sessions SET revoked = 1 WHERE token_hash = ?", (_token_hash(token),))
 
     def purge_sessions(self) -> int:
         """Delete ended sessions and old login attempts; returns the sessions removed."""
         now = self.clock()
         idle, _ = session_limits()
-        with self.store._tx() as c:
+        with self.store.transaction() as c:
             n = c.execute("DELETE FROM sessions WHERE revoked = 1 OR expires_at <= ? OR last_seen <= ?",
                           (now, now - idle)).rowcount
             c.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(WINDOW, 7 * 86400),))

@@ -81,7 +81,7 @@ def prob_below(floor: float, correct: int, n: int) -> float:
 def known_answers(store) -> dict[str, tuple[int, str]]:
     """``{pair_id: (0/1, source)}``: reference labels, overridden by adjudicated gold (source ``adjudicated``)."""
     out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference")
-           for r in store._read("SELECT pair_id, label, source FROM reference_labels")}
+           for r in store.query("SELECT pair_id, label, source FROM reference_labels")}
     out.update({pid: (int(lab), "adjudicated") for pid, lab in store.gold().items()})
     return out
 
@@ -93,7 +93,7 @@ def add_typed_answers(store, answers: dict[str, int], by: str) -> int:
 
 def seen_pairs(store, annotator: str) -> set[str]:
     """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
-    rows = store._read("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
+    rows = store.query("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
                        "WHERE annotator = ? UNION SELECT pair_id FROM qualification WHERE annotator = ?",
                        (annotator, annotator, annotator))
     return {r[0] for r in rows}
@@ -134,12 +134,12 @@ def slot_points(c: RoundControls, task_set: str, annotator: str, upto: int) -> l
 
 
 def _queue_rows(store, task_set: str, annotator: str) -> list:
-    return store._read("SELECT pair_id, kind, position FROM assignments WHERE task_set = ? AND annotator = ? "
+    return store.query("SELECT pair_id, kind, position FROM assignments WHERE task_set = ? AND annotator = ? "
                        "ORDER BY position", (task_set, annotator))
 
 
 def _decided(store, annotator: str) -> set[str]:
-    return {r[0] for r in store._read("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
+    return {r[0] for r in store.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
 
 
 def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> int:
@@ -209,7 +209,7 @@ def pending_slots(store, annotator: str, task_set: str) -> int:
         return 0
     rows = _queue_rows(store, task_set, annotator)
     points = slot_points(c, task_set, annotator, sum(r["kind"] != "check" for r in rows))
-    done = store._read("SELECT COUNT(*) FROM check_slots WHERE task_set = ? AND annotator = ?", (task_set, annotator))
+    done = store.query("SELECT COUNT(*) FROM check_slots WHERE task_set = ? AND annotator = ?", (task_set, annotator))
     return max(0, len(points) - done[0][0])
 
 
@@ -217,7 +217,7 @@ def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]
     """``{annotator: {placed, dry, missed}}`` of the check slots (one task set, or all)."""
     sql = "SELECT annotator, state, COUNT(*) FROM check_slots" + (" WHERE task_set = ?" if task_set else "")
     out: dict[str, dict[str, int]] = defaultdict(lambda: {"placed": 0, "dry": 0, "missed": 0})
-    for a, state, n in store._read(sql + " GROUP BY annotator, state", (task_set,) if task_set else ()):
+    for a, state, n in store.query(sql + " GROUP BY annotator, state", (task_set,) if task_set else ()):
         out[a][state] = n
     return dict(out)
 
@@ -240,7 +240,7 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
         params.append(task_set)
     answers = known_answers(store)
     out, seen = [], set()
-    for r in store._read(sql + " ORDER BY l.updated_at, a.annotator", params):
+    for r in store.query(sql + " ORDER BY l.updated_at, a.annotator", params):
         key = (r["task_set"], r["annotator"], r["pair_id"])
         if key in seen or r["pair_id"] not in answers:
             continue
@@ -276,7 +276,7 @@ def check_scores(store, task_set: str | None = None) -> dict[str, dict]:
 
 
 def open_pause(store, task_set: str, annotator: str) -> dict | None:
-    rows = store._read("SELECT * FROM pauses WHERE task_set = ? AND annotator = ? AND resumed_at IS NULL "
+    rows = store.query("SELECT * FROM pauses WHERE task_set = ? AND annotator = ? AND resumed_at IS NULL "
                        "ORDER BY id DESC LIMIT 1", (task_set, annotator))
     return dict(rows[0]) if rows else None
 
@@ -290,7 +290,7 @@ def pauses(store, *, open_only: bool = False, annotator: str | None = None) -> l
         params.append(annotator)
     if cond:
         sql += " WHERE " + " AND ".join(cond)
-    return [dict(r) for r in store._read(sql + " ORDER BY id", params)]
+    return [dict(r) for r in store.query(sql + " ORDER BY id", params)]
 
 
 def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: str, by: str | None = None,
@@ -322,7 +322,7 @@ def resume(store, task_set: str, annotator: str, by: str, note: str | None = Non
 
 
 def last_resume(store, task_set: str, annotator: str) -> str | None:
-    rows = store._read("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?", (task_set, annotator))
+    rows = store.query("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?", (task_set, annotator))
     return rows[0][0]
 
 
@@ -355,7 +355,7 @@ def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
 
 def after_label(store, annotator: str, pair_id: str) -> list[int]:
     """After a label: when the pair is one of the annotator's checks, apply the floor of its task set(s)."""
-    rows = store._read("SELECT task_set FROM assignments WHERE annotator = ? AND pair_id = ? AND kind IN "
+    rows = store.query("SELECT task_set FROM assignments WHERE annotator = ? AND pair_id = ? AND kind IN "
                        "('check', 'calibration')", (annotator, str(pair_id)))
     made = []
     for r in rows:

@@ -231,7 +231,7 @@ def now() -> str:
 
 class Database:
     """The connection to an annotation database: WAL, ``synchronous=FULL``, one lock, one write transaction
-    at a time (:meth:`_tx`, :meth:`batch`), the schema migrated on open. Thread-safe; any number of processes
+    at a time (:meth:`transaction`, :meth:`batch`), the schema migrated on open. Thread-safe; any number of processes
     may share the file.
 
     ``create=False`` refuses a path where no database exists yet (nothing is
@@ -289,8 +289,9 @@ class Database:
             raise StoreError(f"{self.path}: could not switch to WAL mode (got {mode})")
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken up front (BEGIN IMMEDIATE) so it never deadlocks.
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken up front (BEGIN IMMEDIATE) so it never deadlocks; the lab modules
+        (checks, qualification, accounts, ...) write through it.
 
         Nested calls (inside :meth:`batch`) join the outer transaction.
         """
@@ -315,9 +316,10 @@ class Database:
 
     def batch(self):
         """``with store.batch(): ...``: every write inside is one transaction (all or nothing)."""
-        return self._tx()
+        return self.transaction()
 
-    def _read(self, sql: str, params=()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params=()) -> list[sqlite3.Row]:
+        """Rows of one read statement, under the store's lock (the lab modules' way in besides the methods)."""
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
@@ -332,7 +334,7 @@ class Database:
         self.close()
 
     def _migrate(self) -> None:
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)")
             row = c.execute("SELECT MAX(version) FROM schema_version").fetchone()
             have = row[0] or 0
@@ -346,4 +348,4 @@ class Database:
 
     @property
     def schema_version(self) -> int:
-        return self._read("SELECT MAX(version) FROM schema_version")[0][0]
+        return self.query("SELECT MAX(version) FROM schema_version")[0][0]

@@ -29,17 +29,17 @@ class QualificationError(ValueError):
 
 
 def _results(store, task_set: str, annotator: str) -> list[dict]:
-    return [dict(r) for r in store._read("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
+    return [dict(r) for r in store.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
                                          "ORDER BY attempt", (task_set, annotator))]
 
 
 def _items(store, task_set: str, annotator: str, attempt: int) -> list[dict]:
-    return [dict(r) for r in store._read("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
+    return [dict(r) for r in store.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
                                          "attempt = ? ORDER BY position", (task_set, annotator, attempt))]
 
 
 def _latest_attempt(store, task_set: str, annotator: str) -> int:
-    rows = store._read("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
+    rows = store.query("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
                        (task_set, annotator))
     return rows[0][0] or 0
 
@@ -176,14 +176,14 @@ def overview(store, task_set: str | None = None) -> list[dict]:
     for ts in ([task_set] if task_set else store.task_sets()):
         if get_controls(store, ts).qualification_n < 1 and not _any_items(store, ts):
             continue
-        names = [r[0] for r in store._read("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
+        names = [r[0] for r in store.query("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
                                            (ts,))]
         out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"} for a in names]
     return out
 
 
 def _any_items(store, task_set: str) -> bool:
-    return bool(store._read("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
+    return bool(store.query("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
 
 
 def qualification_rows(store, task_set: str | None = None) -> list[dict]:
@@ -191,7 +191,7 @@ def qualification_rows(store, task_set: str | None = None) -> list[dict]:
     sql = ("SELECT q.*, r.passed AS attempt_passed, p.question, p.perspective, p.document, p.title FROM qualification q "
            "JOIN pairs p ON p.pair_id = q.pair_id LEFT JOIN qualification_results r ON r.task_set = q.task_set AND "
            "r.annotator = q.annotator AND r.attempt = q.attempt")
-    rows = store._read(sql + (" WHERE q.task_set = ?" if task_set else "") + " ORDER BY q.task_set, q.annotator, "
+    rows = store.query(sql + (" WHERE q.task_set = ?" if task_set else "") + " ORDER BY q.task_set, q.annotator, "
                        "q.attempt, q.position", (task_set,) if task_set else ())
     return [{"task_set": r["task_set"], "annotator": r["annotator"], "attempt": r["attempt"], "item": r["position"] + 1,
              "id": r["pair_id"], "question": r["question"], "perspective": r["perspective"], "document": r["document"],

@@ -76,11 +76,11 @@ class Estimate:
 def model_labels(store, task_set: str | None = None) -> list[tuple[str, str, int]]:
     """``[(pair_id, annotator, 0/1)]``: the labels the model reads (no skips, no annotator's own checks)."""
     kinds = defaultdict(set)
-    for r in store._read("SELECT pair_id, annotator, kind, task_set FROM assignments"):
+    for r in store.query("SELECT pair_id, annotator, kind, task_set FROM assignments"):
         kinds[(r["pair_id"], r["annotator"])].add(r["kind"])
     in_set = None
     if task_set is not None:
-        in_set = {r[0] for r in store._read("SELECT pair_id FROM assignments WHERE task_set = ? AND kind NOT IN "
+        in_set = {r[0] for r in store.query("SELECT pair_id FROM assignments WHERE task_set = ? AND kind NOT IN "
                                             "('check', 'calibration')", (task_set,))}
     out = []
     for lab in store.labels(include_skips=False):
@@ -214,7 +214,7 @@ def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None]
     """``{annotator: [(updated_at, time_ms)]}`` of their labels (skips included: time is behaviour)."""
     in_set = None
     if task_set is not None:
-        in_set = {(r[0], r[1]) for r in store._read("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
+        in_set = {(r[0], r[1]) for r in store.query("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
                                                     (task_set,))}
     out = defaultdict(list)
     for lab in store.labels():

@@ -54,7 +54,7 @@ def next_pairs(store, annotator: str, n: int = 1, task_set: str | None = None, *
         ts = st["task_set"]
         checks.ensure_checks(store, annotator, ts, lookahead=max(n, lookahead))
         if decided is None:
-            decided = {r[0] for r in store._read("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
+            decided = {r[0] for r in store.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
         for pid in store.queue(annotator, ts):
             if pid not in decided and pid not in seen:
                 seen.add(pid)
@@ -76,7 +76,7 @@ def progress(store, annotator: str, task_set: str | None = None) -> dict:
 
 def refusal(store, annotator: str, pair_id: str) -> str | None:
     """Why this annotator may not label this pair now (every task set giving it to them is closed), or None."""
-    sets = [r[0] for r in store._read("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND pair_id = ?",
+    sets = [r[0] for r in store.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND pair_id = ?",
                                       (annotator, str(pair_id)))]
     if not sets:
         return None

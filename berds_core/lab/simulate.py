@@ -121,7 +121,7 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                         stats[name]["paused"] = any(s["state"] == "paused" for s in lab.round_states(task_set))
                         continue
                     pid = nxt[0]
-                    is_check = bool(store._read("SELECT 1 FROM assignments WHERE pair_id = ? AND annotator = ? AND "
+                    is_check = bool(store.query("SELECT 1 FROM assignments WHERE pair_id = ? AND annotator = ? AND "
                                                 "kind IN ('check', 'calibration')", (pid, name)))
                     true = answers[pid][0] if is_check and pid in answers else int(truth.get(pid, 0))
                     lab.label(pid, _answer(sim, true, is_check, rng), time_ms=int(secs * 1000))

@@ -33,7 +33,7 @@ class PairsAndJudges(Database):
     def add_pairs(self, pairs: Iterable[Pair], *, replace: bool = False) -> int:
         """Insert pairs (one transaction); existing ids are kept unless ``replace``. Returns new rows."""
         added = 0
-        with self._tx() as c:
+        with self.transaction() as c:
             seq = c.execute("SELECT COALESCE(MAX(seq), 0) FROM pairs").fetchone()[0]
             verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
             for p in pairs:
@@ -45,38 +45,38 @@ class PairsAndJudges(Database):
         return added
 
     def pair(self, pair_id: str) -> Pair:
-        rows = self._read(f"SELECT {', '.join(PAIR_COLS)} FROM pairs WHERE pair_id = ?", (str(pair_id),))
+        rows = self.query(f"SELECT {', '.join(PAIR_COLS)} FROM pairs WHERE pair_id = ?", (str(pair_id),))
         if not rows:
             raise StoreError(f"no pair with id {pair_id!r}")
         return pair_of_row(rows[0])
 
     def has_pair(self, pair_id: str) -> bool:
-        return bool(self._read("SELECT 1 FROM pairs WHERE pair_id = ?", (str(pair_id),)))
+        return bool(self.query("SELECT 1 FROM pairs WHERE pair_id = ?", (str(pair_id),)))
 
     def pairs(self, pair_ids: Iterable[str] | None = None) -> list[Pair]:
         if pair_ids is None:
-            rows = self._read(f"SELECT {', '.join(PAIR_COLS)} FROM pairs ORDER BY seq")
+            rows = self.query(f"SELECT {', '.join(PAIR_COLS)} FROM pairs ORDER BY seq")
             return [pair_of_row(r) for r in rows]
         wanted = [str(p) for p in pair_ids]
         by_id = {p.pair_id: p for p in self.pairs()} if wanted else {}
         return [by_id[p] for p in wanted if p in by_id]
 
     def count_pairs(self) -> int:
-        return self._read("SELECT COUNT(*) FROM pairs")[0][0]
+        return self.query("SELECT COUNT(*) FROM pairs")[0][0]
 
     def set_judge_preds(self, judge: str, preds: dict[str, tuple[float | None, int]]) -> None:
         """Store ``{pair_id: (probability or None, 0/1)}`` for ``judge`` (one transaction)."""
-        with self._tx() as c:
+        with self.transaction() as c:
             c.executemany("INSERT OR REPLACE INTO judge_preds VALUES (?, ?, ?, ?)",
                           [(str(pid), judge, None if p is None else float(p), int(bool(lab)))
                            for pid, (p, lab) in preds.items()])
 
     def judge_preds(self, judge: str) -> dict[str, tuple[float | None, int]]:
-        rows = self._read("SELECT pair_id, prob, label FROM judge_preds WHERE judge = ?", (judge,))
+        rows = self.query("SELECT pair_id, prob, label FROM judge_preds WHERE judge = ?", (judge,))
         return {r["pair_id"]: (r["prob"], r["label"]) for r in rows}
 
     def judges(self) -> list[str]:
-        return [r[0] for r in self._read("SELECT DISTINCT judge FROM judge_preds ORDER BY judge")]
+        return [r[0] for r in self.query("SELECT DISTINCT judge FROM judge_preds ORDER BY judge")]
 
 
 class ReferenceLabels(Database):
@@ -85,7 +85,7 @@ class ReferenceLabels(Database):
     def set_reference_labels(self, labels: dict[str, int], source: str | None = None) -> int:
         """Store labels known in advance (e.g. a paper's human labels) for calibration; returns how many."""
         at = now()
-        with self._tx() as c:
+        with self.transaction() as c:
             for pid, lab in labels.items():
                 if lab not in (0, 1, "0", "1", True, False):
                     raise StoreError(f"reference label must be 0 or 1, got {lab!r}")
@@ -95,7 +95,7 @@ class ReferenceLabels(Database):
         return len(labels)
 
     def reference_labels(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self._read("SELECT pair_id, label FROM reference_labels")}
+        return {r[0]: r[1] for r in self.query("SELECT pair_id, label FROM reference_labels")}
 
 
 class SettingsAndAudit(Database):
@@ -103,23 +103,23 @@ class SettingsAndAudit(Database):
     and refused actions."""
 
     def setting(self, key: str, default=None):
-        rows = self._read("SELECT value FROM settings WHERE key = ?", (key,))
+        rows = self.query("SELECT value FROM settings WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
 
     def set_setting(self, key: str, value, by: str | None = None) -> None:
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?, ?)", (key, json.dumps(value), now(), by))
 
     def audit(self, actor: str | None, role: str | None, action: str, target: str | None = None, *,
               allowed: bool, detail: str | None = None) -> None:
         """Append one line to the audit log (no secrets: callers pass names and actions only)."""
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute("INSERT INTO audit (at, actor, role, action, target, allowed, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
                       (now(), actor, role, action, target, int(bool(allowed)), detail))
 
     def audit_log(self, *, refused_only: bool = False, limit: int | None = None) -> list[dict]:
         sql = "SELECT * FROM audit" + (" WHERE allowed = 0" if refused_only else "") + " ORDER BY id"
-        rows = [dict(r) for r in self._read(sql)]
+        rows = [dict(r) for r in self.query(sql)]
         return rows[-limit:] if limit else rows
 
 
@@ -136,7 +136,7 @@ class TaskSetsAndQueues(Database):
         assignments after the old ones; nothing already assigned or labelled is removed.
         """
         calib = {str(p) for p in calibration}
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute("INSERT OR IGNORE INTO task_sets VALUES (?, ?, ?, ?, ?)",
                       (name, source, strategy, json.dumps(params or {}), now()))
             for annotator, pids in assignments.items():
@@ -151,13 +151,13 @@ class TaskSetsAndQueues(Database):
 
     def task_sets(self, annotator: str | None = None) -> list[str]:
         if annotator is None:
-            return [r[0] for r in self._read("SELECT name FROM task_sets ORDER BY created_at, name")]
-        return [r[0] for r in self._read(
+            return [r[0] for r in self.query("SELECT name FROM task_sets ORDER BY created_at, name")]
+        return [r[0] for r in self.query(
             "SELECT DISTINCT a.task_set FROM assignments a JOIN task_sets t ON t.name = a.task_set "
             "WHERE a.annotator = ? ORDER BY t.created_at, t.name", (annotator,))]
 
     def task_set_info(self, name: str) -> dict | None:
-        rows = self._read("SELECT * FROM task_sets WHERE name = ?", (name,))
+        rows = self.query("SELECT * FROM task_sets WHERE name = ?", (name,))
         if not rows:
             return None
         info = dict(rows[0])
@@ -167,21 +167,21 @@ class TaskSetsAndQueues(Database):
     def assignments(self, task_set: str | None = None) -> list[dict]:
         """Every assignment: ``task_set, pair_id, annotator, position, kind``."""
         sql = "SELECT task_set, pair_id, annotator, position, kind FROM assignments"
-        rows = self._read(sql + (" WHERE task_set = ?" if task_set else "") + " ORDER BY task_set, annotator, position",
+        rows = self.query(sql + (" WHERE task_set = ?" if task_set else "") + " ORDER BY task_set, annotator, position",
                           (task_set,) if task_set else ())
         return [dict(r) for r in rows]
 
     def annotators(self) -> list[str]:
-        rows = self._read("SELECT annotator FROM assignments UNION SELECT annotator FROM labels ORDER BY 1")
+        rows = self.query("SELECT annotator FROM assignments UNION SELECT annotator FROM labels ORDER BY 1")
         return [r[0] for r in rows]
 
     def queue(self, annotator: str, task_set: str | None = None) -> list[str]:
         """The annotator's assigned pair ids in stable order (task set creation, then position)."""
         if task_set is not None:
-            rows = self._read("SELECT pair_id FROM assignments WHERE annotator = ? AND task_set = ? ORDER BY position",
+            rows = self.query("SELECT pair_id FROM assignments WHERE annotator = ? AND task_set = ? ORDER BY position",
                               (annotator, task_set))
         else:
-            rows = self._read(
+            rows = self.query(
                 "SELECT a.pair_id FROM assignments a JOIN task_sets t ON t.name = a.task_set "
                 "WHERE a.annotator = ? ORDER BY t.created_at, t.name, a.position", (annotator,))
         seen, out = set(), []
@@ -193,15 +193,15 @@ class TaskSetsAndQueues(Database):
 
     def has_assignments(self) -> bool:
         """Whether any task set gave anyone a queue."""
-        return bool(self._read("SELECT 1 FROM assignments LIMIT 1"))
+        return bool(self.query("SELECT 1 FROM assignments LIMIT 1"))
 
     def is_assigned(self, annotator: str, pair_id: str) -> bool:
-        return bool(self._read("SELECT 1 FROM assignments WHERE annotator = ? AND pair_id = ? LIMIT 1",
+        return bool(self.query("SELECT 1 FROM assignments WHERE annotator = ? AND pair_id = ? LIMIT 1",
                                (annotator, str(pair_id))))
 
     def next_pairs(self, annotator: str, n: int = 1, task_set: str | None = None) -> list[str]:
         """The first ``n`` pairs of the queue that this annotator has not decided yet (labels or skips)."""
-        done = {r[0] for r in self._read("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
+        done = {r[0] for r in self.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
         out = []
         for pid in self.queue(annotator, task_set):
             if pid not in done:
@@ -218,7 +218,7 @@ class TaskSetsAndQueues(Database):
     def progress(self, annotator: str, task_set: str | None = None) -> dict:
         q = self.queue(annotator, task_set)
         qs = set(q)
-        mine = [bool(r[1]) for r in self._read("SELECT pair_id, skipped FROM labels WHERE annotator = ?", (annotator,))
+        mine = [bool(r[1]) for r in self.query("SELECT pair_id, skipped FROM labels WHERE annotator = ?", (annotator,))
                 if r[0] in qs]  # skipped, per decided pair of the queue
         return {"total": len(q), "done": len(mine), "labelled": sum(not s for s in mine),
                 "skipped": sum(mine), "remaining": len(q) - len(mine)}
@@ -234,7 +234,7 @@ class Labelling(Database):
         out = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            rows = self._read(f"SELECT client_id FROM events WHERE client_id IN ({', '.join('?' * len(chunk))})", chunk)
+            rows = self.query(f"SELECT client_id FROM events WHERE client_id IN ({', '.join('?' * len(chunk))})", chunk)
             out.update(r[0] for r in rows)
         return out
 
@@ -264,7 +264,7 @@ class Labelling(Database):
         at = self.now()
         version = version or app_version()
         jv = None if judge_visible is None else int(bool(judge_visible))
-        with self._tx() as c:
+        with self.transaction() as c:
             if client_id is not None:
                 row = c.execute("SELECT event_id FROM events WHERE client_id = ?", (str(client_id),)).fetchone()
                 if row:
@@ -322,7 +322,7 @@ class Labelling(Database):
         appends an ``undo`` event. Returns the pair id, or None when there is
         nothing to undo. A ``client_id`` already stored is a no-op (returns None).
         """
-        with self._tx() as c:
+        with self.transaction() as c:
             if client_id is not None and c.execute("SELECT 1 FROM events WHERE client_id = ?", (str(client_id),)).fetchone():
                 return None
             ev = c.execute(
@@ -354,7 +354,7 @@ class Labelling(Database):
         annotator = check_annotator(annotator)
         at = now()
         stored = 0
-        with self._tx() as c:
+        with self.transaction() as c:
             for pid, lab in labels.items():
                 if c.execute("SELECT 1 FROM labels WHERE pair_id = ? AND annotator = ?", (pid, annotator)).fetchone():
                     continue
@@ -366,7 +366,7 @@ class Labelling(Database):
         return stored
 
     def get_label(self, annotator: str, pair_id: str) -> Label | None:
-        rows = self._read("SELECT * FROM labels WHERE annotator = ? AND pair_id = ?", (annotator, str(pair_id)))
+        rows = self.query("SELECT * FROM labels WHERE annotator = ? AND pair_id = ?", (annotator, str(pair_id)))
         return label_of_row(rows[0]) if rows else None
 
     def labels(self, annotator: str | None = None, *, include_skips: bool = True) -> list[Label]:
@@ -380,7 +380,7 @@ class Labelling(Database):
         if cond:
             sql += " WHERE " + " AND ".join(cond)
         sql += " ORDER BY p.seq, l.annotator"
-        return [label_of_row(r) for r in self._read(sql, params)]
+        return [label_of_row(r) for r in self.query(sql, params)]
 
     def history(self, annotator: str | None = None, pair_id: str | None = None) -> list[dict]:
         sql, cond, params = "SELECT * FROM events", [], []
@@ -392,7 +392,7 @@ class Labelling(Database):
             params.append(str(pair_id))
         if cond:
             sql += " WHERE " + " AND ".join(cond)
-        return [dict(r) for r in self._read(sql + " ORDER BY event_id", params)]
+        return [dict(r) for r in self.query(sql + " ORDER BY event_id", params)]
 
 
 class Adjudication(Database):
@@ -405,7 +405,7 @@ class Adjudication(Database):
             raise StoreError(f"gold label must be 0 or 1, got {label!r}")
         label = int(label)
         at = now()
-        with self._tx() as c:
+        with self.transaction() as c:
             if not c.execute("SELECT 1 FROM pairs WHERE pair_id = ?", (str(pair_id),)).fetchone():
                 raise StoreError(f"no pair with id {pair_id!r}")
             prev = c.execute("SELECT * FROM gold WHERE pair_id = ?", (str(pair_id),)).fetchone()
@@ -414,7 +414,7 @@ class Adjudication(Database):
                       (at, str(pair_id), adjudicator, label, note, json.dumps(dict(prev)) if prev else None))
 
     def gold(self) -> dict[str, int]:
-        return {r["pair_id"]: r["label"] for r in self._read("SELECT pair_id, label FROM gold")}
+        return {r["pair_id"]: r["label"] for r in self.query("SELECT pair_id, label FROM gold")}
 
 
 class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, Labelling, Adjudication):
