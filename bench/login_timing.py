@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -24,19 +23,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import cpu_model  # noqa: E402
 
 from berds_core.lab.accounts import Accounts, LoginError  # noqa: E402
 from berds_core.lab.store import Store  # noqa: E402
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _legacy_unknown(acc: Accounts, name: str, password: str) -> None:
@@ -84,7 +76,7 @@ def main() -> None:
         store.close()
     med = {k: statistics.median(v) for k, v in times.items() if v}
     out = {"tries": args.tries, "median_ms": {k: round(v, 1) for k, v in med.items()},
-           "unknown_over_known": round(med["unknown"] / med["known"], 3), "cpu": _cpu(),
+           "unknown_over_known": round(med["unknown"] / med["known"], 3), "cpu": cpu_model(),
            "load_average": [round(x, 2) for x in os.getloadavg()]}
     if "legacy_unknown" in med:
         out["legacy_unknown_over_known"] = round(med["legacy_unknown"] / med["known"], 3)

@@ -40,6 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import cpu_model, load  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = """school tax energy climate water food health money law ban speech children government people
 country state world life work time science technology art music sport animal city farm river forest
@@ -51,17 +55,7 @@ should must could would better worse harm benefit cost risk safe unsafe free fai
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip() + f" ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return f"unknown ({os.cpu_count()} cores)"
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{cpu_model()} ({os.cpu_count()} cores)"
 
 
 def berds(args: list[str], cache: Path, ray: bool) -> tuple[float, dict]:

@@ -56,6 +56,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import cpu_model, load  # noqa: E402
+
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,18 +86,8 @@ def label(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
-def load() -> str:
-    return open("/proc/loadavg").read().split()[0]
-
-
 def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} x{os.cpu_count()}"
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs"
+    return f"{cpu_model()} x{os.cpu_count()}"
 
 
 def dir_bytes(path) -> int:
