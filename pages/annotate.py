@@ -330,17 +330,15 @@ def main() -> None:
                        key="ann_ui", horizontal=True)
     if lab.allowed("see_judge_before_labelling"):
         st.toggle("Show the judge's answer while I label (recorded with each label)", key="ann_show_judge")
-    if round_gate(lab, task):
-        if ui == "keyboard":
-            from studio_ui.annotator_widget import keyboard_annotator
+    if ui == "keyboard":  # the labels the browser sent are stored before the gate is asked (a label may pause)
+        from studio_ui.annotator_widget import keyboard_annotator
 
-            applied = keyboard_annotator(lab, task, show_judge=bool(st.session_state.get("ann_show_judge")))
-            for why in applied.rejected.values():
-                error_line(f"A decision was not saved: {why}")
-            if applied.acked and not any(s["state"] == "open" for s in lab.round_states(task)):
-                st.rerun()  # a label just paused the queue: show why instead of "all done"
-        else:
-            simple_annotator(lab, task)
+        applied = keyboard_annotator(lab, task, gate=lambda: round_gate(lab, task),
+                                     show_judge=bool(st.session_state.get("ann_show_judge")))
+        for why in applied.rejected.values():
+            error_line(f"A decision was not saved: {why}")
+    elif round_gate(lab, task):
+        simple_annotator(lab, task)
     reveal_last(lab)
     my_downloads(lab)
     if lab.allowed("import"):

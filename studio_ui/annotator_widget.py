@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
@@ -75,8 +76,14 @@ def judge_line(lab: Lab, pid: str, *, log: bool) -> str:
     return " · ".join(parts)
 
 
-def keyboard_annotator(lab: Lab, task: str | None, *, show_judge: bool = False) -> Applied:
-    """Store what the browser sent, then draw the widget with the next pairs; returns what was stored."""
+def keyboard_annotator(lab: Lab, task: str | None, *, gate: Callable[[], bool], show_judge: bool = False) -> Applied:
+    """Store what the browser sent, then ask ``gate`` (the page's round gate, which draws its own notices)
+    whether the queue is open, then draw the widget: with the next pairs when it is, closed when it is not.
+
+    The gate is asked after the labels are stored, so a label that pauses the queue (a gold check below the
+    floor) shows the pause in the same run; the widget never says "all pairs are done" for a paused queue.
+    A closed widget is still drawn, hidden, so the browser hears which decisions were stored or refused.
+    Returns what was stored."""
     ss = st.session_state
     scope = (str(lab.store.path), lab.actor.name, task or "")
     nonces = ss.setdefault("ann_nonces", {})
@@ -88,7 +95,8 @@ def keyboard_annotator(lab: Lab, task: str | None, *, show_judge: bool = False) 
     applied = apply_events(lab, _outbox(ss.get(key)), refs.get)
     if applied.last:
         ss["ann_last"] = {"pair": applied.last[0], "value": applied.last[1]}
-    nxt = lab.next_pairs(PREFETCH + 1, task)
+    is_open = bool(gate())
+    nxt = lab.next_pairs(PREFETCH + 1, task) if is_open else []
     pairs = []
     for pid in nxt[:PREFETCH]:
         view = {"ref": ref_of(pid), **lab.pair_view(pid)}
@@ -97,7 +105,7 @@ def keyboard_annotator(lab: Lab, task: str | None, *, show_judge: bool = False) 
         pairs.append(view)
     g = lab.guidelines()
     data = {"session": nonce, "server": SERVER_ID, "pairs": pairs, "more": len(nxt) > PREFETCH,
-            "acked": applied.acked + list(applied.rejected), "progress": lab.progress(task),
+            "closed": not is_open, "acked": applied.acked + list(applied.rejected), "progress": lab.progress(task),
             "definitions": g["definitions"], "labels": {},
             "empty_text": "All pairs of this task set are done. Thank you! (u undoes the last label.)"}
     _widget(key=key, data=data, default={"outbox": []}, on_outbox_change=_noop)

@@ -443,6 +443,13 @@ def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
     assert len(run) == 5 and all(len(e["ctxs"]) == 7 for e in run)
 
 
+def _client_server_logs(tail: int = 1500) -> str:
+    """The end of each Ray Client server log of the head (the proxy's and each connection's server): why a
+    connection's server did not start, for a failure's message."""
+    logs = sorted({f.resolve() for f in Path(os.environ["RAY_TMPDIR"]).glob("**/session_2*/logs/ray_client_server*")})
+    return "".join(f"\n--- {f.name}:\n{f.read_text(errors='replace')[-tail:]}" for f in logs if f.stat().st_size)
+
+
 def test_ray_client_and_auto_from_the_environment(cluster, tmp_path):
     """The other address forms on the same cluster: ``ray://`` (Ray Client: the encoder pool runs as plain
     actors there, as Ray Data cannot run a pipeline through a client) for the embedded judge, and
@@ -453,8 +460,10 @@ def test_ray_client_and_auto_from_the_environment(cluster, tmp_path):
     write_run(tmp_path / "run.jsonl", run_entries(8, 140, perspectives=2, words=8))  # several parts
     client = f"ray://127.0.0.1:{CLIENT_PORT['port']}"
     for mode, addr in (("one", None), ("client", client)):
-        judged, _ = berds(["judge", "--run", str(tmp_path / "run.jsonl"), "--out", str(tmp_path / f"{mode}.jsonl")],
-                          tmp_path / f"cache-{mode}", ray_address=addr)
+        judged, p = berds(["judge", "--run", str(tmp_path / "run.jsonl"), "--out", str(tmp_path / f"{mode}.jsonl")],
+                          tmp_path / f"cache-{mode}", ray_address=addr, check=False)
+        assert p.returncode == 0, p.stderr[-3000:] + (_client_server_logs() if addr else "")
+        judged = json.loads(p.stdout)
         if addr:
             assert judged["ray"]["address"] == client and judged["ray"]["mode"] == "judge"
             assert judged["ray"]["chunks"] >= 2 and judged["ray"]["nodes_used"] == 2

@@ -433,3 +433,56 @@ def test_one_process_index_options_with_ray_are_one_line(opt, tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and opt[0] in err[0] and "one-process option" in err[0], err
     assert not (tmp_path / "idx").exists()
+
+
+# ------------------------------------------------------------------ Ray Client's server start
+
+
+SERVER_TRACEBACK = ("Initialization failure from server:\nTraceback (most recent call last):\n  File \"proxier.py\", "
+                    "line 766, in Datapath\n    raise RuntimeError(\nRuntimeError: Starting Ray client server failed. "
+                    "See ray_client_server_23000.err for detailed logs.\n")
+
+
+class _ClientRay:
+    """What ``_init_client`` calls of Ray: ``init`` fails with the errors given, in turn, then connects."""
+
+    def __init__(self, errors):
+        self.errors, self.inits, self.shutdowns = list(errors), 0, 0
+
+    def init(self, address, **opts):
+        self.inits += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+    def shutdown(self):
+        self.shutdowns += 1
+
+
+def test_the_servers_own_error_is_in_the_one_line():
+    from berds_core.distributed.runtime import _first_line
+
+    line = _first_line(ConnectionAbortedError(SERVER_TRACEBACK))
+    assert line == ("Initialization failure from server: RuntimeError: Starting Ray client server failed. See "
+                    "ray_client_server_23000.err for detailed logs.")
+    assert _first_line(ConnectionError("refused\nmore")) == "refused" and _first_line(OSError()) == "OSError"
+
+
+def test_a_client_server_that_failed_to_start_is_tried_again(monkeypatch, capsys):
+    from berds_core.distributed import runtime
+
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    fake = _ClientRay([ConnectionAbortedError(SERVER_TRACEBACK)] * 2)
+    runtime._init_client(fake, "ray://127.0.0.1:10001", {})
+    assert (fake.inits, fake.shutdowns) == (3, 2)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "trying again (3 of 3)" in err[1] and "Starting Ray client server failed" in err[1]
+
+    fake = _ClientRay([ConnectionAbortedError(SERVER_TRACEBACK)] * 3)  # three failures: the last one is raised
+    with pytest.raises(ConnectionAbortedError):
+        runtime._init_client(fake, "ray://127.0.0.1:10001", {})
+    assert fake.inits == 3
+
+    fake = _ClientRay([ConnectionError("version mismatch"), None])  # any other error: at once, no retry
+    with pytest.raises(ConnectionError):
+        runtime._init_client(fake, "ray://127.0.0.1:10001", {})
+    assert fake.inits == 1

@@ -58,19 +58,21 @@ def _login(page, url, path, name):
     wait_idle(page)
 
 
-def _screen(page, timeout_ms=60_000) -> str:
-    """The question on screen, or PAUSED / DONE (waits while the widget fetches more pairs)."""
+def _screen(page, timeout_ms=60_000, *, answered: str = "") -> str:
+    """The question on screen, or PAUSED / DONE (waits while the widget fetches more pairs, and while the
+    question ``answered`` (the one a key was just pressed for) is still shown: every pair is asked once)."""
     return page.wait_for_function(
-        """(paused) => {
+        """([paused, answered]) => {
             const main = document.querySelector('[data-testid="stMain"]');
             if (main && main.innerText.includes(paused)) return 'PAUSED';
             const card = document.querySelector('.berds-ann-card');
             const q = document.querySelector('.berds-ann-question');
-            if (card && card.offsetParent !== null && card.style.display !== 'none' && q && q.innerText) return q.innerText;
+            if (card && card.offsetParent !== null && card.style.display !== 'none' && q && q.innerText)
+                return q.innerText === answered ? null : q.innerText;
             const done = document.querySelector('.berds-ann-done');
             if (done && done.innerText.includes('All pairs')) return 'DONE';
             return null;
-        }""", arg=PAUSED_TEXT, timeout=timeout_ms).json_value()
+        }""", arg=[PAUSED_TEXT, answered], timeout=timeout_ms).json_value()
 
 
 def _tab(page, name: str) -> None:
@@ -105,6 +107,16 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         for a in PEOPLE:
             _login(pages[a], url, "annotate", a)
             pages[a].evaluate("document.activeElement && document.activeElement.blur()")
+        # whether the clicker's page ever says its pairs are all done (its queue is paused, not done), even for
+        # a moment between two runs of the page
+        pages["clicker"].evaluate("""() => {
+            window.__saidDone = false;
+            const look = () => {
+                const d = document.querySelector('.berds-ann-done');
+                if (d && d.textContent.includes('All pairs')) window.__saidDone = true;
+            };
+            new MutationObserver(look).observe(document.body, {subtree: true, childList: true, characterData: true});
+        }""")
         state = dict.fromkeys(PEOPLE, "")
         made = dict.fromkeys(PEOPLE, 0)
         for _ in range(80):  # everyone labels at the same time, one key each per turn
@@ -112,7 +124,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
             if not active:
                 break
             for a in active:
-                shown = _screen(pages[a])
+                shown = _screen(pages[a], answered=state[a])
                 state[a] = shown
                 if shown in ("PAUSED", "DONE"):
                     continue
@@ -131,6 +143,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
                 pages[a].keyboard.press("y" if y else "n")
                 made[a] += 1
         assert state["clicker"] == "PAUSED", state
+        assert not pages["clicker"].evaluate("window.__saidDone"), "a paused queue was shown as all done"
         for a in ("careful1", "careful2", "gamer"):
             assert state[a] == "DONE", state
             pages[a].wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.pending === '0'",

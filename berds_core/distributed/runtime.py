@@ -24,9 +24,11 @@ silencing its real errors too.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -133,9 +135,43 @@ def _configure_data(progress: bool) -> None:
     ctx.verbose_stats_logs = False
 
 
+CLIENT_TRIES = 3  # Ray Client connections tried before --ray gives up on a server that failed to start
+
+
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    """The error's first line; when that line only introduces what follows ("Initialization failure from
+    server:" and the server's traceback), the last line of what follows too: the server's own error."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(e).__name__
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[-1]}"
+    return lines[0]
+
+
+def _client_server_failed(e: BaseException) -> bool:
+    """Ray Client's proxy could not start (or reach, in 30 s) the server process of this one connection: a
+    busy head node does this now and then, and a new connection gets a new server."""
+    return isinstance(e, ConnectionAbortedError) and "Initialization failure from server" in str(e)
+
+
+def _init_client(ray, address: str, opts: dict, tries: int = CLIENT_TRIES) -> None:
+    """``ray.init`` through Ray Client (``ray://``), tried again up to ``tries`` times when the head's proxy
+    failed to start this connection's server; any other error at once."""
+    import time
+
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(address=address, **opts)
+            return
+        except Exception as e:  # noqa: BLE001 - re-raised unless it is the proxy's transient failure
+            if attempt == tries or not _client_server_failed(e):
+                raise
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            sys.stderr.write(f"warning: --ray: Ray Client at {address!r} could not start this connection's server "
+                             f"({_first_line(e)}); trying again ({attempt + 1} of {tries})\n")
+            time.sleep(2.0 * attempt)
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
@@ -178,6 +214,9 @@ def ray_session(address: str, *, progress: bool = True):
             if address == "local":
                 ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one
                 started = True
+            elif address.startswith("ray://"):
+                check_reachable(address)
+                _init_client(ray, address, opts)
             else:
                 check_reachable(address)
                 ray.init(address=address, **opts)

@@ -131,6 +131,12 @@ export default function (component) {
   S.total = data.progress ? data.progress.total : 0;
   S.doneServer = data.progress ? data.progress.done : 0;
   S.more = !!data.more;
+  // the queue is not open (paused, qualification first): the page says why; the widget is hidden and deaf
+  S.closed = !!data.closed;
+  if (S.closed) {
+    S.front = [];
+    S.history = [];
+  }
 
   // each send carries its try number, so a resend is a new value (the server ignores the field)
   const send = () => {
@@ -152,6 +158,8 @@ export default function (component) {
 
   const paint = () => {
     const cur = S.current;
+    ui.box.style.display = S.closed ? "none" : "";
+    ui.box.dataset.closed = S.closed ? "1" : "0";
     ui.defs.textContent = "";
     const labels = data.labels || {};
     ui.yes.textContent = (labels["1"] || "Supports") + " (y)";
@@ -172,7 +180,8 @@ export default function (component) {
       ui.judge.style.display = cur.judge ? "" : "none";
     } else {
       ui.card.style.display = "none";
-      ui.done.textContent = S.outbox.length || S.more ? "Loading the next pair…" : (data.empty_text || "All pairs are done.");
+      ui.done.textContent = S.closed ? "" : S.outbox.length || S.more ? "Loading the next pair…"
+        : (data.empty_text || "All pairs are done.");
     }
     for (const b of [ui.yes, ui.no, ui.skip]) b.disabled = !cur;
     const pend = S.outbox.length;
@@ -253,6 +262,7 @@ export default function (component) {
     }
   }
   root.__act = (k, t) => {
+    if (S.closed) return;
     if (k === "y") decide(1, t);
     else if (k === "n") decide(0, t);
     else if (k === "s") decide("skip", t);
