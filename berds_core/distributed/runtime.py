@@ -29,6 +29,7 @@ import logging
 import os
 import socket
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -158,8 +159,6 @@ def _client_server_failed(e: BaseException) -> bool:
 def _init_client(ray, address: str, opts: dict, tries: int = CLIENT_TRIES) -> None:
     """``ray.init`` through Ray Client (``ray://``), tried again up to ``tries`` times when the head's proxy
     failed to start this connection's server; any other error at once."""
-    import time
-
     for attempt in range(1, tries + 1):
         try:
             ray.init(address=address, **opts)
