@@ -45,3 +45,26 @@ def pytest_collection_modifyitems(config, items):
         name = getattr(item.module, "__name__", "")
         if item.get_closest_marker("browser") or name.endswith("_browser"):
             item.add_marker(pytest.mark.flaky(reruns=2, reruns_delay=2))
+
+
+_RERUN_FAILURES = []
+
+
+def pytest_runtest_logreport(report):
+    """Keep why a re-run test failed its earlier tries (pytest-rerunfailures reports them as "rerun")."""
+    if report.outcome == "rerun":
+        _RERUN_FAILURES.append((report.nodeid, report.when, str(report.longrepr)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """A test that passed on a re-run is named in the short summary (``-rR``); this section says why each
+    earlier try failed (the end of its error), so a flaky test in a CI log can be fixed at its cause."""
+    if not _RERUN_FAILURES:
+        return
+    terminalreporter.section("why re-run tests failed their earlier tries")
+    for nodeid, when, text in _RERUN_FAILURES:
+        lines = text.strip().splitlines()
+        errors = [ln for ln in lines if ln.startswith("E ")]
+        terminalreporter.write_line(f"{nodeid} ({when}):")
+        for ln in (errors[-12:] or lines[-12:]):
+            terminalreporter.write_line(f"    {ln[:300]}")
