@@ -213,12 +213,12 @@ def ray_session(address: str, *, progress: bool = True):
             if address == "local":
                 ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one
                 started = True
-            elif address.startswith("ray://"):
-                check_reachable(address)
-                _init_client(ray, address, opts)
             else:
                 check_reachable(address)
-                ray.init(address=address, **opts)
+                if address.startswith("ray://"):
+                    _init_client(ray, address, opts)
+                else:
+                    ray.init(address=address, **opts)
         except InputError:
             raise
         except Exception as e:  # noqa: BLE001 - Ray raises bare Exception (a raylet that did not register in
