@@ -124,7 +124,6 @@ def parse_perspectives(text: str) -> tuple[list[str], list[str | None]]:
 
 def discover_into_box() -> None:
     """Button callback: fill the perspectives box from the pool (runs before the page, so the box can change)."""
-    from berds_core.discovery import claim_of
     from berds_core.files.safepaths import resolve_user_path
 
     ss = st.session_state
@@ -151,7 +150,7 @@ def discover_into_box() -> None:
             path = resolve_user_path(ss.get("pg_pool", ""), what="perspective pool")
         stat = path.stat()
         disc = cached_discoverer((str(path), stat.st_size, stat.st_mtime_ns))
-        found = disc.discover(claim_of(question))
+        found = disc.answer(question)  # what `berds discover` answers for it
     except InputError as e:
         shown = ss.get(f"_upload_name_{e.path}")
         ss["pg_discover_msg"] = ("error", str(InputError(f"uploaded {shown}", e.line, e.field, e.message)
@@ -161,7 +160,8 @@ def discover_into_box() -> None:
         ss["pg_discover_msg"] = ("error", f"Discovery failed: {type(e).__name__}: {e}".splitlines()[0])
         return
     if not found:
-        ss["pg_discover_msg"] = ("warning", "No perspective of the pool was found relevant to this question.")
+        ss["pg_discover_msg"] = ("warning", f"The pool holds no perspective on this question's topic (none of its "
+                                            f"{len(disc.index):,} sentences is relevant to it).")
         return
     ss["pg_persp"] = "\n".join(f"[{p['stance']}] {p['text']}" for p in found)
     sides = sum(p["stance"] == "support" for p in found)

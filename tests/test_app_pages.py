@@ -414,3 +414,51 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
     for (_, row), m in zip(sig_table.iterrows(), ("mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5")):
         assert row["p (randomisation)"] == pytest.approx(expected[m]["p_permutation"], abs=1e-4)
         assert row["difference [95% CI]"].startswith(f"{expected[m]['diff']:+.3f}")
+
+
+# ------------------------------------------------------------------ one question, one answer (issue 54)
+
+def _discover_on_page(at: AppTest, question: str) -> tuple[tuple, str]:
+    at.text_input(key="pg_text").set_value(question).run()
+    at.button(key="pg_discover").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at.session_state["pg_discover_msg"], at.session_state["pg_persp"] if "pg_persp" in at.session_state else ""
+
+
+def test_discover_on_the_page_and_on_the_command_line_give_the_pools_answer(playground, tmp_path):
+    """The Playground's Discover perspectives and `berds discover --pool demo` answer the same question with the
+    same list, in the same order, with the same tags: the pool's own stances for a question it was written for,
+    and nothing (said plainly) for a question it holds nothing on."""
+    import subprocess
+    import sys
+
+    from berds_core.datasets.demo import demo_pool_path
+    from berds_core.discovery.pool import claim_key, written_stances
+
+    nuclear = "Is nuclear power a good solution to climate change?"
+    off_topic = ["Is chess a sport?", "Should daylight saving time be abolished?"]
+    claims = tmp_path / "claims.txt"
+    claims.write_text("\n".join([nuclear, *off_topic]) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "berds_core", "discover", "--claims", str(claims), "--pool", "demo",
+                        "--out", str(out), "--json", "--quiet"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    cli = {x["claim"]: x["perspectives"] for x in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert cli[off_topic[0]] == [] and cli[off_topic[1]] == []
+    written = {pid: stance for pid, (topic, stance) in written_stances(demo_pool_path()).items()
+               if topic == claim_key(nuclear)}
+    assert sorted(written.values()) == ["support"] * 3 + ["undermine"] * 3
+    assert {p["pid"]: p["stance"] for p in cli[nuclear]} == written  # the pool's six, with the pool's tags
+    info = json.loads(r.stdout)
+    assert (info["support"], info["undermine"], info["claims_without"]) == (3, 3, 2)
+
+    at = playground
+    at.radio(key="pg_mode").set_value("Type my own").run()
+    msg, box = _discover_on_page(at, nuclear)
+    assert box.splitlines() == [f"[{p['stance']}] {p['text']}" for p in cli[nuclear]]
+    assert msg == ("success", "6 perspectives discovered (3 support, 3 undermine); edit them before searching.")
+    for question in off_topic:
+        at.text_area(key="pg_persp").set_value("").run()
+        msg, box = _discover_on_page(at, question)
+        assert msg[0] == "warning" and "holds no perspective on this question's topic" in msg[1], msg
+        assert box == ""

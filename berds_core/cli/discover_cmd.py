@@ -1,8 +1,11 @@
 """``berds discover`` (perspectives for claims, from a pool) and ``berds discover-eval`` (PERSPECTRUM T1/T2/T3).
 
     berds discover --claims claims.json --pool perspective_pool_v1.0.json [--split dev]
-                   [--method offline|llm --llm SPEC] [--max-k N] --out OUT.jsonl
+                   [--method offline|llm --llm SPEC] [--max-k N] [--min-k N] --out OUT.jsonl
     berds discover-eval --pred OUT.jsonl --gold perspectrum_with_answers_v1.0.train_dev.json [--json]
+
+A claim gets the pool's perspectives relevant to it, as the Playground's *Discover perspectives* shows them
+(``Discoverer.answer``: a question is read in its claim form): none when the pool holds nothing on its topic.
 
 Output lines: ``{"id", "claim", "perspectives": [{pid, text, stance, cluster, score,
 support_prob, members}]}``; when the claims file carries PERSPECTRUM clusters,
@@ -30,6 +33,10 @@ def register(sub) -> None:
     p.add_argument("--llm", metavar="SPEC", default=None, help="for --method llm: hf:<model> or openai:<model>@<url>")
     p.add_argument("--max-k", type=int, default=None,
                    help="most perspectives per claim (default: the tuned value; 0: no limit)")
+    p.add_argument("--min-k", type=int, default=0,
+                   help="fewest perspectives per claim, kept even below the relevance threshold (default 0: only "
+                        "what is on the claim's topic, as the Playground; PERSPECTRUM's benchmark tuned 1, since "
+                        "every claim there has perspectives in the pool)")
     p.add_argument("--no-label-gold", action="store_true",
                    help="do not label the claims' gold perspectives (on_gold) even when the file has them")
     p.add_argument("--out", required=True, help="JSON Lines to write, one line per claim")
@@ -70,12 +77,14 @@ def run_discover(args) -> dict:
 
     if args.max_k is not None and args.max_k < 0:
         raise InputError("--max-k", None, None, "must be 0 (no limit) or more")
+    if args.min_k < 0:
+        raise InputError("--min-k", None, None, "must be 0 or more")
     t0 = time.perf_counter()
     claims = load_claims(args.claims, args.split)
     index, disc = open_discoverer(args.pool, args.method, args.llm, progress=not args.quiet)
     max_k = -1 if args.max_k is None else (None if args.max_k == 0 else args.max_k)
     t1 = time.perf_counter()
-    n_out = 0
+    n_out, n_without, sides = 0, 0, {"support": 0, "undermine": 0}
     import json
 
     from ..generators import GenerationError
@@ -83,7 +92,7 @@ def run_discover(args) -> dict:
     with atomic_write(args.out) as fh:
         for c in tqdm(claims, desc="discover", unit="claim", disable=args.quiet):
             try:
-                found = disc.discover(c.text, max_k=max_k)
+                found = disc.answer(c.text, max_k=max_k, min_k=args.min_k)
                 line = {"id": c.id, "claim": c.text, "perspectives": found}
                 if c.gold is not None and not args.no_label_gold:
                     line["on_gold"] = disc.label(c.text, [p for cl in c.gold.clusters for p in cl])
@@ -91,18 +100,22 @@ def run_discover(args) -> dict:
                 raise InputError("--llm", None, None, str(e).splitlines()[0]) from None
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
             n_out += len(found)
+            n_without += not found
+            for p in found:
+                sides[p["stance"]] += 1
     secs = time.perf_counter() - t1
     return {"out": str(args.out), "claims": len(claims), "perspectives": n_out,
-            "perspectives_per_claim": round(n_out / len(claims), 2), "method": disc.name,
-            "pool": str(args.pool), "pool_sentences": len(index), "knobs": _knobs(disc, max_k),
+            "perspectives_per_claim": round(n_out / len(claims), 2), **sides,
+            "claims_without": n_without, "method": disc.name,
+            "pool": str(args.pool), "pool_sentences": len(index), "knobs": _knobs(disc, max_k, args.min_k),
             "discover_seconds": round(secs, 3), "claims_per_s": round(len(claims) / secs, 3) if secs else None,
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def _knobs(disc, max_k) -> dict:
+def _knobs(disc, max_k, min_k: int) -> dict:
     from dataclasses import asdict
 
-    k = asdict(disc.knobs)
+    k = {**asdict(disc.knobs), "min_k": min_k}
     if max_k != -1:
         k["max_k"] = max_k
     return k

@@ -15,18 +15,11 @@ T1 / T2 / T3). Stance (T2) is the studio's stance model
 """
 from __future__ import annotations
 
-from ..datasets.sides import yes_no_sides
-from .pipeline import Discoverer, Knobs, discover
+from .pipeline import ON_TOPIC, Discoverer, Knobs, claim_of, discover
 from .pool import ClaimCandidates, PoolIndex, load_pool, open_pool
 
 __all__ = ["Discoverer", "Knobs", "discover", "PoolIndex", "ClaimCandidates", "load_pool", "open_pool",
-           "claim_of", "pool_perspectives"]
-
-
-def claim_of(question: str) -> str:
-    """The claim a question asks about ("Should X be Y?" -> "X should be Y"); a statement stays as it is."""
-    yes, _ = yes_no_sides(question)
-    return yes or question.strip()
+           "claim_of", "pool_perspectives", "ON_TOPIC"]
 
 
 def pool_perspectives(question: str, pool, *, method: str = "offline", llm: str | None = None,

@@ -37,10 +37,20 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets.sides import yes_no_sides
 from ..generators import get_generator
 from ..stance import get_stance_model
 from .heads import LinearHead, cluster_labels, equivalence_matrix, relevance_features
 from .pool import open_pool
+
+ON_TOPIC = 0  # ``min_k`` of the faces: no perspective kept below the relevance threshold
+
+
+def claim_of(question: str) -> str:
+    """The claim a question asks about ("Should X be Y?" -> "X should be Y"); a statement stays as it is."""
+    yes, _ = yes_no_sides(question)
+    return yes or question.strip()
+
 
 HEADS_WEIGHTS = Path(__file__).with_name("weights") / "discovery_heads_v2.npz"
 METHODS = ("offline", "llm")
@@ -306,13 +316,17 @@ class Discoverer:
                         "members": [pool.ids[int(rows[m])] for m in cl.members if m != cl.rep]})
         return out
 
-    def discover_many(self, claims: list[str], *, exclude=None, max_k: int | None = -1) -> list[list[dict]]:
+    def discover_many(self, claims: list[str], *, exclude=None, max_k: int | None = -1,
+                      min_k: int = -1) -> list[list[dict]]:
         """``discover`` for many claims (one batched candidate search).
 
         ``max_k``: the most perspectives per claim (-1: the tuned value, None: no limit).
+        ``min_k``: the fewest, kept even below the relevance threshold (-1: the tuned value; 0: only what is
+        relevant, :data:`ON_TOPIC`).
         ``exclude``: pool rows never returned (an evaluation's leak filter).
         """
         k = self.knobs if max_k == -1 else replace(self.knobs, max_k=max_k)
+        k = k if min_k == -1 else replace(k, min_k=int(min_k))
         all_cands = self.index.candidates(list(claims), k.depth, exclude=exclude)
         out = []
         for cands in all_cands:
@@ -323,6 +337,15 @@ class Discoverer:
 
     def discover(self, claim: str, **kw) -> list[dict]:
         return self.discover_many([claim], **kw)[0]
+
+    def answer(self, question: str, *, max_k: int | None = -1, min_k: int = ON_TOPIC) -> list[dict]:
+        """What a face shows for a question or claim (the Playground's *Discover perspectives* and
+        ``berds discover``): the perspectives relevant to it (a question is read in its claim form,
+        :func:`claim_of`; a statement as written), so an empty list when the pool holds nothing on its topic. The tuned ``min_k`` floor (one
+        perspective kept however irrelevant) suits PERSPECTRUM's benchmark, where every claim has
+        perspectives in the pool; ``min_k`` restores it."""
+        text = question.strip()
+        return self.discover(claim_of(text) if text.endswith("?") else text, max_k=max_k, min_k=min_k)
 
     def label(self, claim: str, pids: list[str]) -> list[dict]:
         """Stance and cluster of named pool perspectives for ``claim``: ``[{pid, stance, cluster}]``.
