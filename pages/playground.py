@@ -11,7 +11,7 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
-from berds_core.studio.columns import DEPTH, Engine, best_ranks, column_pipeline, column_result
+from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 from studio_ui.config import Config, embedder_model, LABEL_SOURCES
 from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
 from studio_ui.shell import ensure_shell
@@ -64,13 +64,15 @@ def _question_from_key(key: tuple) -> Question:
     return Question(qid, text, list(persp), subset=subset, generated_perspectives=list(gen))
 
 
-def _engine(cfg_key: tuple, qid: str, method: str = "none") -> tuple[Config, object, Engine]:
+def _engine(cfg_key: tuple, qid: str, method: str = "none", pool_id: str | None = None
+            ) -> tuple[Config, object, Engine]:
     """The config, the data and the engine one question is ranked with: the question's own pool (the built-in
-    demo, as BERDS's web setting) or the dataset's corpus; the preset picks its own retriever (dense, default
-    embedder), as --preset does."""
+    demo, as BERDS's web setting; ``pool_id``: the dataset question a typed question is, when it has its own
+    perspectives) or the dataset's corpus; the preset picks its own retriever (dense, default embedder), as
+    --preset does."""
     cfg = Config(**dict(cfg_key))
     data = cached_data(cfg_key, cfg)
-    corpus = data.corpus_for(qid)
+    corpus = data.corpus_for(pool_id or qid)
     kind = "dense" if method == "preset" else cfg.retriever
     model = embedder_model(cfg.embedder) if kind == "dense" and method != "preset" else None
     retriever = cached_retriever(kind, corpus.hash, model, corpus)
@@ -79,18 +81,18 @@ def _engine(cfg_key: tuple, qid: str, method: str = "none") -> tuple[Config, obj
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
-                  use_gold: bool) -> dict:
+                  use_gold: bool, pool_id: str | None = None) -> dict:
     q = _question_from_key(qkey)
-    cfg, data, engine = _engine(cfg_key, q.id, method)
+    cfg, data, engine = _engine(cfg_key, q.id, method, pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
     return column_result(engine, q, column_pipeline(method, lam, qe_source), k, gold=gold, use_gold=use_gold,
                          label=method)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool) -> dict:
+def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, pool_id: str | None = None) -> dict:
     q = _question_from_key(qkey)
-    cfg, data, engine = _engine(cfg_key, q.id)
+    cfg, data, engine = _engine(cfg_key, q.id, pool_id=pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
     return best_ranks(Engine(engine.corpus, engine.retriever, engine.judge), q, list(which), gold=gold,
                       use_gold=use_gold)
@@ -243,6 +245,7 @@ def main() -> None:
     mode = st.radio("Question", ["From the dataset", "Type my own"], horizontal=True, key="pg_mode",
                     label_visibility="collapsed")
     web_settings, web = None, None  # "Web (live)": the typed question's own corpus from a web search
+    pool_id = None  # a typed question that is a dataset question, with its own perspectives: that question's pool
     if mode == "From the dataset":
         by_id = {q.id: q for q in data.questions}
         qid = st.selectbox("Question", list(by_id), key="pg_qid",
@@ -293,6 +296,7 @@ def main() -> None:
                 st.caption("Perspectives derived offline from the question (edit them above to choose your own).")
             question = Question("typed", text.strip(), persp,
                                 stances=stances if any(x is not None for x in stances) else None)
+            pool_id = match.id if match is not None else None
         if web_settings is not None:
             web = web_live.open_engine(question, web_settings)
             if web is None:
@@ -339,7 +343,7 @@ def main() -> None:
             try:
                 args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
                         qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
-                results[method] = web.column(*args, question) if web else cached_column(*args)
+                results[method] = web.column(*args, question) if web else cached_column(*args, pool_id)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
 
@@ -384,14 +388,13 @@ def main() -> None:
                         f"({', '.join(f'P{j + 1}' for j in unsure)}): passages in the top {k} are too close to its "
                         "threshold to count as covering them (chips with a question mark).")
             with foreground():
-                ranks = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
-                         cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold))
+                best = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
+                        cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold, pool_id))
             lines = []
             for j in missing:
-                r = ranks.get(j)
-                where = (f"first supported at rank {r} of plain retrieval" if r else
-                         f"not supported by any of the top {min(DEPTH, len(web.corpus if web else data.corpus))} "
-                         "passages of plain retrieval")
+                r = best["ranks"].get(j)
+                where = (f"first supported at rank {r} of plain retrieval" if r else  # the number searched
+                         f"not supported by any of the top {best['searched']} passages of plain retrieval")
                 lines.append(f'<div class="bc-miss"><span class="bc-tag">P{j + 1}</span>{esc(question.perspectives[j])}'
                              f' — <b>{where}</b></div>')
             st.warning(f"No column covers {len(missing)} perspective(s) in its top {k}:")

@@ -462,3 +462,28 @@ def test_discover_on_the_page_and_on_the_command_line_give_the_pools_answer(play
         msg, box = _discover_on_page(at, question)
         assert msg[0] == "warning" and "holds no perspective on this question's topic" in msg[1], msg
         assert box == ""
+
+
+def test_a_typed_demo_question_is_ranked_in_its_own_pool_and_the_page_says_how_many_passages_it_searched(playground):
+    """A typed question that is a demo question, with perspectives of one's own, retrieves from that question's
+    pool of 40 (not the union of every demo pool), and a perspective nothing supports is "not supported by any of
+    the top 40 passages": the number plain retrieval searched, not the retriever's default depth."""
+    from berds_core import datasets
+
+    bundle = datasets.load_demo()
+    q = next(q for q in bundle.questions if q.id == "b-q04")
+    pool_texts = {p.text for p in bundle.passages if p.id in set(bundle.pools[q.id])}
+    at = playground
+    at.radio(key="pg_mode").set_value("Type my own").run()
+    at.text_input(key="pg_text").set_value(q.question).run()
+    at.text_area(key="pg_persp").set_value(
+        "Homework should be abolished because it harms children's sleep and family time.\n"
+        "Penguins ride jet skis to the moon every Tuesday.").run()
+    assert not at.exception, [e.value for e in at.exception]
+    md = _md(at)
+    miss = re.search(r'<span class="bc-tag">P2</span>Penguins[^<]*— <b>([^<]+)</b>', md)
+    assert miss, md[-800:]
+    assert miss.group(1) == f"not supported by any of the top {len(pool_texts)} passages of plain retrieval"
+    shown_texts = [html.unescape(t).strip().rstrip("…") for t in re.findall(r'<div class="bc-text">([^<]*)', md)]
+    pool_texts = {" ".join(t.split()) for t in pool_texts}
+    assert shown_texts and all(any(p.startswith(t) for p in pool_texts) for t in shown_texts), shown_texts

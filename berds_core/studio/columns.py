@@ -137,11 +137,12 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
 
 
 def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gold: bool = False,
-               depth: int = DEPTH) -> dict[int, int | None]:
-    """For perspectives ``which``: the best rank (1-based) in the top ``depth`` of plain retrieval
-    at which a passage supports it (None when none does)."""
+               depth: int = DEPTH) -> dict:
+    """For perspectives ``which``: ``{"ranks": {j: the best rank (1-based) in the top ``depth`` of plain
+    retrieval at which a passage supports it, None when none does}, "searched": how many passages that top
+    held}`` (fewer than ``depth`` in a small corpus, e.g. a demo question's pool of 40)."""
     if not which:
-        return {}
+        return {"ranks": {}, "searched": 0}
     corpus = engine.corpus
     ranked = engine.retriever.search([question.question], depth)[0]
     rows = [int(r) for r, _ in ranked]
@@ -155,7 +156,7 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]
         out[j] = int(hit[0]) + 1 if hit.size else None
-    return out
+    return {"ranks": out, "searched": len(rows)}
 
 
 def run_entry(engine: Engine, question, pipeline, k: int) -> dict:
