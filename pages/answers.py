@@ -34,15 +34,19 @@ NO_GENERATOR = (
 @st.cache_data(show_spinner="Retrieving…", max_entries=256)
 def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int, judge_spec: str | None,
                  embedder: str) -> list[dict]:
-    """Run entries (top k) of the questions ``qids`` under one configuration."""
-    retriever = cached_retriever(config.retriever, _data.corpus.hash,
-                                 embedder_model(embedder) if config.retriever == "dense" else None, _data.corpus)
+    """Run entries (top k) of the questions ``qids`` under one configuration, each question ranked in its own
+    pool (the built-in demo, as the other pages; ``Data.corpus_for``) or the dataset's corpus."""
     judge = cached_judge(judge_spec) if judge_spec else None
+    model = embedder_model(embedder) if config.retriever == "dense" else None
     from berds_core.answers import ranked_entries
 
-    qs = [q for q in _data.questions if q.id in set(qids)]
-    return ranked_entries(qs, _data.corpus, retriever, config.method, k, judge=judge,
-                          embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text, if any
+    entries = []
+    for q in (q for q in _data.questions if q.id in set(qids)):
+        corpus = _data.corpus_for(q.id)
+        retriever = cached_retriever(config.retriever, corpus.hash, model, corpus)
+        entries += ranked_entries([q], corpus, retriever, config.method, k, judge=judge,
+                                  embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text
+    return entries
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -53,6 +53,19 @@ def test_without_a_generator_the_page_says_what_to_configure(page):
     assert all(v in ("0", "1") for lab, v in metrics(page) if lab == "MRecall@5 (passages)")
 
 
+def test_a_demo_question_retrieves_from_its_own_pool(page):
+    """Both configurations rank the chosen demo question's own pool of 40 passages, as the other pages do, not
+    the union of every demo pool (a basic-income passage in the chatbot question's top 5)."""
+    from berds_core import datasets
+
+    bundle = datasets.load_demo()
+    qid = page.selectbox(key="ans_q").value
+    pool = {p.text for p in bundle.passages if p.id in set(bundle.pools[qid])}
+    shown = [t.value for t in page.text]
+    assert len(shown) == 2 * page.number_input(key="ans_k").value
+    assert all(t in pool for t in shown), [t[:60] for t in shown if t not in pool]
+
+
 def test_paste_this_spec_fills_the_generator_field(page):
     from berds_core.generators import local_server as ls
 
