@@ -12,7 +12,7 @@ from berds_core.eval.measures import Measure, parse_measures
 from berds_core.runs import label_matrix
 from berds_core.studio.columns import (METHOD_NAMES as METHODS, column_pipeline, confident_entries, method_label,
                                        run_entry)
-from berds_core.studio.summaries import summarize, summarize_scores
+from berds_core.studio.summaries import HEADLINE, summarize, summarize_scores
 from studio_ui.config import LABEL_SOURCES
 from studio_ui.engines import question_engine
 from studio_ui.shell import ensure_shell
@@ -91,19 +91,19 @@ def diversity_per_question(entries: list[dict], qrels) -> dict:
 
 def comparison_chart(summaries: dict, chosen: list[str], metric_keys: list[str],
                      marks: dict | None = None) -> go.Figure:
-    """Grouped bars of the macro means with their intervals; ``marks[label][metric]``: the significance
-    stars of that configuration against the baseline, drawn above its bar."""
+    """Grouped bars of the means over questions with their intervals; ``marks[label][metric]``: the
+    significance stars of that configuration against the baseline, drawn above its bar."""
     fig = go.Figure()
     for label in chosen:
-        macro = summaries[label]["macro"]
+        head = summaries[label][HEADLINE]
         names = [dict(METRICS)[k] for k in metric_keys]
-        means = [macro[k]["mean"] for k in metric_keys]
+        means = [head[k]["mean"] for k in metric_keys]
         text = [(marks or {}).get(label, {}).get(k, "") for k in metric_keys]
         fig.add_bar(name=label, x=names, y=means, text=text, textposition="outside", cliponaxis=False,
                     error_y=dict(type="data", symmetric=False,
-                                 array=[macro[k]["hi"] - macro[k]["mean"] for k in metric_keys],
-                                 arrayminus=[macro[k]["mean"] - macro[k]["lo"] for k in metric_keys]))
-    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.1], title="macro average (95% interval)"),
+                                 array=[head[k]["hi"] - head[k]["mean"] for k in metric_keys],
+                                 arrayminus=[head[k]["mean"] - head[k]["lo"] for k in metric_keys]))
+    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.1], title="mean over questions (95% interval)"),
                       legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=10, b=10), height=380)
     return fig
 
@@ -112,7 +112,9 @@ def main() -> None:
     st.title("Evaluate")
     st.caption("Run one configuration over every question of the chosen subsets. MRecall@k: share of questions "
                "whose top k cover all perspectives (at least k of them when there are more than k). Precision@k: "
-               "share of the top k passages that support any perspective. Intervals: 95% bootstrap over questions.")
+               "share of the top k passages that support any perspective. Intervals: 95% bootstrap over questions. "
+               "The row *all questions* (and the chart) is the mean over questions, as `berds evaluate` gives it; "
+               "*macro* is the mean of the subset means (every subset weighs the same).")
     ss = st.session_state
     ss.setdefault("eval_runs", {})   # run key -> {qid: entry}
     ss.setdefault("eval_done", {})   # configuration label -> {"summary", "key", ...}
@@ -239,8 +241,8 @@ def _show_compare(done: dict) -> None:
         st.caption(f"Stars above a bar: its difference from “{sig['baseline']}” over the same questions, paired "
                    f"randomisation test ({sig['n_resamples']} sign patterns, exact for small sets), "
                    f"{sig['correction'].capitalize()}-corrected per metric across {len(sig['comparisons'])} "
-                   "comparison(s): * p < 0.05, ** p < 0.01, *** p < 0.001. Macro averages (every subset weighs "
-                   "the same). d_z: mean difference / its standard deviation. " + sig["pool"])
+                   "comparison(s): * p < 0.05, ** p < 0.01, *** p < 0.001. Means over questions, as `berds evaluate` "
+                   "tests them. d_z: mean difference / its standard deviation. " + sig["pool"])
         st.dataframe(significance_rows(sig), hide_index=True, width="stretch", key="ev_sig_table")
 
 
@@ -283,8 +285,7 @@ def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: lis
                 per_q.update(diversity_per_question(runs[c], qrels))
             per_run[c] = per_q
             subsets = [done[c]["subsets"][i] for i in idx]
-        sig = compare({c: {m: per_run[c][m] for m in metric_keys} for c in chosen}, baseline=baseline,
-                      groups=subsets)
+        sig = compare({c: {m: per_run[c][m] for m in metric_keys} for c in chosen}, baseline=baseline)
         sig["pool"] = pool
         cache[cache_key] = (sig, {c: summarize_scores(per_run[c], subsets) for c in chosen})
     return cache[cache_key]

@@ -327,13 +327,15 @@ def test_evaluate_runs_tables_failures_and_downloads(_app):
     assert not at.exception, [e.value for e in at.exception]
     (table,) = at.dataframe
     df = table.value
-    assert "macro" in set(df["subset"])
+    assert {"all questions", "macro"} <= set(df["subset"])
     for col in ("MRecall@5", "MRecall@10", "Precision@5", "Precision@10", "Precision@1", "α-nDCG@5", "α-nDCG@10",
                 "ERR-IA@5", "ERR-IA@10", "P-IA@5", "P-IA@10", "StRecall@5", "StRecall@10"):
         assert col in df.columns
         mean, lo, hi = map(float, re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", df[col].iloc[-1]).groups())
         assert 0 <= lo <= mean <= hi <= 1
-    assert sum(df["n"][df["subset"] != "macro"]) == df["n"][df["subset"] == "macro"].iloc[0]
+    subsets = ~df["subset"].isin(["all questions", "macro"])
+    assert sum(df["n"][subsets]) == df["n"][df["subset"] == "macro"].iloc[0] == \
+        df["n"][df["subset"] == "all questions"].iloc[0]
     assert any("Failure browser" in h.value for h in at.subheader)
     assert any("miss a perspective" in c.value for c in at.caption)
     labels = [b.proto.label for b in at.get("download_button")]
@@ -380,7 +382,7 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
     assert list(sig_table["metric"]) == ["MRecall@5", "Precision@5", "α-nDCG@5", "StRecall@5"]
     expected = compare({c: {m: done[c]["per_q"][m] for m in ("mrecall@5", "precision@5", "alpha_ndcg@5",
                                                             "strecall@5")} for c in (base, other)},
-                       baseline=base, groups=done[base]["subsets"])
+                       baseline=base)  # pooled over questions, as the bars and `berds evaluate` are
     rows = expected["comparisons"][0]["metrics"]
     for (_, row), m in zip(sig_table.iterrows(), rows):
         assert row["p (randomisation)"] == pytest.approx(rows[m]["p_permutation"], abs=1e-4)
@@ -409,7 +411,7 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
                    **{m: v for m, v in diversity_scores(runs[c], qrels, (5,)).items() if m in ("alpha_ndcg@5",
                                                                                              "strecall@5")}}
                for c in judged}
-    expected = compare(per_run, baseline=judged[0], groups=done[judged[0]]["subsets"])["comparisons"][0]["metrics"]
+    expected = compare(per_run, baseline=judged[0])["comparisons"][0]["metrics"]  # pooled over questions
     sig_table = next(df.value for df in at.dataframe if "p (randomisation)" in df.value.columns)
     for (_, row), m in zip(sig_table.iterrows(), ("mrecall@5", "precision@5", "alpha_ndcg@5", "strecall@5")):
         assert row["p (randomisation)"] == pytest.approx(expected[m]["p_permutation"], abs=1e-4)
@@ -487,3 +489,38 @@ def test_a_typed_demo_question_is_ranked_in_its_own_pool_and_the_page_says_how_m
     shown_texts = [html.unescape(t).strip().rstrip("…") for t in re.findall(r'<div class="bc-text">([^<]*)', md)]
     pool_texts = {" ".join(t.split()) for t in pool_texts}
     assert shown_texts and all(any(p.startswith(t) for p in pool_texts) for t in shown_texts), shown_texts
+
+
+def test_evaluate_headline_is_the_mean_over_questions_that_berds_evaluate_gives(_app, tmp_path):
+    """The page's headline row and chart are the per-question mean its caption defines, the figure `berds
+    evaluate` prints for the same run and labels, not the mean of the subset means."""
+    import subprocess
+    import sys
+
+    from berds_core.datasets.demo import demo_dir
+
+    at = _open(_app(), "pages/evaluate.py")
+    at.button(key="ev_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (label,) = at.session_state["eval_done"]
+    done = at.session_state["eval_done"][label]
+    assert done["labels"].keys() == {"gold"}
+    df = next(d.value for d in at.dataframe if "subset" in d.value.columns)
+    head = float(df["MRecall@5"][df["subset"] == "all questions"].iloc[0].split()[0])
+    macro = float(df["MRecall@5"][df["subset"] == "macro"].iloc[0].split()[0])
+    per_q = done["per_q"]["mrecall@5"]
+    assert head == pytest.approx(sum(per_q) / len(per_q), abs=5e-4)
+    run = tmp_path / "run.jsonl"
+    store = at.session_state["eval_runs"][done["key"]]
+    run.write_text("".join(json.dumps(store[q]) + "\n" for q in done["ids"]), encoding="utf-8")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(f.read_text(encoding="utf-8") for f in sorted(demo_dir().glob("gold_*.jsonl"))),
+                    encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "berds_core", "evaluate", "--run", str(run), "--gold", str(gold),
+                        "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    assert head == pytest.approx(cli["at"]["5"]["mrecall"], abs=5e-4)
+    assert macro == pytest.approx(cli["macro"]["5"]["mrecall"], abs=5e-4)
+    chart = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"][0]
+    assert chart["y"][chart["x"].index("MRecall@5")] == pytest.approx(cli["at"]["5"]["mrecall"])
