@@ -78,3 +78,20 @@ def test_the_demo_table_comparison_tells_a_wrong_figure_from_a_rounding_one():
     assert _close("0.43 / 0.80", "0.43 / 0.81") and _close("8 of 14", "9 of 14") and _close("-", "-")
     assert not _close("0.43 / 0.80", "0.43 / 0.85") and not _close("8 of 14", "10 of 14")
     assert not _close("plain retrieval", "MMR") and not _close("0.43 / 0.80", "-")
+
+
+def test_judge_help_says_what_the_embedded_judge_measures():
+    """`berds judge --help` describes the embedded judge as the code does (issue 54: it called it the "offline
+    stance model", which it no longer is)."""
+    import subprocess
+    import sys
+
+    from berds_core.judges import describe_judge
+
+    r = subprocess.run([sys.executable, "-m", "berds_core", "judge", "--help"], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    embedded = text[text.index("embedded ("):text.index("| berds-evaluator")]
+    assert "stance model" not in embedded
+    assert describe_judge("embedded")["stance"] is False and "cannot tell for from against" in embedded

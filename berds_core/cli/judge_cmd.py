@@ -15,7 +15,8 @@ from ..datasets.human_pairs import read_pairs
 
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
-                   help="embedded (offline stance model) | berds-evaluator[:<vllm base_url>] (the "
+                   help="embedded (offline: a calibrated MiniLM cosine gated on the question's topic; it reads how close a "
+                        "passage is to a perspective and cannot tell for from against) | berds-evaluator[:<vllm base_url>] (the "
                         "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url> | "
                         "vllm[:<model>[+<adapter>]] (with --ray: vLLM engines through ray.data.llm)")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
