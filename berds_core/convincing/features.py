@@ -3,7 +3,7 @@
 Per paragraph, with the field's libraries where they exist:
 
 - ``similarity``: cosine of the question and paragraph MiniLM embeddings
-  (the project's embedder, ``diversify.embeddings.encode``);
+  (the project's embedder, ``diversify.vectors.encode``);
 - ``unigram_overlap`` / ``bigram_overlap``: share of the question's content
   unigrams / bigrams found in the paragraph;
 - ``flesch_kincaid``: Flesch-Kincaid grade level (``textstat``);

@@ -2,7 +2,7 @@
 one embedding per passage.
 
 Dense retrieval (``retrieval.dense``), MMR's Sim2 and the coverage
-re-ranker (``diversify.embeddings``) and perspective discovery's pool index
+re-ranker (``diversify.vectors``) and perspective discovery's pool index
 all get sentence embeddings from ``text_encoder(...)``:
 
     enc = text_encoder(model=None, device=None, encoding=None, max_seq_length=None)

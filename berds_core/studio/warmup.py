@@ -10,7 +10,7 @@ question is encoding those passages. They belong to one corpus, so
   retrieval's and MMR's; they persist in the embedding store, so the next
   process starts warm). A judge that reads pairs (an LLM) only loads its model
   here (``load()``);
-- MMR's passage embeddings (``diversify.embeddings.passage_embeddings``).
+- MMR's passage embeddings (``diversify.vectors.passage_embeddings``).
 
 ``texts`` adds other texts a per-text judge will read: the dataset's perspectives
 (and generated perspectives). A judge with a ``load()`` (``hf:``, ``embedded``) loads its model here. Corpora larger than
