@@ -323,3 +323,23 @@ def test_no_stage_builds_a_retriever():
         assert "get_retriever" not in names, path.name
         calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         assert not calls & {"get_retriever", "DenseRetriever", "BM25Retriever"}, path.name
+
+
+def test_cli_preset_searches_each_question_once(cli_files, capsys, monkeypatch):
+    """With the shipped preset (its stance model's pairs batched ahead of the loop) `berds retrieve` searches
+    each question once, as the pages do with their SharedSearch (issue 54: it searched every question twice)."""
+    from collections import Counter
+
+    from berds_core.retrieval.base import SearchBase
+
+    searched = Counter()
+    real = SearchBase.search
+
+    def counting(self, queries, k):
+        searched.update(queries)
+        return real(self, queries, k)
+
+    monkeypatch.setattr(SearchBase, "search", counting)
+    code, cap, out = _retrieve(capsys, cli_files, "preset", "--preset", "diverse")
+    assert code == 0, cap.err
+    assert searched == Counter({q["question"]: 1 for q in QUESTIONS})

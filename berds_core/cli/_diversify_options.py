@@ -24,6 +24,7 @@ from ..diversify.methods import default_lambda, method_options, method_pipeline
 from ..diversify.pipeline import Pipeline
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
+from ..retrieval.caching import SharedSearch
 from ..specs import SpecError
 
 # flags that set a stage's parameter: with --pipeline they are written in the spec instead
@@ -251,8 +252,11 @@ def union_retriever(corpus, retriever, progress: bool = True):
     return get_retriever(union_partner(retriever), corpus, progress=progress)
 
 
+SHARED_QUERIES = 20_000  # hit lists kept for one search per question; a bigger run searches again past it
+
+
 def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> list[dict]:
-    """Run entries like ``retrieval.retrieve_run`` but ranked by the configured pipeline."""
+    """Run entries like ``runs.retrieve_run`` but ranked by the configured pipeline."""
     from tqdm import tqdm
 
     from ..diversify import diversify
@@ -261,6 +265,9 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
     from ..runs import question_entry
 
     pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
+    # one search per question serves the stages' batch ahead of the loop and the loop (as the pages' SharedSearch)
+    retriever = SharedSearch(retriever, depth=max(pipeline.depth, int(k)),
+                             max_queries=min(max(len(questions), 1), SHARED_QUERIES))
     if pipeline.pool == "union":  # the union's second retriever, opened here as the first was
         using = replace(using, other_retriever=union_retriever(corpus, retriever, progress))
     if pipeline.depth > len(corpus):  # as --k past the corpus does
