@@ -257,6 +257,7 @@ def test_select_merges_equivalents_and_keeps_at_least_min_k():
     out = select(rel[keep], sup[keep], same[np.ix_(keep, keep)], knobs)
     assert [(c.rep, c.members, c.stance) for c in out] == [(0, [0, 1], "support"), (2, [2], "undermine")]
     assert kept(np.array([0.1, 0.3]), Knobs(threshold=0.5, min_k=1)).tolist() == [1]
+    assert kept(np.array([0.1, 0.3]), Knobs(threshold=0.5, min_k=0)).tolist() == []  # the faces: nothing off topic
     assert kept(np.array([0.9, 0.8, 0.7]), Knobs(threshold=0.0, max_kept=2)).tolist() == [0, 1]
 
 
@@ -454,6 +455,8 @@ def test_discover_cli_bad_input_exits_2(tmp_path):
     assert r.returncode == 2 and "--llm" in r.stderr and "needs an LLM" in r.stderr
     r = berds("discover", "--claims", tmp_path / "nope.json", "--pool", pool, "--out", tmp_path / "o.jsonl")
     assert r.returncode == 2 and "nope.json: file not found" in r.stderr
+    r = berds("discover", "--claims", claims, "--pool", pool, "--min-k", "-1", "--out", tmp_path / "o.jsonl")
+    assert r.returncode == 2 and "--min-k: must be 0 or more" in r.stderr and r.stderr.count("\n") == 1
     assert not (tmp_path / "o.jsonl").exists()
 
 
