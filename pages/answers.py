@@ -11,7 +11,7 @@ from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
 from studio_ui.config import embedder_model
-from studio_ui.engines import cached_embedder, cached_judge, cached_retriever
+from studio_ui.engines import cached_embedder, cached_judge, pool_entries
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, show_error
 from studio_ui.warmup import page_engine
@@ -37,16 +37,10 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
     """Run entries (top k) of the questions ``qids`` under one configuration, each question ranked in its own
     pool (the built-in demo, as the other pages; ``Data.corpus_for``) or the dataset's corpus."""
     judge = cached_judge(judge_spec) if judge_spec else None
-    model = embedder_model(embedder) if config.retriever == "dense" else None
-    from berds_core.answers import ranked_entries
-
-    entries = []
-    for q in (q for q in _data.questions if q.id in set(qids)):
-        corpus = _data.corpus_for(q.id)
-        retriever = cached_retriever(config.retriever, corpus.hash, model, corpus)
-        entries += ranked_entries([q], corpus, retriever, config.method, k, judge=judge,
-                                  embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text
-    return entries
+    qs = [q for q in _data.questions if q.id in set(qids)]
+    return pool_entries(_data, qs, config.retriever, embedder_model(embedder) if config.retriever == "dense" else None,
+                        config.method, k, judge=judge,
+                        embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text, if any
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -10,7 +10,7 @@ from berds_core.convincing import DETERMINISTIC, EDITS, FEATURES
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
 from studio_ui.config import embedder_model
-from studio_ui.engines import cached_judge, cached_retriever
+from studio_ui.engines import cached_judge, pool_entries
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, show_error
 from studio_ui.warmup import page_engine
@@ -33,13 +33,11 @@ NO_MODEL = ("No model is configured. The answers are read from the next-token lo
 def retrieved_sets(_data, data_key: str, retriever_kind: str, embedder: str, n: int, judge_spec: str | None,
                    use_gold: bool):
     """Question sets (paragraphs with sides) from the top ``n`` of every two-perspective question."""
-    from berds_core.answers import ranked_entries
     from berds_core.convincing import from_run
 
-    retriever = cached_retriever(retriever_kind, _data.corpus.hash,
-                                 embedder_model(embedder) if retriever_kind == "dense" else None, _data.corpus)
-    qs = [q for q in _data.questions if len(q.perspectives) == 2]
-    entries = ranked_entries(qs, _data.corpus, retriever, "none", n)
+    qs = [q for q in _data.questions if len(q.perspectives) == 2]  # each in its own pool, as every page ranks it
+    entries = pool_entries(_data, qs, retriever_kind, embedder_model(embedder) if retriever_kind == "dense" else None,
+                           "none", n)
     judge = None if use_gold else cached_judge(judge_spec)
     return from_run(entries, gold=_data.gold if use_gold else None, judge=judge)
 

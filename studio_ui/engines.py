@@ -42,6 +42,21 @@ def question_engine(cfg: Config, data: Data, question, judge, embedder, kind: st
     return Engine(corpus, cached_retriever(kind, corpus.hash, model, corpus), judge, embedder)
 
 
+def pool_entries(data: Data, questions, kind: str, model: str | None, pipeline, k: int, *, judge=None,
+                 embedder=None) -> list[dict]:
+    """Run entries (top ``k``) of ``questions``, each ranked in its own pool (the built-in demo, as BERDS's web
+    setting; ``Data.corpus_for``) or the dataset's corpus, with a cached ``kind`` retriever (``model``: the
+    dense retriever's embedder) and ``pipeline`` (a method name, a spec or a Pipeline)."""
+    from berds_core.answers import ranked_entries
+
+    entries = []
+    for q in questions:
+        corpus = data.corpus_for(q.id)
+        retriever = cached_retriever(kind, corpus.hash, model, corpus)
+        entries += ranked_entries([q], corpus, retriever, pipeline, k, judge=judge, embedder=embedder)
+    return entries
+
+
 def cached_judge(spec: str):
     """The judge of a spec typed in the app: folders under the allowed roots, servers on the operator's
     list (``app_judge_spec``: InputError before anything is loaded or requested)."""

@@ -109,3 +109,19 @@ def test_batch_mode_gives_one_row_per_configuration(page):
     df = next(d.value for d in page.dataframe if "configuration" in d.value.columns)
     assert len(df) == 2 and set(df["questions"]) == {2}
     assert df["pd_sum"].notna().all() and df["da"].between(0, 1).all()
+
+
+def test_pool_entries_rank_each_demo_question_in_its_own_pool():
+    """The helper the Answers and Convincing pages retrieve with: every passage of a demo question's run line
+    comes from that question's pool."""
+    from berds_core import datasets
+    from berds_core.studio.data import load_data
+    from studio_ui.config import Config
+    from studio_ui.engines import pool_entries
+
+    b = datasets.load_demo()
+    data = load_data(Config())  # the sidebar's default: the built-in demo
+    entries = pool_entries(data, data.questions, "bm25", None, "none", 5)
+    assert [e["id"] for e in entries] == [q.id for q in data.questions]
+    for e in entries:
+        assert len(e["ctxs"]) == 5 and {c["id"] for c in e["ctxs"]} <= set(b.pools[e["id"]]), e["id"]
