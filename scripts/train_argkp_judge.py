@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's choice)")
     ap.add_argument("--stop-at", type=int, default=None, help="stop after this many steps (checkpoint kept)")
     args = ap.parse_args(argv)
-    from berds_core.stance.training import train
+    from berds_core.stance.training import DEFAULTS, signature, train
 
     data = Path(args.data)
     if not data.exists():
@@ -116,7 +116,10 @@ def main(argv=None) -> int:
     ckpt = work / (out.name + (f".limit{args.limit}" if args.limit else "") + ".ckpt.pt")
     meta = {"data": "IBM ArgKP train (24 topics), labelled pairs + one other-stance key point per argument",
             "positives": n_pos, "limit": args.limit}
-    path = train(ex, RECIPE, out, threads=args.threads, version=VERSION, meta=meta, stop_at=args.stop_at,
+    # the version names the training set, the recipe and where it stopped: the embedding store keys the
+    # pair encodings by it, so another training is never read from an earlier one's entries
+    version = f"{VERSION}-{signature(ex, {**DEFAULTS, **RECIPE})[:8]}" + (f"-step{args.stop_at}" if args.stop_at else "")
+    path = train(ex, RECIPE, out, threads=args.threads, version=version, meta=meta, stop_at=args.stop_at,
                  ckpt=ckpt)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
     return 0

@@ -128,3 +128,33 @@ def test_kpa_match_writes_the_tasks_predictions_file(tmp_path, capsys, monkeypat
     code, stdout, err = run_cli(capsys, "kpa-match", "--data", src, "--split", "test", "--judge", "embedded",
                                 "--encoding", "fp32", "--out", tmp_path / "t.json", "--json", "--quiet")
     assert code == 0 and "map_strict" not in json.loads(stdout), err
+
+
+def test_match_logit_is_log_odds_of_class_zero():
+    import numpy as np
+
+    from berds_core.judges.cross_encoder import match_logits
+
+    L = np.array([[2.0, 0.0, -1.0], [0.0, 1.0, 1.0]])
+    p = np.exp(L) / np.exp(L).sum(1, keepdims=True)
+    assert np.allclose(match_logits(L), np.log(p[:, 0] / (p[:, 1] + p[:, 2])))
+
+
+@pytest.mark.slow
+def test_the_argkp_judge_scores_through_the_cache_and_says_what_it_reads(tmp_path, monkeypatch):
+    from berds_core.judges import describe_judge, get_judge
+    from berds_core.judges.cross_encoder import CE_WEIGHTS, HEAD_WEIGHTS
+
+    if not (CE_WEIGHTS.exists() and HEAD_WEIGHTS.exists()):
+        pytest.skip("the argkp judge's weights are not built")
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    j = get_judge("argkp", encoding="fp32")
+    assert j.name.startswith("argkp-ce-") and j.band[0] <= j.threshold <= j.band[1]
+    pairs = [("Homework takes time away from play, sport and family.", "Homework takes away free time"),
+             ("Golf needs fitness and skill.", "Homework takes away free time")]
+    p, lab = j.predict(pairs)
+    assert p.shape == (2,) and ((0 <= p) & (p <= 1)).all() and lab.dtype == bool
+    j2 = get_judge("argkp", encoding="fp32")
+    p2, _ = j2.predict(pairs)  # a new judge reads the cache
+    assert (p2 == p).all() and j2.forward_calls == 0
+    assert describe_judge(j)["stance"] and describe_judge(j.name)["caveat"].startswith("The offline ArgKP judge")

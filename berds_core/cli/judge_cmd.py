@@ -27,7 +27,8 @@ from ..datasets.human_pairs import read_pairs
 
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
-                   help="embedded (offline stance model) | berds-evaluator[:<vllm base_url>] (the "
+                   help="embedded (offline, calibrated MiniLM cosine) | argkp (offline ArgKP cross-encoder) | "
+                        "berds-evaluator[:<vllm base_url>] (the "
                         "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url> | "
                         "vllm[:<model>[+<adapter>]] (with --ray: vLLM engines through ray.data.llm)")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
@@ -46,7 +47,7 @@ def _judge_args(p) -> None:
     p.add_argument("--inference",
                    help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
                         "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
-    p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded: MiniLM precision")
+    p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded, argkp: MiniLM precision")
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
     p.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts")
@@ -106,7 +107,7 @@ def make_judge(args, **overrides):
     if opts["inference"] is not None and judge.backend != "hf":
         raise InputError("--inference", None, None, "only transformers judges (hf:, berds-evaluator) take this option")
     llm_only = [f"--{k.replace('_', '-')}" for k in ("prompt", "decode", "system") if opts.get(k) is not None]
-    if judge.backend == "embedded" and (llm_only or getattr(args, "compare_decode", False)):
+    if judge.backend in ("embedded", "argkp") and (llm_only or getattr(args, "compare_decode", False)):
         raise InputError(llm_only[0] if llm_only else "--compare-decode", None, None,
                          "only LLM judges (hf:, openai:, berds-evaluator) take this option")
     return judge

@@ -12,6 +12,7 @@ a pair is read by the network once. Figures: ``docs/judge.md``.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,9 @@ class CrossEncoderJudge(EmbeddedJudge):
         if not self.ce_path.exists():
             raise JudgeError(f"argkp judge: cross-encoder weights missing: {self.ce_path} "
                              "(run scripts/train_argkp_judge.py)")
+        # the cache namespace names both files: a retrained network or a new head is another judge
+        digest = hashlib.sha1(Path(weights or HEAD_WEIGHTS).read_bytes() + self.ce_path.read_bytes()).hexdigest()
+        self.stamp = digest[:8]
         self.features = list(self.meta.get("features") or [])
         self.uses_cos = any(f.startswith("cos") for f in self.features)
 
@@ -60,7 +64,7 @@ class CrossEncoderJudge(EmbeddedJudge):
             raise JudgeError(f"argkp judge: cannot load its cross-encoder: {e}".splitlines()[0]) from None
 
     def _name_stem(self) -> str:
-        return f"argkp-ce-{self.meta.get('version', 'v1')}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
+        return f"argkp-ce-{self.stamp}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
 
     def status(self) -> dict:
         cv = (self.meta.get("oof") or {}).get("judge") or {}
