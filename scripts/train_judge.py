@@ -337,10 +337,14 @@ def plot(path: Path, rel: list[dict], title: str) -> None:
     fig.savefig(path)
 
 
-def markdown(report: dict, fin: dict) -> str:
+HEADS = {"cos": "embedded v4** (cosine head", "ce": "argkp** (cross-encoder logit head",
+         "ce+cos": "argkp** (cross-encoder logit + cosine head"}
+
+
+def markdown(report: dict, fin: dict, features: str = "cos") -> str:
     j, e, g = report["judge"], report["earlier_cosine"], report["gate"]
     lines = ["| judge (out of fold, 276 pairs, 15 questions) | F1 | kappa | AUC | ECE |", "|---|---|---|---|---|",
-             f"| **embedded v4** (cosine head, calibrated, topicality gate) | **{j['f1']:.3f}** | **{j['kappa']:.3f}** | "
+             f"| **{HEADS[features]}, calibrated, topicality gate) | **{j['f1']:.3f}** | **{j['kappa']:.3f}** | "
              f"{j['auc']:.3f} (ranking {j['ranking_auc']:.3f}) | **{j['ece']:.3f}** |",
              f"| earlier cosine judge (embedded-minilm-v2's rule, same folds) | {e['f1']:.3f} | {e['kappa']:.3f} | "
              f"{e['auc']:.3f} | - |"]
@@ -411,7 +415,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k not in ("oof", "y")}, indent=1))
     else:
-        print(markdown(report, fin))
+        print(markdown(report, fin, args.features))
     return 0
 
 
