@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from ..datasets.argkp import candidate_pairs, read_split
+from ..datasets.argkp import candidate_pairs, read_split, split_files
 from ..errors import InputError
 from ..eval.kpa_track1 import track1_map
 from ..files.jsonio import atomic_write
@@ -78,7 +78,7 @@ def register(sub) -> None:
     k.add_argument("--out", required=True, help="predictions JSON to write")
     _judge_args(k)
     k.set_defaults(func=run_kpa_match)
-    declare(k, inputs=("data",), outputs=("out",), servers=("judge",))
+    declare(k, inputs=("data",), outputs=("out",), servers=("judge",), more_inputs=_kpa_inputs)
 
 
 
@@ -263,6 +263,11 @@ def run_eval(args):
     if args.out:
         to.write(f"wrote {args.out}\n")
     return None
+
+
+def _kpa_inputs(args) -> list:
+    """The split's CSV files (read inside --data): --out may not be one of them."""
+    return [("--data", p) for p in split_files(args.data, args.split).values()] if args.data and args.split else []
 
 
 def run_kpa_match(args) -> dict:
