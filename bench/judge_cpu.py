@@ -13,6 +13,9 @@ and run, on a fresh judge (the prediction cache bypassed):
   encodes each passage and each perspective once;
 - ``warm``: the same pairs again on a new judge with the store filled by the
   cold run (a passage judged or retrieved before): no model pass;
+- ``argkp_cold``: the ArgKP cross-encoder judge (``argkp``; issue 47): one network pass per (perspective,
+  passage) pair at its 128-token cut, length-sorted batches, plus what its head reads beside it (the
+  cosine, when it does), empty store; timed only when its weights are there;
 - ``stance_cold``: the alternative, the judge main shipped before issue 37 (the
   stance model, a cross-encoder: one network pass per (perspective, passage)
   pair, with its judge rule), in the same run on the same pairs, empty store.
@@ -34,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from machine import cpu_model, load  # noqa: E402
 
 
 def workload(tsv: Path, n_passages: int):
@@ -71,7 +76,10 @@ def main(argv=None) -> int:
     pairs = workload(tsv, args.passages)
     tmp = tempfile.TemporaryDirectory(prefix="berds-bench-judge-")
     encs = list(dict.fromkeys(resolve_encoding(e) for e in args.encodings))
-    modes = ("cold", "warm", "stance_cold")
+    from berds_core.judges.cross_encoder import CE_WEIGHTS, HEAD_WEIGHTS, CrossEncoderJudge
+
+    argkp = CE_WEIGHTS.exists() and HEAD_WEIGHTS.exists()
+    modes = ("cold", "warm", "stance_cold") + (("argkp_cold",) if argkp else ())
     rates = {(enc, m): [] for enc in encs for m in modes}
     for r in range(args.runs):
         for enc in encs:
@@ -82,6 +90,13 @@ def main(argv=None) -> int:
                 t = time.perf_counter()
                 judge._score(pairs)
                 rates[(enc, mode)].append(len(pairs) / (time.perf_counter() - t))
+            if argkp:
+                os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}-{enc}-argkp")
+                ce = CrossEncoderJudge(encoding=enc)
+                ce.load()
+                t = time.perf_counter()
+                ce._score(pairs)
+                rates[(enc, "argkp_cold")].append(len(pairs) / (time.perf_counter() - t))
             os.environ["BERDS_CACHE"] = os.path.join(tmp.name, f"run{r}-{enc}-stance")
             from berds_core.stance import StanceModel
 
@@ -94,14 +109,16 @@ def main(argv=None) -> int:
                          + " pairs/s\n")
     judge = EmbeddedJudge(encoding=encs[0])
     result = {"pairs": len(pairs), "unique_passages": len({p for p, _ in pairs}), "judge": judge.name,
-              "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-              "load_avg_1min": round(os.getloadavg()[0], 2)}
+              "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "cpu": cpu_model(),
+              "load_avg_1min": round(os.getloadavg()[0], 2), "load_avg_end": load()}
     for enc in encs:
         med = {m: statistics.median(rates[(enc, m)]) for m in modes}
         result[f"embedded_{enc}"] = {m: {"pairs_per_s": [round(x, 1) for x in rates[(enc, m)]],
                                          "median": round(med[m], 1)} for m in modes}
         result[f"embedded_{enc}"]["warm_vs_cold"] = round(med["warm"] / med["cold"], 1)
         result[f"embedded_{enc}"]["cold_vs_stance_cold"] = round(med["cold"] / med["stance_cold"], 1)
+        if argkp:
+            result[f"embedded_{enc}"]["argkp_cold_vs_cold"] = round(med["argkp_cold"] / med["cold"], 3)
     tmp.cleanup()
     print(json.dumps(result) if args.json else json.dumps(result, indent=1))
     return 0

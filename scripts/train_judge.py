@@ -29,6 +29,12 @@ folds the same way). For each held-out fold, everything is chosen on the other f
 them. The printed figures are out of fold. The shipped weights repeat the choice on all five folds'
 out-of-fold outputs and fit the head on all pairs.
 
+**Features** (``--features``): ``cos`` (the shipped v4 judge), ``ce`` (the ArgKP cross-encoder's match logit,
+``scripts/train_argkp_judge.py``: trained on ArgKP train only, so no BERDS question is in its training) or
+``ce+cos`` (both, side by side in the head). Folds, seeds, calibration, threshold, band and gate are the same
+code for every candidate; ``ce`` and ``ce+cos`` write ``berds_core/judges/weights/argkp_judge_v1.npz`` (the
+``argkp`` judge's head) unless ``--out`` says otherwise.
+
 The earlier judges under the same folds: the earlier cosine judge (the raw cosine, F1 threshold chosen
 nested, as ``embedded-minilm-v2`` did) is recomputed here; the stance-model judge and the stack of its logits
 with the cosine need the stance model's fold models (``scripts/train_stance.py --stage cv``) and are quoted
@@ -55,6 +61,8 @@ N_FOLDS = 5
 CALIBRATIONS = ("none", "platt", "isotonic")
 GATE_QUANTILE = 1.0  # percent of supporting passages the gate may lose on the training folds
 OUT = ROOT / "berds_core" / "judges" / "weights" / "embedded_v4.npz"
+OUT_CE = ROOT / "berds_core" / "judges" / "weights" / "argkp_judge_v1.npz"
+FEATURES = ("cos", "ce", "ce+cos")
 # the stance-model judge and the stack, out of fold on the same 15 questions (docs/stance.md, 2026-11-26)
 RECORDED = {
     "stance model (embedded-stance-v3, the judge main shipped)": {"f1": 0.292, "kappa": 0.075, "auc": 0.622},
@@ -69,16 +77,24 @@ def log(msg: str) -> None:
 # ------------------------------------------------------------------ the head and its calibration
 
 def fit_head(x, y) -> dict:
+    """A logistic head on one feature (``x`` a vector: scalars stored, as v4's weights) or several (columns)."""
     from sklearn.linear_model import LogisticRegression
 
-    mu, sd = float(x.mean()), float(x.std() or 1.0)
-    m = LogisticRegression(C=1.0, max_iter=2000).fit(((x - mu) / sd)[:, None], y)
-    return {"mean": mu, "scale": sd, "coef": float(m.coef_[0, 0]), "intercept": float(m.intercept_[0])}
+    x = np.asarray(x, float)
+    X = x[:, None] if x.ndim == 1 else x
+    mu, sd = X.mean(0), X.std(0)
+    sd = np.where(sd > 0, sd, 1.0)
+    m = LogisticRegression(C=1.0, max_iter=2000).fit((X - mu) / sd, y)
+    if x.ndim == 1:
+        return {"mean": float(mu[0]), "scale": float(sd[0]), "coef": float(m.coef_[0, 0]),
+                "intercept": float(m.intercept_[0])}
+    return {"mean": mu.tolist(), "scale": sd.tolist(), "coef": m.coef_[0].tolist(), "intercept": float(m.intercept_[0])}
 
 
 def head_prob(h: dict, x) -> np.ndarray:
-    z = (np.asarray(x, float) - h["mean"]) / h["scale"] * h["coef"] + h["intercept"]
-    return 1.0 / (1.0 + np.exp(-z))
+    from berds_core.judges.calibration import head_probability
+
+    return head_probability(h, x)
 
 
 def fit_calibration(kind: str, p, y) -> dict:
@@ -150,7 +166,7 @@ def gate_tau(cos_q_positive) -> float:
 
 # ------------------------------------------------------------------ data
 
-def load(data: Path, encoding: str) -> dict:
+def load(data: Path, encoding: str, features: str = "cos", ce_weights: str | None = None) -> dict:
     from berds_core.datasets import load_debate_sites
     from berds_core.datasets.devsets import grouped_folds
     from berds_core.datasets.human_pairs import read_pairs
@@ -164,6 +180,14 @@ def load(data: Path, encoding: str) -> dict:
     qid = np.array([hashlib.sha1(r["question"].encode()).hexdigest()[:10] for r in rows])
     hp = {"cos": np.sum(P * D, 1), "qcos": np.sum(Q * D, 1), "y": np.array([int(r["label"]) for r in rows]),
           "qid": qid, "Q": Q, "D": D}
+    if features != "cos":
+        from berds_core.judges.cross_encoder import match_logits
+        from berds_core.stance.model import StanceModel
+
+        ce = StanceModel(ce_weights, encoding=encoding)
+        hp["ce"] = match_logits(ce.logits([(r["perspective"], r["document"]) for r in rows]))
+    hp["x"] = {"cos": hp["cos"], "ce": hp.get("ce"),
+               "ce+cos": np.stack([hp["ce"], hp["cos"]], 1) if "ce" in hp else None}[features]
     questions, passages, gold = load_debate_sites(data / "debate-sites" / "procon.json")
     own = {pid: q.id for q in questions for pid in gold.get(q.id, {})}
     keep = [p for p in passages if p.id in own]
@@ -205,7 +229,8 @@ def metrics(y, p, d) -> dict:
 
 def cross_validate(d: dict) -> dict:
     hp, pc = d["hp"], d["procon"]
-    x, y, folds, qid = hp["cos"], hp["y"], hp["fold"], hp["qid"]
+    x, y, folds, qid = hp["x"], hp["y"], hp["fold"], hp["qid"]
+    cos = hp["cos"]
     oof, dec, ver = np.zeros(len(y)), np.zeros(len(y), bool), np.zeros(len(y), int)
     cos_dec = np.zeros(len(y), bool)
     gate = {"hp_pos_lost": 0, "hp_pos": 0, "procon_pos_lost": 0, "procon_pos": 0, "off_rejected": 0, "off": 0}
@@ -223,7 +248,7 @@ def cross_validate(d: dict) -> dict:
         lo, hi = ch["band"]
         ver[te] = np.where(p >= hi, 1, np.where(p < lo, -1, 0))
         # the earlier cosine judge: the raw cosine, its F1 threshold chosen on the training folds
-        cos_dec[te] = x[te] >= best_f1_threshold(y[tr], x[tr])
+        cos_dec[te] = cos[te] >= best_f1_threshold(y[tr], cos[tr])
         # the gate on held-out questions: supporting passages lost, off-topic passages rejected
         gate["hp_pos"] += int((y[te] == 1).sum())
         gate["hp_pos_lost"] += int(((y[te] == 1) & ~ok).sum())
@@ -253,15 +278,16 @@ def cross_validate(d: dict) -> dict:
     from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
     earlier = {"f1": f1_at(y, cos_dec.astype(float), 0.5), "kappa": float(cohen_kappa_score(y, cos_dec)),
-               "auc": float(roc_auc_score(y, x))}
-    m["ranking_auc"] = float(roc_auc_score(y, x))  # the head is monotone in the cosine: the ranking's own AUC
+               "auc": float(roc_auc_score(y, cos))}
+    # a one-feature head is monotone in its feature: the ranking's own AUC
+    m["ranking_auc"] = float(roc_auc_score(y, x)) if np.ndim(x) == 1 else m["auc"]
     return {"judge": m, "earlier_cosine": earlier, "gate": gate, "folds": per_fold,
             "reliability": reliability(y, oof), "oof": oof.tolist(), "y": y.tolist()}
 
 
 def final(d: dict) -> dict:
     hp, pc = d["hp"], d["procon"]
-    x, y, folds, qid = hp["cos"], hp["y"], hp["fold"], hp["qid"]
+    x, y, folds, qid = hp["x"], hp["y"], hp["fold"], hp["qid"]
     pos_q = np.concatenate([hp["qcos"][y == 1], pc["S"][np.arange(len(pc["own"])), pc["own"]]])
     tau = gate_tau(pos_q)
     ch = choose(x, y, folds, qid, hp["qcos"] >= tau)
@@ -270,10 +296,16 @@ def final(d: dict) -> dict:
 
 # ------------------------------------------------------------------ outputs
 
-def write_weights(path: Path, fin: dict, report: dict, encoder: str) -> None:
+FEATURE_NAMES = {"cos": ["cos(perspective, passage text)"], "ce": ["ArgKP cross-encoder match logit"],
+                 "ce+cos": ["ArgKP cross-encoder match logit", "cos(perspective, passage text)"]}
+
+
+def write_weights(path: Path, fin: dict, report: dict, encoder: str, features: str = "cos",
+                  ce_weights: str | None = None) -> None:
     from berds_core.files.jsonio import atomic_write
 
-    meta = {"version": "v4", "features": ["cos(perspective, passage text)"], "encoder": encoder,
+    meta = {"version": "v4" if features == "cos" else "argkp-v1", "features": FEATURE_NAMES[features],
+            "encoder": encoder, **({"cross_encoder": Path(ce_weights).name} if features != "cos" else {}),
             "head": fin["head"], "calibration": fin["calibration"], "threshold": fin["threshold"],
             "band": list(fin["band"]), "gate": {"tau": fin["tau"], "reads": "cos(question, passage text)"},
             "oof": {"judge": {k: v for k, v in report["judge"].items()}, "earlier_cosine": report["earlier_cosine"],
@@ -305,10 +337,14 @@ def plot(path: Path, rel: list[dict], title: str) -> None:
     fig.savefig(path)
 
 
-def markdown(report: dict, fin: dict) -> str:
+HEADS = {"cos": "embedded v4** (cosine head", "ce": "argkp** (cross-encoder logit head",
+         "ce+cos": "argkp** (cross-encoder logit + cosine head"}
+
+
+def markdown(report: dict, fin: dict, features: str = "cos") -> str:
     j, e, g = report["judge"], report["earlier_cosine"], report["gate"]
     lines = ["| judge (out of fold, 276 pairs, 15 questions) | F1 | kappa | AUC | ECE |", "|---|---|---|---|---|",
-             f"| **embedded v4** (cosine head, calibrated, topicality gate) | **{j['f1']:.3f}** | **{j['kappa']:.3f}** | "
+             f"| **{HEADS[features]}, calibrated, topicality gate) | **{j['f1']:.3f}** | **{j['kappa']:.3f}** | "
              f"{j['auc']:.3f} (ranking {j['ranking_auc']:.3f}) | **{j['ece']:.3f}** |",
              f"| earlier cosine judge (embedded-minilm-v2's rule, same folds) | {e['f1']:.3f} | {e['kappa']:.3f} | "
              f"{e['auc']:.3f} | - |"]
@@ -339,7 +375,12 @@ def _range(v) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out", default=None, help=f"weights to write (default: {OUT.name} for cos, {OUT_CE.name} "
+                                                "otherwise)")
+    ap.add_argument("--features", choices=FEATURES, default="cos",
+                    help="the head's features: cos (v4), ce (the ArgKP cross-encoder's logit) or ce+cos")
+    ap.add_argument("--ce-weights", default=None, help="the cross-encoder's weights (default: the shipped "
+                                                       "argkp_ce_v1.npz)")
     ap.add_argument("--encoding", default="fp32", help="precision of the features (fp32: the judge of every precision)")
     ap.add_argument("--plot", default=None, help="write the out-of-fold reliability plot (PNG) here")
     ap.add_argument("--fold-seeds", type=int, default=5,
@@ -350,7 +391,10 @@ def main(argv=None) -> int:
     if not (data / "berds-human" / "pers_det.dev.tsv").exists():
         print(f"skip: no human pairs under {data}", file=sys.stderr)
         return 0
-    d = load(data, args.encoding)
+    from berds_core.judges.cross_encoder import CE_WEIGHTS
+
+    ce_weights = args.ce_weights or str(CE_WEIGHTS)
+    d = load(data, args.encoding, args.features, ce_weights)
     spread = []
     for seed in range(1, args.fold_seeds):  # other fold assignments: how much the figures move with the folds
         assign_folds(d, seed)
@@ -363,14 +407,15 @@ def main(argv=None) -> int:
                              "ece": report["judge"]["ece"], "earlier_f1": report["earlier_cosine"]["f1"],
                              "earlier_kappa": report["earlier_cosine"]["kappa"]}] + spread
     fin = final(d)
-    write_weights(Path(args.out), fin, report, d["encoder"])
+    out = args.out or str(OUT if args.features == "cos" else OUT_CE)
+    write_weights(Path(out), fin, report, d["encoder"], args.features, ce_weights)
     if args.plot:
         plot(Path(args.plot), report["reliability"],
              f"Embedded judge v4: ECE {report['judge']['ece']:.3f} out of fold\n(BERDS human pairs, dev half)")
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k not in ("oof", "y")}, indent=1))
     else:
-        print(markdown(report, fin))
+        print(markdown(report, fin, args.features))
     return 0
 
 

@@ -139,6 +139,9 @@ ROWS = [
     ("judge-eval: bad --ray address", "judge-eval --pairs {pairs} --ray 127.0.0.1:1", "cannot reach Ray"),
     ("judge-eval: --ray without Ray installed", "judge-eval --pairs {pairs} --ray local", "pip install -e .[ray]",
      {"proc": True, "no_ray": True}),
+    ("kpa-match: folder without the split", "kpa-match --data {folder} --split dev --out {t}/k.json",
+     "missing: split 'dev' needs arguments_dev.csv"),
+    ("kpa-match: --out a folder", "kpa-match --data {folder} --split dev --out {folder}", "is a directory"),
     # ---- evaluate / export-trec / coverage
     ("evaluate: ids not in the gold", "evaluate --run {otherids} --gold {gold}", "no ranked passage id is in the gold"),
     ("evaluate: --measures empty", "evaluate --run {run} --gold {gold} --measures=", "name at least one measure"),

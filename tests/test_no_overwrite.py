@@ -91,6 +91,11 @@ def _cases():
         return (["export-trec", "--run", f["a/x.jsonl"], trec_run, "--labels", "j", "--out-dir", out], trec_run,
                 "--run")
 
+    def kpa_match(t):
+        f = _files(t, "kp/arguments_dev.csv", "kp/key_points_dev.csv")
+        return (["kpa-match", "--data", t / "kp", "--split", "dev", "--out", f["kp/arguments_dev.csv"]],
+                f["kp/arguments_dev.csv"], "--data")
+
     def annotations_export(t):
         f = _files(t, "labels.db")
         return (["annotations", "export", "--db", f["labels.db"], "--out", f["labels.db"]], f["labels.db"], "--db")
@@ -110,6 +115,7 @@ def _cases():
         "corpus-web-out-holds-questions": ("corpus web", corpus_web),
         "judge-out-is-run": ("judge", simple(["judge"], ["--run"], "--out", "--run")),
         "judge-eval-out-is-pairs": ("judge-eval", simple(["judge-eval"], ["--pairs"], "--out", "--pairs")),
+        "kpa-match-out-is-its-arguments": ("kpa-match", kpa_match),
         "answer-out-is-run": ("answer", simple(["answer", "--generator", "hf:x"], ["--run"], "--out", "--run")),
         "answer-partial-is-run": ("answer", answer_partial),
         "answer-eval-per-question-is-answers": ("answer-eval", simple(["answer-eval", "--judge", "embedded"],

@@ -13,6 +13,12 @@ question's own pool as ``DIR/corpora/<question>/passages.jsonl`` (the layout
 ``berds retrieve --corpus-per-question DIR/corpora`` reads: each demo question
 retrieves from its own 40 passages, as BERDS's web setting does);
 ``corpus.jsonl`` is their union, each line with its ``question_id``.
+
+``berds import argkp DIR --out OUT`` reads the IBM ArgKP / Key Point Analysis 2021 folder (per split NAME:
+``arguments_NAME.csv``, ``key_points_NAME.csv``, ``labels_NAME.csv``) and writes each labelled split as
+``OUT/argkp_NAME.tsv`` in the studio's pair format (question = topic, document = argument, perspective = key
+point, label; the task's ``arg_id``, ``key_point_id`` and ``stance`` kept), the file ``berds judge-eval --pairs``
+reads; ``--split`` picks one split.
 """
 from __future__ import annotations
 
@@ -21,9 +27,11 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._parsing import declare
-from ..files.jsonio import write_jsonl
+from ..datasets.argkp import as_pairs, read_split
+from ..files.jsonio import atomic_write, write_jsonl
+from ..files.spreadsheet import delimited
 
-KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
+KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo", "argkp")
 OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")
 POOLS = "corpora"  # DIR/corpora/<question>/passages.jsonl: one corpus per question (bundles with pools)
 
@@ -34,12 +42,62 @@ def register(sub) -> None:
     p.add_argument("file", nargs="?", help="source file (a hub id or local copy for 'hub'; none for 'demo')")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--force", action="store_true", help="replace existing output files")
-    p.add_argument("--split", help="hub: the split to load (default: all)")
+    p.add_argument("--split", help="hub: the split to load (default: all); argkp: the split to write (default: "
+                                   "every labelled split)")
     p.add_argument("--pool", help="perspectrum: perspective_pool JSON (default: next to FILE)")
     p.add_argument("--splits-file", help="perspectrum: dataset_split JSON (default: next to FILE)")
     p.set_defaults(func=run)
     declare(p, inputs=("file", "pool", "splits_file"), out_dirs=("out",),
-            dir_files=lambda args: [Path(args.out) / name for name in OUTPUTS])
+            dir_files=lambda args: [Path(args.out) / name for name in _outputs(args)])
+
+
+def _outputs(args) -> list[str]:
+    if args.kind == "argkp":
+        return [f"argkp_{s}.tsv" for s in _argkp_splits(args)] if args.file and Path(args.file).is_dir() else []
+    return list(OUTPUTS)
+
+
+def _argkp_splits(args) -> list[str]:
+    if args.split:
+        return [args.split]
+    return sorted(p.name[len("labels_"):-len(".csv")] for p in Path(args.file).glob("labels_*.csv"))
+
+
+ARGKP_COLUMNS = ["question", "id", "document", "perspective", "label", "arg_id", "key_point_id", "stance"]
+
+
+def run_argkp(args) -> dict:
+    """``berds import argkp DIR``: each labelled split as a pairs TSV (everything read before anything is written)."""
+    if not args.file:
+        raise InputError("FILE", None, None, "'argkp' needs the ArgKP folder")
+    folder = Path(args.file)
+    if not folder.is_dir():
+        raise InputError(folder, None, "file", "expected the ArgKP folder (arguments_NAME.csv, key_points_NAME.csv, "
+                                               "labels_NAME.csv)")
+    splits = _argkp_splits(args)
+    if not splits:
+        raise InputError(folder, None, None, "no labels_NAME.csv: no labelled split to import")
+    out = Path(args.out)
+    texts = {}
+    for name in splits:
+        s = read_split(folder, name)
+        if s.labels is None:
+            raise InputError(folder / f"labels_{name}.csv", None, None, f"missing: split {name!r} has no labels")
+        rows = as_pairs(s)
+        texts[f"argkp_{name}.tsv"] = (delimited([[r[c] for c in ARGKP_COLUMNS] for r in rows], ARGKP_COLUMNS, "\t"),
+                                      len(rows), sum(r["label"] for r in rows), len(s.arguments), len(s.key_points))
+    if not args.force:
+        for fname in texts:
+            if (out / fname).exists():
+                raise InputError(out / fname, None, None, "already exists; pass --force to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    for fname, (text, *_rest) in texts.items():
+        with atomic_write(out / fname) as fh:
+            fh.write(text)
+    return {"kind": "argkp", "source": str(folder), "out": str(out),
+            "splits": {f: {"pairs": n, "matching": pos, "arguments": na, "key_points": nk}
+                       for f, (_t, n, pos, na, nk) in texts.items()},
+            "files": [str(out / f) for f in texts]}
 
 
 def _load(args):
@@ -66,6 +124,9 @@ def _load(args):
 
 def run(args) -> dict:
     from ..datasets import gold_rows
+
+    if args.kind == "argkp":
+        return run_argkp(args)
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

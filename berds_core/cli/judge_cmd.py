@@ -1,10 +1,22 @@
-"""``berds judge`` (add a judge's predictions to a run) and ``berds judge-eval`` (judge vs human labels)."""
+"""``berds judge`` (add a judge's predictions to a run), ``berds judge-eval`` (judge vs human labels) and
+``berds kpa-match`` (a judge's predictions for the Key Point Analysis 2021 task, track 1, and their mAP).
+
+``kpa-match`` scores every argument of the split against every key point of its topic and stance (the judge
+reads the argument as the passage and the key point as the perspective, through the prediction cache) and
+writes the task's predictions format, ``{arg_id: {key_point_id: score}}``, which the task's own scorer reads
+unchanged; when the split has ``labels_NAME.csv`` the report adds mAP strict / relaxed as that scorer
+computes them (``berds_core.eval.kpa_track1``).
+"""
 from __future__ import annotations
 
 
+import json
+
 import numpy as np
 
+from ..datasets.argkp import candidate_pairs, read_split, split_files
 from ..errors import InputError
+from ..eval.kpa_track1 import track1_map
 from ..files.jsonio import atomic_write
 from ..files.outputs import report_stream
 from ._parsing import declare
@@ -16,7 +28,8 @@ from ..datasets.human_pairs import read_pairs
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
                    help="embedded (offline: a calibrated MiniLM cosine gated on the question's topic; it reads how close a "
-                        "passage is to a perspective and cannot tell for from against) | berds-evaluator[:<vllm base_url>] (the "
+                        "passage is to a perspective and cannot tell for from against) | argkp (offline ArgKP cross-encoder, "
+                        "partly trained, below embedded: docs/judge.md) | berds-evaluator[:<vllm base_url>] (the "
                         "paper's evaluator) | hf:<model>[+<adapter>] | openai:<model>@<base_url> | "
                         "vllm[:<model>[+<adapter>]] (with --ray: vLLM engines through ray.data.llm)")
     p.add_argument("--threshold", type=float, help="probability at or above which a pair is 'supports'")
@@ -35,7 +48,7 @@ def _judge_args(p) -> None:
     p.add_argument("--inference",
                    help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
                         "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
-    p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded: MiniLM precision")
+    p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded, argkp: MiniLM precision")
     p.add_argument("--concurrency", type=int, help="openai: parallel requests")
     p.add_argument("--timeout", type=float, help="openai: seconds per request")
     p.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts")
@@ -58,6 +71,16 @@ def register(sub) -> None:
     _judge_args(q)
     q.set_defaults(func=run_eval)
     declare(q, inputs=("pairs",), outputs=("out",), servers=("judge",))
+
+    k = sub.add_parser("kpa-match", help="a judge's key point matching predictions (KPA 2021 track 1) and their mAP")
+    k.add_argument("--data", required=True, help="folder with arguments_NAME.csv, key_points_NAME.csv "
+                                                 "(and labels_NAME.csv)")
+    k.add_argument("--split", required=True, help="the split NAME (train, dev, test)")
+    k.add_argument("--out", required=True, help="predictions JSON to write")
+    _judge_args(k)
+    k.set_defaults(func=run_kpa_match)
+    declare(k, inputs=("data",), outputs=("out",), servers=("judge",), more_inputs=_kpa_inputs)
+
 
 
 def make_judge(args, **overrides):
@@ -85,7 +108,7 @@ def make_judge(args, **overrides):
     if opts["inference"] is not None and judge.backend != "hf":
         raise InputError("--inference", None, None, "only transformers judges (hf:, berds-evaluator) take this option")
     llm_only = [f"--{k.replace('_', '-')}" for k in ("prompt", "decode", "system") if opts.get(k) is not None]
-    if judge.backend == "embedded" and (llm_only or getattr(args, "compare_decode", False)):
+    if judge.backend in ("embedded", "argkp") and (llm_only or getattr(args, "compare_decode", False)):
         raise InputError(llm_only[0] if llm_only else "--compare-decode", None, None,
                          "only LLM judges (hf:, openai:, berds-evaluator) take this option")
     return judge
@@ -241,3 +264,36 @@ def run_eval(args):
     if args.out:
         to.write(f"wrote {args.out}\n")
     return None
+
+
+def _kpa_inputs(args) -> list:
+    """The split's CSV files (read inside --data): --out may not be one of them."""
+    return [("--data", p) for p in split_files(args.data, args.split).values()] if args.data and args.split else []
+
+
+def run_kpa_match(args) -> dict:
+    if not args.split.replace("-", "").replace("_", "").isalnum():
+        raise InputError("--split", None, None, f"expected a split name such as dev, got {args.split!r}")
+    s = read_split(args.data, args.split)
+    cand = candidate_pairs(s)
+    if not cand:
+        raise InputError(args.data, None, None, f"split {args.split!r}: no argument has a key point of its topic "
+                                                "and stance")
+    judge = make_judge(args)
+    pairs = [(s.arguments[a]["text"], s.key_points[k]["text"]) for a, k in cand]
+    probs, _ = _predict(judge, pairs, args, "--judge")
+    preds: dict[str, dict[str, float]] = {}
+    for (a, k), p in zip(cand, probs):
+        preds.setdefault(a, {})[k] = round(float(p), 6)
+    with atomic_write(args.out) as fh:
+        json.dump(preds, fh)
+    out = {"judge": judge.name, "split": args.split, "out": str(args.out), "arguments": len(s.arguments),
+           "key_points": len(s.key_points), "pairs": len(cand)}
+    if s.labels is not None:
+        try:
+            m = track1_map(preds, s.arguments, s.key_points, s.labels)
+        except ValueError as e:
+            raise InputError(args.data, None, None, f"split {args.split!r}: {e}") from None
+        out.update(map_strict=m["map_strict"], map_relaxed=m["map_relaxed"], groups=m["groups"],
+                   groups_skipped=m["groups_skipped"], undecided_best=m["undecided"])
+    return out

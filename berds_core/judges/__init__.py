@@ -7,6 +7,9 @@
   ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto); chosen by
   nested cross-validation (``scripts/train_judge.py``), its out-of-fold
   agreement with the BERDS human pairs in its weights' report (``describe_judge``);
+- ``argkp``: offline CPU judge, a MiniLM cross-encoder trained on IBM ArgKP (does this argument express this
+  key point?) read through a calibrated head with the same unsure band and topicality gate
+  (:mod:`.cross_encoder`; same options as ``embedded``);
 - ``hf:<model-id-or-path>[+<adapter-id-or-path>]``: a transformers causal LM;
 - ``openai:<model>@<base_url>``: an OpenAI-compatible server (vLLM, Ollama, OpenAI);
 - ``berds-evaluator``: the BERDS paper's fine-tuned evaluator,

@@ -2,6 +2,7 @@
 the caveat shown beside its verdicts (:func:`describe_judge`)."""
 from __future__ import annotations
 
+from .cross_encoder import HEAD_WEIGHTS
 from .embedded import judge_report
 
 
@@ -39,4 +40,17 @@ def describe_judge(spec_or_judge) -> dict:
                           "tell a passage for a perspective from one against it." + fig +
                           " For the paper's figures, use berds-evaluator (the paper's evaluator), hf:<model> or "
                           "openai:<model>@<url>."}
+    if backend is None and (text == "argkp" or text.startswith("argkp-ce-")):
+        backend = "argkp"
+    if backend == "argkp":
+        cv, v4 = judge_report(str(HEAD_WEIGHTS)), judge_report()
+        fig = (f" Out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, Cohen's kappa "
+               f"{cv['kappa']:.2f}, calibration error {cv['ece']:.2f}" +
+               (f" (the default embedded judge: F1 {v4['f1']:.2f}, kappa {v4['kappa']:.2f})" if v4 else "")
+               + ".") if cv else ""
+        return {"stance": True, "label": "supports",
+                "caveat": "The offline ArgKP judge is a MiniLM cross-encoder trained to tell whether a crowd "
+                          "argument expresses a key point (IBM ArgKP; trained for part of its recipe so far, "
+                          "docs/judge.md), calibrated on the BERDS human pairs; passages off the question's topic "
+                          "support nothing." + fig}
     return {"stance": True, "label": "supports", "caveat": None}

@@ -86,3 +86,15 @@ def verdicts(probs, band: tuple[float, float] | None, threshold: float) -> np.nd
 
 
 __all__ = ["ece", "reliability", "f1_at", "best_f1_threshold", "threshold_band", "verdicts", "YES", "UNSURE", "NO"]
+
+
+def head_probability(h: dict, x) -> np.ndarray:
+    """The logistic head ``h`` (``mean``, ``scale``, ``coef``: scalars for one feature, lists for several;
+    ``intercept``) applied to features ``x`` (a vector, or one column per feature)."""
+    x = np.asarray(x, np.float64)
+    if np.ndim(h["coef"]) == 0:
+        z = (x - h["mean"]) / h["scale"] * h["coef"] + h["intercept"]
+    else:
+        X = x[:, None] if x.ndim == 1 else x
+        z = ((X - np.asarray(h["mean"])) / np.asarray(h["scale"])) @ np.asarray(h["coef"]) + h["intercept"]
+    return 1.0 / (1.0 + np.exp(-z))

@@ -115,6 +115,10 @@ class EmbeddedJudge(Judge):
         return apply_calibration(self.meta["calibration"], 1.0 / (1.0 + np.exp(-z)))
 
     def _score(self, pairs):
+        return self.probabilities(self.cosines(pairs))
+
+    def cosines(self, pairs) -> np.ndarray:
+        """The cosine of the embeddings of each ``(passage, perspective)`` pair."""
         docs = list(dict.fromkeys(d for d, _ in pairs))
         persp = list(dict.fromkeys(p for _, p in pairs))
         enc = self.encoder  # texts the embedding store holds need no model (the demo ships its vectors)
@@ -123,7 +127,7 @@ class EmbeddedJudge(Judge):
             P = dict(zip(persp, enc.embed(persp)))
         except (OSError, ValueError) as e:
             raise JudgeError(f"embedded judge: cannot load its encoder: {e}".splitlines()[0]) from None
-        return self.probabilities(np.array([float(np.dot(D[d], P[p])) for d, p in pairs]))
+        return np.array([float(np.dot(D[d], P[p])) for d, p in pairs])
 
     def topical(self, question: str, docs: list[str]) -> np.ndarray:
         """Per passage text: is it about ``question`` (cosine with the question >= the gate's tau)?"""

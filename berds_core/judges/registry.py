@@ -13,6 +13,7 @@ from ..generators import split_openai_spec
 from ..net.endpoints import check_endpoint
 from ..specs import Registry, SpecError
 from .base import Judge
+from .cross_encoder import CrossEncoderJudge
 from .embedded import EmbeddedJudge
 from .hf import HFJudge
 from .openai_compat import OpenAIJudge
@@ -46,6 +47,10 @@ def _embedded_parts(arg):
     return "embedded", {"variant": None}
 
 
+def _argkp_parts(arg):
+    return "argkp", {}
+
+
 def _hf_parts(arg):
     model, adapter = _split_hf(arg)
     return "hf", {"model": model, "adapter": adapter}
@@ -72,6 +77,8 @@ def _build(parts, opts: dict) -> Judge:
     backend, p = parts
     if backend == "embedded":
         return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
+    if backend == "argkp":
+        return CrossEncoderJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
     if backend == "hf":
         return HFJudge(p["model"], p["adapter"], **_pick(opts, HF_OPTS))
     if backend == "openai":
@@ -92,6 +99,13 @@ def _embedded(parts, **opts):
 
 
 JUDGES.register("default", parts=_embedded_parts, help="the embedded judge")(_embedded)
+
+
+@JUDGES.register("argkp", parts=_argkp_parts,
+                 help="offline: a MiniLM cross-encoder trained on IBM ArgKP (does this argument express this key "
+                      "point?), calibrated on the BERDS human pairs, gated on the question's topic")
+def _argkp(parts, **opts):
+    return _build(parts, opts)
 
 
 @JUDGES.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True, parts=_hf_parts,
