@@ -92,6 +92,7 @@ def test_judge_help_says_what_the_embedded_judge_measures():
                        cwd=ROOT)
     assert r.returncode == 0, r.stderr
     text = " ".join(r.stdout.split())
-    embedded = text[text.index("embedded ("):text.index("| berds-evaluator")]
+    start = text.index("embedded (")
+    embedded = text[start:text.index(") |", start) + 1]  # the embedded judge's own bracket (help wraps at hyphens)
     assert "stance model" not in embedded
     assert describe_judge("embedded")["stance"] is False and "cannot tell for from against" in embedded
