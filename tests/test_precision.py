@@ -152,6 +152,34 @@ def test_speed_modes_are_opt_in_and_named(monkeypatch):
         assert f"|{enc}|" in TextEncoder(None, device="cpu", encoding=enc, store=False).key
 
 
+def test_the_store_and_the_prediction_cache_keep_each_precision_apart(tmp_path, monkeypatch):
+    """A vector or a verdict computed in a speed mode is never read back by the reference, nor the reverse."""
+    from berds_core import datasets
+    from berds_core.embeddings.text_encoders import TextEncoder
+    from berds_core.judges import get_judge
+    from berds_core.judges.base import prediction_cache
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("BERDS_ENCODING", raising=False)
+    texts = [p.text for p in datasets.load_demo().passages[:6]]
+    ref = TextEncoder(None, device="cpu")
+    v32 = ref.embed(texts)
+    fast = TextEncoder(None, device="cpu", encoding="bf16")
+    v16 = fast.embed(texts)
+    assert fast.n_encoded == len(texts) and not np.array_equal(v16, v32)  # computed, not read from fp32's rows
+    again = TextEncoder(None, device="cpu")
+    np.testing.assert_array_equal(again.embed(texts), v32)  # the reference's own rows, bit for bit
+    assert again.n_encoded == 0
+    pairs = [(t, "Chatbots do more harm than good.") for t in texts]
+    j32, j16 = get_judge("embedded", device="cpu"), get_judge("embedded", device="cpu", encoding="bf16")
+    p32, _ = j32.predict(pairs)
+    p16, _ = j16.predict(pairs)
+    assert j32.cache_key != j16.cache_key and j16.cache_key.endswith("-bf16")
+    cache = prediction_cache()
+    assert cache.count(j32.cache_key) == cache.count(j16.cache_key) == len(pairs)
+    np.testing.assert_array_equal(j32.predict(pairs)[0], p32)
+
+
 def test_int8_vectors_depend_on_their_batch_and_fp32_ones_do_not():
     """Why int8 (dynamic quantisation: activation scales per batch) cannot be the reference: a text's vector
     moves with its batch partners far beyond float noise; fp32's does not."""
