@@ -684,17 +684,14 @@ def main(argv=None) -> int:
     ap.add_argument("--timing-passages", type=int, default=7000)
     ap.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "diversity.json"))
-    ap.add_argument("--encoding", choices=("auto", "int8", "bf16"), default="auto",
+    ap.add_argument("--encoding", choices=("auto", "fp32", "int8", "bf16"), default="auto",
                     help="precision of the encoders and the stance model in this run (auto: as the product picks, "
-                         "bf16 where the CPU has native bf16 matmuls, else int8); int8 on an AVX512-BF16 CPU gives "
-                         "the vectors an AVX2-only machine computes by default (quality tables only; the timings "
-                         "run `berds retrieve` as it picks)")
+                         "fp32 unless $BERDS_ENCODING names a speed mode); bf16 and int8 are the opt-in CPU speed "
+                         "modes (quality tables only; the timings run `berds retrieve` as it picks)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.encoding != "auto":
-        from berds_core.embeddings import models as embed
-
-        embed.cpu_has_fast_bf16 = (lambda: True) if args.encoding == "bf16" else (lambda: False)
+        os.environ["BERDS_ENCODING"] = args.encoding  # every encoder and the stance model of this process
     data = Path(args.data)
     if not data.exists():
         print(f"skip: {data} not found", file=sys.stderr)

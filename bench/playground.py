@@ -219,6 +219,7 @@ def main(argv=None) -> int:
         "k": args.k, "repeat": args.repeat,
         "warmup_s": round(warmup_s, 2), "warmup_encoded": warmed,
         "cold_ms_per_question": round(med(cold), 1), "cold_ms_per_question_max": round(max(cold), 1),
+        "cold_ms_each": [round(x, 1) for x in cold],  # in question order: the first is the first demo question
         "warm_ms_per_question": round(med(warm), 1) if warm else None,
         "cold_no_warmup_ms_per_question": round(med(no_warm), 1),
         "cold_no_warmup_ms_per_question_max": round(max(no_warm), 1),

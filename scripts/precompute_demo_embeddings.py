@@ -3,15 +3,16 @@ first demo question without loading or running the encoder (``berds_core.studio.
 
     python scripts/precompute_demo_embeddings.py [--out berds_core/demo/embeddings.npz]
 
-For each CPU precision of the default encoder (bf16: CPUs with native bf16; int8: the others), in its own
-process (``BERDS_ENCODING`` set, so every encoder and the stance model run at it) with an empty cache: the app's
+For the reference precision (fp32: the default on every CPU, issue 52; the bf16 and int8 speed modes are
+opt-in and compute their own), in its own process (``BERDS_ENCODING`` set, so every encoder and the stance
+model run at it) with an empty cache: the app's
 own warm-up (``warmup.warm_passages``: every passage and the questions' perspectives) and then everything the
 Playground computes for each demo question in its own pool (every column at k = 10 with each perspective
 source, with BM25 and with dense, and the look-up of missing perspectives), through the same code the
 page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``), the diverse preset's column
 included. Written: every vector the embedding store then holds for the encoder, keyed by the sha1 of its
-text, as float16 (finer than the bf16 and int8 encodings themselves; ``seed_shipped`` re-normalises them
-in float32); the stance model's encodings of the preset's (question, candidate) pairs (float16); and the
+text, as the float32 the encoder computed (bit for bit what the store would hold); the stance model's
+encodings of the preset's (question, candidate) pairs (float32); and the
 embedded judge's probabilities of every pair the page judged (its prediction cache, float32), keyed as
 the caches key them.
 """
@@ -31,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-ENCODINGS = ("bf16", "int8")
+ENCODINGS = ("fp32",)
 METHODS = ("none", "mmr", "qe", "rerank", "xquad", "pm2", "preset")
 SOURCES = ("dataset", "offline", "oracle")
 
@@ -145,10 +146,10 @@ def main(argv=None) -> int:
               "key_template": np.array(template),
               "judge_keys": np.array(parts["judge"]).reshape(-1, 2)}
     for e in ENCODINGS:
-        arrays[e] = np.stack([per[e]["text"][0][h] for h in parts["text"]]).astype(np.float16)
+        arrays[e] = np.stack([per[e]["text"][0][h] for h in parts["text"]]).astype(np.float32)
         arrays[f"stance_key_{e}"] = np.array(per[e]["stance"][1])
         arrays[f"stance_hashes_{e}"] = np.array(stance_parts[e])
-        arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in stance_parts[e]]).astype(np.float16)
+        arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in stance_parts[e]]).astype(np.float32)
         arrays[f"judge_ns_{e}"] = np.array(per[e]["judge"][1])
         arrays[f"judge_{e}"] = np.array([per[e]["judge"][0][k] for k in parts["judge"]], np.float32)
     with atomic_write(args.out, "wb") as fh:

@@ -129,7 +129,7 @@ def test_fp16_is_an_accelerator_precision(monkeypatch):
     with pytest.raises(ValueError, match="fp16 encoding runs on accelerators only"):
         resolve_encoding("fp16", "cpu")
     monkeypatch.setenv("BERDS_ENCODING", "fp16")  # the operator's GPU choice does not apply to the CPU
-    assert resolve_encoding(None, "cuda") == "fp16" and resolve_encoding(None, "cpu") in ("bf16", "int8")
+    assert resolve_encoding(None, "cuda") == "fp16" and resolve_encoding(None, "cpu") == "fp32"
 
 
 # ------------------------------------------------------------------ the old path's vectors

@@ -23,6 +23,14 @@ def test_float_noise_passes_but_a_real_change_does_not():
     assert compare({"x": True}, {"x": 1}) != []  # a label is not a number
 
 
+def test_a_printed_probability_may_move_one_unit_of_its_last_digit_and_no_more():
+    """issue 52: a TSV cell printed to 6 places on an AVX2 CPU's fp32 kernels ("0.455616" -> "0.455615")."""
+    assert compare({"p": "0.455616"}, {"p": "0.455615"}) == []
+    assert compare({"p": "0.455616"}, {"p": "0.455618"}) != []
+    assert compare({"p": "0.43"}, {"p": "0.44"}) != []  # a figure printed to 2 places is not rounding noise
+    assert compare({"p": "0.4556"}, {"p": "0.455616"}) != [] and compare({"p": "yes"}, {"p": "no"}) != []
+
+
 def test_ranking_order_matters_except_within_a_tie():
     want = _run(("p1", 3.0), ("p2", 2.0), ("p3", 1.0))
     assert compare(want, _run(("p2", 2.0), ("p1", 3.0), ("p3", 1.0))) != []

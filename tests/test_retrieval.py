@@ -142,12 +142,17 @@ def test_fast_encodings_keep_ranking_and_are_cached_separately(corpus, fresh_cac
 
 
 def test_auto_encoding_choice(monkeypatch):
+    """issue 52: fp32, the reference, whatever the CPU; bf16 and int8 only when asked."""
     from berds_core.embeddings import models as embed
 
-    monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda: True)
-    assert embed.resolve_encoding(None, "cpu") == "bf16" and embed.resolve_encoding("auto", "cpu") == "bf16"
-    monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda: False)
+    monkeypatch.delenv("BERDS_ENCODING", raising=False)
+    for fast_bf16 in (True, False):
+        monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda v=fast_bf16: v)
+        assert embed.resolve_encoding(None, "cpu") == "fp32" and embed.resolve_encoding("auto", "cpu") == "fp32"
+    assert embed.resolve_encoding("bf16", "cpu") == "bf16" and embed.resolve_encoding("int8", "cpu") == "int8"
+    monkeypatch.setenv("BERDS_ENCODING", "int8")
     assert embed.resolve_encoding(None, "cpu") == "int8"
+    monkeypatch.delenv("BERDS_ENCODING")
     assert embed.resolve_encoding(None, "cuda") == "fp32" and embed.resolve_encoding("bf16", "cuda") == "bf16"
     assert embed.resolve_encoding("fp32", "cpu") == "fp32"
     with pytest.raises(ValueError, match="CPU only"):

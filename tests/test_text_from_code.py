@@ -64,9 +64,9 @@ def _close(written: str, measured: str) -> bool:
 
 @pytest.mark.slow
 def test_readme_demo_table_is_what_the_commands_give(tmp_path):
-    # dense rankings go through bf16 encodings, whose last bits depend on the CPU and its thread count: a
-    # passage at a tie can change places (PM-2's dense P@5 read 0.80 on the machine that wrote the table and
-    # 0.81 on another Zen 4 with a cold cache). Labels must match exactly, figures to 0.02, counts to one.
+    # dense rankings go through fp32 encodings (issue 52: the reference on every CPU; the bf16 ones that
+    # wrote earlier tables moved PM-2's dense P@5 from 0.80 to 0.81 between two Zen 4 machines), whose last
+    # bits still depend on the kernels: labels must match exactly, figures to 0.02, counts to one.
     bench = _bench("demo_table")
     written, measured = _cells(_block("demo-table")), _cells(bench.demo_markdown(bench.demo_rows(tmp_path)))
     assert len(written) == len(measured)

@@ -43,8 +43,8 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
                         "index in DIR (built by 'berds index', or a prebuilt FAISS index + docid folder such as "
                         "Pyserini's)")
     p.add_argument("--encoding", choices=("auto", "fp32", "fp16", "bf16", "int8"), default="auto",
-                   help="dense only: encoder precision (auto: bf16 on CPUs with native bf16, else int8; "
-                        "fp32 on GPU; fp16 on GPUs only, the fast encoder's precision)")
+                   help="dense only: encoder precision (auto: $BERDS_ENCODING, else fp32, the reference on every "
+                        "machine; bf16 and int8 are CPU speed modes and fp16 a GPU one, named in the run)")
     p.add_argument("--device", default=None, help="dense only: cpu, cuda, cuda:1, mps (default: best available)")
     p.add_argument("--passage-words", type=int, default=100,
                    help="split texts into passages of this many words (0: keep texts whole)")

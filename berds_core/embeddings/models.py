@@ -118,12 +118,14 @@ def cpu_has_fast_bf16() -> bool:
 def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
     """The encoder precision to use.
 
-    ``None``/``"auto"``: ``$BERDS_ENCODING`` when the operator sets it (one precision for
-    every encoder of the process, e.g. ``fp32`` for figures that must be the same on every
-    CPU); otherwise on CPU, ``bf16`` where the CPU has native bf16 matmuls, else ``int8``
-    (dynamic quantisation); ``fp32`` on accelerators. Both fast paths were measured to keep
-    retrieval quality (bench/retrieval.py: top-10 overlap with fp32 and MRecall@5 with gold
-    labels). Otherwise ``fp32``, ``bf16`` or ``int8`` (CPU only).
+    ``None``/``"auto"``: ``$BERDS_ENCODING`` when the operator sets it (one precision for every encoder
+    of the process), otherwise ``fp32`` on every device: the reference that defines every figure the
+    studio writes (vectors, rankings, judge and stance probabilities, the README's tables), the same on a
+    CPU with native bf16 matmuls and on one without (issue 52). ``bf16`` (where the CPU has native bf16,
+    ``cpu_has_fast_bf16``), ``int8`` (CPU only: dynamic quantisation, activation scales per batch, so a
+    vector depends on its batch partners) and ``fp16`` (accelerators only) are opt-in speed modes: they
+    flip judge decisions and top-10 ranks against fp32 (``tests/test_precision.py``), so their name is in
+    every output they make (judge names, dense retriever names, store and cache keys).
     """
     dev = pick_device(device)
     if encoding in (None, "auto"):
@@ -131,11 +133,9 @@ def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
         if encoding not in (None, "auto") and encoding not in ENCODINGS:
             raise ValueError(f"BERDS_ENCODING must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
         if encoding == "int8" and dev != "cpu" or encoding == "fp16" and dev == "cpu":
-            encoding = None  # the operator's CPU (accelerator) default does not apply to an accelerator (the CPU)
+            encoding = None  # the operator's CPU (accelerator) choice does not apply to an accelerator (the CPU)
     if encoding in (None, "auto"):
-        if dev != "cpu":
-            return "fp32"
-        return "bf16" if cpu_has_fast_bf16() else "int8"
+        return "fp32"
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
     if encoding == "int8" and dev != "cpu":

@@ -264,8 +264,8 @@ def text_encoder(model: str | None = None, device: str | None = None, encoding: 
                  max_seq_length: int | None = None) -> TextEncoder:
     """The process-wide encoder for (model, device, precision, max tokens): one memory, one store key.
 
-    ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` (bf16 on CPUs with native bf16,
-    else int8; fp32 on accelerators); ``max_seq_length`` None is ``MAX_TOKENS``. The encoding path
+    ``encoding`` None/"auto" resolves as ``embed.resolve_encoding`` ($BERDS_ENCODING, else fp32,
+    the reference); ``max_seq_length`` None is ``MAX_TOKENS``. The encoding path
     (``pipeline.resolve_path``: ``$BERDS_ENCODE_PATH``, auto) is resolved here too.
     """
     dev = pick_device(device)

@@ -19,8 +19,9 @@ Two more rules come with the weights:
 The stance model (``berds_core.stance``) measured below this head as a judge out of fold (F1 0.29 against
 0.39; ``docs/judge.md``): it serves the preset and discovery, where it is better.
 
-``encoding`` (default ``auto``: bf16 on CPUs with native bf16, else int8 on CPU, fp32 on accelerators;
-``berds_core.embeddings.models.resolve_encoding``) picks the encoder's precision; it is part of the name.
+``encoding`` (default ``auto``: fp32, the reference, on every device unless ``$BERDS_ENCODING`` names a
+speed mode; ``berds_core.embeddings.models.resolve_encoding``) picks the encoder's precision; any but fp32
+is part of the name (``embedded-cos-v4-bf16``), so its verdicts are cached and labelled apart.
 """
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .topk import top_k
+
 INDEX_KINDS = ("flat", "hnsw")
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
@@ -88,8 +90,6 @@ def search(index, kind: str, queries: np.ndarray, k: int, emb: np.ndarray | None
         index.hnsw.efSearch = max(HNSW_EF_SEARCH, 4 * k)  # recall@k ~0.9 at k=100, ~1.0 at k=10
     elif emb is not None and len(queries) < SMALL_BATCH and 0 < k <= len(emb):
         scores = queries @ np.asarray(emb).T
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        top = np.take_along_axis(scores, part, axis=1)
-        order = np.argsort(-top, axis=1, kind="stable")
-        return np.take_along_axis(top, order, axis=1), np.take_along_axis(part, order, axis=1)
+        best = [top_k(row, k) for row in scores]  # equal scores by row, lowest first (``topk``): no chance order
+        return np.stack([s for _, s in best]), np.stack([r for r, _ in best])
     return index.search(queries, k)

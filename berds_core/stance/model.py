@@ -13,9 +13,9 @@ oppose, unrelated]`` after the use's calibration (a temperature chosen by
 cross-validation, stored in the weights' ``uses``); ``use=None`` is the raw
 softmax.
 
-Precision follows the encoders (``embed.resolve_encoding``): bf16 on CPUs with
-native bf16 matmuls, int8 dynamic quantisation on other CPUs, fp32 on
-accelerators; the precision is part of the store key.
+Precision follows the encoders (``embed.resolve_encoding``): fp32, the reference, unless
+``$BERDS_ENCODING`` (or ``encoding``) names a speed mode (bf16, int8 on the CPU); the precision is part
+of the store key.
 """
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ _MODELS_LOCK = threading.Lock()
 def get_stance_model(weights: str | None = None, device: str | None = None,
                      encoding: str | None = None, batch_size: int = 64) -> StanceModel:
     """The process-wide stance model (the shipped weights unless named; loaded on first use), one per
-    weights file, device, resolved precision (``BERDS_ENCODING`` or the CPU's default when ``encoding``
+    weights file, device, resolved precision (``BERDS_ENCODING`` or fp32 when ``encoding``
     is None) and batch size: the preset, discovery and the embedded judge hold one network between them."""
     key = (str(Path(weights or WEIGHTS).resolve()), device, resolve_encoding(encoding, device), int(batch_size))
     with _MODELS_LOCK:

@@ -48,7 +48,8 @@ def shipped_path():
 
 def seed_shipped(corpus, path=None, judge=None) -> int:
     """Put the shipped embeddings of the demo into the caches when ``corpus`` is the demo's and the shipped
-    file has the precision this machine encodes in (``embed.resolve_encoding``): the sentence embeddings
+    file has the precision this process encodes in (``embed.resolve_encoding``: fp32, the reference, on
+    every CPU; a speed mode finds nothing shipped and computes its own): the sentence embeddings
     of the default encoder, the stance model's pair encodings (the preset's (question, candidate) pairs)
     and, for the ``embedded`` ``judge``, its probabilities of the pairs the Playground judges. Returns how
     many entries were added (0: not the demo, another precision or model, or already there)."""
@@ -67,8 +68,7 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
     store = embedding_store()
     have = store.get_many(te.key, hashes)
     vecs = z[enc]
-    todo = [(h, v.astype(np.float32) / max(float(np.linalg.norm(v.astype(np.float32))), 1e-12))
-            for h, v in zip(hashes, vecs) if h not in have]
+    todo = [(h, _unit(v)) for h, v in zip(hashes, vecs) if h not in have]
     store.put_many(te.key, todo)
     added = len(todo)
     if f"stance_key_{enc}" in z.files:
@@ -88,6 +88,15 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
         cache.put_many(judge.cache_key, todo)
         added += len(todo)
     return added
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    """A shipped vector as the store keeps it: float32 as shipped (the encoder's own bits), a coarser copy
+    re-normalised in float32."""
+    if v.dtype == np.float32:
+        return v
+    v = v.astype(np.float32)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
 def warm_passages(corpus, judge=None, embedder=None, report: Callable | None = None, *, texts=(),
