@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from berds_core.lab.access import Actor, Lab
+from berds_core.lab.checks import check_scores
 from berds_core.lab.controls import RoundControls
 from berds_core.lab.exports import columns_for, export_rows, to_tsv
 from berds_core.lab.health import round_health
@@ -210,3 +211,15 @@ def test_simulation_spec_is_checked():
         parse_simulation("a=1.5", ["a"])
     got = parse_simulation("a=spammer, b=0.7", ["a", "b"])
     assert got["a"] == SimAnnotator("a", 0.0, "same", 1.2, kind="spammer") and got["b"].competence == 0.7
+
+
+def test_the_strategic_gamer_finds_no_channel_and_its_time_is_the_servers(tmp_path):
+    s, people, _, res = _round_with(tmp_path, "good=0.95,strat=strategic,ok=0.8", n=120, seed=0)
+    st = res["annotators"]["strat"]
+    assert st["strategic"]["flags"].get("order", 0) == 0 and st["strategic"]["flags"].get("export", 0) == 0
+    assert st["strategic"]["flags"].get("reveal", 0) == 0
+    assert st["paused"] and not res["annotators"]["good"]["paused"]  # the checks caught it
+    assert check_scores(s)["strat"]["accuracy"] < 0.7
+    t = reliability_report(s, task_set="sim")["annotators"]["strat"]["time"]
+    assert t["browser_median_ms"] == 6500  # what its browser claimed ...
+    assert t["median_ms"] < 3000 and t["under_floor_share"] > 0.5  # ... and what the server measured

@@ -42,6 +42,7 @@ from .checks import known_answers, rng_for
 from .store import StoreError
 
 KINDS = {"spammer": (0.0, "same", 1.2), "gamer": (0.0, "right", 1.5), "strategic": (0.0, "strategic", 1.5)}
+BREAK_S = 0.25  # mean seconds between a decision and the next pair's reading
 SPOOFED_MS = 6500  # what the strategic gamer's browser claims each label took
 
 
@@ -252,7 +253,9 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                     stats[name]["labels"] += 1
                     stats[name]["checks"] += int(is_check)
                     steps += 1
-                    heapq.heappush(heap, (when + timedelta(seconds=secs + float(rng.exponential(1.0))), i, name))
+                    # the next pair follows after the page's turn (the keyboard widget shows it at once): a
+                    # quarter of a second on average, so the server's time per label is the reading time and a bit
+                    heapq.heappush(heap, (when + timedelta(seconds=secs + float(rng.exponential(BREAK_S))), i, name))
     finally:
         store.now = old_now
     for name, g in gamers.items():
