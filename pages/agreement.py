@@ -451,7 +451,7 @@ def browse(lab: Lab, judge: str | None) -> None:
     ids = [r["pair_id"] for r in rows]
     st.dataframe([{"pair": r["pair_id"], "priority": fmt(r["priority"], 2), "judge p": fmt(r["judge_prob"], 2),
                    "weighted humans": fmt(r["weighted_majority"], 2), "kind": r["kind"],
-                   "gold": "" if r["gold"] is None else r["gold"]} for r in rows[:200]],
+                   "gold": "" if r["gold"] is None else str(r["gold"])} for r in rows[:200]],  # one type a column
                  hide_index=True, key="agr_queue", height=220)
     pid = st.selectbox("Pair", ids, key="agr_pair")
     r = rows[ids.index(pid)]

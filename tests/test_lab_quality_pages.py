@@ -135,3 +135,18 @@ def test_lab_mode_annotators_never_see_the_round_figures(round_db, monkeypatch):
     assert "Refused" in " ".join(e.value for e in at.error) and not at.dataframe
     with Store(path) as s:
         assert s.audit_log(refused_only=True)[-1]["actor"] == "spam"
+
+
+def test_the_disagreements_table_has_one_type_per_column(round_db, caplog):
+    path, truth = round_db
+    with Store(path) as s:
+        simulate_round(s, parse_simulation("good=0.95,spam=spammer", ["good", "spam", "quiz"]), truth, seed=1)
+        ranked = [r[0] for r in s.query("SELECT DISTINCT pair_id FROM labels ORDER BY pair_id LIMIT 3")]
+        s.adjudicate(ranked[0], 1, "lead")  # some pairs with gold, most without
+    at = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=90)
+    at.query_params["tab"] = "Disagreements"
+    at.run()
+    assert not at.exception
+    frames = [d.value for d in at.dataframe if "gold" in d.value.columns]
+    assert frames and {type(v) for v in frames[0]["gold"]} == {str}
+    assert "ArrowTypeError" not in caplog.text

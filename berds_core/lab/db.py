@@ -243,7 +243,8 @@ class Database:
         self.path = Path(path) if path is not None else default_db_path()
         if not create and not self.path.is_file():
             raise StoreError(f"{self.path}: no annotation database here")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a folder made for the database is its owner's alone, like the file (an existing one is left as it is)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0

@@ -412,6 +412,12 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
     pool_pairs, warnings = _check_pool(candidates, ref, ids | {p.pair_id for p in calib_pairs}, plan, spec)
     if probs is not None:
         pool_pairs = [replace(p, judge_prob=probs[p.pair_id]) if p.pair_id in probs else p for p in pool_pairs]
+    q = spec.controls.qualification_n if spec.controls is not None else 0
+    if q:
+        known = ({p.pair_id for p in pool_pairs} | set(store.reference_labels()) | set(store.gold())) - ids
+        if q > len(known):
+            raise ValueError(f"the qualification asks for {q} pairs with a known answer; only {len(known)} are "
+                             "outside the round's tasks")
     with store.batch():
         store.add_pairs(picked + calib_pairs + pool_pairs)
         new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs + pool_pairs}}
