@@ -6,11 +6,20 @@ answers every gold check right (this test tells them which pairs are checks, the
 random. The checks pause the clicker (their page says so, without naming a check); they miss the gamer; the
 reviewer's Annotators tab ranks both careful annotators above both others (the estimate across redundant
 labels), Round health shows the pause with its message to the lead, and Resume reopens the queue.
+
+Nothing here depends on the machine's speed: each answer is a function of the annotator and the pair (a coin
+seeded by both, never a stream shared by pages whose turns a slow server reorders), so the server's state at
+the end is the same on every run (the clicker paused after its fifth check, 2 of 5 right; checked once
+without a browser); the test waits on that state (the pause in the database, every other queue empty)
+before it asks the pages, and every wait is long enough for a loaded machine.
 """
+import time
+
 import numpy as np
 import pytest
 
 from berds_core.lab.accounts import Accounts
+from berds_core.lab import rounds
 from berds_core.lab.checks import check_scores, pauses
 from berds_core.lab.controls import RoundControls
 from berds_core.lab.reliability import reliability_report
@@ -24,6 +33,22 @@ PASSWORD = "lab password 2026"
 WIDGET = '[data-testid="berds-annotator"]'
 PEOPLE = ["careful1", "careful2", "clicker", "gamer"]
 PAUSED_TEXT = "paused by the round's quality control"
+COIN_SEED = 13  # with it, the clicker's answers pause it (2 of 5 checks right) and the others finish
+WAIT_MS = 180_000  # a loaded two-core machine: the server may take long, the test never races it
+
+
+def _coin(annotator: str, pid: str) -> int:
+    """A random answer that depends only on who answers which pair."""
+    return int(np.random.default_rng([COIN_SEED, PEOPLE.index(annotator), ord(pid[0]), int(pid[1:])]).random() < 0.5)
+
+
+def _wait_for(predicate, what: str, timeout_s: float = WAIT_MS / 1000) -> None:
+    """Poll the server's state (the database) until ``predicate()`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server never reached: {what}")
+        time.sleep(0.25)
 
 
 def _make_round(db):
@@ -54,11 +79,11 @@ def _login(page, url, path, name):
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
+    page.get_by_text(f"Signed in as {name}").wait_for(timeout=WAIT_MS)
     wait_idle(page)
 
 
-def _screen(page, timeout_ms=60_000, *, answered: str = "") -> str:
+def _screen(page, timeout_ms=WAIT_MS, *, answered: str = "") -> str:
     """The question on screen, or PAUSED / DONE (waits while the widget fetches more pairs, and while the
     question ``answered`` (the one a key was just pressed for) is still shown: every pair is asked once)."""
     return page.wait_for_function(
@@ -73,6 +98,11 @@ def _screen(page, timeout_ms=60_000, *, answered: str = "") -> str:
             if (done && done.innerText.includes('All pairs')) return 'DONE';
             return null;
         }""", arg=[PAUSED_TEXT, answered], timeout=timeout_ms).json_value()
+
+
+def _open_pauses(db) -> list[dict]:
+    with Store(db) as s:
+        return pauses(s, open_only=True)
 
 
 def _tab(page, name: str) -> None:
@@ -99,7 +129,6 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
 
     db = tmp_path / "lab.db"
     pair_of, truth = _make_round(db)
-    rng = np.random.default_rng(11)
     env = {"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}
     with streamlit_server(ROOT / "serve.py", env=env, timeout=180) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -119,7 +148,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         }""")
         state = dict.fromkeys(PEOPLE, "")
         made = dict.fromkeys(PEOPLE, 0)
-        for _ in range(80):  # everyone labels at the same time, one key each per turn
+        for _ in range(120):  # everyone labels at the same time, one key each per turn
             active = [a for a in PEOPLE if state[a] not in ("PAUSED", "DONE")]
             if not active:
                 break
@@ -137,17 +166,25 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
                     with Store(db) as s:
                         is_check = bool(s.query("SELECT 1 FROM assignments WHERE annotator = 'gamer' AND pair_id = ? "
                                                 "AND kind = 'check'", (pid,)))
-                    y = truth[pid] if is_check else int(rng.random() < 0.5)
+                    y = truth[pid] if is_check else _coin(a, pid)
                 else:
-                    y = int(rng.random() < 0.5)
+                    y = _coin(a, pid)
                 pages[a].keyboard.press("y" if y else "n")
                 made[a] += 1
+        # the server's state first: the clicker's pause recorded, every other queue empty
+        def left(a):
+            with Store(db) as s:
+                return rounds.progress(s, a, "round")["remaining"]
+
+        _wait_for(lambda: [p["annotator"] for p in _open_pauses(db)] == ["clicker"], "the clicker's pause")
+        for a in ("careful1", "careful2", "gamer"):
+            _wait_for(lambda: left(a) == 0, f"{a}'s queue done")
         assert state["clicker"] == "PAUSED", state
         assert not pages["clicker"].evaluate("window.__saidDone"), "a paused queue was shown as all done"
         for a in ("careful1", "careful2", "gamer"):
             assert state[a] == "DONE", state
             pages[a].wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.pending === '0'",
-                                       timeout=60_000)
+                                       timeout=WAIT_MS)
         clicker_text = pages["clicker"].inner_text('[data-testid="stMain"]')
         assert "Nothing you labelled is lost" in clicker_text and "check" not in clicker_text.lower()
         screenshot(pages["clicker"], "lab-quality-paused")
@@ -164,16 +201,17 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         _login(rev, url, "agreement", "rev")
         _tab(rev, "Annotators")
         ticks = rev.locator(".st-key-agr_competence .xtick text")
-        ticks.first.wait_for(timeout=60_000)
+        ticks.first.wait_for(timeout=WAIT_MS)
         names = ticks.all_text_contents()  # SVG text has no innerText
         assert set(names[:2]) == {"careful1", "careful2"} and set(names[2:]) == {"clicker", "gamer"}, names
         screenshot(rev, "lab-quality-annotators")
         # Round health: the pause and its message to the lead; Resume reopens the clicker's queue
         _tab(rev, "Round health")
-        rev.get_by_text("Waiting for adjudication").wait_for(timeout=60_000)  # the tab is drawn once it is open
+        rev.get_by_text("Waiting for adjudication").wait_for(timeout=WAIT_MS)  # the tab is drawn once it is open
         main = rev.inner_text('[data-testid="stMain"]')
         assert "clicker:" in main and "below the floor of 70%" in main
         rev.get_by_role("button", name="Resume").first.click()
+        _wait_for(lambda: _open_pauses(db) == [], "the clicker resumed")
         wait_idle(rev)
         with Store(db) as s:
             assert pauses(s, open_only=True) == [] and pauses(s)[0]["resumed_by"] == "rev"
