@@ -346,3 +346,11 @@ def test_stratified_queues_shuffle_strata_within_blocks_and_the_pool_is_judged(t
         ann.label(nxt[0], 0)
         kinds[nxt[0]] = bool(ann.judge_answers(nxt[0]))
     assert any(p.startswith("g") for p in kinds) and all(kinds.values())  # the same reveal for a check
+
+
+def test_the_chance_of_passing_a_qualification_by_guessing_is_reported(tmp_path):
+    assert RoundControls(qualification_n=5).chance_pass == pytest.approx(6 / 32)  # 4 or 5 of 5 at 80%
+    assert RoundControls(qualification_n=10).chance_pass == pytest.approx(56 / 1024)  # 8, 9 or 10 of 10
+    assert RoundControls().chance_pass is None
+    _, res, _ = _round(tmp_path, controls=RoundControls(qualification_n=5, seed=2))
+    assert any("19% of annotators who guess" in w for w in res["warnings"])

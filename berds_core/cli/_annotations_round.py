@@ -180,8 +180,9 @@ def cmd_round(args) -> dict:
                 raise InputError("--" + next(iter(changes)).replace("_", "-"), None, None, str(e)) from None
             store.audit(args.by, None, "round.controls", ts, allowed=True,
                         detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
-        return {"db": str(store.path), "task_set": ts, "controls": get_controls(store, ts).to_json(),
-                "changed": sorted(changes)}
+        c = get_controls(store, ts)
+        return {"db": str(store.path), "task_set": ts, "controls": c.to_json(), "changed": sorted(changes),
+                "qualification_passed_by_guessing": c.chance_pass}
 
 
 def cmd_checks(args) -> dict:

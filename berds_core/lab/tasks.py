@@ -418,6 +418,11 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
         if q > len(known):
             raise ValueError(f"the qualification asks for {q} pairs with a known answer; only {len(known)} are "
                              "outside the round's tasks")
+        chance = spec.controls.chance_pass
+        if chance > 0.05:
+            warnings.append(f"a qualification of {q} pairs at {spec.controls.qualification_pass:.0%} is passed by "
+                            f"{chance:.0%} of annotators who guess every answer; more pairs (or a higher pass mark) "
+                            "make guessing pass less often")
     with store.batch():
         store.add_pairs(picked + calib_pairs + pool_pairs)
         new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs + pool_pairs}}
