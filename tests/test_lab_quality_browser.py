@@ -14,6 +14,7 @@ without a browser); the test waits on that state (the pause in the database, eve
 before it asks the pages, and every wait is long enough for a loaded machine.
 """
 import time
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -75,7 +76,7 @@ def _make_round(db):
 
 def _login(page, url, path, name):
     page.goto(f"{url}/{path}")
-    wait_for_app(page)
+    wait_for_app(page, WAIT_MS)
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
@@ -105,18 +106,15 @@ def _open_pauses(db) -> list[dict]:
         return pauses(s, open_only=True)
 
 
-def _tab(page, name: str) -> None:
-    for attempt in range(3):
-        try:
-            page.get_by_role("tab", name=name).click(timeout=15_000)
-            wait_idle(page)
-            if page.get_by_role("tab", name=name).get_attribute("aria-selected") == "true":
-                return
-        except Exception:
-            if attempt == 2:
-                raise
-        wait_idle(page)
-    raise AssertionError(f"tab {name} did not open")
+def _open_tab(page, url: str, name: str) -> None:
+    """Open a tab of the Agreement page by its address (``?tab=``: the page draws it on load, signed in by the
+    session cookie), not by a click whose rerun a loaded server may still be busy with."""
+    page.goto(f"{url}/agreement?tab={quote(name)}")
+    wait_for_app(page, WAIT_MS)
+    page.wait_for_function("(n) => [...document.querySelectorAll('[role=tab]')].some("
+                           "t => t.innerText.trim() === n && t.getAttribute('aria-selected') === 'true')",
+                           arg=name, timeout=WAIT_MS)
+    wait_idle(page)
 
 
 def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
@@ -199,14 +197,14 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         # the reviewer: Annotators ranks the careful two first (the competence chart's bars, left to right)
         rev = pages["rev"]
         _login(rev, url, "agreement", "rev")
-        _tab(rev, "Annotators")
+        _open_tab(rev, url, "Annotators")
         ticks = rev.locator(".st-key-agr_competence .xtick text")
         ticks.first.wait_for(timeout=WAIT_MS)
         names = ticks.all_text_contents()  # SVG text has no innerText
         assert set(names[:2]) == {"careful1", "careful2"} and set(names[2:]) == {"clicker", "gamer"}, names
         screenshot(rev, "lab-quality-annotators")
         # Round health: the pause and its message to the lead; Resume reopens the clicker's queue
-        _tab(rev, "Round health")
+        _open_tab(rev, url, "Round health")
         rev.get_by_text("Waiting for adjudication").wait_for(timeout=WAIT_MS)  # the tab is drawn once it is open
         main = rev.inner_text('[data-testid="stMain"]')
         assert "clicker:" in main and "below the floor of 70%" in main
@@ -216,6 +214,6 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         with Store(db) as s:
             assert pauses(s, open_only=True) == [] and pauses(s)[0]["resumed_by"] == "rev"
         pages["clicker"].reload()
-        wait_for_app(pages["clicker"])
+        wait_for_app(pages["clicker"], WAIT_MS)
         assert _screen(pages["clicker"]) not in ("PAUSED", "DONE")
         browser.close()
