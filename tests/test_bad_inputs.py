@@ -69,7 +69,8 @@ def files(tmp_path_factory):
     immutable.mkdir()
     chattr = subprocess.run(["chattr", "+i", str(immutable)], capture_output=True).returncode == 0
     paths = {"d": d, "q": d / "questions.jsonl", "c": d / "corpus.jsonl", "gold": d / "gold.jsonl", "run": run,
-             "t": t, "db": db, "immutable": immutable if chattr else None, "dead": f"http://127.0.0.1:{_dead_port()}"}
+             "t": t, "db": db, "immutable": immutable if chattr else None, "dead": f"http://127.0.0.1:{_dead_port()}",
+             "no_gpu": None if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")) else True}
     paths.update({p.stem if p.is_file() else p.name: p for p in t.iterdir() if p.name not in ("d",)})
     paths["dangling"] = t / "dangling"
     yield paths
@@ -134,6 +135,17 @@ ROWS = [
     ("judge: --out a folder", "judge --run {run} --out {folder}", "is a directory"),
     ("judge: unreachable server", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead}",
      "cannot reach the server"),
+    ("judge: --device bogus", "judge --run {run} --out {t}/j.jsonl --device bogus", "is not a device"),
+    ("judge: --device cuda without a GPU", "judge --run {run} --out {t}/j.jsonl --device cuda",
+     "this machine has no CUDA device", {"needs": "no_gpu"}),
+    ("judge: --timeout -1", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --timeout -1",
+     "must be more than 0"),
+    ("judge: --batch-size 0", "judge --run {run} --out {t}/j.jsonl --batch-size 0", "must be 1 or more"),
+    ("judge: --batch-size -4", "judge --run {run} --out {t}/j.jsonl --batch-size -4", "must be 1 or more"),
+    ("judge: --concurrency 0", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --concurrency 0",
+     "must be 1 or more"),
+    ("judge: --retries -1", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --retries -1",
+     "must be 0 or more"),
     ("judge-eval: unterminated quote", "judge-eval --pairs {badquote}", "unterminated quote"),
     ("judge-eval: --out a dangling link", "judge-eval --pairs {pairs} --out {dangling}", "dangling"),
     ("judge-eval: bad --ray address", "judge-eval --pairs {pairs} --ray 127.0.0.1:1", "cannot reach Ray"),
@@ -152,6 +164,8 @@ ROWS = [
     ("coverage: runs missing", "coverage --runs {t}/nope.jsonl --gold {gold}", "file not found"),
     # ---- import / corpus
     ("import: --out a file", "import demo --out {afile}", "exists and is not a folder"),
+    ("import: --out -", "import demo --out -", "'-' (standard output) is for one file"),
+    ("export-trec: --out-dir -", "export-trec --run {run} --gold {gold} --out-dir -", "is for one file"),
     ("corpus web: server down", "corpus web --questions {q} --search searxng:{dead} --out {t}/web",
      "cannot reach the server"),
     ("corpus web: replay without the question", "corpus web --questions {coffee} --search replay --out {t}/web",

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import InputError
 from ._parsing import declare
 from ..files.jsonio import write_jsonl
+from ..files.outputs import check_output_dir
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo")
 OUTPUTS = ("questions.jsonl", "corpus.jsonl", "gold.jsonl")
@@ -67,9 +68,7 @@ def _load(args):
 def run(args) -> dict:
     from ..datasets import gold_rows
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(out, None, "--out", "exists and is not a folder")
+    out = check_output_dir(args.out, "--out")
     bundle = _load(args)
     writes = {"questions.jsonl": [q.to_json() for q in bundle.questions]}
     if bundle.passages:
