@@ -251,6 +251,7 @@ ROWS = [
     ("annotations qualification: --retry an unknown annotator",
      "annotations qualification --db {db} --task-set demo --retry nosuch", "'nosuch' has no queue"),
     ("agreement: negative seed", "agreement --db {db} --seed -1", "must be 0 or more"),
+    ("agreement: judge server down", "agreement --db {db} --judge openai:m@{dead}", "cannot reach the server"),
     ("annotations judge-failures: unknown judge", "annotations judge-failures --db {db} --judge nosuch",
      "no answers of a judge named 'nosuch'"),
     ("annotations health: no database", "annotations health --db {t}/none.db", "none.db"),

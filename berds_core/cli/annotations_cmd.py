@@ -386,6 +386,9 @@ def cmd_agreement(args) -> dict:
             from ..judges import JudgeError
             from ..lab.judging import judge_labelled_pairs
 
+            from ..net.reach import check_servers
+
+            check_servers([("--judge", judge_name)])  # a server that is down: one line now, not after retries
             judge = _load_judge(judge_name)
             judge_name = judge.name
             print(f"judging the labelled pairs with {judge.name}", file=sys.stderr)
