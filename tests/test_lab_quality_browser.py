@@ -77,6 +77,7 @@ def _make_round(db):
 def _login(page, url, path, name):
     page.goto(f"{url}/{path}")
     wait_for_app(page, WAIT_MS)
+    page.get_by_label("User name").wait_for(timeout=WAIT_MS)  # the form of a page a loaded server still draws
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
