@@ -3,6 +3,11 @@ the annotators by their true quality, are the annotator models' labels closer to
 
     python bench/lab_reliability.py [--rounds 20] [--first-seed 0] [--n 300] [--redundancy 3]
         [--simulate "ann1=0.95,ann2=0.75,ann3=0.5,ann4=spammer,ann5=gamer"] [--check-rate 0.05] [--floor 0.7]
+    python bench/lab_reliability.py --qualification-bot 200 [--qualification 10] [--first-seed 20]
+
+``strategic`` in ``--simulate`` is the gamer who has only an annotator's channels (lab/simulate.py); the
+summary counts the rounds where the checks paused it and what each channel marked. ``--qualification-bot``
+measures a bot that answers each qualification pair from the previous one's feedback.
 
 Each round is ``berds annotations demo --simulate`` with another seed: the built-in demo bundle's pairs (its
 gold labels are the truth and the pool of gold checks), every pair to ``--redundancy`` annotators, gold
@@ -29,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from berds_core.lab.controls import RoundControls  # noqa: E402
 from berds_core.lab.reliability import METHODS, estimate, majority, model_labels  # noqa: E402
+from berds_core.lab import simulate  # noqa: E402
 from berds_core.lab.simulate import accuracy_against, parse_simulation, simulate_round, true_order_agrees  # noqa: E402
 from berds_core.lab.store import Store  # noqa: E402
 from berds_core.lab.checks import check_scores  # noqa: E402
@@ -85,6 +91,7 @@ def one_round(seed: int, args) -> dict:
         scores = check_scores(store)
         out["check_accuracy"] = {a: scores[a]["accuracy"] if a in scores else None for a in names}
         out["kinds"] = {a: p.kind for a, p in people.items()}
+        out["strategic"] = {a: st["strategic"] for a, st in sim["annotators"].items() if "strategic" in st}
         store.close()
     return out
 
@@ -101,6 +108,14 @@ def summary(rounds: list[dict], args) -> dict:
            "spammer_paused": sum(all(a in r["paused"] for a in spam) for r in rounds) if spam else None,
            "gamer_paused": sum(any(a in r["paused"] for a in gamer) for r in rounds) if gamer else None,
            "good_paused": sum(any(a in r["paused"] for a in names if kinds[a] == "competence") for r in rounds),
+           "strategic_paused": (sum(any(a in r["paused"] for a in names if kinds[a] == "strategic") for r in rounds)
+                                if "strategic" in kinds.values() else None),
+           "strategic_flags": {ch: sum(g["flags"].get(ch, 0) for r in rounds for g in r["strategic"].values())
+                               for ch in ("order", "export", "reveal", "timing")},
+           "strategic_flags_on_checks": {ch: sum(g["checks_among_flags"].get(ch, 0) for r in rounds
+                                                 for g in r["strategic"].values())
+                                         for ch in ("order", "export", "reveal", "timing")},
+           "best_paused": {a: sum(a in r["paused"] for r in rounds) for a in names if kinds[a] == "competence"},
            "accuracy_median": {k: med(r["accuracy"][k]["accuracy"] for r in rounds) for k in ("majority", *ALL)},
            "beats_majority": {m: sum(r["accuracy"][m]["accuracy"] > r["accuracy"]["majority"]["accuracy"]
                                      for r in rounds) for m in ALL},
@@ -132,9 +147,35 @@ def markdown(s: dict) -> str:
         lines.append(f"| {NAMES[m]} | {s['ordered_as_true'][m]} of {r} | {s['accuracy_median'][m]:.3f} | "
                      f"{s['beats_majority'][m]} of {r} | {s['fit_seconds_median'][m]:.2f} s |")
     lines += ["", f"Spammer paused by the checks: {s['spammer_paused']} of {r}; gamer paused: {s['gamer_paused']} of "
-                  f"{r}; an honest annotator paused: {s['good_paused']} of {r}; about {s['labels_median']:.0f} labels "
-                  f"a round."]
+                  f"{r}; strategic gamer paused: {s['strategic_paused']} of {r}; an honest annotator paused: "
+                  f"{s['good_paused']} of {r} (each: {s['best_paused']}); about {s['labels_median']:.0f} labels "
+                  f"a round. The strategic gamer's channels marked {s['strategic_flags']} pairs, of which checks: "
+                  f"{s['strategic_flags_on_checks']}."]
     return "\n".join(lines)
+
+
+def qualification_bot(args) -> dict:
+    """``--qualification-bot N``: N attempts of :func:`~berds_core.lab.simulate.qualification_bot` (the opposite
+    of the previous pair's expected answer when an answer tells it) at ``--qualification`` pairs and the
+    default pass mark; the share passed beside the chance of passing by guessing (binomial)."""
+    from math import ceil, comb
+
+    from berds_core.lab.access import Actor, Lab
+    from berds_core.lab.checks import rng_for
+
+    n, mark = args.qualification, RoundControls().qualification_pass
+    names = [f"bot{i}" for i in range(args.qualification_bot)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "qual.db")
+        build_demo_task_set(store, names, n=len(names), seed=args.first_seed,
+                            controls=RoundControls(qualification_n=n, seed=args.first_seed))
+        passed = sum(bool(simulate.qualification_bot(Lab(store, Actor(a, "annotator")), "demo",
+                                                     rng_for(args.first_seed, "bot", a))) for a in names)
+        store.close()
+    need = ceil(mark * n - 1e-9)
+    chance = sum(comb(n, k) for k in range(need, n + 1)) / 2 ** n
+    return {"attempts": len(names), "pairs": n, "pass_mark": mark, "passed": passed,
+            "passed_share": passed / len(names), "chance": chance}
 
 
 def main() -> None:
@@ -148,7 +189,13 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.7)
     ap.add_argument("--check-min", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--qualification-bot", type=int, default=0, metavar="N",
+                    help="instead: N qualification attempts by a bot reading the previous pair's feedback")
+    ap.add_argument("--qualification", type=int, default=10, help="pairs of the bot's qualification")
     args = ap.parse_args()
+    if args.qualification_bot:
+        print(json.dumps(qualification_bot(args), indent=1))
+        return
     rounds = []
     for seed in range(args.first_seed, args.first_seed + args.rounds):
         rounds.append(one_round(seed, args))

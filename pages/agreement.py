@@ -293,6 +293,8 @@ def annotators_tab(lab: Lab) -> None:
              "gold checks": pct_ci(a[n]["checks"]), "checks": (a[n]["checks"] or {}).get("n", 0),
              "agreement with others": pct_ci(a[n]["agreement_with_others"], "agreement"),
              "median s / label": fmt(None if a[n]["time"]["median_ms"] is None else a[n]["time"]["median_ms"] / 1000, 1),
+             "browser's s / label": fmt(None if a[n]["time"].get("browser_median_ms") is None
+                                        else a[n]["time"]["browser_median_ms"] / 1000, 1),
              f"under {rep['time_floor_ms'] / 1000:g} s": fmt(a[n]["time"]["under_floor_share"], 2),
              "drift (first → last)": "–" if a[n]["drift"]["first"] is None else
              f"{fmt(a[n]['drift']['first'], 2)} → {fmt(a[n]['drift']['last'], 2)}",
@@ -449,7 +451,7 @@ def browse(lab: Lab, judge: str | None) -> None:
     ids = [r["pair_id"] for r in rows]
     st.dataframe([{"pair": r["pair_id"], "priority": fmt(r["priority"], 2), "judge p": fmt(r["judge_prob"], 2),
                    "weighted humans": fmt(r["weighted_majority"], 2), "kind": r["kind"],
-                   "gold": "" if r["gold"] is None else r["gold"]} for r in rows[:200]],
+                   "gold": "" if r["gold"] is None else str(r["gold"])} for r in rows[:200]],  # one type a column
                  hide_index=True, key="agr_queue", height=220)
     pid = st.selectbox("Pair", ids, key="agr_pair")
     r = rows[ids.index(pid)]

@@ -14,6 +14,8 @@ import, task-set, guidelines and export panel.
 """
 from __future__ import annotations
 
+import hashlib
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -25,6 +27,7 @@ if str(ROOT) not in sys.path:  # standalone: streamlit run pages/annotate.py
 import streamlit as st  # noqa: E402
 
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
+from berds_core.lab.labelling import MAX_NOTE  # noqa: E402
 from berds_core.lab.store import SKIP, StoreError  # noqa: E402
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, judge_caveat  # noqa: E402
@@ -39,10 +42,19 @@ UIS = {"keyboard": "Keyboard (next pair ready at once)", "simple": "Simple butto
 
 # --------------------------------------------------------------------------- actions (store first, then the UI)
 
+def widget_ref(pair_id: str) -> str:
+    """An opaque per-session reference of a pair for widget keys (Streamlit puts keys into the page's element
+    ids and classes: a pair id there would tell a check's source apart)."""
+    ss = st.session_state
+    salt = ss.setdefault("ann_ref_salt", secrets.token_hex(16))
+    return hashlib.sha256(f"{salt}\x1f{pair_id}".encode("utf-8")).hexdigest()[:16]
+
+
 def do_label(lab: Lab, pair_id: str, value) -> None:
     ss = st.session_state
-    note = ss.get(f"note_{pair_id}", "")
-    unsure = bool(ss.get(f"unsure_{pair_id}", False))
+    ref = widget_ref(pair_id)
+    note = (ss.get(f"note_{ref}", "") or "")[:MAX_NOTE]
+    unsure = bool(ss.get(f"unsure_{ref}", False))
     shown = ss.get("ann_shown", {}).get(pair_id)
     spent = int((time.monotonic() - shown) * 1000) if shown else None
     try:
@@ -59,7 +71,11 @@ def do_label(lab: Lab, pair_id: str, value) -> None:
 
 
 def do_undo(lab: Lab) -> None:
-    pid = lab.undo()
+    try:
+        pid = lab.undo()
+    except StoreError as e:  # the queue is paused: nothing is taken back from it
+        st.session_state["ann_flash"] = f"Not undone: {e}"
+        return
     st.session_state["ann_last"] = None
     st.session_state["ann_flash"] = "Undone: the last decision" if pid else "Nothing to undo"
 
@@ -170,8 +186,9 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
                    on_click=do_label, args=(lab, pid, SKIP))
     cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch", on_click=do_undo, args=(lab,))
     extra = st.columns([1, 3])
-    extra[0].checkbox("Unsure", key=f"unsure_{pid}")
-    extra[1].text_input("Note (optional)", key=f"note_{pid}", label_visibility="collapsed",
+    ref = widget_ref(pid)
+    extra[0].checkbox("Unsure", key=f"unsure_{ref}")
+    extra[1].text_input("Note (optional)", key=f"note_{ref}", label_visibility="collapsed", max_chars=MAX_NOTE,
                         placeholder="Note (optional)")
 
 
@@ -222,11 +239,13 @@ def _answer_qualification(lab: Lab, ts: str, item: dict, value: int) -> None:
     except (AccessDenied, ValueError) as e:
         ss["qual_error"] = str(e)
         return
-    ss["qual_feedback"] = {"ts": ts, **res}
+    if res["done"]:  # feedback only once the attempt is over
+        ss["qual_feedback"] = {"ts": ts, **res}
 
 
 def qualification_screen(lab: Lab, ts: str) -> bool:
-    """One qualification pair with the guidelines beside it; after each answer, the expected one.
+    """One qualification pair with the guidelines beside it; after the attempt's last answer, the score and
+    each pair's expected answer (never one answer at a time).
 
     Returns True while the qualification holds the screen.
     """
@@ -237,26 +256,21 @@ def qualification_screen(lab: Lab, ts: str) -> bool:
     if ss.get("qual_error"):
         error_line(ss.pop("qual_error"))
     fb = ss.get("qual_feedback")
-    if fb and fb["ts"] == ts:
+    if fb and fb["ts"] == ts:  # the attempt is over: the score, then each pair's expected answer
         word = {1: "supports", 0: "does not support"}
-        if fb["correct"]:
-            st.success(f"Right: the passage {word[fb['expected']]} the perspective.", icon=":material/check_circle:")
+        score = fb["score"] or {}
+        if fb["passed"]:
+            st.success(f"You passed the qualification ({score.get('correct')} of {score.get('n')} as expected). "
+                       "Your queue is open.")
         else:
-            st.error(f"Not quite: the expected answer is \"{word[fb['expected']]}\" (you said "
-                     f"\"{word[fb['label']]}\").", icon=":material/cancel:")
-        st.text(said[fb["expected"]])
-        if fb["done"]:
-            score = fb["score"] or {}
-            if fb["passed"]:
-                st.success(f"You passed the qualification ({score.get('correct')} of {score.get('n')} as expected). "
-                           "Your queue is open.")
-            else:
-                st.warning(f"{score.get('correct')} of {score.get('n')} as expected: below this task set's pass mark. "
-                           "Your lead has been told and may allow another attempt.")
-            label = "Start labelling" if fb["passed"] else "Close"
-        else:
-            label = "Next pair"
-        if st.button(label, key="qual_next", type="primary"):
+            st.warning(f"{score.get('correct')} of {score.get('n')} as expected: below this task set's pass mark. "
+                       "Your lead has been told and may allow another attempt.")
+        for i, it in enumerate(fb.get("items") or [], start=1):
+            mark = "right" if it["correct"] else f"expected \"{word[it['expected']]}\""
+            st.text(f"{i}. {it['perspective'][:120]}: you said \"{word[it['label']]}\", {mark}.")
+        for k in ("1", "0"):
+            st.text(said[int(k)])
+        if st.button("Start labelling" if fb["passed"] else "Close", key="qual_next", type="primary"):
             ss.pop("qual_feedback", None)
             st.rerun()
         return True
@@ -265,8 +279,8 @@ def qualification_screen(lab: Lab, ts: str) -> bool:
         ss.pop("qual_feedback", None)
         return False
     ss.setdefault("qual_shown", time.monotonic())
-    st.caption(f"Pair {item['index'] + 1} of {item['n']}. Decide as you would in the task set; the expected answer "
-               "is shown once you have answered.")
+    st.caption(f"Pair {item['index'] + 1} of {item['n']}. Decide as you would in the task set; the expected answers "
+               "are shown once you have answered all of them.")
     left, right = st.columns([3, 2])
     with left:
         show_pair(item)

@@ -249,8 +249,10 @@ def test_disable_and_reset_end_sessions(acc):
     token, _ = acc.login("alice", SECRET)
     acc.disable("alice")
     assert acc.session_user(token) is None
-    with pytest.raises(LoginError):
+    with pytest.raises(LoginError, match="wrong name or password"):  # the same answer as to a wrong password
         acc.login("alice", SECRET)
+    with pytest.raises(LoginError, match="wrong name or password"):
+        acc.login("alice", "not her password at all")
     acc.enable("alice")
     token, _ = acc.login("alice", SECRET)
     acc.reset("alice", "a brand new secret", role="reviewer")

@@ -69,7 +69,8 @@ def files(tmp_path_factory):
     immutable.mkdir()
     chattr = subprocess.run(["chattr", "+i", str(immutable)], capture_output=True).returncode == 0
     paths = {"d": d, "q": d / "questions.jsonl", "c": d / "corpus.jsonl", "gold": d / "gold.jsonl", "run": run,
-             "t": t, "db": db, "immutable": immutable if chattr else None, "dead": f"http://127.0.0.1:{_dead_port()}"}
+             "t": t, "db": db, "immutable": immutable if chattr else None, "dead": f"http://127.0.0.1:{_dead_port()}",
+             "no_gpu": None if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")) else True}
     paths.update({p.stem if p.is_file() else p.name: p for p in t.iterdir() if p.name not in ("d",)})
     paths["dangling"] = t / "dangling"
     yield paths
@@ -134,6 +135,17 @@ ROWS = [
     ("judge: --out a folder", "judge --run {run} --out {folder}", "is a directory"),
     ("judge: unreachable server", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead}",
      "cannot reach the server"),
+    ("judge: --device bogus", "judge --run {run} --out {t}/j.jsonl --device bogus", "is not a device"),
+    ("judge: --device cuda without a GPU", "judge --run {run} --out {t}/j.jsonl --device cuda",
+     "this machine has no CUDA device", {"needs": "no_gpu"}),
+    ("judge: --timeout -1", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --timeout -1",
+     "must be more than 0"),
+    ("judge: --batch-size 0", "judge --run {run} --out {t}/j.jsonl --batch-size 0", "must be 1 or more"),
+    ("judge: --batch-size -4", "judge --run {run} --out {t}/j.jsonl --batch-size -4", "must be 1 or more"),
+    ("judge: --concurrency 0", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --concurrency 0",
+     "must be 1 or more"),
+    ("judge: --retries -1", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --retries -1",
+     "must be 0 or more"),
     ("judge-eval: unterminated quote", "judge-eval --pairs {badquote}", "unterminated quote"),
     ("judge-eval: --out a dangling link", "judge-eval --pairs {pairs} --out {dangling}", "dangling"),
     ("judge-eval: bad --ray address", "judge-eval --pairs {pairs} --ray 127.0.0.1:1", "cannot reach Ray"),
@@ -155,6 +167,8 @@ ROWS = [
     ("coverage: runs missing", "coverage --runs {t}/nope.jsonl --gold {gold}", "file not found"),
     # ---- import / corpus
     ("import: --out a file", "import demo --out {afile}", "exists and is not a folder"),
+    ("import: --out -", "import demo --out -", "'-' (standard output) is for one file"),
+    ("export-trec: --out-dir -", "export-trec --run {run} --gold {gold} --out-dir -", "is for one file"),
     ("corpus web: server down", "corpus web --questions {q} --search searxng:{dead} --out {t}/web",
      "cannot reach the server"),
     ("corpus web: replay without the question", "corpus web --questions {coffee} --search replay --out {t}/web",
@@ -198,6 +212,49 @@ ROWS = [
     ("annotations reliability: negative time floor", "annotations reliability --db {db} --time-floor -1",
      "must be 0 or more seconds"),
     ("annotations review: --limit 0", "annotations review --db {db} --limit 0", "must be 1 or more"),
+    # the fifth hardening round (issue 53): values that used to trace back or pass silently
+    ("annotations demo: check rate 1e-300", "annotations demo --db {t}/cr.db --annotators a --check-rate 1e-300",
+     "check rate is a share between 0 and 1"),
+    ("annotations demo: check rate 5e-324", "annotations demo --db {t}/cr.db --annotators a --check-rate 5e-324",
+     "at least 0.001"),
+    ("annotations round: check rate 1e-300", "annotations round --db {db} --task-set demo --check-rate 1e-300",
+     "check rate is a share"),
+    ("annotations demo: qualification of a billion",
+     "annotations demo --db {t}/q.db --annotators a --qualification 1000000000 --simulate a=0.9",
+     "qualification pairs must be 0 to 1000"),
+    ("annotations demo: qualification over the known answers",
+     "annotations demo --db {t}/q.db --annotators a --n 1500 --qualification 1000", "only 100 are outside"),
+    ("annotations demo: time floor 1e308", "annotations demo --db {t}/tf.db --annotators a --time-floor 1e308",
+     "must be at most 3600 seconds"),
+    ("annotations demo: time floor nan", "annotations demo --db {t}/tf.db --annotators a --time-floor nan",
+     "must be 0 or more seconds"),
+    ("annotations reliability: time floor nan", "annotations reliability --db {db} --time-floor nan",
+     "must be 0 or more seconds"),
+    ("annotations demo: a simulated annotator named twice",
+     "annotations demo --db {t}/s.db --annotators a --simulate a=0.5,a=0.9", "a is named twice"),
+    ("annotations demo: --simulate empty", "annotations demo --db {t}/s.db --annotators a --simulate=",
+     "name at least one simulated annotator"),
+    ("annotations demo: competence 1.5", "annotations demo --db {t}/s.db --annotators a --simulate a=1.5",
+     "competence is between 0 and 1"),
+    ("annotations demo: unknown kind", "annotations demo --db {t}/s.db --annotators a --simulate a=wizard",
+     "spammer / gamer / strategic"),
+    ("annotations demo: unknown simulated annotator", "annotations demo --db {t}/s.db --annotators a --simulate b=0.5",
+     "'b' is not one of the round's annotators"),
+    ("annotations demo: a spec with no =", "annotations demo --db {t}/s.db --annotators a --simulate a",
+     "write NAME=COMPETENCE"),
+    ("annotations demo: empty name", "annotations demo --db {t}/n.db --annotators a --name=", "a task set needs a name"),
+    ("annotations demo: n over the demo", "annotations demo --db {t}/big.db --annotators a --n 100000",
+     "the built-in demo has 1600 pairs"),
+    ("annotations demo: a second demo of the same name", "annotations demo --db {db} --annotators ann1 --n 6",
+     "a task set named 'demo' is already in"),
+    ("annotations export: mace without redundancy", "annotations export --db {db} --what mace --out {t}/m.tsv",
+     "need pairs labelled by two or more annotators"),
+    ("annotations checks: unknown annotator", "annotations checks --db {db} --annotator nosuch",
+     "no annotator named 'nosuch'"),
+    ("annotations qualification: --retry an unknown annotator",
+     "annotations qualification --db {db} --task-set demo --retry nosuch", "'nosuch' has no queue"),
+    ("agreement: negative seed", "agreement --db {db} --seed -1", "must be 0 or more"),
+    ("agreement: judge server down", "agreement --db {db} --judge openai:m@{dead}", "cannot reach the server"),
     ("annotations judge-failures: unknown judge", "annotations judge-failures --db {db} --judge nosuch",
      "no answers of a judge named 'nosuch'"),
     ("annotations health: no database", "annotations health --db {t}/none.db", "none.db"),
@@ -313,3 +370,14 @@ def test_every_output_kind_has_rows():
     for kind in ("--out {folder}", "--out {dangling}", "--out -", "--out {afile}", "--out-dir {afile}",
                  "--index-dir {afile}", "{immutable}", "--per-question {folder}", "--db {folder}"):
         assert kind in text, kind
+
+
+@pytest.mark.parametrize("spec", ["a=1.5", "a=wizard", "b=0.5", "a", "", "a=0.5,a=0.9"])
+def test_a_bad_simulation_leaves_no_database_behind(spec, tmp_path, capsys):
+    db = tmp_path / "new.db"
+    assert main(["annotations", "demo", "--db", str(db), "--annotators", "a", f"--simulate={spec}"]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert main(["annotations", "demo", "--db", str(db), "--annotators", "a", "--qualification", "1000",
+                 "--n", "1500"]) == 2  # refused after the database was opened: removed again
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    capsys.readouterr()

@@ -162,9 +162,12 @@ def test_qualification_gates_the_queue_and_shows_the_answer_only_after(tmp_path)
     while item is not None:
         seen.append(item["pair_id"])
         res = ann.qualification_answer("r1", item["attempt"], item["position"], answers[item["pair_id"]][0])
-        assert res["correct"] and res["expected"] == answers[item["pair_id"]][0]
         item = ann.qualification_next("r1")
+        if item is not None:  # nothing about an answer until the attempt's last one
+            assert res == {"done": False, "passed": None, "score": None, "items": None}
     assert res["done"] and res["passed"] and ann.round_states()[0]["state"] == "open" and ann.next_pairs(1)
+    assert [i["correct"] for i in res["items"]] == [True] * 4 and "pair_id" not in res["items"][0]
+    assert sorted(answers[p][0] for p in seen) == [0, 0, 1, 1]  # balanced classes
     assert not set(seen) & set(s.queue("ann"))  # qualification pairs are never the annotator's tasks
     # bob fails, waits for the lead, gets fresh pairs on retry
     bob = Lab(s, Actor("bob", "annotator"))
@@ -187,7 +190,7 @@ def test_qualification_gates_the_queue_and_shows_the_answer_only_after(tmp_path)
     assert {(q["annotator"], q["state"]) for q in health["qualification"]} >= {("ann", "passed"), ("bob", "in_progress")}
     # a second answer to an answered item changes nothing
     again = ann.qualification_answer("r1", 1, 0, 1 - answers[seen[0]][0])
-    assert again["correct"] is True
+    assert again["items"][0]["correct"] is True and again["score"] == {"correct": 4, "n": 4}
 
 
 def test_controls_are_validated_and_changed_by_the_lead_only(tmp_path):
@@ -223,10 +226,131 @@ def test_a_version_2_database_is_upgraded_without_losing_anything(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == SCHEMA_VERSION == 4
+        assert s.schema_version == SCHEMA_VERSION == 5
         lab = s.get_label("ann", "p0")
         assert lab.note == "kept" and lab.time_ms == 1200
         assert check_scores(s)["ann"]["accuracy"] == 1.0  # an old calibration pair counts as a check
         assert pauses(s) == [] and get_controls(s, "old") == RoundControls()
         tables = {r[0] for r in s.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"check_slots", "pauses", "qualification", "qualification_results"} <= tables
+
+
+def test_check_classes_are_balanced_in_random_order_not_alternating():
+    from berds_core.lab.checks import balanced_classes, rng_for, slot_class
+
+    seq = [slot_class(3, "r1", "ann", k) for k in range(1, 601)]
+    for b in range(0, 600, 6):
+        assert sum(seq[b:b + 6]) == 3  # three of each class in every six slots
+    alternations = sum(seq[i] != seq[i + 1] for i in range(599))
+    assert 200 < alternations < 400  # about half, as at random (an alternation would be 599)
+    assert seq != [seq[0], 1 - seq[0]] * 300
+    odd = balanced_classes(rng_for(0, "x"), 5, block=5)
+    assert sum(odd) in (2, 3) and len(odd) == 5
+
+
+def test_a_check_is_scored_on_its_first_answer_and_nothing_is_undone_from_a_paused_queue(tmp_path):
+    s, _, ref = _round(tmp_path, controls=RoundControls(check_rate=0.3, check_floor=0.7, check_min=3, seed=3))
+    ann = Lab(s, Actor("ann", "annotator"))
+    answers = known_answers(s)
+    wrong_on_checks = lambda pid: 1 - answers[pid][0] if pid in answers else 0  # noqa: E731
+    for _ in range(200):
+        nxt = ann.next_pairs(1)
+        if not nxt:
+            break
+        pid = nxt[0]
+        ann.label(pid, wrong_on_checks(pid))
+        if pid in answers:  # undo the wrong check answer and give the right one: the score keeps the first
+            if ann.round_states()[0]["state"] != "open":
+                break
+            assert ann.undo() == pid
+            ann.label(pid, answers[pid][0])
+            assert s.get_label("ann", pid).label == answers[pid][0]
+    assert ann.round_states()[0]["state"] == "paused"
+    sc = check_scores(s)["ann"]
+    assert sc["correct"] == 0 and sc["n"] >= 3
+    last = s.last_undoable("ann")
+    with pytest.raises(StoreError, match="paused; nothing was undone"):
+        ann.undo()
+    assert s.last_undoable("ann") == last
+    with pytest.raises(StoreError, match="paused"):
+        ann.label(last, 1)
+    Lab(s, Actor("lead", "admin")).resume("r1", "ann")
+    assert check_scores(s)["ann"]["correct"] == 0  # relabelling after a resume scores nothing either
+
+
+def test_the_work_after_a_label_never_reads_every_known_answer(tmp_path, monkeypatch):
+    import berds_core.lab.checks as checks_mod
+
+    s, _, _ = _round(tmp_path, controls=RoundControls(check_rate=0.3, check_floor=0.5, seed=3))
+    ann = Lab(s, Actor("ann", "annotator"))
+    for _ in range(4):
+        ann.next_pairs(6)  # places the checks it reaches (reads the pool: a page run, not a label)
+
+        def boom(_store):
+            raise AssertionError("known_answers read after a label")
+
+        monkeypatch.setattr(checks_mod, "known_answers", boom)
+        ann.label(ann.next_pairs(1)[0], 1)
+        monkeypatch.undo()
+    assert check_answers_kinds(s) <= {"check"}
+    assert s.get_label("ann", s.history("ann")[-1]["pair_id"]).server_ms is not None  # the server's own time
+
+
+def check_answers_kinds(s):
+    from berds_core.lab.checks import check_answers
+
+    return {a["kind"] for a in check_answers(s)}
+
+
+def test_an_annotators_own_export_carries_nothing_that_marks_a_check(tmp_path):
+    s, _, _ = _round(tmp_path, controls=RoundControls(check_rate=0.3, seed=3))
+    ann = Lab(s, Actor("ann", "annotator"))
+    for _ in range(20):
+        ann.label(ann.next_pairs(1)[0], 1)
+    rows = ann.export_rows("labels", include_skips=True)
+    assert len(rows) == 20 and any(r["pair_id"].startswith("g") for r in [{"pair_id": h["pair_id"]}
+                                                                            for h in s.history("ann")])
+    banned = {"id", "pair_id", "question_id", "passage_id", "subset", "retriever", "source", "side", "kind"}
+    assert not banned & set(rows[0])
+    assert all(not r["ref"].startswith(("g", "p")) or len(r["ref"]) == 16 for r in rows)
+    assert [r["updated_at"] for r in rows] == sorted(r["updated_at"] for r in rows)  # the order they were made
+    assert ann.export_rows("labels")[0]["ref"] == rows[0]["ref"]  # stable for them
+
+
+def test_stratified_queues_shuffle_strata_within_blocks_and_the_pool_is_judged(tmp_path):
+    from berds_core.lab.tasks import sample_pairs
+
+    pairs = [Pair(f"p{i}", "q?", f"d{i}", "persp", subset=f"s{i % 4}") for i in range(200)]
+    got = sample_pairs(pairs, 80, "stratified", seed=5)
+    blocks = [got[i:i + 4] for i in range(0, 80, 4)]
+    assert all(sorted(p.subset for p in b) == ["s0", "s1", "s2", "s3"] for b in blocks)
+    assert len({tuple(p.subset for p in b) for b in blocks}) > 5  # not one cycle repeated
+
+    class Judge:
+        name = "j"
+
+        def predict(self, items):
+            return [0.3] * len(items), [0] * len(items)
+
+    s = Store(tmp_path / "j.db")
+    tasks, pool = _pairs(30), _pairs(30, "g")
+    spec = TaskSetSpec(name="r1", source="test", n=30, strategy="random", annotators=("ann",), seed=1,
+                       controls=RoundControls(check_rate=0.2, seed=3))
+    build_task_set(s, tasks + pool, spec, judge=Judge(), reference={p.pair_id: i % 2 for i, p in enumerate(pool)})
+    ann = Lab(s, Actor("ann", "annotator"))
+    kinds = {}
+    for _ in range(40):
+        nxt = ann.next_pairs(1)
+        if not nxt:
+            break
+        ann.label(nxt[0], 0)
+        kinds[nxt[0]] = bool(ann.judge_answers(nxt[0]))
+    assert any(p.startswith("g") for p in kinds) and all(kinds.values())  # the same reveal for a check
+
+
+def test_the_chance_of_passing_a_qualification_by_guessing_is_reported(tmp_path):
+    assert RoundControls(qualification_n=5).chance_pass == pytest.approx(6 / 32)  # 4 or 5 of 5 at 80%
+    assert RoundControls(qualification_n=10).chance_pass == pytest.approx(56 / 1024)  # 8, 9 or 10 of 10
+    assert RoundControls().chance_pass is None
+    _, res, _ = _round(tmp_path, controls=RoundControls(qualification_n=5, seed=2))
+    assert any("19% of annotators who guess" in w for w in res["warnings"])

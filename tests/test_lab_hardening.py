@@ -154,7 +154,7 @@ def test_a_version_2_database_keeps_its_sessions_after_the_upgrade(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == 4
+        assert s.schema_version == 5
         assert Accounts(s, hasher=hasher).session_user("old-token").name == "fay"
 
 
@@ -273,3 +273,29 @@ def test_media_downloads_need_a_session_on_a_real_server(tmp_path):
         status, _ = get("/media/0123456789abcdef0123456789abcdef0123456789abcdef.csv", f"berds_session={token}")
         assert status == 404  # past the guard: Streamlit itself answers (no such file)
         assert get("/_stcore/health")[0] == 200  # nothing else is gated by it
+        status, body = get("/_stcore/metrics")  # the lab's activity: not for visitors
+        assert status == 403 and b"sign in" in body
+
+
+def test_the_guard_covers_uploads_media_and_metrics_only():
+    from berds_core.lab.session import _guarded
+
+    def scope(path, method="GET"):
+        return {"type": "http", "path": path, "method": method}
+
+    assert _guarded(scope("/_stcore/metrics")) and _guarded(scope("/base/_stcore/metrics/"))
+    assert _guarded(scope("/media/abc.csv")) and _guarded(scope("/_stcore/upload_file/x/y", "PUT"))
+    assert not _guarded(scope("/_stcore/health")) and not _guarded(scope("/"))
+
+
+def test_a_new_database_folder_and_an_export_are_the_owners_alone(tmp_path):
+    import stat
+
+    from berds_core.cli import main
+
+    db = tmp_path / "new" / "lab.db"
+    assert main(["annotations", "demo", "--db", str(db), "--annotators", "a", "--n", "4", "--quiet"]) == 0
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700 and stat.S_IMODE(db.stat().st_mode) == 0o600
+    out = tmp_path / "labels.tsv"
+    assert main(["annotations", "export", "--db", str(db), "--out", str(out), "--quiet"]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600

@@ -6,11 +6,20 @@ answers every gold check right (this test tells them which pairs are checks, the
 random. The checks pause the clicker (their page says so, without naming a check); they miss the gamer; the
 reviewer's Annotators tab ranks both careful annotators above both others (the estimate across redundant
 labels), Round health shows the pause with its message to the lead, and Resume reopens the queue.
+
+Nothing here depends on the machine's speed: each answer is a function of the annotator and the pair (a coin
+seeded by both, never a stream shared by pages whose turns a slow server reorders), so the server's state at
+the end is the same on every run (the clicker paused after its fifth check, 2 of 5 right; checked once
+without a browser); the test waits on that state (the pause in the database, every other queue empty)
+before it asks the pages, and every wait is long enough for a loaded machine.
 """
+import time
+
 import numpy as np
 import pytest
 
 from berds_core.lab.accounts import Accounts
+from berds_core.lab import rounds
 from berds_core.lab.checks import check_scores, pauses
 from berds_core.lab.controls import RoundControls
 from berds_core.lab.reliability import reliability_report
@@ -24,6 +33,22 @@ PASSWORD = "lab password 2026"
 WIDGET = '[data-testid="berds-annotator"]'
 PEOPLE = ["careful1", "careful2", "clicker", "gamer"]
 PAUSED_TEXT = "paused by the round's quality control"
+COIN_SEED = 13  # with it, the clicker's answers pause it (2 of 5 checks right) and the others finish
+WAIT_MS = 180_000  # a loaded two-core machine: the server may take long, the test never races it
+
+
+def _coin(annotator: str, pid: str) -> int:
+    """A random answer that depends only on who answers which pair."""
+    return int(np.random.default_rng([COIN_SEED, PEOPLE.index(annotator), ord(pid[0]), int(pid[1:])]).random() < 0.5)
+
+
+def _wait_for(predicate, what: str, timeout_s: float = WAIT_MS / 1000) -> None:
+    """Poll the server's state (the database) until ``predicate()`` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server never reached: {what}")
+        time.sleep(0.25)
 
 
 def _make_round(db):
@@ -50,15 +75,16 @@ def _make_round(db):
 
 def _login(page, url, path, name):
     page.goto(f"{url}/{path}")
-    wait_for_app(page)
+    wait_for_app(page, WAIT_MS)
+    page.get_by_label("User name").wait_for(timeout=WAIT_MS)  # the form of a page a loaded server still draws
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
+    page.get_by_text(f"Signed in as {name}").wait_for(timeout=WAIT_MS)
     wait_idle(page)
 
 
-def _screen(page, timeout_ms=60_000, *, answered: str = "") -> str:
+def _screen(page, timeout_ms=WAIT_MS, *, answered: str = "") -> str:
     """The question on screen, or PAUSED / DONE (waits while the widget fetches more pairs, and while the
     question ``answered`` (the one a key was just pressed for) is still shown: every pair is asked once)."""
     return page.wait_for_function(
@@ -75,18 +101,27 @@ def _screen(page, timeout_ms=60_000, *, answered: str = "") -> str:
         }""", arg=[PAUSED_TEXT, answered], timeout=timeout_ms).json_value()
 
 
-def _tab(page, name: str) -> None:
+def _open_pauses(db) -> list[dict]:
+    with Store(db) as s:
+        return pauses(s, open_only=True)
+
+
+def _open_tab(page, name: str) -> None:
+    """Click a tab of the Agreement page and wait (long) until it is the selected one and the page's run that
+    draws it is over; the click is repeated only if the tab never became selected."""
+    tab = page.get_by_role("tab", name=name)
     for attempt in range(3):
+        tab.click(timeout=WAIT_MS)
         try:
-            page.get_by_role("tab", name=name).click(timeout=15_000)
-            wait_idle(page)
-            if page.get_by_role("tab", name=name).get_attribute("aria-selected") == "true":
-                return
+            page.wait_for_function("(n) => [...document.querySelectorAll('[role=tab]')].some("
+                                   "t => t.innerText.trim() === n && t.getAttribute('aria-selected') === 'true')",
+                                   arg=name, timeout=WAIT_MS // 3)
         except Exception:
             if attempt == 2:
                 raise
-        wait_idle(page)
-    raise AssertionError(f"tab {name} did not open")
+            continue
+        wait_idle(page, WAIT_MS)
+        return
 
 
 def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
@@ -99,7 +134,6 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
 
     db = tmp_path / "lab.db"
     pair_of, truth = _make_round(db)
-    rng = np.random.default_rng(11)
     env = {"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}
     with streamlit_server(ROOT / "serve.py", env=env, timeout=180) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -119,7 +153,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         }""")
         state = dict.fromkeys(PEOPLE, "")
         made = dict.fromkeys(PEOPLE, 0)
-        for _ in range(80):  # everyone labels at the same time, one key each per turn
+        for _ in range(120):  # everyone labels at the same time, one key each per turn
             active = [a for a in PEOPLE if state[a] not in ("PAUSED", "DONE")]
             if not active:
                 break
@@ -137,17 +171,25 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
                     with Store(db) as s:
                         is_check = bool(s.query("SELECT 1 FROM assignments WHERE annotator = 'gamer' AND pair_id = ? "
                                                 "AND kind = 'check'", (pid,)))
-                    y = truth[pid] if is_check else int(rng.random() < 0.5)
+                    y = truth[pid] if is_check else _coin(a, pid)
                 else:
-                    y = int(rng.random() < 0.5)
+                    y = _coin(a, pid)
                 pages[a].keyboard.press("y" if y else "n")
                 made[a] += 1
+        # the server's state first: the clicker's pause recorded, every other queue empty
+        def left(a):
+            with Store(db) as s:
+                return rounds.progress(s, a, "round")["remaining"]
+
+        _wait_for(lambda: [p["annotator"] for p in _open_pauses(db)] == ["clicker"], "the clicker's pause")
+        for a in ("careful1", "careful2", "gamer"):
+            _wait_for(lambda: left(a) == 0, f"{a}'s queue done")
         assert state["clicker"] == "PAUSED", state
         assert not pages["clicker"].evaluate("window.__saidDone"), "a paused queue was shown as all done"
         for a in ("careful1", "careful2", "gamer"):
             assert state[a] == "DONE", state
             pages[a].wait_for_function(f"() => document.querySelector('{WIDGET}').dataset.pending === '0'",
-                                       timeout=60_000)
+                                       timeout=WAIT_MS)
         clicker_text = pages["clicker"].inner_text('[data-testid="stMain"]')
         assert "Nothing you labelled is lost" in clicker_text and "check" not in clicker_text.lower()
         screenshot(pages["clicker"], "lab-quality-paused")
@@ -162,22 +204,23 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         # the reviewer: Annotators ranks the careful two first (the competence chart's bars, left to right)
         rev = pages["rev"]
         _login(rev, url, "agreement", "rev")
-        _tab(rev, "Annotators")
+        _open_tab(rev, "Annotators")
         ticks = rev.locator(".st-key-agr_competence .xtick text")
-        ticks.first.wait_for(timeout=60_000)
+        ticks.first.wait_for(timeout=WAIT_MS)
         names = ticks.all_text_contents()  # SVG text has no innerText
         assert set(names[:2]) == {"careful1", "careful2"} and set(names[2:]) == {"clicker", "gamer"}, names
         screenshot(rev, "lab-quality-annotators")
         # Round health: the pause and its message to the lead; Resume reopens the clicker's queue
-        _tab(rev, "Round health")
-        rev.get_by_text("Waiting for adjudication").wait_for(timeout=60_000)  # the tab is drawn once it is open
+        _open_tab(rev, "Round health")
+        rev.get_by_text("Waiting for adjudication").wait_for(timeout=WAIT_MS)  # the tab is drawn once it is open
         main = rev.inner_text('[data-testid="stMain"]')
         assert "clicker:" in main and "below the floor of 70%" in main
         rev.get_by_role("button", name="Resume").first.click()
+        _wait_for(lambda: _open_pauses(db) == [], "the clicker resumed")
         wait_idle(rev)
         with Store(db) as s:
             assert pauses(s, open_only=True) == [] and pauses(s)[0]["resumed_by"] == "rev"
         pages["clicker"].reload()
-        wait_for_app(pages["clicker"])
+        wait_for_app(pages["clicker"], WAIT_MS)
         assert _screen(pages["clicker"]) not in ("PAUSED", "DONE")
         browser.close()

@@ -92,7 +92,7 @@ def test_annotators_and_judge_failures_tabs(round_db):
     assert any("passage source" in f.columns for f in frames) and any("perspective length" in f.columns for f in frames)
 
 
-def test_qualification_screen_guidelines_beside_and_answer_after(round_db, monkeypatch):
+def test_qualification_screen_guidelines_beside_and_answers_at_the_end(round_db, monkeypatch):
     path, _ = round_db
     with Store(path) as s:
         s.set_setting("round:r", {**RoundControls(qualification_n=2, qualification_pass=1.0).to_json()})
@@ -109,11 +109,14 @@ def test_qualification_screen_guidelines_beside_and_answer_after(round_db, monke
     with Store(path) as s:
         first = s.query("SELECT pair_id FROM qualification WHERE annotator = 'quiz' ORDER BY position")[0][0]
     at.button(key="qual_yes" if answers[first][0] == 0 else "qual_no").click().run()  # wrong on purpose
-    assert "Not quite: the expected answer is" in _texts(at)
-    at.button(key="qual_next").click().run()
+    text = _texts(at)  # nothing about that answer yet: the next pair at once
+    assert "Pair 2 of 2" in text and "expected" not in text.replace("the expected answers", "")
     at.button(key="qual_yes").click().run()
+    text = _texts(at)  # the attempt is over: the score and each pair's expected answer
+    assert "below this task set's pass mark" in text and "1. " in text and "2. " in text
+    assert "expected \"" in text
     at.button(key="qual_next").click().run()
-    assert "below this task set's pass mark" in _texts(at) or "may allow another attempt" in _texts(at)
+    assert "may allow another attempt" in _texts(at)
     with Store(path) as s:
         assert s.query("SELECT passed FROM qualification_results WHERE annotator = 'quiz'")[0][0] == 0
 
@@ -132,3 +135,18 @@ def test_lab_mode_annotators_never_see_the_round_figures(round_db, monkeypatch):
     assert "Refused" in " ".join(e.value for e in at.error) and not at.dataframe
     with Store(path) as s:
         assert s.audit_log(refused_only=True)[-1]["actor"] == "spam"
+
+
+def test_the_disagreements_table_has_one_type_per_column(round_db, caplog):
+    path, truth = round_db
+    with Store(path) as s:
+        simulate_round(s, parse_simulation("good=0.95,spam=spammer", ["good", "spam", "quiz"]), truth, seed=1)
+        ranked = [r[0] for r in s.query("SELECT DISTINCT pair_id FROM labels ORDER BY pair_id LIMIT 3")]
+        s.adjudicate(ranked[0], 1, "lead")  # some pairs with gold, most without
+    at = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=90)
+    at.query_params["tab"] = "Disagreements"
+    at.run()
+    assert not at.exception
+    frames = [d.value for d in at.dataframe if "gold" in d.value.columns]
+    assert frames and {type(v) for v in frames[0]["gold"]} == {str}
+    assert "ArrowTypeError" not in caplog.text

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from berds_core.lab.access import Actor, Lab
+from berds_core.lab.checks import check_scores
 from berds_core.lab.controls import RoundControls
 from berds_core.lab.exports import columns_for, export_rows, to_tsv
 from berds_core.lab.health import round_health
@@ -98,7 +99,8 @@ def _round_with(tmp_path, spec_text, *, n=120, redundancy=3, controls=None, seed
 
 
 def test_reliability_singles_out_the_spammer_and_the_gamer_that_checks_alone_miss(tmp_path):
-    s, people, truth, res = _round_with(tmp_path, "good=0.95,fair=0.75,spam=spammer,gamer=gamer,ok=0.85", n=150)
+    s, people, truth, res = _round_with(tmp_path, "good=0.95,fair=0.75,spam=spammer,gamer=gamer,ok=0.85", n=150,
+                                        seed=1)  # one round of a chance process: the spammer paused (9 in 10)
     rep = reliability_report(s, task_set="sim")
     a = rep["annotators"]
     assert a["gamer"]["checks"]["accuracy"] == 1.0  # every check right: the checks alone trust them ...
@@ -190,7 +192,7 @@ def test_review_queue_weights_humans_by_reliability_and_judge_failures_break_dow
 
 
 def test_round_health_reports_pace_queues_checks_pauses_and_backlog(tmp_path):
-    s, people, _, res = _round_with(tmp_path, "good=0.95,spam=spammer,ok=0.8", n=90)
+    s, people, _, res = _round_with(tmp_path, "good=0.95,spam=spammer,ok=0.8", n=90, seed=1)  # a round where the spammer was paused
     h = round_health(s, "sim")
     assert h["pace"]["hours"] and set(h["pace"]["per_annotator"]) == set(people)
     assert h["labels"] == sum(v["labels"] for v in res["annotators"].values())
@@ -209,3 +211,15 @@ def test_simulation_spec_is_checked():
         parse_simulation("a=1.5", ["a"])
     got = parse_simulation("a=spammer, b=0.7", ["a", "b"])
     assert got["a"] == SimAnnotator("a", 0.0, "same", 1.2, kind="spammer") and got["b"].competence == 0.7
+
+
+def test_the_strategic_gamer_finds_no_channel_and_its_time_is_the_servers(tmp_path):
+    s, people, _, res = _round_with(tmp_path, "good=0.95,strat=strategic,ok=0.8", n=120, seed=0)
+    st = res["annotators"]["strat"]
+    assert st["strategic"]["flags"].get("order", 0) == 0 and st["strategic"]["flags"].get("export", 0) == 0
+    assert st["strategic"]["flags"].get("reveal", 0) == 0
+    assert st["paused"] and not res["annotators"]["good"]["paused"]  # the checks caught it
+    assert check_scores(s)["strat"]["accuracy"] < 0.7
+    t = reliability_report(s, task_set="sim")["annotators"]["strat"]["time"]
+    assert t["browser_median_ms"] == 6500  # what its browser claimed ...
+    assert t["median_ms"] < 3000 and t["under_floor_share"] > 0.5  # ... and what the server measured

@@ -130,10 +130,19 @@ def control_values(args) -> dict:
         if getattr(args, flag, None) is not None:
             out[key] = getattr(args, flag)
     if getattr(args, "time_floor", None) is not None:
-        if args.time_floor < 0:
-            raise InputError("--time-floor", None, None, "must be 0 or more seconds")
-        out["time_floor_ms"] = int(round(args.time_floor * 1000))
+        out["time_floor_ms"] = time_floor_ms(args.time_floor)
     return out
+
+
+def time_floor_ms(seconds: float) -> int:
+    """``--time-floor SECONDS`` in milliseconds (0 to an hour; nan and infinities refused)."""
+    from ..lab.controls import MAX_TIME_FLOOR_MS
+
+    if not seconds >= 0:  # negative or nan
+        raise InputError("--time-floor", None, None, "must be 0 or more seconds")
+    if seconds * 1000 > MAX_TIME_FLOOR_MS:
+        raise InputError("--time-floor", None, None, f"must be at most {MAX_TIME_FLOOR_MS // 1000} seconds")
+    return int(round(seconds * 1000))
 
 
 def round_controls(args):
@@ -171,8 +180,9 @@ def cmd_round(args) -> dict:
                 raise InputError("--" + next(iter(changes)).replace("_", "-"), None, None, str(e)) from None
             store.audit(args.by, None, "round.controls", ts, allowed=True,
                         detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
-        return {"db": str(store.path), "task_set": ts, "controls": get_controls(store, ts).to_json(),
-                "changed": sorted(changes)}
+        c = get_controls(store, ts)
+        return {"db": str(store.path), "task_set": ts, "controls": c.to_json(), "changed": sorted(changes),
+                "qualification_passed_by_guessing": c.chance_pass}
 
 
 def cmd_checks(args) -> dict:
@@ -184,6 +194,8 @@ def cmd_checks(args) -> dict:
         out = {"db": str(store.path), "task_set": ts, "annotators": scores, "slots": slot_summary(store, ts),
                "paused": [p for p in pauses(store, open_only=True) if ts is None or p["task_set"] == ts]}
         if args.annotator:
+            if args.annotator not in store.annotators():
+                raise InputError("--annotator", None, None, f"no annotator named {args.annotator!r} in {store.path}")
             out["answers"] = check_answers(store, args.annotator, ts)
         return out
 
@@ -219,6 +231,8 @@ def cmd_qualification(args) -> dict:
         if args.retry:
             if ts is None:
                 raise InputError("--task-set", None, None, "--retry needs the task set")
+            if not store.queue(args.retry, ts):
+                raise InputError("--retry", None, None, f"{args.retry!r} has no queue in task set {ts!r}")
             out["retry"] = {"annotator": args.retry, "allowed": allow_retry(store, ts, args.retry, args.by)}
         out["annotators"] = overview(store, ts)
         return out
@@ -241,12 +255,10 @@ def cmd_reliability(args) -> dict:
 
     if args.window < 2:
         raise InputError("--window", None, None, "must be 2 or more")
-    if args.time_floor is not None and args.time_floor < 0:
-        raise InputError("--time-floor", None, None, "must be 0 or more seconds")
+    floor = None if args.time_floor is None else time_floor_ms(args.time_floor)
     with open_store(args) as store:
         ts = _task_set(store, args.task_set)
-        rep = reliability_report(store, method=args.method, task_set=ts, window=args.window,
-                                 time_floor_ms=None if args.time_floor is None else int(round(args.time_floor * 1000)))
+        rep = reliability_report(store, method=args.method, task_set=ts, window=args.window, time_floor_ms=floor)
         return {"db": str(store.path), **rep}
 
 
@@ -286,6 +298,7 @@ def cmd_health(args) -> dict:
 
 def simulate_demo(store, args, res: dict) -> dict:
     """``demo --simulate``: let simulated annotators label the round, then report what quality control saw."""
+    from ..lab.qualification import QualificationError
     from ..lab.reliability import label_sets, reliability_report
     from ..lab.simulate import accuracy_against, parse_simulation, simulate_round, true_order_agrees
 
@@ -294,7 +307,10 @@ def simulate_demo(store, args, res: dict) -> dict:
     except ValueError as e:
         raise InputError("--simulate", None, None, str(e)) from None
     truth = store.reference_labels()
-    sim = simulate_round(store, people, truth, task_set=res["task_set"], seed=args.seed)
+    try:
+        sim = simulate_round(store, people, truth, task_set=res["task_set"], seed=args.seed)
+    except QualificationError as e:
+        raise InputError("--qualification", None, None, str(e)) from None
     rep = reliability_report(store, task_set=res["task_set"])
     sets = label_sets(store, task_set=res["task_set"])
     task_truth = {p: truth[p] for p in sets["majority"] if p in truth}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._parsing import declare
-from ..lab.store import SKIP, StoreError
+from ..lab.store import SKIP, StoreError, default_db_path
 from ._annotations_round import control_flags, register_actions, round_controls, simulate_demo
 from ._lab_db import add_db_args, db_input, open_store
 
@@ -245,12 +245,15 @@ def cmd_export(args) -> dict | None:
             judge = canonical_judge(store, judge)
             if judge not in store.judges():
                 raise InputError("--judge", None, None, f"no answers of a judge named {args.stored_judge!r} are stored")
-        rows = export_rows(store, what="gold" if args.gold else args.what, annotator=args.annotator,
-                           include_skips=args.include_skips, judge=judge)
+        what = "gold" if args.gold else args.what
+        rows = export_rows(store, what=what, annotator=args.annotator, include_skips=args.include_skips, judge=judge)
+        if not rows and what in ("mace", "dawid-skene"):
+            raise InputError("--what", None, None, f"no {what} labels: the annotator models need pairs labelled by two "
+                                                   "or more annotators, and this database has none")
     cols = columns_for(rows)
     text = {"jsonl": to_jsonl, "tsv": lambda r: to_tsv(r, cols), "csv": lambda r: to_csv(r, cols)}[args.format](rows)
     if args.out:
-        with atomic_write(args.out) as fh:
+        with atomic_write(args.out, private=True) as fh:  # labels, names and notes: as private as the database
             fh.write(text)
         return {"out": args.out, "rows": len(rows), "format": args.format}
     sys.stdout.write(text)
@@ -310,22 +313,44 @@ def cmd_tasks(args) -> dict:
 
 
 def cmd_demo(args) -> dict:
-    from ..lab.tasks import build_demo_task_set
+    from ..lab.simulate import parse_simulation
+    from ..lab.tasks import build_demo_task_set, demo_candidates
 
     if args.n < 1:
         raise InputError("--n", None, None, "n must be at least 1")
+    if not args.name.strip():
+        raise InputError("--name", None, None, "a task set needs a name")
     annotators = _annotator_list(args.annotators)
     rnd = _round_args(args, annotators)
     controls = round_controls(args)
-    with open_store(args, create=True) as store:
+    if args.simulate is not None:  # every input checked before a database is created
         try:
-            res = build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name, controls=controls,
-                                      **rnd)
+            parse_simulation(args.simulate, annotators)
         except ValueError as e:
-            raise InputError("demo", None, None, str(e)) from None
-        if args.simulate:
-            res.update(simulate_demo(store, args, res))
-        return res
+            raise InputError("--simulate", None, None, str(e)) from None
+    available = len(demo_candidates()[0])
+    if args.n > available:
+        raise InputError("--n", None, None, f"the built-in demo has {available} pairs; ask for at most that many")
+    path = Path(args.db) if args.db else default_db_path()
+    new = not path.exists()
+    try:
+        with open_store(args, create=True) as store:
+            if store.task_set_info(args.name.strip()) is not None:
+                raise InputError("--name", None, None, f"a task set named {args.name.strip()!r} is already in {path}; "
+                                                       "choose another --name")
+            try:
+                res = build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name.strip(),
+                                          controls=controls, **rnd)
+            except ValueError as e:
+                raise InputError("demo", None, None, str(e)) from None
+            if args.simulate is not None:
+                res.update(simulate_demo(store, args, res))
+            return res
+    except InputError:
+        if new:  # a database this command created and could not fill: nothing left behind
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+        raise
 
 
 def cmd_guidelines(args) -> dict:
@@ -352,6 +377,8 @@ def cmd_agreement(args) -> dict:
 
     if args.n_boot < 0:
         raise InputError("--n-boot", None, None, "must be 0 or more")
+    if args.seed < 0:
+        raise InputError("--seed", None, None, "must be 0 or more")
     with open_store(args) as store:
         judge_name = args.judge
         if judge_name and judge_name not in store.judges():
@@ -359,6 +386,9 @@ def cmd_agreement(args) -> dict:
             from ..judges import JudgeError
             from ..lab.judging import judge_labelled_pairs
 
+            from ..net.reach import check_servers
+
+            check_servers([("--judge", judge_name)])  # a server that is down: one line now, not after retries
             judge = _load_judge(judge_name)
             judge_name = judge.name
             print(f"judging the labelled pairs with {judge.name}", file=sys.stderr)

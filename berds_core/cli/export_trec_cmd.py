@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._parsing import declare
+from ..files.outputs import check_output_dir
 from ..runs import read_run
 from ..runs import align_runs, label_matrices
 
@@ -73,9 +74,7 @@ def run(args) -> dict:
             sys.stderr.write(f"berds export-trec: warning: {warning}\n")
     for path, entries in runs:  # every id checked before anything is written
         check_trec_ids(entries, qrels, run_path=path, qrels_source=args.gold or path)
-    out_dir = Path(args.out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(out_dir, None, None, "exists and is not a folder")
+    out_dir = check_output_dir(args.out_dir, "--out-dir")
     written = []
     for (path, entries), (_, target, tag) in zip(runs, targets(args)):
         n = write_trec_run(target, entries, tag)

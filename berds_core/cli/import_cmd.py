@@ -29,6 +29,7 @@ from ..errors import InputError
 from ._parsing import declare
 from ..datasets.argkp import as_pairs, read_split
 from ..files.jsonio import atomic_write, write_jsonl
+from ..files.outputs import check_output_dir
 from ..files.spreadsheet import delimited
 
 KINDS = ("debate-sites", "perspectrum", "qe", "hub", "jsonl", "csv", "demo", "argkp")
@@ -77,7 +78,7 @@ def run_argkp(args) -> dict:
     splits = _argkp_splits(args)
     if not splits:
         raise InputError(folder, None, None, "no labels_NAME.csv: no labelled split to import")
-    out = Path(args.out)
+    out = check_output_dir(args.out, "--out")
     texts = {}
     for name in splits:
         s = read_split(folder, name)
@@ -128,9 +129,7 @@ def run(args) -> dict:
     if args.kind == "argkp":
         return run_argkp(args)
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(out, None, "--out", "exists and is not a folder")
+    out = check_output_dir(args.out, "--out")
     bundle = _load(args)
     writes = {"questions.jsonl": [q.to_json() for q in bundle.questions]}
     if bundle.passages:

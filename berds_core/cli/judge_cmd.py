@@ -9,8 +9,10 @@ computes them (``berds_core.eval.kpa_track1``).
 """
 from __future__ import annotations
 
-
+import argparse
 import json
+import os
+import re
 
 import numpy as np
 
@@ -44,14 +46,14 @@ def _judge_args(p) -> None:
                    help="LLM judges: also decide with the other decoding and report how often the two disagree")
     p.add_argument("--device", help="hf/embedded: cpu, cuda, cuda:1, mps (default: automatic)")
     p.add_argument("--dtype", help="hf: torch dtype (default bfloat16 on GPU, float32 on CPU)")
-    p.add_argument("--batch-size", type=int, dest="batch_size")
+    p.add_argument("--batch-size", type=at_least(int, 1), dest="batch_size")
     p.add_argument("--inference",
                    help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
                         "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
     p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded, argkp: MiniLM precision")
-    p.add_argument("--concurrency", type=int, help="openai: parallel requests")
-    p.add_argument("--timeout", type=float, help="openai: seconds per request")
-    p.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts")
+    p.add_argument("--concurrency", type=at_least(int, 1), help="openai: parallel requests")
+    p.add_argument("--timeout", type=at_least(float, 0, strict=True), help="openai: seconds per request")
+    p.add_argument("--retries", type=at_least(int, 0), help="openai: retries on 429/5xx/timeouts")
     from ._ray import add_ray_args  # --ray (issue 27)
 
     add_ray_args(p)
@@ -83,6 +85,35 @@ def register(sub) -> None:
 
 
 
+def at_least(kind, least, *, strict: bool = False):
+    """An argparse type: a number of ``kind`` at least ``least`` (more than it with ``strict``; nan refused),
+    checked when the command line is read, before any server is asked."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (value > least if strict else value >= least):
+            raise argparse.ArgumentTypeError(f"must be more than {least}" if strict else f"must be {least} or more")
+        return value
+
+    return parse
+
+
+DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+
+
+def check_device(device: str | None) -> None:
+    """``--device``: cpu, mps, cuda or cuda:N, and a CUDA device only where the machine has one (its device
+    files, read before any model or torch is loaded: one line at once, not a traceback after the load)."""
+    if device is None:
+        return
+    if not DEVICE.match(device):
+        raise InputError("--device", None, None, f"{device!r} is not a device: cpu, cuda, cuda:N or mps")
+    if device.startswith("cuda") and not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")):
+        raise InputError("--device", None, None, f"{device}: this machine has no CUDA device (use --device cpu)")
+
+
 def make_judge(args, **overrides):
     from ..judges import JudgeError, get_judge
 
@@ -92,6 +123,7 @@ def make_judge(args, **overrides):
     opts.update(overrides)
     if opts["threshold"] is not None and not 0.0 <= opts["threshold"] <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")
+    check_device(opts.get("device"))
     if opts["inference"] is not None:
         from ..generators.hf_inference import InferenceOptions
 

@@ -57,14 +57,15 @@ def require(obj: dict, key: str, kind, path, line, *, nonempty: bool = False) ->
 
 
 @contextmanager
-def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8"):
+def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8", *, private: bool = False):
     """Write to a temporary file next to ``path`` and rename it into place.
 
     Readers never see a half-written file; on error the old file is untouched.
     Only a regular file is replaced (:func:`berds_core.files.sinks.resolve_output`):
     ``-`` writes to standard output, a device, a FIFO or ``/dev/stdout`` is
     written through as it is, and a symbolic link updates its target (a
-    dangling one is an ``InputError``).
+    dangling one is an ``InputError``). ``private``: the new file is the owner's alone (0600, as the
+    annotation database it was exported from), not the umask's ordinary permissions.
     """
     sink = resolve_output(path)
     if not sink.atomic:
@@ -79,9 +80,10 @@ def atomic_write(path, mode: str = "w", encoding: str | None = "utf-8"):
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
+        if not private:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -106,6 +106,8 @@ def check_output_dir(path, field: str = "--out") -> Path:
     p = Path(path)
     if not str(path).strip():
         raise InputError(field, None, None, "is empty")
+    if str(path).strip() == "-":
+        raise InputError(field, None, None, "is a folder: '-' (standard output) is for one file; name a folder")
     if p.exists() and not p.is_dir():
         raise InputError(p, None, field, "exists and is not a folder")
     _check_folder(p, p, field)

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from . import checks, controls, health, judge_review, qualification, reliability, rounds
 from .accounts import Accounts
 from .store import SKIP, Store, StoreError
+from .records import MAX_NOTE
 from .agreement import agreement_report, disagreements
-from .exports import ROUND_WHAT, export_rows
+from .exports import ROUND_WHAT, export_rows, own_rows
 from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
 
 log = logging.getLogger("berds.access")
@@ -142,10 +143,20 @@ class Lab:
 
     def qualification_answer(self, task_set: str, attempt: int, position: int, label, *,
                              time_ms: int | None = None) -> dict:
-        """Answer one of the actor's own qualification pairs; the expected answer comes back only now."""
+        """Answer one of the actor's own qualification pairs. Nothing about the answer comes back until the
+        attempt's last one; then the score and each pair's expected answer (its perspective and title shown
+        to name it, never its id)."""
         if task_set not in self.task_sets():
             self._deny("qualification", task_set, "take the qualification of a task set that is not theirs")
-        return qualification.answer(self.store, task_set, self.actor.name, attempt, position, label, time_ms=time_ms)
+        res = qualification.answer(self.store, task_set, self.actor.name, attempt, position, label, time_ms=time_ms)
+        if res["items"]:
+            views = []
+            for it in res["items"]:
+                p = self.store.pair(it["pair_id"])
+                views.append({"perspective": p.perspective, "title": p.title or "", "label": it["label"],
+                              "expected": it["expected"], "correct": it["correct"]})
+            res = {**res, "items": views}
+        return res
 
     def pair_view(self, pair_id: str) -> dict:
         """What an annotator sees of a pair: question, title, passage, perspective (no ids, no judge)."""
@@ -163,6 +174,8 @@ class Lab:
               time_ms: int | None = None, judge_visible: bool | None = None, client_id: str | None = None) -> int:
         """Label a pair of the actor's own queue (reviewers and admins: any pair)."""
         self._own_or_reviewer(pair_id, "label")
+        if isinstance(note, str) and len(note) > MAX_NOTE:
+            note = note[:MAX_NOTE]  # whatever the page sent: the keyboard path's cap, on the server
         why = rounds.refusal(self.store, self.actor.name, pair_id)
         if why and not (client_id is not None and self.store.applied_client_ids([client_id])):
             raise StoreError(f"{why}; this decision was not saved")
@@ -173,6 +186,15 @@ class Lab:
         return event
 
     def undo(self, client_id: str | None = None) -> str | None:
+        """Undo the actor's latest decision; refused while every task set giving them that pair is closed
+        (paused, or waiting for a qualification): nothing is taken back from a closed queue. A gold check's
+        score keeps its first answer whatever is undone (:func:`berds_core.lab.checks.check_answers`)."""
+        if client_id is not None and self.store.applied_client_ids([client_id]):
+            return None
+        pid = self.store.last_undoable(self.actor.name)
+        why = rounds.refusal(self.store, self.actor.name, pid) if pid is not None else None
+        if why:
+            raise StoreError(f"{why}; nothing was undone")
         return self.store.undo(self.actor.name, client_id=client_id)
 
     def labels(self, annotator: str | None = None, *, include_skips: bool = True):
@@ -312,9 +334,9 @@ class Lab:
 
     def export_rows(self, what: str = "labels", *, include_skips: bool = False, judge: str | None = None) -> list[dict]:
         """Rows for a download: ``labels`` (admins: everyone's, with ``judge``'s probability; others: their
-        own, without), ``gold``, ``reference``, ``majority``, ``model``; ``qualification`` for reviewers too."""
+        own, :func:`~berds_core.lab.exports.own_rows`: no ids, no judge), ``gold``, ``reference``, ``majority``, ``model``; ``qualification`` for reviewers too."""
         if what == "labels" and not self.allowed("export_labels"):
-            return export_rows(self.store, annotator=self.actor.name, include_skips=include_skips)
+            return own_rows(self.store, self.actor.name, include_skips=include_skips)
         if what in ROUND_WHAT:
             self.require("export_report", what, what=f"export {what}")
             return export_rows(self.store, what=what)

@@ -408,7 +408,9 @@ class Accounts:
         if not ok or not rows[0]["active"]:
             self.store.audit(key or None, None, "login", None, allowed=False,
                              detail="disabled account" if ok else "wrong name or password")
-            raise LoginError("wrong name or password" if not ok else "this account is disabled")
+            # the same answer for a disabled account: a refusal that named it only to the right password
+            # would confirm a guessed password (the lead sees "disabled account" in the audit log)
+            raise LoginError("wrong name or password")
         if self.hasher.check_needs_rehash(rows[0]["password_hash"]):
             with self.store.transaction() as c:
                 c.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self.hasher.hash(password), name))

@@ -15,14 +15,18 @@ the annotator is about to reach it (within the next items the page sends ahead),
 so adjudications made meanwhile are in the pool. Its pair is drawn at random from
 the known answers this annotator has never been given (no assignment, label or
 qualification item: the same check never reaches a person twice), classes
-alternating so that an annotator who always presses the same key scores one half.
+balanced in random order (:func:`balanced_classes`: three of each in every six
+slots, so an annotator who always presses the same key scores one half and no
+alternation can be read), and among the pairs whose judge reveal looks like
+that of the annotator's task pairs (:func:`same_reveal`).
 No unseen pair left: the slot is ``dry`` (and the round's report says so). The
 check is an ordinary assignment of kind ``check``: the annotator's page shows it
 like any pair, and the progress counts every planned slot from the start, so its
 total does not grow when a check arrives.
 
 **Scores** (:func:`check_scores`): per annotator, answered checks (kinds
-``check`` and ``calibration``), running accuracy and its 95% Wilson interval.
+``check`` and ``calibration``), each scored on its first answer (undo and a
+new label never change a score), running accuracy and its 95% Wilson interval.
 
 **Pausing** (:func:`after_label`): once an annotator has answered ``check_min``
 checks since their last resume, and those checks make it likely
@@ -91,12 +95,63 @@ def add_typed_answers(store, answers: dict[str, int], by: str) -> int:
     return store.set_reference_labels(answers, source=f"typed by {by}")
 
 
+def unseen_answers(store, annotator: str) -> dict[str, int]:
+    """``{pair_id: answer}`` of the known answers this annotator was never given (the pool of their checks)."""
+    seen = seen_pairs(store, annotator)
+    return {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
+
+
+def judged_pairs(store, pair_ids) -> set[str]:
+    """The pairs of ``pair_ids`` for which a judge answer is stored (what "reveal the judge" would show)."""
+    ids, out = sorted({str(p) for p in pair_ids}), set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ", ".join("?" * len(chunk))
+        out.update(r[0] for r in store.query(f"SELECT pair_id FROM judge_preds WHERE pair_id IN ({marks}) UNION "
+                                             f"SELECT pair_id FROM pairs WHERE judge_prob IS NOT NULL AND pair_id IN "
+                                             f"({marks})", chunk + chunk))
+    return out
+
+
+def same_reveal(store, task_set: str, annotator: str, pool: dict[str, int]) -> dict[str, int]:
+    """The part of ``pool`` whose judge reveal looks like that of most of the annotator's task pairs (a judge
+    answer stored, or none): revealing the judge after deciding never tells a check apart. Falls back to the
+    whole pool when that part is empty (the round's report then shows the slots it fills)."""
+    tasks = [r[0] for r in store.query("SELECT pair_id FROM assignments WHERE task_set = ? AND annotator = ? AND "
+                                       "kind != 'check'", (task_set, annotator))]
+    if not tasks or not pool:
+        return pool
+    judged = judged_pairs(store, list(pool) + tasks)
+    want = 2 * sum(t in judged for t in tasks) >= len(tasks)
+    part = {pid: lab for pid, lab in pool.items() if (pid in judged) == want}
+    return part or pool
+
+
 def seen_pairs(store, annotator: str) -> set[str]:
     """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
     rows = store.query("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
                        "WHERE annotator = ? UNION SELECT pair_id FROM qualification WHERE annotator = ?",
                        (annotator, annotator, annotator))
     return {r[0] for r in rows}
+
+
+CLASS_BLOCK = 6  # checks' classes: each run of 6 consecutive slots holds 3 of each class, in random order
+
+
+def balanced_classes(rng: np.random.Generator, n: int, block: int = CLASS_BLOCK) -> list[int]:
+    """``n`` classes, balanced within each block of ``block`` (half of each; an odd block's extra one at
+    random), in random order: neither an alternation to read nor a run to bet on."""
+    out: list[int] = []
+    while len(out) < n:
+        ones = block // 2 + (int(rng.integers(2)) if block % 2 else 0)
+        out += [int(x) for x in rng.permutation([1] * ones + [0] * (block - ones))]
+    return out[:n]
+
+
+def slot_class(seed: int, task_set: str, annotator: str, k: int) -> int:
+    """The class wanted for check slot ``k`` (1-based) of an annotator: :func:`balanced_classes` per block."""
+    b, i = divmod(k - 1, CLASS_BLOCK)
+    return balanced_classes(rng_for(seed, "class", task_set, annotator, b), CLASS_BLOCK)[i]
 
 
 def draw_balanced(pool: dict[str, int], rng: np.random.Generator, want: int) -> str | None:
@@ -183,10 +238,9 @@ def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> i
                 conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'missed', ?)", (task_set, annotator, k, now))
                 continue
             if pool is None:
-                seen = seen_pairs(store, annotator)
-                pool = {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
-            want = (k + int(rng_for(c.seed, "class", task_set, annotator).integers(2))) % 2
-            pid = draw_balanced(pool, rng_for(c.seed, "pair", task_set, annotator, k), want)
+                pool = same_reveal(store, task_set, annotator, unseen_answers(store, annotator))
+            pid = draw_balanced(pool, rng_for(c.seed, "pair", task_set, annotator, k),
+                                slot_class(c.seed, task_set, annotator, k))
             if pid is None:
                 conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'dry', ?)", (task_set, annotator, k, now))
                 continue
@@ -227,10 +281,23 @@ def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]
 
 def check_answers(store, annotator: str | None = None, task_set: str | None = None) -> list[dict]:
     """Answered checks in the order they were answered: ``task_set, annotator, pair_id, kind, label,
-    expected, correct, at, time_ms``. Skips are not answers; pairs without a known answer are left out."""
-    sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, l.label, l.updated_at, l.time_ms FROM assignments a "
-           "JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator "
-           "WHERE a.kind IN ('check', 'calibration') AND l.skipped = 0")
+    expected, correct, at, time_ms, server_ms``.
+
+    A check is scored on the annotator's **first** label of it (the history is append-only): undoing it
+    and labelling again changes their label, never their score. Skips are not answers; pairs without a
+    known answer are left out. Reads only this annotator's check rows (an index finds each first
+    answer), so the work after a label does not grow with the number of reference labels.
+    """
+    sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
+           "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
+           "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
+           "COALESCE(g.label, r.label) AS expected FROM assignments a "
+           "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = a.annotator "
+           "AND x.pair_id = a.pair_id AND x.kind = 'label') "
+           "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
+           "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
+           "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
+           "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
     params: list = []
     if annotator is not None:
         sql += " AND a.annotator = ?"
@@ -238,17 +305,16 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
     if task_set is not None:
         sql += " AND a.task_set = ?"
         params.append(task_set)
-    answers = known_answers(store)
     out, seen = [], set()
-    for r in store.query(sql + " ORDER BY l.updated_at, a.annotator", params):
+    for r in store.query(sql + " ORDER BY seq, at, a.annotator", params):
         key = (r["task_set"], r["annotator"], r["pair_id"])
-        if key in seen or r["pair_id"] not in answers:
+        if key in seen:
             continue
         seen.add(key)
-        exp = answers[r["pair_id"]][0]
+        exp = int(r["expected"])
         out.append({"task_set": r["task_set"], "annotator": r["annotator"], "pair_id": r["pair_id"], "kind": r["kind"],
                     "label": int(r["label"]), "expected": exp, "correct": int(r["label"]) == exp,
-                    "at": r["updated_at"], "time_ms": r["time_ms"]})
+                    "at": r["at"], "time_ms": r["time_ms"], "server_ms": r["server_ms"]})
     return out
 
 
@@ -354,9 +420,11 @@ def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
 
 
 def after_label(store, annotator: str, pair_id: str) -> list[int]:
-    """After a label: when the pair is one of the annotator's checks, apply the floor of its task set(s)."""
-    rows = store.query("SELECT task_set FROM assignments WHERE annotator = ? AND pair_id = ? AND kind IN "
-                       "('check', 'calibration')", (annotator, str(pair_id)))
+    """After any label: apply the floor of the pair's task set(s) for this annotator. The same work after a
+    task pair as after a check (a label's server time never tells a check apart); a pause can only come
+    from check answers, so after a task pair the floor finds what it found before."""
+    rows = store.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND pair_id = ?",
+                       (annotator, str(pair_id)))
     made = []
     for r in rows:
         pid = evaluate_floor(store, r[0], annotator)

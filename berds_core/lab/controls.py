@@ -23,10 +23,14 @@ later by a lead with ``berds annotations round`` or the Agreement page):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 
 PREFIX = "round:"
 DEFAULT_TIME_FLOOR_MS = 2000
+MIN_CHECK_RATE = 0.001  # one item in 1,000: rarer checks never reach a queue (and their gaps overflow)
+MAX_TIME_FLOOR_MS = 3600 * 1000
+MAX_QUALIFICATION = 1000
 
 
 @dataclass(frozen=True)
@@ -41,20 +45,31 @@ class RoundControls:
     seed: int = 0
 
     def __post_init__(self):
-        if not 0.0 <= float(self.check_rate) < 1.0:
-            raise ValueError("check rate is a share between 0 and 1 (0.05 = one item in 20)")
+        rate = float(self.check_rate)
+        if not (rate == 0.0 or MIN_CHECK_RATE <= rate < 1.0):
+            raise ValueError(f"check rate is a share between 0 and 1 (0.05 = one item in 20): 0 for none, at least "
+                             f"{MIN_CHECK_RATE:g} (one item in {int(round(1 / MIN_CHECK_RATE)):,})")
         if self.check_floor is not None and not 0.0 <= float(self.check_floor) <= 1.0:
             raise ValueError("check floor is an accuracy between 0 and 1")
         if not 0.5 <= float(self.check_confidence) < 1.0:
             raise ValueError("check confidence is a probability from 0.5 to below 1")
         if int(self.check_min) < 1:
             raise ValueError("checks before the floor applies must be 1 or more")
-        if int(self.time_floor_ms) < 0:
-            raise ValueError("time floor must be 0 or more milliseconds")
-        if int(self.qualification_n) < 0:
-            raise ValueError("qualification pairs must be 0 or more")
+        if not 0 <= int(self.time_floor_ms) <= MAX_TIME_FLOOR_MS:
+            raise ValueError(f"time floor must be 0 to {MAX_TIME_FLOOR_MS // 1000} seconds")
+        if not 0 <= int(self.qualification_n) <= MAX_QUALIFICATION:
+            raise ValueError(f"qualification pairs must be 0 to {MAX_QUALIFICATION}")
         if not 0.0 <= float(self.qualification_pass) <= 1.0:
             raise ValueError("qualification pass mark is a share between 0 and 1")
+
+    @property
+    def chance_pass(self) -> float | None:
+        """The chance that an annotator who guesses every qualification pair passes (None: no qualification)."""
+        n = int(self.qualification_n)
+        if n < 1:
+            return None
+        need = math.ceil(float(self.qualification_pass) * n - 1e-9)
+        return sum(math.comb(n, k) for k in range(need, n + 1)) / 2 ** n
 
     @property
     def checks_on(self) -> bool:

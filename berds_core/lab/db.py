@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .records import StoreError
-from .round_schema import SCHEMA_V4
+from .round_schema import SCHEMA_V4, SCHEMA_V5
 
 DEFAULT_DB = Path("annotations") / "berds.db"
 ENV_DB = "BERDS_ANNOTATIONS_DB"
@@ -201,7 +201,8 @@ UPDATE sessions SET uid = (SELECT uid FROM users WHERE users.name = sessions.use
 
 # version -> SQL that upgrades from version-1; applied in order inside one transaction each.
 # Version 4: gold checks placed as the round runs, paused queues, qualification rounds (lab/round_schema.py).
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4}
+# Version 5: the server's time per label, the index of first answers (lab/round_schema.py).
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4, 5: SCHEMA_V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 ASSIGNMENT_KINDS = ("task", "calibration", "routed", "check")
 
@@ -242,7 +243,8 @@ class Database:
         self.path = Path(path) if path is not None else default_db_path()
         if not create and not self.path.is_file():
             raise StoreError(f"{self.path}: no annotation database here")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a folder made for the database is its owner's alone, like the file (an existing one is left as it is)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         create_private(self.path)
         self._lock = threading.RLock()
         self._depth = 0

@@ -19,7 +19,9 @@ JSON Lines are exact: no cell is changed.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 
 from ..files.spreadsheet import delimited, neutralise, unneutralise  # noqa: F401 (re-exported)
 
@@ -28,7 +30,7 @@ from .reliability import label_sets
 
 EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
                   "updated_at", "question_id", "passage_id", "subset", "retriever", "source", "title", "side",
-                  "time_ms", "judge_visible", "app_version"]
+                  "time_ms", "judge_visible", "app_version", "server_ms"]
 JUDGE_COLUMNS = ["judge", "judge_prob", "judge_label"]  # labels exported for a reviewer or admin, with a judge
 LABEL_SET_COLUMNS = ["confidence", "n_labels"]  # majority vote and the annotator models' label sets
 LABEL_SET_NAMES = {"mace": "MACE", "dawid-skene": "Dawid-Skene"}
@@ -79,9 +81,38 @@ def export_rows(store, *, what: str = "labels", annotator: str | None = None, in
     return rows
 
 
+OWN_COLUMNS = ["ref", "question", "title", "document", "perspective", "label", "unsure", "note", "updated_at",
+               "time_ms", "server_ms", "judge_visible", "app_version", "annotator"]
+REF_SALT_KEY = "export_ref_salt"
+
+
+def own_rows(store, annotator: str, *, include_skips: bool = False) -> list[dict]:
+    """An annotator's own labels as they may download them, in the order they made them: what they saw and
+    said, under an opaque reference of each pair (``ref``, stable for them, never the pair id), with no
+    column that could tell a gold check from a task pair (no ids, subset, source, retriever or side)."""
+    salt = store.setting(REF_SALT_KEY)
+    if not salt:
+        salt = secrets.token_hex(16)
+        store.set_setting(REF_SALT_KEY, salt, by="exports")
+    labs = sorted(store.labels(annotator, include_skips=include_skips), key=lambda lab: (lab.updated_at, lab.pair_id))
+    pairs = {p.pair_id: p for p in store.pairs([lab.pair_id for lab in labs])}
+    out = []
+    for lab in labs:
+        p = pairs[lab.pair_id]
+        ref = hashlib.sha256(f"{salt}\x1f{annotator}\x1f{lab.pair_id}".encode("utf-8")).hexdigest()[:16]
+        out.append({"ref": ref, "question": p.question, "title": p.title or "", "document": p.document,
+                    "perspective": p.perspective, "label": lab.value, "unsure": int(bool(lab.unsure)),
+                    "note": lab.note or "", "updated_at": lab.updated_at or "",
+                    "time_ms": "" if lab.time_ms is None else lab.time_ms,
+                    "server_ms": "" if lab.server_ms is None else lab.server_ms,
+                    "judge_visible": "" if lab.judge_visible is None else int(lab.judge_visible),
+                    "app_version": lab.app_version or "", "annotator": annotator})
+    return out
+
+
 def columns_for(rows: list[dict]) -> list[str]:
     """The columns of an export: the human-pairs TSV ones first, then what these rows add (judge, label set)."""
-    if rows and "expected" in rows[0]:  # qualification answers: columns of their own
+    if rows and ("expected" in rows[0] or "ref" in rows[0]):  # qualification answers, own labels: their own
         return list(rows[0])
     cols = list(EXPORT_COLUMNS)
     for extra in (JUDGE_COLUMNS, LABEL_SET_COLUMNS):
@@ -98,6 +129,7 @@ def _row(p, label, annotator, lab=None) -> dict:
             "question_id": p.question_id or "", "passage_id": p.passage_id or "", "subset": p.subset or "",
             "retriever": p.retriever or "", "source": p.source or "", "title": p.title or "", "side": p.side or "",
             "time_ms": "" if lab is None or lab.time_ms is None else lab.time_ms,
+            "server_ms": "" if lab is None or lab.server_ms is None else lab.server_ms,
             "judge_visible": "" if jv is None else int(jv),
             "app_version": (lab.app_version if lab else None) or ""}
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .access import AccessDenied, Lab
+from .records import MAX_NOTE
 from .store import SKIP, StoreError
 
 MAX_EVENTS = 500
-MAX_NOTE = 1000
 MAX_TIME_MS = 24 * 3600 * 1000
 KINDS = ("label", "skip", "undo")
 

@@ -4,8 +4,10 @@ With ``qualification_n > 0`` in a task set's controls
 (:class:`~berds_core.lab.controls.RoundControls`), an annotator's queue in that set
 stays closed until they pass. An attempt draws ``n`` pairs with a known answer
 (:func:`berds_core.lab.checks.known_answers`) that the annotator was never given,
-classes alternating; the page shows each with the guidelines beside it and, once
-the annotator has answered (never before), the expected answer. An attempt passes
+classes balanced (half of each, an odd one at random) in random order; the page
+shows each with the guidelines beside it. Nothing is said about an answer until
+the attempt's last one: then the score and, per pair, the expected answer
+(:func:`feedback`), so no answer can be read off the previous one. An attempt passes
 when the share answered correctly reaches ``qualification_pass``. A failed attempt
 is reported to the lead (Agreement -> Round health), who may allow another attempt
 (:func:`allow_retry`, fresh pairs). Everything is stored (``qualification``,
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from .checks import draw_balanced, known_answers, rng_for, seen_pairs
+from .checks import balanced_classes, draw_balanced, rng_for, unseen_answers
 from .controls import get_controls
 
 log = logging.getLogger("berds.lab.qualification")
@@ -86,14 +88,14 @@ def start_attempt(store, task_set: str, annotator: str) -> int:
         if st["state"] == "failed":
             raise QualificationError("this qualification was not passed; the lead may allow another attempt")
         attempt = _latest_attempt(store, task_set, annotator) + 1
-        seen = seen_pairs(store, annotator)
-        pool = {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
+        pool = unseen_answers(store, annotator)
         if len(pool) < c.qualification_n:
             raise QualificationError(f"only {len(pool)} pairs with a known answer are left for {annotator}; the "
                                      f"qualification needs {c.qualification_n}")
-        start = int(rng_for(c.seed, "qual-class", task_set, annotator, attempt).integers(2))
-        for pos in range(c.qualification_n):
-            pid = draw_balanced(pool, rng_for(c.seed, "qual", task_set, annotator, attempt, pos), (start + pos) % 2)
+        n = c.qualification_n
+        classes = balanced_classes(rng_for(c.seed, "qual-class", task_set, annotator, attempt), n, block=n)
+        for pos in range(n):
+            pid = draw_balanced(pool, rng_for(c.seed, "qual", task_set, annotator, attempt, pos), classes[pos])
             exp = pool.pop(pid)
             conn.execute("INSERT INTO qualification (task_set, annotator, attempt, position, pair_id, expected) "
                          "VALUES (?, ?, ?, ?, ?, ?)", (task_set, annotator, attempt, pos, pid, exp))
@@ -117,8 +119,9 @@ def next_item(store, task_set: str, annotator: str) -> dict | None:
 
 def answer(store, task_set: str, annotator: str, attempt: int, position: int, label, *,
            time_ms: int | None = None) -> dict:
-    """Record an answer (once: a second answer to the same item returns the first) and say whether it was
-    right, the expected answer, and, after the last item, whether the attempt passed."""
+    """Record an answer (once: a second answer to the same item changes nothing) and say whether the attempt
+    is done; after its last item, whether it passed, the score and :func:`feedback` (the expected answer of
+    every item). Before that, nothing about any answer (``{"done": False}``)."""
     if label not in (0, 1, "0", "1") or isinstance(label, bool):
         raise QualificationError(f"an answer is 0 or 1, got {label!r}")
     label = int(label)
@@ -135,7 +138,6 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
                           None if time_ms is None else max(0, int(time_ms)), task_set, annotator, int(attempt),
                           int(position)))
         items = _items(store, task_set, annotator, int(attempt))
-        mine = next(i for i in items if i["position"] == int(position))
         done = all(i["label"] is not None for i in items)
         result = None
         if done:
@@ -153,9 +155,19 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
                     log.warning("%s did not pass the qualification of %s (%d of %d)", annotator, task_set, k, len(items))
                 got = {"passed": int(ok), "correct": k, "n": len(items)}
             result = dict(got)
-    return {"label": int(mine["label"]), "expected": int(mine["expected"]), "correct": bool(mine["correct"]),
-            "done": done, "passed": None if result is None else bool(result["passed"]),
-            "score": None if result is None else {"correct": result["correct"], "n": result["n"]}}
+    if not done:
+        return {"done": False, "passed": None, "score": None, "items": None}
+    return {"done": True, "passed": bool(result["passed"]), "score": {"correct": result["correct"], "n": result["n"]},
+            "items": feedback(store, task_set, annotator, int(attempt))}
+
+
+def feedback(store, task_set: str, annotator: str, attempt: int) -> list[dict] | None:
+    """Per item of a finished attempt: ``{pair_id, label, expected, correct}`` (None while it is not finished)."""
+    items = _items(store, task_set, annotator, int(attempt))
+    if not items or any(i["label"] is None for i in items):
+        return None
+    return [{"pair_id": i["pair_id"], "label": int(i["label"]), "expected": int(i["expected"]),
+             "correct": bool(i["correct"])} for i in items]
 
 
 def allow_retry(store, task_set: str, annotator: str, by: str) -> bool:

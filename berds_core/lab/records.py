@@ -7,6 +7,7 @@ the run-level passage text a judge reads (:func:`berds_core.runs.passage_text`).
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from dataclasses import dataclass
 
 from .. import __version__
@@ -68,6 +69,7 @@ class Label:
     time_ms: int | None = None
     judge_visible: bool | None = None
     app_version: str | None = None
+    server_ms: int | None = None  # measured on the server: since the annotator's previous decision
 
     @property
     def value(self) -> int | str:
@@ -77,7 +79,7 @@ class Label:
 PAIR_COLS = ("pair_id", "question", "document", "perspective", "question_id", "passage_id",
              "perspective_index", "subset", "retriever", "source", "judge_prob", "title", "side")
 LABEL_COLS = ("pair_id", "annotator", "label", "skipped", "unsure", "note", "updated_at", "time_ms",
-              "judge_visible", "app_version")
+              "judge_visible", "app_version", "server_ms")
 
 
 def pair_of_row(row) -> Pair:
@@ -90,7 +92,7 @@ def label_of_row(row) -> Label:
     jv = row["judge_visible"]
     return Label(row["pair_id"], row["annotator"], row["label"], bool(row["skipped"]), bool(row["unsure"]),
                  row["note"], row["updated_at"], row["time_ms"], None if jv is None else bool(jv),
-                 row["app_version"])
+                 row["app_version"], row["server_ms"] if "server_ms" in row.keys() else None)
 
 
 def put_label(c, values: dict) -> None:
@@ -98,6 +100,18 @@ def put_label(c, values: dict) -> None:
     cols = [k for k in LABEL_COLS if k in values]
     c.execute(f"INSERT OR REPLACE INTO labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
               [values[k] for k in cols])
+
+
+MAX_NOTE = 1000  # characters of a label's note (longer ones are cut, on the server)
+
+
+def ms_between(earlier: str, later: str, cap: int = 24 * 3600 * 1000) -> int | None:
+    """Milliseconds from one stored ISO time to another (0 at least, ``cap`` at most; None when unreadable)."""
+    try:
+        d = datetime.fromisoformat(later) - datetime.fromisoformat(earlier)
+    except (TypeError, ValueError):
+        return None
+    return int(min(cap, max(0.0, d.total_seconds() * 1000)))
 
 
 def check_annotator(name) -> str:

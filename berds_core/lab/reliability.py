@@ -36,8 +36,10 @@ near 0: only the estimate across redundant labels sees them.
 **The report** (:func:`reliability_report`), per annotator: estimated
 competence; gold checks (accuracy, 95% Wilson interval); agreement with the
 others (their label against the competence-weighted majority of the *other*
-annotators of the same pair, ties left out); time per label (median, and the
-share of labels under the lead's time floor); drift (that agreement over a
+annotators of the same pair, ties left out); time per label as the server
+measured it (since the annotator's previous decision; the browser's own figure,
+which a page can claim freely, beside it as ``browser_median_ms``): median, and the
+share of labels under the lead's time floor; drift (that agreement over a
 rolling window of their labels in the order they made them: first, last and the
 change). Also the round's label sets (:func:`label_sets`): majority vote, each
 model's most likely labels, and adjudication.
@@ -210,8 +212,9 @@ def _time_floor(store, task_set: str | None, given: int | None) -> int:
     return DEFAULT_TIME_FLOOR_MS
 
 
-def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None]]]:
-    """``{annotator: [(updated_at, time_ms)]}`` of their labels (skips included: time is behaviour)."""
+def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None, int | None]]]:
+    """``{annotator: [(updated_at, server_ms, time_ms)]}`` of their labels (skips included: time is behaviour):
+    the server's time (since their previous decision) and the browser's claim."""
     in_set = None
     if task_set is not None:
         in_set = {(r[0], r[1]) for r in store.query("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
@@ -219,7 +222,7 @@ def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None]
     out = defaultdict(list)
     for lab in store.labels():
         if in_set is None or (lab.pair_id, lab.annotator) in in_set:
-            out[lab.annotator].append((lab.updated_at, lab.time_ms))
+            out[lab.annotator].append((lab.updated_at, lab.server_ms, lab.time_ms))
     return out
 
 
@@ -271,7 +274,8 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
         comp = sorted(comparisons.get(a, []))
         hits = [h for _, h in comp]
         roll = _rolling(hits, window)
-        t = [ms for _, ms in times.get(a, []) if ms is not None]
+        t = [srv if srv is not None else ms for _, srv, ms in times.get(a, []) if srv is not None or ms is not None]
+        browser = [ms for _, _, ms in times.get(a, []) if ms is not None]
         ck = scores.get(a)
         out[a] = {
             "labels": counts.get(a, 0),
@@ -281,6 +285,7 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
             "agreement_with_others": {"n": len(hits), "agreement": (sum(hits) / len(hits)) if hits else None,
                                       "ci95": wilson_interval(sum(hits), len(hits))},
             "time": {"timed": len(t), "median_ms": float(np.median(t)) if t else None, "floor_ms": floor,
+                     "browser_median_ms": float(np.median(browser)) if browser else None,
                      "under_floor": sum(ms < floor for ms in t), "under_floor_share": (sum(ms < floor for ms in t)
                                                                                         / len(t)) if t else None},
             "drift": {"window": min(window, len(hits)) if hits else window, "series": roll,

@@ -14,6 +14,10 @@ file is changed or lost):
   resuming fills ``resumed_at`` / ``resumed_by`` (rows are never deleted).
 - ``qualification`` / ``qualification_results``: the gold pairs of each
   qualification attempt, the annotator's answers, and the outcome.
+
+Version 5 (:data:`SCHEMA_V5`): ``server_ms`` beside the browser's ``time_ms`` on labels and events (the time
+per label measured on the server: since the annotator's previous decision), and an index that finds an
+annotator's first answer to a pair (a gold check is scored on it: undo never removes it).
 """
 
 SCHEMA_V4 = """
@@ -66,4 +70,10 @@ CREATE TABLE IF NOT EXISTS qualification_results (
     retry_at   TEXT,
     PRIMARY KEY (task_set, annotator, attempt)
 );
+"""
+
+SCHEMA_V5 = """
+ALTER TABLE labels ADD COLUMN server_ms INTEGER;
+ALTER TABLE events ADD COLUMN server_ms INTEGER;
+CREATE INDEX IF NOT EXISTS events_by_pair ON events(annotator, pair_id, kind, event_id);
 """

@@ -27,7 +27,7 @@ def set_state(store, task_set: str, annotator: str) -> dict:
     if q["state"] in ("pending", "in_progress"):
         return {"task_set": task_set, "state": "qualify",
                 "message": f"This task set starts with a short qualification: {q['n']} pairs, each shown with the "
-                           "guidelines and, once you have answered, the expected answer."}
+                           "guidelines; once you have answered all of them, your score and the expected answers."}
     if q["state"] == "failed":
         return {"task_set": task_set, "state": "failed",
                 "message": f"You answered {q['correct']} of {q['answered']} qualification pairs as expected; this "

@@ -164,10 +164,13 @@ async def session_endpoint(request):
 
 
 def _guarded(scope) -> bool:
-    """Requests that need a live session in lab mode: uploads, and the media files (downloads) Streamlit
-    serves (``/media/...``, under any base path)."""
+    """Requests that need a live session in lab mode: uploads, the media files (downloads) Streamlit
+    serves (``/media/...``, under any base path), and Streamlit's metrics (``/_stcore/metrics``: they show
+    the lab's activity)."""
     path = scope.get("path", "")
     if "/_stcore/upload_file/" in path and scope.get("method") == "PUT":
+        return True
+    if path.rstrip("/").endswith("/_stcore/metrics"):
         return True
     return "/media/" in path and scope.get("method") in ("GET", "HEAD")
 

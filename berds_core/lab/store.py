@@ -21,7 +21,7 @@ from typing import Iterable
 
 from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
 from .records import (PAIR_COLS, SKIP, Label, Pair, StoreError, app_version, check_annotator,  # noqa: F401
-                      label_of_row, pair_of_row, put_label)
+                      label_of_row, ms_between, pair_of_row, put_label)
 
 # re-exported (noqa above): callers import Store, Pair, Label, StoreError, SKIP, SCHEMA_VERSION,
 # default_db_path and app_version from here, as before the split
@@ -58,7 +58,13 @@ class PairsAndJudges(Database):
             rows = self.query(f"SELECT {', '.join(PAIR_COLS)} FROM pairs ORDER BY seq")
             return [pair_of_row(r) for r in rows]
         wanted = [str(p) for p in pair_ids]
-        by_id = {p.pair_id: p for p in self.pairs()} if wanted else {}
+        by_id = {}
+        uniq = sorted(set(wanted))
+        for i in range(0, len(uniq), 500):
+            chunk = uniq[i:i + 500]
+            rows = self.query(f"SELECT {', '.join(PAIR_COLS)} FROM pairs WHERE pair_id IN ({', '.join('?' * len(chunk))})",
+                              chunk)
+            by_id.update((r["pair_id"], pair_of_row(r)) for r in rows)
         return [by_id[p] for p in wanted if p in by_id]
 
     def count_pairs(self) -> int:
@@ -272,15 +278,18 @@ class Labelling(Database):
             if not c.execute("SELECT 1 FROM pairs WHERE pair_id = ?", (pair_id,)).fetchone():
                 raise StoreError(f"no pair with id {pair_id!r}")
             prev = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (pair_id, annotator)).fetchone()
+            last = c.execute("SELECT at FROM events WHERE annotator = ? AND kind IN ('label', 'skip', 'undo') "
+                             "ORDER BY event_id DESC LIMIT 1", (annotator,)).fetchone()
+            server_ms = ms_between(last[0], at) if last else None
             put_label(c, {"pair_id": pair_id, "annotator": annotator, "label": value, "skipped": int(skipped),
                            "unsure": int(bool(unsure)), "note": note or None, "updated_at": at, "time_ms": time_ms,
-                           "judge_visible": jv, "app_version": version})
+                           "judge_visible": jv, "app_version": version, "server_ms": server_ms})
             cur = c.execute(
                 "INSERT INTO events (at, kind, pair_id, annotator, label, unsure, note, previous, time_ms, "
-                "judge_visible, app_version, client_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "judge_visible, app_version, client_id, server_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (at, SKIP if skipped else "label", pair_id, annotator, value, int(bool(unsure)), note or None,
                  json.dumps(dict(prev)) if prev else None, time_ms, jv, version,
-                 None if client_id is None else str(client_id)))
+                 None if client_id is None else str(client_id), server_ms))
             if unsure:
                 self._route_unsure(c, annotator, pair_id)
             return cur.lastrowid
@@ -315,6 +324,13 @@ class Labelling(Database):
             c.execute("INSERT OR IGNORE INTO assignments (task_set, pair_id, annotator, position, kind) "
                       "VALUES (?, ?, ?, ?, 'routed')", (task_set, pair_id, who, pos))
 
+    def last_undoable(self, annotator: str) -> str | None:
+        """The pair of this annotator's latest label or skip that is not undone yet (what :meth:`undo` would undo)."""
+        ev = self.query("SELECT pair_id FROM events e WHERE annotator = ? AND kind IN ('label', 'skip') AND NOT EXISTS "
+                        "(SELECT 1 FROM events u WHERE u.kind = 'undo' AND u.target = e.event_id) "
+                        "ORDER BY event_id DESC LIMIT 1", (annotator,))
+        return ev[0][0] if ev else None
+
     def undo(self, annotator: str, *, client_id: str | None = None) -> str | None:
         """Undo this annotator's latest label or skip that is not undone yet.
 
@@ -332,7 +348,7 @@ class Labelling(Database):
             if ev is None:
                 if client_id is not None:  # remember the request, so a resent copy never undoes a later label
                     c.execute("INSERT INTO events (at, kind, annotator, client_id) VALUES (?, 'undo', ?, ?)",
-                              (now(), annotator, str(client_id)))
+                              (self.now(), annotator, str(client_id)))
                 return None
             cur = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator)).fetchone()
             if ev["previous"]:
@@ -341,7 +357,7 @@ class Labelling(Database):
                 c.execute("DELETE FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator))
             c.execute("INSERT INTO events (at, kind, pair_id, annotator, target, previous, client_id) "
                       "VALUES (?, 'undo', ?, ?, ?, ?, ?)",
-                      (now(), ev["pair_id"], annotator, ev["event_id"], json.dumps(dict(cur)) if cur else None,
+                      (self.now(), ev["pair_id"], annotator, ev["event_id"], json.dumps(dict(cur)) if cur else None,
                        None if client_id is None else str(client_id)))
             return ev["pair_id"]
 

@@ -8,7 +8,8 @@
   perspectives; the title kept apart from the text, the perspective's side
   from the run's stances).
 - :func:`sample_pairs` picks ``n`` pairs: ``random``, ``stratified`` (equal share
-  per subset / retriever, spare quota going to the larger strata) or
+  per subset / retriever, spare quota going to the larger strata; strata in random
+  order within each block of the queue) or
   ``uncertain`` (judge probability closest to 0.5 first).
 - :func:`assign_pairs` spreads pairs over annotators: a share ``overlap`` of
   them (``overlap=1``: every pair) to ``per_shared`` annotators each, plus any
@@ -177,7 +178,8 @@ def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by:
     - ``random``: a uniform sample without replacement, in random order.
     - ``stratified``: strata by ``by`` (``subset`` or ``retriever``; missing ->
       ``"(none)"``); each stratum gets an equal share of ``n`` (capped at its
-      size, the rest redistributed); the queue interleaves strata round-robin.
+      size, the rest redistributed); the queue takes one pair of each stratum per block, the strata in
+      random order within each block (balanced as it goes, with no cycle for a gold check to break).
     - ``uncertain``: ascending ``|p - 0.5|`` of the judge probability ``probs``
       (ties in random order), so the judge's hardest pairs come first.
     """
@@ -219,12 +221,10 @@ def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by:
             if left == 0:
                 break
     picked = {s: strata[s][:quota[s]] for s in names}
-    out, i = [], 0
-    while len(out) < n:
-        for s in names:
-            if i < len(picked[s]):
-                out.append(picked[s][i])
-        i += 1
+    out = []
+    for i in range(max(quota.values(), default=0)):  # block i: the i-th pair of each stratum, in random order
+        block = [picked[s][i] for s in names if i < len(picked[s])]
+        out += [block[j] for j in rng.permutation(len(block))]
     return out
 
 
@@ -410,16 +410,31 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
         plan = mix_calibration(plan, [p.pair_id for p in calib_pairs], seed=seed)
     ids = {p.pair_id for p in picked}
     pool_pairs, warnings = _check_pool(candidates, ref, ids | {p.pair_id for p in calib_pairs}, plan, spec)
+    if probs is not None:
+        pool_pairs = [replace(p, judge_prob=probs[p.pair_id]) if p.pair_id in probs else p for p in pool_pairs]
+    q = spec.controls.qualification_n if spec.controls is not None else 0
+    if q:
+        known = ({p.pair_id for p in pool_pairs} | set(store.reference_labels()) | set(store.gold())) - ids
+        if q > len(known):
+            raise ValueError(f"the qualification asks for {q} pairs with a known answer; only {len(known)} are "
+                             "outside the round's tasks")
+        chance = spec.controls.chance_pass
+        if chance > 0.05:
+            warnings.append(f"a qualification of {q} pairs at {spec.controls.qualification_pass:.0%} is passed by "
+                            f"{chance:.0%} of annotators who guess every answer; more pairs (or a higher pass mark) "
+                            "make guessing pass less often")
     with store.batch():
         store.add_pairs(picked + calib_pairs + pool_pairs)
         new_ref = {pid: lab for pid, lab in ref.items() if pid in ids | {p.pair_id for p in calib_pairs + pool_pairs}}
         if new_ref:
             store.set_reference_labels(new_ref, source=source)
+        # the judge's answers on every pair an annotator may be shown, gold checks' pool included: revealing
+        # the judge after deciding reads the same for a check as for a task pair
+        shown = ids | {p.pair_id for p in calib_pairs + pool_pairs}
         if preds is not None:
-            store.set_judge_preds(judge.name, {pid: preds[pid] for pid in ids | {p.pair_id for p in calib_pairs}
-                                               if pid in preds})
+            store.set_judge_preds(judge.name, {pid: preds[pid] for pid in shown if pid in preds})
         for jname, lab in (stored_preds or {}).items():
-            store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in ids})
+            store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in shown})
         store.create_task_set(name, plan, source=source, strategy=strategy,
                               params={"n": n, "by": by, "overlap": overlap, "per_shared": per_shared, "seed": seed,
                                       "judge": getattr(judge, "name", None), "route_uncertain": route_uncertain,
