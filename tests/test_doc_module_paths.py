@@ -28,7 +28,6 @@ NOT_OURS = {
     "pages/x.py": "a placeholder in an example",
     "berds_core.x.y": "a placeholder in an example",
     "net.enc": "a variable in berds_core/stance/network.py (the network's encoder), not the berds_core.net package",
-    "lab.actor": "berds_core/lab/labelling.py belongs to issue 53's branch (a stale name it fixes there)",
 }
 # Earlier names kept on purpose where a document says what they became (``was``, ``became``, ``renamed``, within
 # a few words either side).

@@ -62,7 +62,7 @@ def _clean(ev) -> dict:
 
 
 def apply_events(lab: Lab, events, resolve: Callable[[str], str | None]) -> Applied:
-    """Store ``events`` in order for ``lab.actor``; ``resolve(ref)`` gives the pair id of a page reference."""
+    """Store ``events`` in order for the signed-in annotator (``Lab.actor`` of ``berds_core.lab.access``); ``resolve(ref)`` gives the pair id of a page reference."""
     res = Applied()
     if not isinstance(events, list):
         return res
