@@ -109,6 +109,8 @@ ROWS = [
      "is not writable", {"needs": "immutable"}),
     ("retrieve: empty question corpora", "retrieve --questions {q} --corpus-per-question {emptycorpora} --out {t}/o.jsonl",
      "have an empty corpus"),
+    ("retrieve: --skip-empty without --corpus-per-question",
+     "retrieve --questions {q} --corpus {c} --skip-empty --out {t}/o.jsonl", "--skip-empty: is for --corpus-per-question"),
     ("retrieve: bad --ray address", "retrieve --questions {q} --corpus {c} --out {t}/o.jsonl --ray 127.0.0.1:1",
      "cannot reach Ray"),
     ("retrieve: --ray without Ray installed", "retrieve --questions {q} --corpus {c} --out {t}/o.jsonl --ray local",

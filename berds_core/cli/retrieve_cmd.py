@@ -64,6 +64,9 @@ def run_retrieve(args) -> dict:
     from ..runs import write_run
     from ..runs import run_depth
 
+    if args.skip_empty and args.corpus_per_question is None:
+        raise InputError("--skip-empty", None, None, "is for --corpus-per-question (a question's own corpus that "
+                         "is empty); it does nothing with --corpus")
     div = diversify_config(args)  # bad diversification options fail before any work; a preset picks its retriever
     check_retriever_args(args)
     check_models(args)
