@@ -383,3 +383,17 @@ def test_a_bad_simulation_leaves_no_database_behind(spec, tmp_path, capsys):
                  "--n", "1500"]) == 2  # refused after the database was opened: removed again
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     capsys.readouterr()
+
+
+def test_a_refused_task_set_leaves_no_database_behind(files, tmp_path, capsys):
+    """``annotations tasks`` (like ``demo``) removes a database it created when the task set is then refused;
+    a database that was there before stays, unchanged."""
+    argv = ["annotations", "tasks", "--run", str(files["run"]), "--n", "5", "--annotators", "a",
+            "--qualification", "1000"]
+    assert main([*argv, "--db", str(tmp_path / "new.db")]) == 2
+    assert "only 0 are outside the round's tasks" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    before = files["db"].read_bytes()
+    assert main([*argv, "--db", str(files["db"])]) == 2
+    assert files["db"].exists() and files["db"].read_bytes() == before
+    capsys.readouterr()

@@ -4,6 +4,7 @@ declared input, and opening it with a one-line error."""
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError
@@ -30,3 +31,20 @@ def open_store(args, *, create: bool = False) -> Store:
         return Store(path, create=create)
     except Exception as e:  # missing, not a database, unreadable, newer schema...
         raise InputError(path, None, None, f"cannot open annotation database ({e})") from None
+
+
+@contextmanager
+def store_to_fill(args):
+    """The ``--db`` store, created when missing, for a command that fills it (``annotations tasks`` / ``demo``):
+    a database this command created is removed again (with its journal files) when the command then fails
+    with a one-line error, so a refused command leaves nothing behind."""
+    path = Path(args.db) if args.db else default_db_path()
+    new = not path.exists()
+    try:
+        with open_store(args, create=True) as store:
+            yield store
+    except InputError:
+        if new:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+        raise

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._parsing import declare
-from ..lab.store import SKIP, StoreError, default_db_path
+from ..lab.store import SKIP, StoreError
 from ._annotations_round import control_flags, register_actions, round_controls, simulate_demo
-from ._lab_db import add_db_args, db_input, open_store
+from ._lab_db import add_db_args, db_input, open_store, store_to_fill
 
 
 def register(sub) -> None:
@@ -184,7 +184,7 @@ def cmd_import(args) -> dict:
     if any(lab is not None for _, _, lab in rows) and not args.annotator and not args.labels_are:
         raise InputError(args.pairs, None, "label", "the file carries labels: give --labels-are reference (gold known "
                                                     "in advance) or --annotator NAME (their labels), or --labels-are ignore")
-    with open_store(args, create=True) as store:
+    with store_to_fill(args) as store:
         try:
             return import_pairs_tsv(store, args.pairs, args.annotator, args.task_set, labels_as=args.labels_are)
         except StoreError as e:
@@ -299,7 +299,7 @@ def cmd_tasks(args) -> dict:
     if judge is not None:
         print(f"judging {len(candidates)} candidate pairs with {judge.name}", file=sys.stderr)
     name = args.name or f"{Path(source.split(',')[0]).stem}-{args.strategy}-{args.n}"
-    with open_store(args, create=True) as store:
+    with store_to_fill(args) as store:  # a database this command created and could not fill: removed again
         try:
             spec = TaskSetSpec(name=name, source=source, n=args.n, strategy=args.strategy,
                                annotators=tuple(annotators), by=args.by, seed=args.seed,
@@ -331,26 +331,18 @@ def cmd_demo(args) -> dict:
     available = len(demo_candidates()[0])
     if args.n > available:
         raise InputError("--n", None, None, f"the built-in demo has {available} pairs; ask for at most that many")
-    path = Path(args.db) if args.db else default_db_path()
-    new = not path.exists()
-    try:
-        with open_store(args, create=True) as store:
-            if store.task_set_info(args.name.strip()) is not None:
-                raise InputError("--name", None, None, f"a task set named {args.name.strip()!r} is already in {path}; "
-                                                       "choose another --name")
-            try:
-                res = build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name.strip(),
-                                          controls=controls, **rnd)
-            except ValueError as e:
-                raise InputError("demo", None, None, str(e)) from None
-            if args.simulate is not None:
-                res.update(simulate_demo(store, args, res))
-            return res
-    except InputError:
-        if new:  # a database this command created and could not fill: nothing left behind
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(str(path) + suffix).unlink(missing_ok=True)
-        raise
+    with store_to_fill(args) as store:  # a database this command created and could not fill: removed again
+        if store.task_set_info(args.name.strip()) is not None:
+            raise InputError("--name", None, None, f"a task set named {args.name.strip()!r} is already in "
+                                                   f"{store.path}; choose another --name")
+        try:
+            res = build_demo_task_set(store, annotators, n=args.n, seed=args.seed, name=args.name.strip(),
+                                      controls=controls, **rnd)
+        except ValueError as e:
+            raise InputError("demo", None, None, str(e)) from None
+        if args.simulate is not None:
+            res.update(simulate_demo(store, args, res))
+        return res
 
 
 def cmd_guidelines(args) -> dict:
