@@ -55,6 +55,9 @@ def files(tmp_path_factory):
     (t / "coffee.jsonl").write_text(json.dumps({"id": "coffee", "question": "Is coffee good for you?",
                                                 "perspectives": ["Yes", "No"]}) + "\n")
     (t / "folder").mkdir()
+    (t / "tinymodel").mkdir()  # a local model folder (its config is read only after the adapter is located)
+    (t / "tinymodel" / "config.json").write_text("{}")
+    (t / "emptyadapter").mkdir()
     (t / "afile").write_text("x")
     (t / "dangling").symlink_to(t / "nowhere" / "out.jsonl")
     empty = t / "emptycorpora"
@@ -148,6 +151,8 @@ ROWS = [
      "must be 1 or more"),
     ("judge: --retries -1", "judge --run {run} --out {t}/j.jsonl --judge openai:m@{dead} --retries -1",
      "must be 0 or more"),
+    ("judge: an empty local folder as the adapter", "judge --run {run} --out {t}/j.jsonl --judge hf:{tinymodel}+{emptyadapter}",
+     "the folder has no adapter_config.json"),
     ("judge-eval: unterminated quote", "judge-eval --pairs {badquote}", "unterminated quote"),
     ("judge-eval: --out a dangling link", "judge-eval --pairs {pairs} --out {dangling}", "dangling"),
     ("judge-eval: bad --ray address", "judge-eval --pairs {pairs} --ray 127.0.0.1:1", "cannot reach Ray"),
@@ -273,6 +278,9 @@ ROWS = [
     ("users audit: no database", "users audit --db {t}/none.db", "none.db"),
     # ---- generation and answers: servers named by specs are asked before any work
     ("answer: server down", "answer --run {run} --generator openai:m@{dead} --out {t}/a.jsonl", "cannot reach the server"),
+    ("answer: an empty local folder as the adapter",
+     "answer --run {run} --generator hf:{tinymodel}+{emptyadapter} --out {t}/a.jsonl",
+     "the folder has no adapter_config.json"),
     ("answer: --out the run", "answer --run {run} --generator openai:m@{dead} --out {run}", "is the input --run"),
     ("answer: --out - with --json", "answer --run {run} --generator openai:m@{dead} --out - --json", "--json"),
     ("answer-eval: answers missing", "answer-eval --answers {t}/nope.jsonl --gold {gold}", "file not found"),

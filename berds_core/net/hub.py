@@ -4,7 +4,8 @@ Every model load of the project goes through :func:`locate` (transformers and
 sentence-transformers models, LoRA adapters, tokenizers) or
 :func:`hub_offline_mode` (``datasets``):
 
-- a local folder is loaded from disk (``local_files_only``);
+- a local folder is loaded from disk (``local_files_only``); one without the files such a thing has
+  (``config.json``, an adapter's ``adapter_config.json``) fails at once, never taken for a hub id;
 - a name that is clearly a path but names no folder fails at once;
 - a hub id is loaded from the Hugging Face cache when ``HF_HUB_OFFLINE`` is
   set or the hub cannot be reached (one TCP connection, checked once per
@@ -80,14 +81,16 @@ def locate(name: str, what: str = "model", probes: tuple[str, ...] | None = None
     path, or a hub id that is not in the local cache while offline. No hub retries happen then.
     ``probes``: files any copy of it has (default ``config.json``; ``adapter_config.json`` for adapters).
     """
-    if is_local(name):
+    probes = probes or (("adapter_config.json",) if what == "adapter" else ("config.json",))
+    if is_local(name):  # a local folder is never taken for a hub id: without the files it is an error at once
+        if not any(os.path.isfile(os.path.join(name, p)) for p in probes):
+            return True, f"cannot load {what} '{name}': the folder has no {' or '.join(probes)}"
         return True, None
     if looks_like_path(name) or os.path.exists(name):
         why = "is not a folder" if os.path.exists(name) else "no such folder"
         return True, f"cannot load {what} '{name}': {why}"
     if use_hub():
         return False, None
-    probes = probes or (("adapter_config.json",) if what == "adapter" else ("config.json",))
     if not any(in_cache(name, p) for p in probes):
         return True, (f"cannot load {what} '{name}': not a local folder and not in the Hugging Face cache, "
                       f"and {_why_offline()} (download it where there is network, or give a local folder)")

@@ -8,8 +8,9 @@ once (``GET <base>/models``, a cheap request every OpenAI-compatible server
 answers) and turns a refused or unanswered connection into one
 :class:`~berds_core.errors.InputError` line naming the option and the server.
 
-Only an unreachable server (no TCP connection) or a refused API key fails the
-check: a server that answers anything else, even slowly, is left to the
+A local model (``hf:<model>[+<adapter>]``) is checked the same way, on disk: a folder without its files
+fails at once (:func:`local_model_error`). Only an unreachable server (no TCP connection) or a refused
+API key fails the server check: a server that answers anything else, even slowly, is left to the
 command (its own retries and errors).
 """
 from __future__ import annotations
@@ -76,11 +77,26 @@ def unreachable(base_url: str, timeout: float = CONNECT_TIMEOUT, *, send_key: bo
     return None
 
 
+def local_model_error(spec) -> str | None:
+    """Why the model or adapter an ``hf:<model>[+<adapter>]`` spec names cannot be loaded without trying (a
+    missing or empty local folder, a hub id offline and not cached: :func:`berds_core.net.hub.locate`), or None."""
+    name, sep, arg = str(spec or "").strip().partition(":")
+    if name != "hf" or not sep or not arg:
+        return None
+    from .hub import locate
+
+    model, _, adapter = arg.partition("+")
+    return (locate(model, "model")[1] if model else None) or (locate(adapter, "adapter")[1] if adapter else None)
+
+
 def check_servers(pairs) -> None:
     """``pairs``: (flag, spec). InputError (one line, naming the flag and the server) for the first
     spec whose server cannot be reached; each URL is asked once."""
     seen: set[str] = set()
     for flag, spec in pairs:
+        why = local_model_error(spec)
+        if why:
+            raise InputError(flag, None, None, why)
         url = server_url(spec)
         if url is None:
             continue
