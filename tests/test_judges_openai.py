@@ -23,14 +23,19 @@ from berds_core.net.openai_api import normalize_base_url
 SECRET = "sk-test-very-secret-123"
 
 
+HTML_PAGE = ("<!DOCTYPE html><html><head><title>404 Not Found</title><style>body{color:red}</style>"
+             "<script>alert('x')</script></head><body><h1>Not Found</h1><p>The requested URL was not found on "
+             "this server.</p>" + "<div class='pad'>filler words here</div>" * 200 + "</body></html>")
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *a):  # quiet
         pass
 
-    def _send(self, code, obj=None, raw=None, headers=None):
+    def _send(self, code, obj=None, raw=None, headers=None, ctype="application/json"):
         body = raw if raw is not None else json.dumps(obj).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ctype)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
@@ -62,6 +67,8 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.seen.add(doc)
             if first:
                 return self._send(429, {"error": "slow down"}, headers={"Retry-After": "0"})
+        if mode in ("html 404", "html 200"):  # a web server or proxy in front of the wrong port
+            return self._send(int(mode[5:]), raw=HTML_PAGE.encode(), ctype="text/html; charset=utf-8")
         if mode == "500":
             return self._send(500, raw=b"internal error")
         if "GARBAGE" in doc:
@@ -178,6 +185,20 @@ def test_persistent_5xx_gives_up(server):
     with pytest.raises(JudgeError, match="HTTP 500"):
         _judge(server.url, retries=2).predict(PAIRS[:1])
     assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("mode", ["html 404", "html 200"])
+def test_an_html_page_is_described_in_plain_words(server, mode):
+    """A server answering an HTML page (an error page, or a web server on the wrong port) gives one line: the
+    status, the content type and the page's first words without tags, never the raw HTML."""
+    server.mode = mode
+    with pytest.raises(JudgeError) as err:
+        _judge(server.url, retries=0).predict(PAIRS[:1])
+    msg = str(err.value)
+    status = mode.split()[1]
+    assert f"HTTP {status}, text/html: 404 Not Found Not Found The requested URL was not found" in msg, msg
+    assert "\n" not in msg and "<" not in msg and ">" not in msg and "alert" not in msg and "color" not in msg
+    assert len(msg) < 400 and msg.endswith("..." + (")" if status == "200" else "")), msg
 
 
 def test_unclear_answer_is_no_as_the_authors_parse_it(server):

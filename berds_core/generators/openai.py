@@ -19,7 +19,7 @@ import numpy as np
 
 from ..naming import safe_name
 from ..net.hub import locate
-from ..net.openai_api import api_key as resolve_key, headers, normalize_base_url
+from ..net.openai_api import api_key as resolve_key, describe_reply, headers, normalize_base_url
 from .base import GenerationError, Generator, Messages, ScoredText, as_messages
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -97,12 +97,11 @@ class OpenAIClient:
             if r.status_code == 400 and (body.get("logprobs") or body.get("prompt_logprobs")):
                 raise LogprobsRejected()
             if r.status_code >= 400:
-                raise self.error(f"{self.who}: {self.base_url} answered HTTP {r.status_code}: "
-                                 f"{' '.join(r.text[:200].split())}")
+                raise self.error(f"{self.who}: {self.base_url} answered {describe_reply(r)}")
             try:
                 return r.json()
             except ValueError:
-                raise self.error(f"{self.who}: {self.base_url} answered non-JSON: {r.text[:120]!r}") from None
+                raise self.error(f"{self.who}: {self.base_url} answered non-JSON ({describe_reply(r)})") from None
         raise self.error(f"{self.who}: {self.base_url}: {last} (gave up after {self.retries + 1} tries)")
 
     def chat(self, model: str, messages: Messages, *, max_tokens: int, temperature: float = 0.0,
