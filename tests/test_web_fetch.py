@@ -83,6 +83,17 @@ def test_page_timeout_bounds_the_whole_page(site):
     assert res.outcome == "failed" and "whole page" in res.reason
 
 
+def test_a_huge_robots_txt_is_read_streamed_under_its_cap():
+    """A 300 MiB robots.txt: its first 500 KiB are read and obeyed, the rest is never downloaded (it was read
+    whole: 730 MiB resident). The server stops at what the loopback's socket buffers hold."""
+    with site_server(robots_status="huge") as srv:
+        res = fetch_pages([srv.url + "/private/page", srv.url + "/articles/cars-ban"], FetchConfig(per_host=1))
+        assert res[0].outcome == "skipped" and "robots.txt disallows it" in res[0].reason
+        assert res[1].ok
+        assert srv.counts["/private/page"] == 0 and srv.counts["/robots.txt"] == 1
+        assert srv.robots_sent < 64 * 2**20, srv.robots_sent
+
+
 def test_robots_txt_unavailable_disallows_the_host_and_404_allows_it():
     with site_server(robots_status=503) as srv:
         res = fetch_pages([srv.url + "/articles/cars-ban"], FAST)[0]

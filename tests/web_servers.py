@@ -232,6 +232,8 @@ class _SiteHandler(_Base):
         if srv.delay:
             time.sleep(srv.delay)
         if path == "/robots.txt":
+            if srv.robots_status == "huge":
+                return self._huge_robots()
             if srv.robots_status != 200:
                 return self._send(srv.robots_status, b"robots trouble", "text/plain")
             return self._send(200, b"User-agent: *\nDisallow: /private/\n\nUser-agent: EvilBot\nDisallow: /\n",
@@ -295,6 +297,23 @@ class _SiteHandler(_Base):
             return self._send(200, article_html("Private", "robots said no " * 30).encode())
         self._send(404, b"<html><body>Not found</body></html>")
 
+    def _huge_robots(self) -> None:
+        """A 300 MiB robots.txt (its rules first, then comment lines), streamed chunked; ``robots_sent``
+        counts the bytes written before the client stopped reading."""
+        srv = self.server
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(_frame(b"User-agent: *\nDisallow: /private/\n", True))
+        block = b"# " + b"a comment line of a robots.txt far too long " * 1400 + b"\n"
+        sent = 0
+        while sent < 300 * 2**20:
+            self.wfile.write(_frame(block, True))
+            sent += len(block)
+            srv.robots_sent = sent
+        self.wfile.write(b"0\r\n\r\n")
+
     def _huge(self, chunked: bool) -> None:
         size = 20 * 1024 * 1024
         # ~62 KB per write: the handler thread shares the GIL with the client under test, and 1 KB writes
@@ -344,11 +363,12 @@ def search_server(results: dict[str, list[tuple[str, str, str]]]):
 
 
 def site_server(*, slow_seconds: float = 3.0, flaky: int = 1, limited: int = 1, delay: float = 0.0,
-                robots_status: int = 200):
+                robots_status: "int | str" = 200):
     """The test web site; ``/slow`` answers after ``slow_seconds``, ``/flaky`` (503) and ``/limited`` (429)
-    fail ``flaky`` / ``limited`` times first; every answer waits ``delay`` seconds."""
+    fail ``flaky`` / ``limited`` times first; every answer waits ``delay`` seconds; ``robots_status="huge"``:
+    a 300 MiB robots.txt (:meth:`_SiteHandler._huge_robots`)."""
     return _serve(_SiteHandler, slow_seconds=slow_seconds, flaky_left=flaky, limited_left=limited, delay=delay,
-                  robots_status=robots_status)
+                  robots_status=robots_status, robots_sent=0)
 
 
 GOOD = ["/articles/cars-ban", "/articles/cars-against", "/boilerplate", "/latin1", "/latin1-meta", "/tricky",

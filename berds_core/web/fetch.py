@@ -10,7 +10,8 @@ why not:
   ``Retry-After``), timeouts (per operation, and ``page_timeout`` for the whole
   page), connection errors, redirect loops, more than ``max_redirects`` hops;
 - **skipped** on purpose: robots.txt disallows it (RFC 9309: a 4xx robots.txt
-  allows everything, an unreachable one disallows the host), a content type other
+  allows everything, an unreachable one disallows the host; only its first 500 KiB are downloaded and
+  parsed, as the RFC allows), a content type other
   than HTML/XHTML/plain text (PDFs, images...), a body over ``max_bytes``
   (checked on ``Content-Length`` and while streaming), a non-http(s) URL, and,
   when ``allow_private`` is off (the app), hosts that resolve to private,
@@ -397,8 +398,10 @@ class Fetcher:
                 except _Stop as s:
                     return f"robots.txt redirects where it may not be fetched ({s.reason.removeprefix('skipped: ')})"
             target, headers, ext = _pinned(url, pin)
-            try:
-                r = await client.get(target, headers=headers, extensions=ext, follow_redirects=False)
+            try:  # streamed: only the first ROBOTS_MAX_BYTES of a body are read, the rest never downloaded
+                async with client.stream("GET", target, headers=headers, extensions=ext,
+                                         follow_redirects=False) as r:
+                    body = await _head_of(r, ROBOTS_MAX_BYTES) if 200 <= r.status_code < 300 else b""
             except httpx.HTTPError as e:
                 return f"robots.txt unreachable ({type(e).__name__})"
             if not r.is_redirect:
@@ -415,11 +418,22 @@ class Fetcher:
             return f"robots.txt unavailable (HTTP {r.status_code})"
         if r.status_code >= 300:
             return None
-        text, _ = decode_body(r.content[:ROBOTS_MAX_BYTES], r.headers.get("content-type", ""))
+        text, _ = decode_body(body, r.headers.get("content-type", ""))
         try:
             return Protego.parse(text)
         except Exception:  # a robots.txt Protego cannot parse: treat it as absent
             return None
+
+
+async def _head_of(response, cap: int) -> bytes:
+    """The first ``cap`` bytes of a streamed body (decoded from its content encoding); the rest is never
+    read: leaving the stream closes the connection."""
+    buf = bytearray()
+    async for chunk in response.aiter_bytes():
+        buf += chunk[:cap - len(buf)]
+        if len(buf) >= cap:
+            break
+    return bytes(buf)
 
 
 def fetch_pages(urls: list[str], config: FetchConfig | None = None,
