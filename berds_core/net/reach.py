@@ -16,6 +16,7 @@ command (its own retries and errors).
 from __future__ import annotations
 
 from ..errors import InputError
+from .hub import locate
 from .openai_api import api_key, headers, normalize_base_url
 
 CONNECT_TIMEOUT = 5.0
@@ -83,8 +84,6 @@ def local_model_error(spec) -> str | None:
     name, sep, arg = str(spec or "").strip().partition(":")
     if name != "hf" or not sep or not arg:
         return None
-    from .hub import locate
-
     model, _, adapter = arg.partition("+")
     return (locate(model, "model")[1] if model else None) or (locate(adapter, "adapter")[1] if adapter else None)
 
