@@ -16,6 +16,11 @@ process under one lock; other compiles are not touched.
 cached results and models (``st.cache_data`` and ``st.cache_resource`` are global). The toolbar hides it
 (``client.toolbarMode = "minimal"``), but a crafted message still reached the handler: in lab mode it is
 now honoured only from a tab where an admin has signed in, and ignored (logged) otherwise.
+
+**Media files** (:func:`media_owners`). A download button's data is served at ``/media/<hash>`` to anyone
+with the URL; in lab mode the cookie guard (:mod:`berds_core.lab.session`) serves it only to a signed-in
+user one of whose tabs holds it: this lookup reads which tabs (Streamlit sessions) hold the file and the
+user each tab's last run recorded (``lab_ui.current_actor``).
 """
 from __future__ import annotations
 
@@ -72,13 +77,48 @@ def _admin_signed_in(session_state) -> bool:
     return user is not None and user.role == "admin"
 
 
+def _state_value(session_state, key):
+    try:
+        return session_state[key] if key in session_state else None
+    except Exception:
+        return None
+
+
+def media_owners(file_id: str, runtime=None) -> set[str]:
+    """The names of the lab users whose tabs hold the media file ``file_id``: the Streamlit sessions whose
+    elements point at it (the media file manager's map by session and element), and the user each session's
+    last page run recorded (``berds_core.lab.session.MEDIA_OWNER_KEY``). ``runtime``: Streamlit's (default:
+    the running one)."""
+    from berds_core.lab.session import MEDIA_OWNER_KEY
+
+    if runtime is None:
+        from streamlit import runtime as st_runtime
+
+        if not st_runtime.exists():
+            return set()
+        runtime = st_runtime.get_instance()
+    mgr = runtime.media_file_mgr
+    with mgr._lock:
+        sessions = [sid for sid, by_coord in mgr._files_by_session_and_coord.items() if file_id in by_coord.values()]
+    names = set()
+    for sid in sessions:
+        info = runtime._session_mgr.get_session_info(sid)
+        name = _state_value(getattr(info.session, "_session_state", None) or {}, MEDIA_OWNER_KEY) if info else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
+
+
 def install() -> None:
-    """Wrap ``AppSession``'s clear-cache handler (once per process)."""
+    """Wrap ``AppSession``'s clear-cache handler and give the media guard its lookup (once per process)."""
     if _STATE["installed"]:
         return
     from streamlit.runtime.app_session import AppSession
 
+    from berds_core.lab.session import set_media_owners
     from berds_core.runtime.mode import lab_mode
+
+    set_media_owners(media_owners)
 
     original = AppSession._handle_clear_cache_request
 

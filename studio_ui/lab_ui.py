@@ -214,6 +214,7 @@ def sign_out(store: Store) -> None:
     """End this session on the server (every tab and browser holding it) and clear the cookie."""
     ss = st.session_state
     token = ss.pop("lab_token", None)
+    ss.pop(lab_session.MEDIA_OWNER_KEY, None)
     cookie = _cookie_token()
     for t in {token, cookie} - {None}:
         Accounts(store).logout(t)
@@ -262,12 +263,14 @@ def current_actor(store: Store, *, ask_name: bool = True) -> Actor | None:
         token = session_token()
         user = Accounts(store).session_user(token) if token else None
         if user is None:
+            ss.pop(lab_session.MEDIA_OWNER_KEY, None)
             if token:
                 ss.pop("lab_token", None)
                 ss["lab_signed_out_token"] = token  # a dead cookie is not tried again in this tab
                 ss["lab_ended"] = True
             login_form(store)
             return None
+        ss[lab_session.MEDIA_OWNER_KEY] = user.name  # whose downloads this tab's media files are (guards.media_owners)
         return Actor(user.name, user.role)
     name = (st.query_params.get("annotator") or ss.get("ann_annotator") or "").strip()
     if name:

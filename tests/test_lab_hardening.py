@@ -288,6 +288,77 @@ def test_the_guard_covers_uploads_media_and_metrics_only():
     assert not _guarded(scope("/_stcore/health")) and not _guarded(scope("/"))
 
 
+def test_a_media_file_is_served_only_to_the_user_whose_tab_holds_it(tmp_path, monkeypatch):
+    """The lab's guard in front of a server's ``/media`` route, over HTTP: a visitor gets 403, another signed-in
+    user who has the URL 404 (as for no file), the user whose tab holds the export the file; with no owner
+    lookup installed nobody gets it."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from berds_core.lab import session as lab_session
+
+    db = tmp_path / "lab.db"
+    with Store(db) as s:
+        acc = Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        acc.add("alice", "annotator", SECRET)
+        acc.add("root1", "admin", SECRET)
+        alice, _ = acc.login("alice", SECRET)
+        root, _ = acc.login("root1", SECRET)
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(db))
+    monkeypatch.setenv("BERDS_AUTH", "lab")
+    fid = "0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+
+    async def media(request):
+        return PlainTextResponse("ann1 labels of alice")
+
+    app = Starlette(routes=[Route("/media/{file_id}", media)], middleware=lab_session.middleware())
+    monkeypatch.setitem(lab_session._MEDIA, "owners", lambda file_id: {"alice"} if file_id == fid else set())
+    with TestClient(app) as client:
+        def get(path, token=None):
+            client.cookies.clear()
+            if token:
+                client.cookies.set(lab_session.COOKIE, token)
+            return client.get(path)
+
+        assert get(f"/media/{fid}.csv").status_code == 403
+        r = get(f"/media/{fid}.csv", root)  # an admin who has the URL: not their download
+        assert r.status_code == 404 and "alice" not in r.text
+        r = get(f"/media/{fid}.csv", alice)
+        assert r.status_code == 200 and r.text == "ann1 labels of alice"
+        assert client.head(f"/media/{fid}.csv").status_code == 200  # HEAD is checked the same way (alice's cookie)
+        assert get(f"/media/{'f' * 56}.csv", alice).status_code == 404
+        monkeypatch.setitem(lab_session._MEDIA, "owners", None)
+        assert get(f"/media/{fid}.csv", alice).status_code == 404  # no lookup: closed, not open
+
+
+def test_media_owners_reads_which_tabs_hold_a_file_from_streamlits_media_manager(monkeypatch):
+    """The lookup the app installs (``studio_ui.guards.media_owners``) against Streamlit's own media file manager:
+    the tabs (sessions) whose elements point at the file, and the user each tab's last run recorded."""
+    from types import SimpleNamespace
+
+    import streamlit.runtime.media_file_manager as mfm
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    from berds_core.lab.session import MEDIA_OWNER_KEY, media_file_id
+    from studio_ui.guards import media_owners
+
+    mgr = mfm.MediaFileManager(MemoryMediaFileStorage("/media"))
+    urls = {}
+    for sid, data in (("tab-a", b"alice's labels"), ("tab-b", b"bob's labels"), ("tab-c", b"alice's labels")):
+        monkeypatch.setattr(mfm, "_get_session_id", lambda sid=sid: sid)
+        urls[sid] = mgr.add(data, "text/csv", "coord-1", file_name="my-labels.csv", is_for_static_download=True)
+    states = {"tab-a": {MEDIA_OWNER_KEY: "alice"}, "tab-b": {MEDIA_OWNER_KEY: "bob"}, "tab-c": {}}
+    runtime = SimpleNamespace(media_file_mgr=mgr, _session_mgr=SimpleNamespace(
+        get_session_info=lambda sid: SimpleNamespace(session=SimpleNamespace(_session_state=states[sid]))))
+    assert urls["tab-a"] == urls["tab-c"] != urls["tab-b"]  # the same bytes, the same URL
+    assert media_owners(media_file_id(urls["tab-a"]), runtime) == {"alice"}  # tab-c is signed out
+    assert media_owners(media_file_id(urls["tab-b"]), runtime) == {"bob"}
+    assert media_owners("nosuch", runtime) == set()
+
+
 def test_a_new_database_folder_and_an_export_are_the_owners_alone(tmp_path):
     import stat
 

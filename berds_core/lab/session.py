@@ -28,7 +28,12 @@ it (HttpOnly), another site never sends it (SameSite=Strict).
   who has not signed in cannot even put bytes into the server's memory; and
   so do the files Streamlit serves at ``/media/...`` (downloads such as the
   admin's label export, for about two minutes after they are drawn): a
-  visitor without a session gets 403, not the file.
+  visitor without a session gets 403, not the file. A signed-in user gets a
+  media file only when one of their own tabs holds it (Streamlit keeps each
+  tab's files; the app tells whose tab is whose through :func:`set_media_owners`,
+  :func:`studio_ui.guards.media_owners`): another user who has the URL gets 404,
+  as for a file that is not there. Without that lookup installed, no media file
+  is served in lab mode.
 
 Starlette only (a Streamlit dependency); no Streamlit import.
 """
@@ -54,6 +59,8 @@ ENV_SECURE = "BERDS_COOKIE_SECURE"
 _LOCK = threading.Lock()
 _HANDOFFS: dict[str, tuple[str, float]] = {}  # sha256(code) -> (session token, expiry)
 _STATE = {"installed": False}
+MEDIA_OWNER_KEY = "lab_user_name"  # the session-state key where a lab page run records its signed-in user
+_MEDIA: dict = {"owners": None}  # file id -> names of the users whose tabs hold the media file
 
 
 def installed() -> bool:
@@ -163,6 +170,33 @@ async def session_endpoint(request):
     return resp
 
 
+def set_media_owners(owners) -> None:
+    """Install ``owners(file_id) -> set of user names``: whose tabs hold the media file ``file_id`` (the app's
+    lookup into Streamlit's media file manager; the engine does not import Streamlit)."""
+    _MEDIA["owners"] = owners
+
+
+def media_file_id(path: str) -> str:
+    """The file id of a ``.../media/<file id>.<extension>`` path (as Streamlit's media storage reads it)."""
+    return os.path.splitext(path.rsplit("/media/", 1)[-1].strip("/"))[0]
+
+
+def may_fetch_media(path: str, user) -> bool:
+    """Whether ``user`` (signed in) may fetch the media file at ``path``: one of their tabs holds it.
+    False when no lookup is installed or it fails (closed, never open)."""
+    owners = _MEDIA["owners"]
+    if owners is None or user is None:
+        return False
+    try:
+        return user.name in owners(media_file_id(path))
+    except Exception:
+        return False
+
+
+def _media(scope) -> bool:
+    return "/media/" in scope.get("path", "") and scope.get("method") in ("GET", "HEAD")
+
+
 def _guarded(scope) -> bool:
     """Requests that need a live session in lab mode: uploads, the media files (downloads) Streamlit
     serves (``/media/...``, under any base path), and Streamlit's metrics (``/_stcore/metrics``: they show
@@ -172,12 +206,12 @@ def _guarded(scope) -> bool:
         return True
     if path.rstrip("/").endswith("/_stcore/metrics"):
         return True
-    return "/media/" in path and scope.get("method") in ("GET", "HEAD")
+    return _media(scope)
 
 
 class UploadGuard:
     """ASGI middleware: in lab mode, file uploads and media downloads need a live session cookie (403
-    otherwise)."""
+    otherwise), and a media file is served only to a user one of whose tabs holds it (404 otherwise)."""
 
     def __init__(self, app):
         self.app = app
@@ -192,6 +226,9 @@ class UploadGuard:
             user = await run_in_threadpool(session_user, token) if token else None
             if user is None:
                 await Response("sign in first", status_code=403)(scope, receive, send)
+                return
+            if _media(scope) and not await run_in_threadpool(may_fetch_media, scope.get("path", ""), user):
+                await Response("File not found", status_code=404)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
