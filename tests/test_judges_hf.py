@@ -234,7 +234,7 @@ def test_missing_local_path_fails_at_once(spec, no_hub_calls, monkeypatch):
     assert "no such folder" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
+def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch, tmp_path):
     from berds_core.net import hub
     from berds_core.judges import JudgeError
 
@@ -250,8 +250,12 @@ def test_missing_hub_model_offline_fails_at_once(no_hub_calls, monkeypatch):
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
     with pytest.raises(JudgeError, match="hub is unreachable"):
         get_judge("hf:other-org/missing-model").predict([("a", "b")])
-    # a missing adapter of a present model fails the same way
+    # a missing adapter of a present model (a local folder with its config) fails the same way
+    (tmp_path / "config.json").write_text("{}")
     with pytest.raises(JudgeError, match="cannot load adapter 'org/missing-lora'"):
+        get_judge(f"hf:{tmp_path}+org/missing-lora").load()
+    # a folder that is no model (no config.json) is one line too, never taken for a hub id
+    with pytest.raises(JudgeError, match="cannot load model './tests': the folder has no config.json"):
         get_judge("hf:./tests+org/missing-lora").load()
 
 
