@@ -329,7 +329,7 @@ def test_interrupted_job_resumes_and_writes_its_file_once(cluster, tmp_path, mon
 
 
 def test_any_judge_backend_runs_in_the_actor_pool(cluster, tmp_path):
-    """An hf: judge (a tiny random Mistral + LoRA built here) in the judge actor pool on both nodes: the
+    """An hf: judge (a tiny random Mistral + LoRA built here) in the two-node cluster's judge actor pool: the
     probabilities in the prediction cache equal one process's bit for bit; judged pairs are not sent."""
     import sqlite3
 
@@ -348,7 +348,10 @@ def test_any_judge_backend_runs_in_the_actor_pool(cluster, tmp_path):
                        caches[mode], ray_address=addr)
         if addr:
             assert res["ray"]["mode"] == "judge" and res["ray"]["sent"] == 200 and res["ray"]["chunks"] == 4
-            assert res["ray"]["nodes_used"] == 2
+            # which node's actor takes the 4 chunks is the scheduler's (an actor still loading the model when the
+            # other has finished gets none: a loaded clean-clone run saw 1); that the judge pool spreads over both
+            # nodes is asserted with the embedded judge (test_ray_client_and_auto_from_the_environment)
+            assert res["ray"]["nodes_used"] in (1, 2) and res["ray"]["workers"] >= 1
     assert (tmp_path / "ray.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes()
 
     def cached(cache):
