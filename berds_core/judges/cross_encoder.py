@@ -36,6 +36,7 @@ def match_logits(logits) -> np.ndarray:
 class CrossEncoderJudge(EmbeddedJudge):
     """The embedded judge's calibration, band and topicality gate over the ArgKP cross-encoder's logit."""
 
+    what = "ArgKP cross-encoder, calibrated, gated on topicality"
     backend = "argkp"
 
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
@@ -66,13 +67,6 @@ class CrossEncoderJudge(EmbeddedJudge):
     def _name_stem(self) -> str:
         return f"argkp-ce-{self.stamp}" + ("" if self.encoding == "fp32" else f"-{self.encoding}")
 
-    def status(self) -> dict:
-        cv = (self.meta.get("oof") or {}).get("judge") or {}
-        detail = "ArgKP cross-encoder, calibrated, gated on topicality"
-        if cv:
-            detail += (f" (out-of-fold F1 {cv['f1']:.2f}, kappa {cv['kappa']:.2f}, calibration error "
-                       f"{cv['ece']:.2f} on the BERDS human pairs' development half)")
-        return {"ok": True, "detail": detail}
 
     def features_of(self, pairs) -> np.ndarray:
         """The head's features of ``(passage, perspective)`` pairs: the match logit (and the cosine)."""

@@ -65,6 +65,7 @@ def apply_calibration(c: dict, p: np.ndarray) -> np.ndarray:
 
 
 class EmbeddedJudge(Judge):
+    what = "MiniLM cosine, calibrated, gated on topicality"  # the status line's first words
     backend = "embedded"
     commit_every = 512  # pairs per committed chunk (and per Ray task)
 
@@ -99,7 +100,7 @@ class EmbeddedJudge(Judge):
 
     def status(self) -> dict:
         cv = (self.meta.get("oof") or {}).get("judge") or {}
-        detail = "MiniLM cosine, calibrated, gated on topicality"
+        detail = self.what
         if cv:
             detail += (f" (out-of-fold F1 {cv['f1']:.2f}, kappa {cv['kappa']:.2f}, calibration error "
                        f"{cv['ece']:.2f} on the BERDS human pairs' development half)")
