@@ -260,8 +260,10 @@ def test_cli_rejects_bad_inference_options(tmp_path, capsys):
     run = tmp_path / "run.jsonl"
     run.write_text(json.dumps({"id": "q", "question": "Q?", "perspectives": ["A."],
                                "ctxs": [{"id": "a", "text": "T."}]}) + "\n")
-    assert main(["judge", "--run", str(run), "--out", str(tmp_path / "o.jsonl"), "--judge", "hf:./nope",
-                 "--inference", "fast,warp", "--quiet"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # a usage error: read with the command line, before the
+        main(["judge", "--run", str(run), "--out", str(tmp_path / "o.jsonl"), "--judge", "hf:./nope",  # model
+              "--inference", "fast,warp", "--quiet"])  # folder (missing here) is looked at
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--inference" in err and "unknown inference option 'warp'" in err and len(err.strip().splitlines()) == 1
     assert main(["judge", "--run", str(run), "--out", str(tmp_path / "o.jsonl"), "--inference", "fast",

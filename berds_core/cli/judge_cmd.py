@@ -27,6 +27,18 @@ from ..files.spreadsheet import delimited_lines
 from ..datasets.human_pairs import read_pairs
 
 
+def _inference_spec(text: str) -> str:
+    """``--inference``: checked when the command line is read (before a model folder or server is looked at),
+    kept as the text the judge parses again."""
+    from ..generators.hf_inference import InferenceOptions
+
+    try:
+        InferenceOptions.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _judge_args(p) -> None:
     p.add_argument("--judge", default="embedded",
                    help="embedded (offline: a calibrated MiniLM cosine gated on the question's topic; it reads how close a "
@@ -47,7 +59,7 @@ def _judge_args(p) -> None:
     p.add_argument("--device", help="hf/embedded: cpu, cuda, cuda:1, mps (default: automatic)")
     p.add_argument("--dtype", help="hf: torch dtype (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--batch-size", type=at_least(int, 1), dest="batch_size")
-    p.add_argument("--inference",
+    p.add_argument("--inference", type=_inference_spec,
                    help="hf: auto (default: the fast path on CUDA, plain elsewhere) | plain | fast, then changes "
                         "such as no-prefix, no-merge, bucket, compile (same decisions either way)")
     p.add_argument("--encoding", choices=["auto", "fp32", "bf16", "int8"], help="embedded, argkp: MiniLM precision")
