@@ -195,6 +195,41 @@ def test_exact_search_merges_shards():
     assert r[:, 0].tolist() == [0, 1, 2] and np.all(np.diff(s, axis=1) <= 1e-6)
 
 
+class _Chunked(ArrayVectors):
+    """The same vectors read in chunks of ``size`` rows (as shards of another size would give them)."""
+
+    def __init__(self, emb, size):
+        super().__init__(emb)
+        self.size = size
+
+    def chunks(self, size=None):
+        return super().chunks(self.size)
+
+
+def test_exact_search_and_refine_break_ties_by_row_whatever_the_chunking():
+    from berds_core.retrieval.index_dir import refine
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(7, 8)).astype(np.float32)
+    x = base[rng.integers(0, 7, size=300)]  # every vector repeated ~43 times: scores tie in blocks
+    q = base[:4]
+    want = None
+    for size in (300, 64, 17, 5):
+        s, r = exact_search(_Chunked(x, size), q, 12)
+        for i in range(len(q)):  # the k best by (score desc, row asc), from the full score vector
+            full = x @ q[i]
+            order = np.lexsort((np.arange(len(x)), -full.astype(np.float64)))[:12]
+            assert r[i].tolist() == order.tolist()
+        want = r if want is None else want
+        assert np.array_equal(r, want)
+    cand = np.stack([rng.permutation(300)[:40] for _ in q])  # candidates in any order
+    s2, r2 = refine(ArrayVectors(x), q, cand, 6)
+    for i in range(len(q)):
+        c = np.sort(cand[i])
+        sc = x[c] @ q[i]
+        assert r2[i].tolist() == c[np.lexsort((c, -sc.astype(np.float64)))[:6]].tolist()
+
+
 # ------------------------------------------------------------------ prebuilt folders (Pyserini's layout)
 
 

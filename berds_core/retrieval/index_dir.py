@@ -37,6 +37,7 @@ from .base import SearchBase
 from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META, folder_bytes
 from .index_plan import HNSW_EF_SEARCH, default_nprobe
 from .query_encoders import query_encoder
+from .topk import merge_topk, top_k
 from .vector_shards import VectorShards
 
 
@@ -69,34 +70,35 @@ def is_index_folder(folder) -> bool:
 
 
 def exact_search(vectors, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` inner products of queries ``q`` over every vector, shard by shard."""
+    """Exact top-``k`` inner products of queries ``q`` over every vector, shard by shard: score descending,
+    equal scores by row (``topk``'s one total order, so the chunking never decides which tie is kept)."""
     nq = len(q)
-    best_s = np.full((nq, 0), -np.inf, dtype=np.float32)
-    best_r = np.zeros((nq, 0), dtype=np.int64)
+    parts: list[list] = [[] for _ in range(nq)]
     for start, arr in vectors.chunks():
         s = q @ np.asarray(arr).T
-        kk = min(k, s.shape[1])
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
-        best_s = np.concatenate([best_s, np.take_along_axis(s, part, axis=1)], axis=1)
-        best_r = np.concatenate([best_r, part + start], axis=1)
-        if best_s.shape[1] > k:
-            keep = np.argpartition(-best_s, k - 1, axis=1)[:, :k]
-            best_s = np.take_along_axis(best_s, keep, axis=1)
-            best_r = np.take_along_axis(best_r, keep, axis=1)
-    order = np.argsort(-best_s, axis=1, kind="stable")
-    return np.take_along_axis(best_s, order, axis=1), np.take_along_axis(best_r, order, axis=1)
+        for i in range(nq):
+            parts[i] = [merge_topk(parts[i] + [top_k(s[i], k, offset=start)], k)]
+    best_s = np.full((nq, k), -np.inf, dtype=np.float32)
+    best_r = np.zeros((nq, k), dtype=np.int64)
+    width = k
+    for i, p in enumerate(parts):
+        rows, scores = p[0] if p else (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        width = min(width, len(rows))
+        best_r[i, :len(rows)], best_s[i, :len(rows)] = rows, scores
+    return best_s[:, :width], best_r[:, :width]
 
 
 def refine(vectors, q: np.ndarray, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Re-score candidate rows exactly from the vectors; top ``k`` per query (rows -1 are skipped)."""
+    """Re-score candidate rows exactly from the vectors; top ``k`` per query (rows -1 are skipped), equal
+    scores by row."""
     scores = np.full((len(q), k), -np.inf, dtype=np.float32)
     rows = np.full((len(q), k), -1, dtype=np.int64)
     for i in range(len(q)):
-        c = cand[i][cand[i] >= 0]
+        c = np.unique(cand[i][cand[i] >= 0])  # ascending rows: top_k's ties then fall on the lowest row
         if not len(c):
             continue
         s = vectors.get(c) @ q[i]
-        top = np.argsort(-s, kind="stable")[:k]
+        top, _ = top_k(s, k)
         scores[i, :len(top)], rows[i, :len(top)] = s[top], c[top]
     return scores, rows
 
