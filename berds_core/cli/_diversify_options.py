@@ -211,6 +211,8 @@ def pipeline_of(cfg: dict) -> Pipeline:
     """The pipeline of a checked config (:func:`diversify_config`)."""
     if "pipeline" in cfg:
         return as_pipeline(cfg["pipeline"])
+    if cfg.get("preset"):  # the saved pipeline itself, never its options said back and parsed again (which
+        return as_pipeline(cfg["preset"])  # lost the stance model's tokens=112: the pages ran the preset, not it)
     return method_pipeline(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
 
 
