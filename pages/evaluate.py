@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from berds_core.diversify.methods import PERSPECTIVE_METHODS
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.experiment import policy_entries, score
 from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
@@ -20,7 +21,6 @@ from studio_ui.warmup import page_engine
 
 ensure_shell()
 
-PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 LABEL_MEASURES = parse_measures("MRecall@5 MRecall@10 P@5 P@10 P@1")

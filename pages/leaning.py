@@ -7,6 +7,7 @@ import streamlit as st
 from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import BUCKETS, QUERY_FORMS, Sides, infer_sides, infer_sides_llm, summarize_exposure
 from berds_core.experiment import Labels, side_rows as question_rows, sycophancy_summary, top_labels
+from berds_core.retrieval import CORPUS_RETRIEVERS
 from berds_core.studio.columns import column_pipeline
 from studio_ui.config import choose_policy, embedder_model
 from studio_ui.engines import cached_judge, cached_retriever
@@ -133,10 +134,10 @@ with st.container(border=True):
     label_src = c2.radio("Labels", label_choices, key="ln_labels", format_func=esc)  # the judge spec, literally
     use_gold = label_src == "gold labels"
     policy = "gold" if use_gold else choose_policy(c2, "ln_policy")
-    kind0 = cfg.retriever if cfg.retriever in ("bm25", "dense") else "bm25"  # an index folder: compare the kinds
+    kind0 = cfg.retriever if cfg.retriever in CORPUS_RETRIEVERS else CORPUS_RETRIEVERS[0]  # an index folder: the kinds
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
-        [f"{r} {d}" for r in ("bm25", "dense") for d in DIVERSIFIERS.values()],
+        [f"{r} {d}" for r in CORPUS_RETRIEVERS for d in DIVERSIFIERS.values()],
         default=[f"{kind0} plain", f"{kind0} + MMR"], key="ln_configs")
     subsets = sorted({q.subset or "all" for q in two})
     chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
@@ -299,7 +300,7 @@ def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: st
                     policy: str):
     qs = [q for q in _data.questions if q.id in set(qids)]
     per_kind = {}
-    for kind in ("bm25", "dense"):
+    for kind in CORPUS_RETRIEVERS:
         model = embedder_model(embedder) if kind == "dense" else None
         per_kind[kind] = []
         for q in qs:
@@ -312,7 +313,7 @@ def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: st
     return union, needed
 
 
-for kind in ("bm25", "dense"):
+for kind in CORPUS_RETRIEVERS:
     wait_for(retriever_job(kind, data, cfg.embedder), note="Building the indexes the coverage needs (once).")
 union, needed = coverage_tables(data, data.key, int(cov_n), use_gold, cfg.judge, cfg.embedder,
                                 tuple(q.id for q in all_qs), "threshold" if use_gold else policy)

@@ -6,6 +6,7 @@ import sys
 from ..errors import InputError
 from ._parsing import add_policy_arg, declare
 from ..eval.leaning import QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for
+from ..retrieval import CORPUS_RETRIEVERS
 from ..runs import read_run
 
 SIDE_METHODS = ("auto", "stances", "order", "rule")
@@ -29,7 +30,7 @@ def register(sub) -> None:
     s = sub.add_parser("sycophancy", help="Δ = (p − n) / p for the question, the supporting and the opposing perspective as queries")
     s.add_argument("--questions", required=True)
     s.add_argument("--corpus", required=True)
-    s.add_argument("--retriever", required=True, choices=("bm25", "dense"))
+    s.add_argument("--retriever", required=True, choices=CORPUS_RETRIEVERS)
     s.add_argument("--model", help="embedder for dense retrieval (hub id or path)")
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--gold", help="gold labels JSONL")

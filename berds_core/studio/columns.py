@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diversify import Pipeline, as_pipeline, diversify
-from ..diversify.methods import method_pipeline
+from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, method_pipeline
 from ..eval.measures import mrecall_at_k, precision_at_k
 from ..experiment import decide, policy_name
 from ..judges import judge_passages, judge_run
@@ -23,9 +23,7 @@ from ..judges.calibration import verdicts
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
 from ..runs import DEFAULT_POLICY, gold_matrix as matrix, question_entry
 
-# the pages' names of their methods (Evaluate's picker and labels)
-METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
-                "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2", "preset": "preset: diverse"}
+METHOD_NAMES = LABELS  # the pages' names of their methods (Evaluate's picker and labels): the registry's
 
 
 def method_label(retriever: str, method: str, lam: float | None, qe_source: str, labels: str) -> str:
@@ -34,7 +32,7 @@ def method_label(retriever: str, method: str, lam: float | None, qe_source: str,
     if method == "preset":
         return f"{METHOD_NAMES[method]} = {as_pipeline('diverse')} · {labels}"
     extra = (f" λ={lam:.2f}" if method == "mmr" else
-             f" ({qe_source})" if method in ("qe", "coverage", "xquad", "pm2") else "")
+             f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
     return f"{retriever} {METHOD_NAMES[method]}{extra} · {labels}"
 
 
