@@ -30,6 +30,15 @@ from .records import Gold
 
 PREDS_SUFFIX = "-preds"
 PROBS_SUFFIX = "-probs"
+# how a judge's labels count when a run is scored (berds_core.experiment applies them; the CLI's --policy and the
+# pages' "Judge labels count" control offer them); gold labels have none
+POLICIES = {
+    "threshold": "a pair supports when the judge's probability is at or above its threshold (the BERDS paper's rule)",
+    "confident": "a pair supports only above the judge's unsure band; a pair inside the band counts as not supporting",
+}
+DEFAULT_POLICY = "threshold"
+BAND_SUFFIX = "-band"  # a judged line's unsure band of its judge: [lo, hi] (berds_core.experiment's policies)
+POLICY_SUFFIX = "-policy"  # the rule a judged line's -preds follow: "threshold"
 AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name marker -> judge name
 
 
@@ -315,6 +324,23 @@ def set_judgments(entry: dict, judge: str, labels, probs=None) -> dict:
         else:
             c.pop(judge + PROBS_SUFFIX, None)
     return entry
+
+
+def set_band(entry: dict, judge: str, band) -> dict:
+    """Record next to a judged line what scoring it under either label policy needs (``berds_core.experiment``):
+    the judge's unsure band (``<judge>-band``, when it has one) and the rule its ``-preds`` follow
+    (``<judge>-policy``: ``threshold``, the decision at the judge's threshold)."""
+    entry.pop(judge + BAND_SUFFIX, None)
+    if band is not None:
+        entry[judge + BAND_SUFFIX] = [round(float(band[0]), 6), round(float(band[1]), 6)]
+    entry[judge + POLICY_SUFFIX] = "threshold"
+    return entry
+
+
+def stored_band(entry: dict, judge: str) -> tuple[float, float] | None:
+    """The unsure band recorded with a judged line (None: none recorded, e.g. a judge without one)."""
+    band = entry.get(judge + BAND_SUFFIX)
+    return None if band is None else (float(band[0]), float(band[1]))
 
 
 def gold_matrix(gold: Gold, question_id, m: int, passage_ids) -> np.ndarray:

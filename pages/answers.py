@@ -10,6 +10,7 @@ from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
+from berds_core.retrieval import CORPUS_RETRIEVERS
 from studio_ui.config import embedder_model
 from studio_ui.engines import cached_embedder, cached_judge, pool_entries
 from studio_ui.shell import ensure_shell
@@ -59,8 +60,9 @@ def fmt(x, digits: int = 2) -> str:
 
 def config_picker(col, side: str, default: AnswerConfig) -> AnswerConfig:
     col.markdown(f"**Configuration {side}**")
-    retr = col.radio("Retriever", ["bm25", "dense"], key=f"ans_ret_{side}", horizontal=True,
-                     index=["bm25", "dense"].index(default.retriever) if default.retriever in ("bm25", "dense") else 0)
+    kinds = list(CORPUS_RETRIEVERS)
+    retr = col.radio("Retriever", kinds, key=f"ans_ret_{side}", horizontal=True,
+                     index=kinds.index(default.retriever) if default.retriever in kinds else 0)
     method = col.selectbox("Diversifier", list(METHODS), key=f"ans_method_{side}", format_func=METHODS.get,
                            index=list(METHODS).index(default.method))
     prompt = col.radio("Prompt", list(PROMPTS), key=f"ans_prompt_{side}", horizontal=True,

@@ -8,12 +8,12 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from berds_core.diversify.methods import PERSPECTIVE_METHODS
 from berds_core.eval.measures import Measure, parse_measures
-from berds_core.runs import label_matrix
-from berds_core.studio.columns import (METHOD_NAMES as METHODS, column_pipeline, confident_entries, method_label,
-                                       run_entry)
+from berds_core.experiment import policy_entries, score
+from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
 from berds_core.studio.summaries import HEADLINE, summarize, summarize_scores
-from studio_ui.config import LABEL_SOURCES
+from studio_ui.config import LABEL_SOURCES, choose_policy
 from studio_ui.engines import question_engine
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, judge_caveat
@@ -21,7 +21,6 @@ from studio_ui.warmup import page_engine
 
 ensure_shell()
 
-PERSPECTIVE_METHODS = ("qe", "coverage", "xquad", "pm2")  # methods that take a perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 LABEL_MEASURES = parse_measures("MRecall@5 MRecall@10 P@5 P@10 P@1")
@@ -132,6 +131,7 @@ def main() -> None:
     label_opts = LABEL_SOURCES if data.gold else ["judge"]
     labels = c4.radio("Labels from", label_opts, key="ev_labels", horizontal=True,
                       help="gold: the dataset's labels; judge: the judge chosen in the sidebar.")
+    policy = choose_policy(c4, "ev_policy") if labels == "judge" else "gold"
     if labels == "judge":
         judge_caveat(cfg.judge)
 
@@ -142,7 +142,7 @@ def main() -> None:
     key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method in PERSPECTIVE_METHODS else None)
     store = ss.eval_runs.setdefault(key, {})
     todo = [q for q in questions if q.id not in store]
-    label = config_label(cfg, method, lam, qe_source, labels)
+    label = config_label(cfg, method, lam, qe_source, labels if labels == "gold" else f"judge, {policy}")
 
     b1, b2, _ = st.columns([1, 1, 4])
     if b1.button("Run evaluation", type="primary", key="ev_run", disabled=not todo and ss.eval_active != key):
@@ -174,9 +174,9 @@ def main() -> None:
             return
 
     entries = [store[q.id] for q in questions if q.id in store]
-    scored, n_unsure = (entries, 0) if labels == "gold" else confident_entries(entries, judge)
-    mats = [label_matrix(e, gold=data.gold) if labels == "gold" else label_matrix(e, judge=judge.name)
-            for e in scored]
+    report = (score(entries, gold=data.gold) if labels == "gold" else
+              score(entries, judge=judge.name, policy=policy))  # the figures `berds evaluate` gives this run
+    scored, mats = report.entries, report.matrices
     scores = [per_question(e, L) for e, L in zip(entries, mats)]
     from berds_core.eval.diversity import subtopic_qrels
 
@@ -186,7 +186,7 @@ def main() -> None:
     if not todo:
         if label not in ss.eval_done and "ev_compare" in ss:  # a newly finished configuration joins the comparison
             ss.ev_compare = [c for c in ss.ev_compare if c in ss.eval_done] + [label]
-        ss.eval_done[label] = {"summary": summary, "key": key, "labels": label_args,
+        ss.eval_done[label] = {"summary": summary, "key": key, "labels": label_args, "policy": report.policy,
                                "ids": [e["id"] for e in entries],
                                "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
                                          **{k: v.tolist() for k, v in div.items()}},
@@ -200,10 +200,7 @@ def main() -> None:
     note = too_few_note(summary)
     if note:
         st.caption(note)
-    if n_unsure:
-        st.caption(f"Scored with the judge's confident decisions: {n_unsure:,} (passage, perspective) pairs were "
-                   "too close to its threshold to tell and count as not supporting (the downloaded run keeps "
-                   "the judge's threshold decisions, as `berds judge` writes them).")
+    st.caption(policy_note(report))
     d1, d2, _ = st.columns([1, 1, 3])
     run_text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
     d1.download_button("Download run (JSONL)", run_text, file_name=f"run-{key}.jsonl", mime="application/jsonl",
@@ -213,6 +210,19 @@ def main() -> None:
 
     _show_compare(ss.eval_done)
     _failure_browser(entries, mats, scores, data)
+
+
+def policy_note(report) -> str:
+    """One line naming the labels and the policy the figures were scored with."""
+    if report.policy == "gold":
+        return "Labels: the dataset's gold labels (policy gold: every label counts)."
+    note = (f"Labels: judge {report.labels}, policy {report.policy} (`berds evaluate --labels {report.labels} "
+            f"--policy {report.policy}` gives these figures for the downloaded run).")
+    if report.policy == "confident":
+        note += (f" {report.unsure:,} (passage, perspective) pairs at or above the judge's threshold are inside its "
+                 "unsure band and count as not supporting (the downloaded run keeps the threshold's decisions, "
+                 "its probabilities and band).")
+    return note
 
 
 def _show_compare(done: dict) -> None:
@@ -258,9 +268,10 @@ def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: lis
 
     summaries = {label: done[label]["summary"] for label in chosen}
     if any(done[c]["labels"].keys() != done[baseline]["labels"].keys() or
-           done[c]["labels"].get("judge") != done[baseline]["labels"].get("judge") for c in chosen):
-        st.warning("These configurations were scored with different labels (gold / judge); significance needs "
-                   "the same labels.")
+           done[c]["labels"].get("judge") != done[baseline]["labels"].get("judge") or
+           done[c].get("policy") != done[baseline].get("policy") for c in chosen):
+        st.warning("These configurations were scored with different labels (gold / judge) or label policies; "
+                   "significance needs the same labels.")
         return None, summaries
     common = [q for q in done[baseline]["ids"] if all(q in set(done[c]["ids"]) for c in chosen)]
     if len(common) < 2:
@@ -273,7 +284,8 @@ def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: lis
         labels = done[baseline]["labels"]
         pool = "Gold labels: every gold-labelled passage is in the pool."
         if "judge" in labels:  # a shared pool: the union of the configurations' judged passages
-            runs = {c: [st.session_state.eval_runs[done[c]["key"]][q] for q in common] for c in chosen}
+            runs = {c: policy_entries([st.session_state.eval_runs[done[c]["key"]][q] for q in common],
+                                      labels["judge"], done[c]["policy"])[0] for c in chosen}
             qrels = subtopic_qrels(list(runs.values()), judge=labels["judge"])
             pool = ("Judge labels: the diversity measures are scored on the shared pool of these configurations "
                     "(their judged passages together).")

@@ -1,17 +1,15 @@
 """Leaning: stance leaning, retriever sycophancy and corpus coverage (BERDS section 8), interactive."""
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from berds_core.eval.evaluation import passages_needed, union_coverage
-from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, bucket, delta, exposure, infer_sides, infer_sides_llm,
-                                query_for, rank_leaning, side_shares, summarize_exposure)
-from berds_core.studio.columns import Engine, column_pipeline, gold_matrix, judge_matrix, judge_verdicts, rank
-from studio_ui.config import embedder_model
+from berds_core.eval.leaning import BUCKETS, QUERY_FORMS, Sides, infer_sides, infer_sides_llm, summarize_exposure
+from berds_core.experiment import Labels, side_rows as question_rows, sycophancy_summary, top_labels
+from berds_core.retrieval import CORPUS_RETRIEVERS
+from berds_core.studio.columns import column_pipeline
+from studio_ui.config import choose_policy, embedder_model
 from studio_ui.engines import cached_judge, cached_retriever
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc
@@ -31,37 +29,22 @@ COVERAGE_DEPTH = 100
 # --------------------------------------------------------------------------- computations (no widgets)
 
 
-def labelled_top(question, query: str, corpus, retriever, judge, method: str, depth: int, gold, use_gold: bool):
-    """(passage ids, label matrix) of the top ``depth`` for ``query`` under a diversifier."""
-    q = dataclasses.replace(question, question=query)
-    ranked = rank(Engine(corpus, retriever, judge), q, column_pipeline(method), depth)
-    rows = [r for r, _ in ranked]
-    ids = [corpus.ids[r] for r in rows]
-    if use_gold:
-        return ids, gold_matrix(gold, question, ids)
-    probs, _ = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question)
-    return ids, judge_verdicts(judge, probs) == 1  # confident decisions only, as every page counts them
-
-
 @st.cache_data(show_spinner="Retrieving and labelling…", max_entries=64)
 def config_results(_data, data_key: str, retriever_kind: str, method: str, form: str, k: int,
-                   use_gold: bool, judge_spec: str, embedder: str, sides_key: tuple) -> list[dict]:
-    """Per two-perspective question: bucket, p, n for one configuration and query form."""
+                   use_gold: bool, judge_spec: str, embedder: str, sides_key: tuple, policy: str) -> list[dict]:
+    """Per two-perspective question: bucket, p, n for one configuration and query form
+    (``berds_core.experiment.side_rows``, what ``berds sycophancy`` computes)."""
     model = embedder_model(embedder) if retriever_kind == "dense" else None
-    judge = None if use_gold else cached_judge(judge_spec)
-    sides = {qid: Sides(*s) for qid, s in sides_key}
-    out = []
-    for q in (q for q in _data.questions if q.id in sides):
-        s = sides[q.id]
-        corpus = _data.corpus_for(q.id)  # the question's own pool (the built-in demo), else the corpus
-        retriever = cached_retriever(retriever_kind, corpus.hash, model, corpus)
-        _, L = labelled_top(q, query_for(form, q.question, q.perspectives, s), corpus, retriever, judge,
-                            method, k, _data.gold, use_gold)
-        p, n = side_shares(L, s, k)
-        out.append({"id": q.id, "question": q.question, "subset": q.subset or "all",
-                    "bucket": bucket(L, s, k), "p": p, "n": n, "rl": rank_leaning(L, s, k),
-                    "es": exposure(L, s.support, k), "eo": exposure(L, s.oppose, k)})
-    return out
+    return question_rows(_data.questions, {qid: Sides(*s) for qid, s in sides_key}, form, k,
+                         corpus_for=lambda q: _data.corpus_for(q.id),  # its own pool (the demo), else the corpus
+                         retriever_for=lambda c: cached_retriever(retriever_kind, c.hash, model, c),
+                         pipeline=column_pipeline(method), labels=page_labels(_data, use_gold, judge_spec, policy))
+
+
+def page_labels(data, use_gold: bool, judge_spec: str, policy: str) -> Labels:
+    """The page's labels: the dataset's gold labels, or the sidebar's judge under ``policy``."""
+    return Labels(gold=data.gold, policy="threshold") if use_gold else Labels(judge=cached_judge(judge_spec),
+                                                                               policy=policy)
 
 
 @st.cache_data(show_spinner="Asking the LLM which perspective answers yes…", max_entries=1024)
@@ -100,10 +83,9 @@ def rank_rows(results: dict[str, list[dict]], k: int) -> list[dict]:
 def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
     rows = []
     for (label, form), res in results.items():
-        p = float(np.mean([r["p"] for r in res])) if res else 0.0
-        n = float(np.mean([r["n"] for r in res])) if res else 0.0
-        rows.append({"configuration": label, "query": FORM_LABELS[form], "p": p, "n": n,
-                     "delta": delta(p, n), "questions": len(res)})
+        summ = sycophancy_summary(res)
+        rows.append({"configuration": label, "query": FORM_LABELS[form], "p": summ["p"] or 0.0,
+                     "n": summ["n_share"] or 0.0, "delta": summ["delta"], "questions": len(res)})
     return rows
 
 
@@ -151,16 +133,20 @@ with st.container(border=True):
         st.stop()
     label_src = c2.radio("Labels", label_choices, key="ln_labels", format_func=esc)  # the judge spec, literally
     use_gold = label_src == "gold labels"
-    kind0 = cfg.retriever if cfg.retriever in ("bm25", "dense") else "bm25"  # an index folder: compare the kinds
+    policy = "gold" if use_gold else choose_policy(c2, "ln_policy")
+    kind0 = cfg.retriever if cfg.retriever in CORPUS_RETRIEVERS else CORPUS_RETRIEVERS[0]  # an index folder: the kinds
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
-        [f"{r} {d}" for r in ("bm25", "dense") for d in DIVERSIFIERS.values()],
+        [f"{r} {d}" for r in CORPUS_RETRIEVERS for d in DIVERSIFIERS.values()],
         default=[f"{kind0} plain", f"{kind0} + MMR"], key="ln_configs")
     subsets = sorted({q.subset or "all" for q in two})
     chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
     fmt = st.radio("Chart export format (camera button)", ["PNG", "SVG"], horizontal=True, key="ln_fmt")
 
 two = [q for q in two if (q.subset or "all") in chosen_subsets]
+st.caption("Labels: the dataset's gold labels." if use_gold else
+           f"Labels: judge {esc(cfg.judge)}, policy {policy} (`berds leaning --policy {policy}`, "
+           f"`berds sycophancy --policy {policy}` count them the same way).")
 if not configs or not two:
     st.info("Choose at least one configuration and one subset.")
     st.stop()
@@ -217,7 +203,8 @@ for kind in dict.fromkeys(parse_config(label)[0] for label in configs):  # other
 
 def results_for(label: str, form: str) -> list[dict]:
     kind, method = parse_config(label)
-    return config_results(data, data.key, kind, method, form, int(k), use_gold, cfg.judge, cfg.embedder, sides_key)
+    return config_results(data, data.key, kind, method, form, int(k), use_gold, cfg.judge, cfg.embedder, sides_key,
+                          "threshold" if use_gold else policy)
 
 
 # ---- leaning chart ----
@@ -309,27 +296,27 @@ all_qs = [q for q in data.questions if (q.subset or "all") in chosen_subsets]
 
 
 @st.cache_data(show_spinner="Scoring the union of retrievers…", max_entries=16)
-def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: str, embedder: str, qids: tuple):
+def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: str, embedder: str, qids: tuple,
+                    policy: str):
     qs = [q for q in _data.questions if q.id in set(qids)]
-    judge = None if use_gold else cached_judge(judge_spec)
     per_kind = {}
-    for kind in ("bm25", "dense"):
+    for kind in CORPUS_RETRIEVERS:
         model = embedder_model(embedder) if kind == "dense" else None
         per_kind[kind] = []
         for q in qs:
             corpus = _data.corpus_for(q.id)
             retr = cached_retriever(kind, corpus.hash, model, corpus)
-            per_kind[kind].append(labelled_top(q, q.question, corpus, retr, judge, "none", COVERAGE_DEPTH,
-                                               _data.gold, use_gold))
+            per_kind[kind].append(top_labels(q, q.question, corpus, retr, column_pipeline("none"), COVERAGE_DEPTH,
+                                             page_labels(_data, use_gold, judge_spec, policy)))
     union = union_coverage([[(ids[:n], L[:n]) for ids, L in per_kind[kd]] for kd in per_kind], n)
     needed = {kd: passages_needed([L for _, L in per_kind[kd]]) for kd in per_kind}
     return union, needed
 
 
-for kind in ("bm25", "dense"):
+for kind in CORPUS_RETRIEVERS:
     wait_for(retriever_job(kind, data, cfg.embedder), note="Building the indexes the coverage needs (once).")
 union, needed = coverage_tables(data, data.key, int(cov_n), use_gold, cfg.judge, cfg.embedder,
-                                tuple(q.id for q in all_qs))
+                                tuple(q.id for q in all_qs), "threshold" if use_gold else policy)
 crow = [{"runs": "bm25", "MRecall": union["mrecall_single"][0]},
         {"runs": "dense", "MRecall": union["mrecall_single"][1]},
         {"runs": "bm25 ∪ dense", "MRecall": union["mrecall_union"]}]

@@ -12,7 +12,7 @@ from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
 from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
-from studio_ui.config import Config, embedder_model, LABEL_SOURCES
+from studio_ui.config import Config, choose_policy, embedder_model, LABEL_SOURCES
 from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, judge_caveat, show_error
@@ -81,21 +81,22 @@ def _engine(cfg_key: tuple, qid: str, method: str = "none", pool_id: str | None 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
-                  use_gold: bool, pool_id: str | None = None) -> dict:
+                  use_gold: bool, policy: str, pool_id: str | None = None) -> dict:
     q = _question_from_key(qkey)
     cfg, data, engine = _engine(cfg_key, q.id, method, pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
     return column_result(engine, q, column_pipeline(method, lam, qe_source), k, gold=gold, use_gold=use_gold,
-                         label=method)
+                         label=method, policy=policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, pool_id: str | None = None) -> dict:
+def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, policy: str,
+                      pool_id: str | None = None) -> dict:
     q = _question_from_key(qkey)
     cfg, data, engine = _engine(cfg_key, q.id, pool_id=pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
     return best_ranks(Engine(engine.corpus, engine.retriever, engine.judge), q, list(which), gold=gold,
-                      use_gold=use_gold)
+                      use_gold=use_gold, policy=policy)
 
 
 POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)
@@ -215,7 +216,7 @@ def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = Fa
 
 
 def _scoring_labels(res: dict, use_gold: bool) -> list[list[bool]]:
-    """Per passage of a column, the labels its metrics were computed with (the judge's: confident ones)."""
+    """Per passage of a column, the labels its metrics were computed with (the judge's: those its policy counts)."""
     gold = use_gold and res["labels_from"] == "gold"
     return [p["gold"] if gold else [v > 0 for v in p.get("verdicts", p["labels"])] for p in res["passages"]]
 
@@ -312,6 +313,7 @@ def main() -> None:
     use_gold = c4.radio("Labels from", LABEL_SOURCES if has_gold else ["judge"], horizontal=True, key="pg_labels",
                         help="gold: the dataset's labels (the default where it has them, as on Evaluate); "
                              "judge: the judge chosen in the sidebar.") == "gold"
+    policy = "threshold" if use_gold else choose_policy(c4, "pg_policy")  # gold labels: the policy is unused
 
     t1, t2, t3, t4, t5, t6 = st.columns(6)
     shown = ["none"]
@@ -330,7 +332,8 @@ def main() -> None:
                       f"{get_preset('diverse').describe()}. Chosen by question-grouped cross-validation."):
         shown.append("preset")
 
-    st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels.")
+    st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels"
+               + ("." if use_gold else f" (policy {policy})."))
     stance_of = list(question.stances or []) + [None] * len(question.perspectives)
     st.markdown("".join(f'<div class="bc-persp" data-testid="perspective-line"><span class="bc-tag">P{j + 1}</span>'
                         + (f'<span class="bc-stance">{esc(stance_of[j])}</span>' if stance_of[j] else "")
@@ -342,7 +345,7 @@ def main() -> None:
         for method in shown:
             try:
                 args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
-                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold)
+                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold, policy)
                 results[method] = web.column(*args, question) if web else cached_column(*args, pool_id)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
@@ -381,15 +384,15 @@ def main() -> None:
         unsure = [j for j in missing if any(r.get("unsure", [False] * len(covered))[j] for r in ok)]
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}"
-                       + ("." if use_gold else " (confident decisions of the judge)."))
+                       + ("." if use_gold else f" (the judge's labels, policy {policy})."))
         else:
             if unsure:
                 st.info(f"The judge is unsure about {len(unsure)} perspective(s) "
                         f"({', '.join(f'P{j + 1}' for j in unsure)}): passages in the top {k} are too close to its "
                         "threshold to count as covering them (chips with a question mark).")
             with foreground():
-                best = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, question) if web else
-                        cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold, pool_id))
+                best = (web.best_ranks(cfg_key, qkey, tuple(missing), use_gold, policy, question) if web else
+                        cached_best_ranks(cfg_key, qkey, tuple(missing), use_gold, policy, pool_id))
             lines = []
             for j in missing:
                 r = best["ranks"].get(j)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from berds_core.runs import DEFAULT_POLICY, POLICIES
 from berds_core.studio.data import DEMO, FROM_DATASET
 
 UPLOAD = "Upload a file"
@@ -52,3 +53,12 @@ def current_config() -> Config:
 
 def config_key(cfg: Config) -> tuple:
     return tuple(asdict(cfg).items())
+
+
+def choose_policy(where, key: str) -> str:
+    """The label policy a page scores a judge's labels with (``runs.POLICIES``; default ``DEFAULT_POLICY``, as
+    the CLI's ``--policy``): a radio in ``where`` (a column, or ``st``)."""
+    names = list(POLICIES)
+    return where.radio("Judge labels count", names, index=names.index(DEFAULT_POLICY), key=key, horizontal=True,
+                       help=" · ".join(f"**{n}**: {POLICIES[n]}" for n in names)
+                       + f". Default {DEFAULT_POLICY}, as `--policy` on the command line.")

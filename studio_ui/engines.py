@@ -36,9 +36,10 @@ def question_engine(cfg: Config, data: Data, question, judge, embedder, kind: st
     preset passes ``dense`` with the default embedder, as ``--preset`` does)."""
     from berds_core.studio.columns import Engine
 
+    own = kind is None  # the sidebar's retriever and embedder; a preset's own retriever with the default embedder
     kind = kind or cfg.retriever
     corpus = data.corpus_for(question.id)
-    model = embedder_model(cfg.embedder) if kind == "dense" and kind == cfg.retriever else None
+    model = embedder_model(cfg.embedder) if kind == "dense" and own else None
     return Engine(corpus, cached_retriever(kind, corpus.hash, model, corpus), judge, embedder)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from berds_core.errors import InputError
+from berds_core.retrieval import CORPUS_RETRIEVERS
 from berds_core.studio.data import DEMO, FROM_DATASET, FROM_PATH
 from studio_ui.config import (DEFAULT_EMBEDDER_LABEL, FORMATS, INDEX_FOLDER, JUDGE_CHOICES, UPLOAD, Config,
                               embedder_model)
@@ -68,7 +69,7 @@ def sidebar() -> Config:
             corpus_path = save_upload(up, "corpus") if up is not None else ""
 
         st.markdown("### Retrieval")
-        retriever = st.radio("Retriever", ["bm25", "dense", INDEX_FOLDER], key="sb_retriever", horizontal=True,
+        retriever = st.radio("Retriever", [*CORPUS_RETRIEVERS, INDEX_FOLDER], key="sb_retriever", horizontal=True,
                              help="BM25 (bm25s; tantivy for large corpora), dense (sentence-transformers + FAISS), "
                                   "or a prebuilt index folder ('berds index --index-dir', or a FAISS index + "
                                   "docid folder such as Pyserini's), opened memory-mapped.")

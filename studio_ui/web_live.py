@@ -170,11 +170,12 @@ class WebEngine:
     summary: dict
 
     def column(self, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
-               use_gold: bool, question: Question) -> dict:
-        return _web_column(self.folder, self.stamp, cfg_key, qkey, method, k, lam, qe_source, question)
+               use_gold: bool, policy: str, question: Question) -> dict:
+        return _web_column(self.folder, self.stamp, cfg_key, qkey, method, k, lam, qe_source, policy, question)
 
-    def best_ranks(self, cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, question: Question) -> dict:
-        return _web_best_ranks(self.folder, self.stamp, cfg_key, qkey, which, question)
+    def best_ranks(self, cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, policy: str,
+                   question: Question) -> dict:
+        return _web_best_ranks(self.folder, self.stamp, cfg_key, qkey, which, policy, question)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -196,18 +197,19 @@ def _web_engine(folder: str, stamp: str, cfg_key: tuple):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float,
-                qe_source: str, _question: Question) -> dict:
+                qe_source: str, policy: str, _question: Question) -> dict:
     corpus, retriever, judge, embedder = _web_engine(folder, stamp, cfg_key)
     if method == "preset":  # the preset picks its own retriever (dense, default embedder)
         retriever = cached_retriever("dense", corpus.hash, None, corpus)
     return column_result(Engine(corpus, retriever, judge, embedder), _question, column_pipeline(method, lam, qe_source),
-                         k, label=method)
+                         k, label=method, policy=policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _web_best_ranks(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, which: tuple, _question: Question) -> dict:
+def _web_best_ranks(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, which: tuple, policy: str,
+                    _question: Question) -> dict:
     corpus, retriever, judge, _ = _web_engine(folder, stamp, cfg_key)
-    return best_ranks(Engine(corpus, retriever, judge), _question, list(which))
+    return best_ranks(Engine(corpus, retriever, judge), _question, list(which), policy=policy)
 
 
 def open_engine(question: Question, settings: dict) -> WebEngine | None:

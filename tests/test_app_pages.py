@@ -238,10 +238,15 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     assert len(re.findall(r'class="bc-chip( yes| topical| unsure)?"', md)) == 4 * k * m
     # the demo question has gold labels, so they score by default (as on Evaluate): green = gold supports
     assert at.radio(key="pg_labels").value == "gold" and 'class="bc-chip topical"' not in md
-    # scored by the default embedded judge (closeness, not stance): its confident positives are "close" (blue),
-    # never green "supports"; pairs it cannot tell from its threshold are "?" (unsure); a caption says what it
-    # is and how well it agrees with people
+    # scored by the default embedded judge (closeness, not stance): its positives are "close" (blue), never
+    # green "supports"; under the default label policy (threshold) every chip is counted or not, as `berds
+    # evaluate` counts it; under the confident policy the pairs it cannot tell from its threshold are "?"
+    # (unsure); a caption says what it is and how well it agrees with people
     at.radio(key="pg_labels").set_value("judge").run()
+    assert at.radio(key="pg_policy").value == "threshold"
+    md = _md(at)
+    assert 'class="bc-chip yes"' not in md and 'class="bc-chip topical"' in md and 'class="bc-chip unsure"' not in md
+    at.radio(key="pg_policy").set_value("confident").run()
     md = _md(at)
     assert 'class="bc-chip yes"' not in md and 'class="bc-chip unsure"' in md
     assert re.search(r'class="bc-chip unsure" title="[^"]*unsure[^"]*">P\d+ \?', md)
@@ -397,7 +402,7 @@ def test_evaluate_compares_configurations_with_corrected_significance(_app):
 
     at.radio(key="ev_labels").set_value("judge").run()          # xQuAD, judged: no new retrieval
     at.selectbox(key="ev_method").set_value("none").run()       # plain, judged
-    judged = [c for c in at.session_state["eval_done"] if c.endswith("judge")]
+    judged = [c for c in at.session_state["eval_done"] if c.endswith("judge, threshold")]  # the default policy
     assert len(judged) == 2
     at.multiselect(key="ev_compare").set_value(judged).run()
     at.selectbox(key="ev_baseline").set_value(judged[0]).run()

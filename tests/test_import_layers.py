@@ -17,7 +17,7 @@ LAYERS = {
     2: ("files", "net"),
     3: ("corpora", "runs", "embeddings", "demo"),
     4: ("judges", "web", "retrieval", "generators", "datasets", "eval", "stance"),
-    5: ("convincing", "answers", "studio", "diversify", "lab", "discovery", "distributed"),
+    5: ("convincing", "answers", "studio", "diversify", "lab", "discovery", "distributed", "experiment"),
     6: ("cli", "__main__"),
 }
 LAYER_OF = {wing: n for n, wings in LAYERS.items() for wing in wings}

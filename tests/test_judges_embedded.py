@@ -144,17 +144,27 @@ def test_the_shipped_judge_meets_its_bar_and_the_app_says_what_it_measures():
     assert describe_judge("hf:some/model") == {"stance": True, "label": "supports", "caveat": None}
 
 
-def test_pages_score_with_confident_decisions_only():
-    """Evaluate's figures from the judge count confident decisions: a pair inside the band is not covered."""
-    from berds_core.runs import label_matrix, set_judgments
-    from berds_core.studio.columns import confident_entries
+def test_the_confident_policy_counts_only_pairs_above_the_band_and_threshold_counts_the_stored_decisions():
+    """Under ``confident`` a pair inside the judge's band (recorded in the run line) counts as not supporting;
+    under ``threshold`` (the default) the stored ``-preds`` count as they are."""
+    from berds_core.experiment import DEFAULT_POLICY, policy_entries, score
+    from berds_core.runs import label_matrix, set_band, set_judgments
 
     j = get_judge("embedded")
     lo, hi = j.band
     e = {"id": "q", "question": QUESTION, "perspectives": PERSP, "ctxs": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]}
     probs = np.array([[hi + 0.01, (lo + hi) / 2], [lo - 0.01, j.threshold]])
     set_judgments(e, j.name, probs >= j.threshold, probs)
-    (c,), unsure = confident_entries([e], j)
-    assert unsure == 2
+    set_band(e, j.name, j.band)
+    assert e[f"{j.name}-band"] == [round(lo, 6), round(hi, 6)] and e[f"{j.name}-policy"] == "threshold"
+    (c,), unsure = policy_entries([e], j.name, "confident")
+    assert unsure == 1 + int((lo + hi) / 2 >= j.threshold)  # the threshold's supports inside the band
     assert label_matrix(c, judge=j.name).tolist() == [[True, False], [False, False]]
     assert label_matrix(e, judge=j.name).tolist() == [[True, (lo + hi) / 2 >= j.threshold], [False, True]]  # untouched
+    (t,), none = policy_entries([e], j.name, "threshold")
+    assert t is e and none == 0
+    assert DEFAULT_POLICY == "threshold"
+    assert score([e], judge=j.name).policy == "threshold"
+    assert score([e], judge=j.name).mean("precision@1") == 1.0
+    assert score([e], judge=j.name, policy="confident").per_question["mrecall@5"].tolist() == [0.0]
+    assert score([e], judge=j.name, policy="threshold").per_question["mrecall@5"].tolist() == [1.0]

@@ -133,7 +133,7 @@ def test_leaning_cli_with_gold(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     rank = out.pop("rank_leaning")
     assert out == {"n": 4, "support_only": 0.25, "oppose_only": 0.25, "both": 0.25,
-                   "neither": 0.25, "skipped": 0}
+                   "neither": 0.25, "skipped": 0, "policy": "gold"}
     # RL per question: q1 support at rank 1, oppose at rank 2: (1 - 1/log2 3) / (1 + 1/log2 3) = 0.226294;
     # q2 oppose only: -1; q3 support only: +1; q4 neither: undefined -> mean of 3 = 0.075431
     assert rank["n"] == 4 and rank["defined"] == 3

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.methods import default_lambda, method_options, method_pipeline
+from ..diversify.methods import RERANKERS, default_lambda, method_options, method_pipeline
 from ..diversify.pipeline import Pipeline
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
@@ -44,7 +44,7 @@ def add_diversify_args(p) -> None:
     g.add_argument("--pool", metavar="FILE", default=None,
                    help="for --qe pool / --perspectives-from pool: a file of perspective sentences "
                         "(PERSPECTRUM pool JSON, JSONL, TSV/CSV, .txt), or demo: the built-in demo pool")
-    g.add_argument("--rerank", choices=("coverage", "xquad", "pm2"),
+    g.add_argument("--rerank", choices=RERANKERS,
                    help="re-rank the top --candidates: coverage (perspective-coverage re-ranker), xquad (Santos et "
                         "al.) or pm2 (Dang & Croft), the last two with the --perspectives-from perspectives as aspects")
     g.add_argument("--lambda", dest="lam", type=float, default=None, metavar="L",
@@ -124,7 +124,7 @@ def diversify_config(args) -> dict | None:
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
         return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm, "pool": pool}
-    if how == "rerank" and args.rerank in ("xquad", "pm2"):
+    if how == "rerank" and args.rerank != "coverage":  # xQuAD, PM-2: explicit aspects
         return {**_explicit_config(args), "pool": pool}
     for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
         if val is not None:
@@ -211,6 +211,8 @@ def pipeline_of(cfg: dict) -> Pipeline:
     """The pipeline of a checked config (:func:`diversify_config`)."""
     if "pipeline" in cfg:
         return as_pipeline(cfg["pipeline"])
+    if cfg.get("preset"):  # the saved pipeline itself, never its options said back and parsed again (which
+        return as_pipeline(cfg["preset"])  # lost the stance model's tokens=112: the pages ran the preset, not it)
     return method_pipeline(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..files.outputs import Paths, VerbFiles
+from ..runs import DEFAULT_POLICY, POLICIES
 
 
 def _remember(options: dict, action) -> None:
@@ -75,3 +76,11 @@ def declare(parser: Parser, *, inputs=(), outputs=(), out_dirs=(), servers=(), m
                    {n: known[n] for n in names}, more_inputs, dir_files, derived)
     parser.set_defaults(files=vf)
     return vf
+
+
+def add_policy_arg(p) -> None:
+    """``--policy``: how a judge's labels count when the verb scores (``runs.POLICIES``, applied by
+    ``berds_core.experiment``; gold labels have none)."""
+    p.add_argument("--policy", choices=tuple(POLICIES), default=DEFAULT_POLICY,
+                   help=f"with a judge's labels: {'; '.join(f'{k}: {v}' for k, v in POLICIES.items())} "
+                        f"(default {DEFAULT_POLICY}; named in the output as 'policy')")

@@ -11,7 +11,7 @@ import time
 
 from ..corpora.disk import STORAGES
 from ..errors import InputError
-from ..retrieval import BM25_ENGINES
+from ..retrieval import BM25_ENGINES, CORPUS_RETRIEVERS
 
 
 def add_retriever_args(p, *, corpus_required: bool = True) -> None:
@@ -21,7 +21,7 @@ def add_retriever_args(p, *, corpus_required: bool = True) -> None:
     p.add_argument("--corpus-storage", choices=STORAGES, default="auto",
                    help="memory, disk (an on-disk store in the cache, read passage by passage: for corpora larger "
                         "than memory) or auto (disk from 50 MB of corpus files up; default)")
-    p.add_argument("--retriever", choices=("bm25", "dense"), default=None,
+    p.add_argument("--retriever", choices=CORPUS_RETRIEVERS, default=None,
                    help="bm25 (default) or dense; with --index-dir on 'berds retrieve', what the folder holds")
     p.add_argument("--bm25-engine", choices=BM25_ENGINES, default="auto",
                    help="bm25 only: bm25s (in memory), tantivy (on disk, bounded memory) or auto (tantivy for "

@@ -13,6 +13,11 @@ scores the diversity measures of every run on the shared pool (the union of the
 runs' judged passages), and, with a single RUN2, the earlier ``compare`` block
 (RUN2 - RUN per metric).
 
+With ``--labels``, ``--policy`` says how the judge's labels count (``berds_core.experiment``): ``threshold``
+(the default: the stored ``-preds``, the BERDS paper's rule) or ``confident`` (only pairs above the judge's
+unsure band, read from the run's ``-probs`` and ``-band``; ``unsure`` counts the pairs left out). The JSON
+names it as ``policy`` (``gold`` with ``--gold``).
+
 With ``--gold``, every label must name a perspective its question has, and a
 question of the run with no gold label at all is an error unless
 ``--missing-gold skip`` (left out) or ``zero`` (scored as covering nothing);
@@ -34,7 +39,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
-from ._parsing import declare
+from ._parsing import add_policy_arg, declare
 from ..runs import align_runs, authors_judge, label_matrices, read_run, read_run_lines, run_depth
 
 
@@ -45,6 +50,7 @@ def register(sub) -> None:
     src.add_argument("--gold", help="gold labels JSONL: {question_id, passage_id, perspective}")
     src.add_argument("--labels", help="name of a judge whose <name>-preds are stored in the run (default for "
                                       "the BERDS authors' *.mistralpred* / *.gpt4pred* files: mistral / gpt4)")
+    add_policy_arg(p)
     p.add_argument("--missing-gold", choices=("error", "skip", "zero"), default="error",
                    help="with --gold, questions with no gold label at all: error (default), skip them, "
                         "or score them zero")
@@ -124,7 +130,8 @@ def warn_depth(ks, runs) -> None:
 def run(args) -> dict:
     from ..datasets.gold import check_run_gold, check_run_ids, read_gold
     from ..eval.diversity import pooled_diversity, supported_ks
-    from ..eval.evaluation import scores, summarize
+    from ..eval.evaluation import summarize
+    from ..experiment import score
 
     if not args.gold and not args.labels:
         args.labels = authors_judge(args.run)  # their --compute_only: the judge the file is named for
@@ -153,8 +160,13 @@ def run(args) -> dict:
             if warning:
                 sys.stderr.write(f"berds evaluate: warning: {warning}\n")
         missing_gold = {"policy": args.missing_gold, "count": len(without), "ids": without}
-    mats = label_matrices(args.run, entries, gold, args.labels, args.gold)
-    other_mats = [label_matrices(path, ents, gold, args.labels, args.gold) for path, ents in others]
+    label_matrices(args.run, entries, gold, args.labels, args.gold)  # a line without the labels: named here
+    for path, ents in others:
+        label_matrices(path, ents, gold, args.labels, args.gold)
+    report = score(entries, gold=gold, judge=args.labels, policy=args.policy, ks=ks)
+    other_reports = [score(ents, gold=gold, judge=args.labels, policy=args.policy, ks=ks) for _, ents in others]
+    entries, mats = report.entries, report.matrices  # the lines as the policy counts them
+    others = [(path, r.entries) for (path, _), r in zip(others, other_reports)]
     div_ks = supported_ks(ks)  # the ndeval measures, on the shared pool of every compared run
     try:
         qrels, divs = pooled_diversity([entries] + [ents for _, ents in others], gold=gold, judge=args.labels,
@@ -167,19 +179,21 @@ def run(args) -> dict:
     summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed, extra=div)
     top = summ["at"][str(args.k)]
     out = {"n": summ["n"], "mrecall": top["mrecall"], "precision": top["precision"],
-           "precision_at_1": top["precision_at_1"], "k": args.k, "at": summ["at"],
+           "precision_at_1": top["precision_at_1"], "k": args.k, "policy": report.policy, "at": summ["at"],
            "subsets": summ["subsets"], "macro": summ["macro"], "run_depth": depth}
     out.update({name: top[name] for name in top if name not in out})  # the ndeval measures at --k (k <= 20)
     out["diversity"] = {"measures": "ndeval via ir_measures (pyndeval); perspectives are subtopics",
                         "alpha": args.ndcg_alpha, "ks": div_ks, "qrels_lines": len(qrels),
                         "pool": "shared: union of the judged passages of all compared runs" if others
                         else "this run's judged passages" + (" and every gold-labelled passage" if gold else "")}
+    if report.policy == "confident":
+        out["unsure"] = report.unsure  # pairs the threshold counts that the confident policy does not
     if missing_gold is not None:
         out["missing_gold"] = missing_gold
     if args.bootstrap:
         out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
     keys = [m.key for m in chosen] or None  # None: every measure
-    per_q = {**scores(mats, ks), **div}
+    per_q = {**report.per_question, **div}
     if keys:
         out["measures"] = {key: float(per_q[key].mean()) if per_q[key].size else None for key in keys}
     if args.per_question:
@@ -190,10 +204,10 @@ def run(args) -> dict:
         from ..eval.significance import compare
 
         per_run = {str(args.run): per_q}
-        for (path, _), m2, div2 in zip(others, other_mats, divs[1:]):
+        for (path, _), r2, div2 in zip(others, other_reports, divs[1:]):
             if str(path) in per_run:
                 raise InputError(path, None, None, "the same run file is given twice")
-            per_run[str(path)] = {**scores(m2, ks), **div2}
+            per_run[str(path)] = {**r2.per_question, **div2}
         sig = compare(per_run, baseline=str(args.run), pairs=args.pairs, metrics=keys, correction=args.correction,
                       test=args.test, n_resamples=args.permutations, n_boot=max(args.bootstrap, 1),
                       seed=args.seed)

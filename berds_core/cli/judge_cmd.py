@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..eval.kpa_track1 import track1_map
 from ..files.jsonio import atomic_write
 from ..files.outputs import report_stream
-from ._parsing import declare
+from ._parsing import add_policy_arg, declare
 from ..files.spreadsheet import delimited_lines
 
 from ..datasets.human_pairs import read_pairs
@@ -76,6 +76,7 @@ def register(sub) -> None:
     p.add_argument("--run", required=True, help="run file (BERDS JSON Lines)")
     p.add_argument("--out", required=True, help="where to write the judged run (a new file, not --run)")
     _judge_args(p)
+    add_policy_arg(p)
     p.set_defaults(func=run_judge)
     declare(p, inputs=("run",), outputs=("out",), servers=("judge",))
 
@@ -199,6 +200,7 @@ def _predict(judge, pairs, args, where):
 
 
 def run_judge(args) -> dict:
+    from ..experiment import score
     from ..judges import JudgeError, judge_run, passage_text
     from ..runs import label_matrix, read_run, write_run
 
@@ -213,11 +215,14 @@ def run_judge(args) -> dict:
     except JudgeError as e:
         raise InputError("--judge", None, None, f"{e}{_resume_note(judge)}") from None
     write_run(args.out, entries)
-    mats = [label_matrix(e, judge=judge.name) for e in entries]
+    report = score(entries, judge=judge.name, policy=args.policy)  # the positive rate as the policy counts
+    mats = [label_matrix(e, judge=judge.name) for e in entries]  # the threshold's, stored in the run
     n_pairs = sum(L.size for L in mats)
-    n_pos = sum(int(L.sum()) for L in mats)
+    n_pos = sum(int(L.sum()) for L in report.matrices)
     out = {"judge": judge.name, "out": str(args.out), "questions": len(entries), "pairs": n_pairs,
-           "positive_rate": (n_pos / n_pairs) if n_pairs else 0.0, **_decided_by(judge)}
+           "policy": report.policy, "positive_rate": (n_pos / n_pairs) if n_pairs else 0.0, **_decided_by(judge)}
+    if report.policy == "confident":
+        out["unsure"] = report.unsure
     if ray_info is not None:
         out["ray"] = ray_info
     if getattr(args, "compare_decode", False):

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from ..errors import InputError
-from ._parsing import declare
-from ..eval.leaning import (QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for,
-                       sycophancy)
-from ..runs import gold_matrix, label_matrix, read_run
+from ._parsing import add_policy_arg, declare
+from ..eval.leaning import QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for
+from ..retrieval import CORPUS_RETRIEVERS
+from ..runs import read_run
 
 SIDE_METHODS = ("auto", "stances", "order", "rule")
 
@@ -25,13 +23,14 @@ def register(sub) -> None:
                    help="how to decide the supporting perspective (auto: dataset stances, else the offline rule)")
     p.add_argument("--questions", help="questions file whose stance labels fix the sides (optional)")
     p.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
+    add_policy_arg(p)
     p.set_defaults(func=run_leaning)
     declare(p, inputs=("run", "gold", "questions"), servers=("sides_llm",))
 
     s = sub.add_parser("sycophancy", help="Δ = (p − n) / p for the question, the supporting and the opposing perspective as queries")
     s.add_argument("--questions", required=True)
     s.add_argument("--corpus", required=True)
-    s.add_argument("--retriever", required=True, choices=("bm25", "dense"))
+    s.add_argument("--retriever", required=True, choices=CORPUS_RETRIEVERS)
     s.add_argument("--model", help="embedder for dense retrieval (hub id or path)")
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--gold", help="gold labels JSONL")
@@ -39,6 +38,7 @@ def register(sub) -> None:
     s.add_argument("--k", type=int, default=5)
     s.add_argument("--sides", choices=SIDE_METHODS, default="auto")
     s.add_argument("--sides-llm", metavar="SPEC", help="decide the sides with an LLM judge (hf:... or openai:...)")
+    add_policy_arg(s)
     s.set_defaults(func=run_sycophancy)
     declare(s, inputs=("questions", "corpus", "gold"), servers=("judge", "sides_llm"))
 
@@ -69,6 +69,7 @@ def _stances_by_id(path) -> dict:
 
 def run_leaning(args) -> dict:
     from ..datasets import load_gold
+    from ..experiment import policy_name, score
 
     _check_k(args.k)
     entries = read_run(args.run)
@@ -78,7 +79,7 @@ def run_leaning(args) -> dict:
     mats, sides = [], []
     for e in entries:
         try:
-            mats.append(label_matrix(e, gold=gold, judge=args.labels))
+            mats.append(score([e], gold=gold, judge=args.labels, policy=args.policy).matrices[0])
         except KeyError as err:
             raise InputError(args.run, None, f"{args.labels}-preds", str(err).strip("'\"")) from None
         except ValueError as err:
@@ -90,6 +91,7 @@ def run_leaning(args) -> dict:
             raise InputError(args.questions or args.run, None, "stances", f"question {e['id']}: {err}") from None
     out = leaning(mats, sides, args.k)
     out.pop("buckets")
+    out["policy"] = policy_name(gold is not None, args.policy)
     rank = exposure_leaning(mats, sides, args.k)  # rank-aware: discounted exposure of each side
     rank.pop("per_question")
     out["rank_leaning"] = rank
@@ -101,7 +103,10 @@ def run_sycophancy(args) -> dict:
 
     from ..corpora.memory import load_corpus
     from ..datasets import load_gold, load_questions
+    from ..diversify.methods import method_pipeline
+    from ..experiment import Labels, policy_name, side_rows, sycophancy_summary
     from ..retrieval import get_retriever
+    from ..retrieval.caching import DEFAULT_DEPTH, SharedSearch
 
     from ._retrieval import check_models
 
@@ -131,22 +136,18 @@ def run_sycophancy(args) -> dict:
             sides.append(decide(q.question, q.perspectives, q.stances))
         except ValueError as err:
             raise InputError(args.questions, None, "stances", f"question {q.id}: {err}") from None
-    out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name}
+    pipeline = method_pipeline("none", {"candidates": DEFAULT_DEPTH})  # plain retrieval, as the Leaning page's
+    shared = SharedSearch(retriever)  # each query form searched in one batch, then read per question
+    out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name,
+           "policy": policy_name(gold is not None, args.policy)}
     for form in tqdm(QUERY_FORMS, desc="query forms", disable=args.quiet, file=sys.stderr):
-        queries = [query_for(form, q.question, q.perspectives, s) for q, s in zip(questions, sides)]
-        hits = retriever.search(queries, args.k)
+        shared.search([query_for(form, q.question, q.perspectives, s) for q, s in zip(questions, sides)
+                       if s is not None], DEFAULT_DEPTH)
         try:
-            mats = [_labels(q, [corpus[i] for i, _ in h], gold, judge) for q, h in zip(questions, hits)]
+            rows = side_rows(questions, {q.id: s for q, s in zip(questions, sides) if s is not None}, form, args.k,
+                             corpus_for=lambda q: corpus, retriever_for=lambda c: shared, pipeline=pipeline,
+                             labels=Labels(gold=gold, judge=judge, policy=args.policy))
         except ValueError as err:  # a gold perspective index the question does not have
             raise InputError(args.gold, None, "perspective", str(err)) from None
-        out[form] = sycophancy(mats, sides, args.k)
+        out[form] = sycophancy_summary(rows)
     return out
-
-
-def _labels(question, passages, gold, judge) -> np.ndarray:
-    """Label matrix of retrieved passages: gold labels by passage id, or the judge's predictions."""
-    if gold is not None:
-        return gold_matrix(gold, question.id, len(question.perspectives), [p.id for p in passages])
-    from ..judges import judge_passages
-
-    return judge_passages(judge, passages, question.perspectives)[1]  # read as the judge reads run passages

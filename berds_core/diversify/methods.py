@@ -6,7 +6,7 @@ same in the pipeline language (docs/pipelines.md), which is what runs.
 """
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 from .candidates import POOLS
 from .pipeline import DEFAULT_DEPTH, Pipeline
@@ -15,17 +15,41 @@ from .presets import as_pipeline
 from .stages import MMR_LAMBDA, STAGES, Stage
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA
 
-METHODS = {
-    "none": "No diversification (retriever order)",
-    "mmr": "MMR (maximal marginal relevance)",
-    "qe": "Query expansion (round-robin over perspectives)",
-    "coverage": "Perspective-coverage re-ranker",
-    "xquad": "xQuAD (explicit aspects: one expanded query per perspective)",
-    "pm2": "PM-2 (proportional seats for the perspectives)",
-    "preset": "Preset: diverse (best found)",
-}
+
+@dataclass(frozen=True)
+class Method:
+    """One diversification method: its ``name``, what it is (``help``), its ``label`` on the pages, other
+    ``aliases`` (the CLI's ``--rerank``, the preset's name), the pipeline ``stage`` it runs (None: the saved
+    preset) and whether it reads a perspective source (``perspectives``: ``qe``, the re-rankers)."""
+
+    name: str
+    help: str
+    label: str
+    stage: str | None
+    aliases: tuple[str, ...] = ()
+    perspectives: bool = False
+    reranks: bool = False  # a re-ranker of the top candidates (the CLI's --rerank)
+
+
+# the one list of the methods: the CLI's choices, the pages' pickers and labels are read from it
+METHOD_TABLE: tuple[Method, ...] = (
+    Method("none", "No diversification (retriever order)", "plain retrieval", "none"),
+    Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr"),
+    Method("qe", "Query expansion (round-robin over perspectives)", "+ query expansion", "qe", perspectives=True),
+    Method("coverage", "Perspective-coverage re-ranker", "+ perspective re-ranker", "coverage", ("rerank",),
+           perspectives=True, reranks=True),
+    Method("xquad", "xQuAD (explicit aspects: one expanded query per perspective)", "+ xQuAD", "xquad",
+           perspectives=True, reranks=True),
+    Method("pm2", "PM-2 (proportional seats for the perspectives)", "+ PM-2", "pm2", perspectives=True,
+           reranks=True),
+    Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",)),
+)
+METHODS = {m.name: m.help for m in METHOD_TABLE}
 # other names of the same methods
-ALIASES = {"rerank": "coverage", "diverse": "preset"}
+ALIASES = {a: m.name for m in METHOD_TABLE for a in m.aliases}
+LABELS = {m.name: m.label for m in METHOD_TABLE}  # the pages' names of the methods
+PERSPECTIVE_METHODS = tuple(m.name for m in METHOD_TABLE if m.perspectives)  # they take a perspective source
+RERANKERS = tuple(m.name for m in METHOD_TABLE if m.reranks)  # the CLI's --rerank choices
 
 
 def default_lambda(method: str) -> float | None:
@@ -33,9 +57,8 @@ def default_lambda(method: str) -> float | None:
     return {"mmr": MMR_LAMBDA, "xquad": XQUAD_LAMBDA, "pm2": PM2_LAMBDA}.get(method)
 
 
-# method name -> stage name (``rerank`` is another name of ``coverage``)
-METHOD_STAGES = {"none": "none", "mmr": "mmr", "qe": "qe", "coverage": "coverage", "rerank": "coverage",
-                 "xquad": "xquad", "pm2": "pm2"}
+# method name (and alias) -> stage name (``rerank`` is another name of ``coverage``)
+METHOD_STAGES = {n: m.stage for m in METHOD_TABLE if m.stage for n in (m.name, *m.aliases)}
 # option keyword -> the stage keyword it sets
 OPTION_KEYS = {"lam": "lam", "qe_source": "source", "alpha": "alpha", "coverage_probs": "probs", "keep": "keep",
                "mix": "mix", "temperature": "temperature", "aspect_probs": "probs"}
@@ -47,7 +70,7 @@ def method_pipeline(method: str, options: dict) -> Pipeline:
     None values are left out): what ``berds retrieve``'s flags, the pages' pickers and the benches' option
     dicts ask for. ``preset`` / ``diverse`` is the saved preset."""
     opts = {key: v for key, v in options.items() if v is not None}
-    if method in ("preset", "diverse"):
+    if ALIASES.get(method, method) == "preset":
         return as_pipeline("diverse")
     if method not in METHOD_STAGES:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHOD_STAGES)}, preset")

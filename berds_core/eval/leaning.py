@@ -161,7 +161,11 @@ def delta(p: float, n: float) -> float | None:
 
 def sycophancy(matrices: list[np.ndarray], sides: list[Sides | None], k: int) -> dict:
     """p, n (means over two-perspective questions of the per-question shares) and Δ."""
-    pn = [side_shares(L, s, k) for L, s in zip(matrices, sides) if s is not None]
+    return shares_summary([side_shares(L, s, k) for L, s in zip(matrices, sides) if s is not None])
+
+
+def shares_summary(pn: list[tuple[float, float]]) -> dict:
+    """p, n (the means of per-question side shares ``(p, n)``) and Δ; ``n`` the number of questions."""
     if not pn:
         return {"n": 0, "p": None, "n_share": None, "delta": None}
     p = float(np.mean([x[0] for x in pn]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runs import passage_text, set_judgments
+from ..runs import passage_text, set_band, set_judgments
 from .base import Judge, gate
 
 
@@ -24,7 +24,8 @@ def judge_passages(judge: Judge, passages, perspectives, question: str | None = 
 
 def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[dict]:
     """Store the judge's verdicts inside each passage: ``ctx["<judge.name>-preds"]`` (one bool per
-    perspective) and ``ctx["<judge.name>-probs"]``, the BERDS authors' layout.
+    perspective) and ``ctx["<judge.name>-probs"]``, the BERDS authors' layout; the line records the judge's
+    unsure band and the rule its ``-preds`` follow (``runs.set_band``: ``threshold``).
 
     All pairs of the run go through one cached ``predict`` call, so an
     interrupted run resumes where it stopped. Passages the judge finds off the
@@ -39,5 +40,6 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
         docs = [pairs[i + r * shape[1]][0] for r in range(shape[0])] if shape[1] else []
         P, L = gate(judge, e.get("question"), docs, probs[i:i + n].reshape(shape), labels[i:i + n].reshape(shape))
         set_judgments(e, judge.name, L, P)
+        set_band(e, judge.name, getattr(judge, "band", None))  # what the confident label policy reads
         i += n
     return entries

@@ -103,6 +103,10 @@ def _index(arg, *, corpus, options: IndexOptions):
                                              "'index' + 'docid' folder)")
 
 
+# the retrievers built from a corpus (not a prebuilt folder): the CLI's --retriever choices and the pages' pickers
+CORPUS_RETRIEVERS = tuple(e.name for e in RETRIEVERS.entries() if not e.takes_arg)
+
+
 def index_spec(folder, query_encoder: str | None = None) -> str:
     """The retriever spec of a prebuilt index folder: ``index:<folder>[|<query encoder>]``."""
     return f"index:{folder}" + (f"|{query_encoder}" if query_encoder else "")

@@ -10,22 +10,20 @@ the pages do.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..diversify import Pipeline, as_pipeline, diversify
-from ..diversify.methods import method_pipeline
+from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, method_pipeline
 from ..eval.measures import mrecall_at_k, precision_at_k
+from ..experiment import decide, policy_name
 from ..judges import judge_passages, judge_run
 from ..judges.calibration import verdicts
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
-from ..runs import gold_matrix as matrix, prob_matrix, question_entry, set_judgments
+from ..runs import DEFAULT_POLICY, gold_matrix as matrix, question_entry
 
-# the pages' names of their methods (Evaluate's picker and labels)
-METHOD_NAMES = {"none": "plain retrieval", "mmr": "+ MMR", "qe": "+ query expansion",
-                "coverage": "+ perspective re-ranker", "xquad": "+ xQuAD", "pm2": "+ PM-2", "preset": "preset: diverse"}
+METHOD_NAMES = LABELS  # the pages' names of their methods (Evaluate's picker and labels): the registry's
 
 
 def method_label(retriever: str, method: str, lam: float | None, qe_source: str, labels: str) -> str:
@@ -34,7 +32,7 @@ def method_label(retriever: str, method: str, lam: float | None, qe_source: str,
     if method == "preset":
         return f"{METHOD_NAMES[method]} = {as_pipeline('diverse')} · {labels}"
     extra = (f" λ={lam:.2f}" if method == "mmr" else
-             f" ({qe_source})" if method in ("qe", "coverage", "xquad", "pm2") else "")
+             f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
     return f"{retriever} {METHOD_NAMES[method]}{extra} · {labels}"
 
 
@@ -80,22 +78,6 @@ def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
     return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
 
 
-def confident_entries(entries: list[dict], judge) -> tuple[list[dict], int]:
-    """Copies of judged run lines whose ``<name>-preds`` hold the judge's *confident* decisions only (a pair
-    inside its unsure band counts as not supporting), for a page's scores; and how many pairs were unsure.
-    Lines without stored probabilities, or a judge without a band, are copied as they are."""
-    out, unsure = [], 0
-    for e in entries:
-        P = prob_matrix(e, judge.name)
-        c = copy.deepcopy(e)
-        if P is not None and getattr(judge, "band", None) is not None and P.size:
-            v = judge_verdicts(judge, np.nan_to_num(P, nan=0.0))
-            unsure += int((v == 0).sum())
-            set_judgments(c, judge.name, v == 1, P)
-        out.append(c)
-    return out, unsure
-
-
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     """Gold labels of the passages ``ids`` for ``question`` (None when the dataset has none)."""
     if gold is None:
@@ -104,10 +86,20 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     return matrix(gold, question.id, len(question.perspectives), ids)
 
 
+def counted_labels(judge, probs: np.ndarray, labels: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the labels that count under ``policy``, each pair's verdict as the chips draw it): under ``confident``
+    the judge's three-way verdicts (0: inside its unsure band, not counted), under ``threshold`` +1 / -1 by the
+    threshold's decision (``berds_core.experiment.decide``)."""
+    counted, _ = decide(probs, labels, getattr(judge, "band", None), policy)
+    if policy == "confident" and getattr(judge, "band", None) is not None and np.size(probs):
+        return counted, judge_verdicts(judge, probs)
+    return counted, np.where(counted, 1, -1).astype(np.int8).reshape(np.shape(labels))
+
+
 def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_gold: bool = False,
-                  label: str | None = None) -> dict:
+                  label: str | None = None, policy: str = DEFAULT_POLICY) -> dict:
     """Everything one Playground column shows, as plain data (picklable); ``label``: its ``method``
-    (default: the pipeline's spec)."""
+    (default: the pipeline's spec); ``policy``: how the judge's labels count (``berds_core.experiment``)."""
     corpus, judge = engine.corpus, engine.judge
     ranked = rank(engine, question, pipeline, k)
     rows = [r for r, _ in ranked]
@@ -115,11 +107,11 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     ids = [corpus.ids[r] for r in rows]
     m = len(question.perspectives)
     probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question)
-    verdict = judge_verdicts(judge, probs) if len(rows) else np.zeros((0, m), dtype=np.int8)
+    counted, verdict = counted_labels(judge, probs, labels, policy)
     g = gold_matrix(gold, question, ids)
     by_gold = use_gold and g is not None
-    # the judge's metrics count confident decisions only; perspectives it is unsure about are said apart
-    L = g if by_gold else verdict == 1
+    # the judge's metrics count what the policy counts; perspectives it is unsure about are said apart
+    L = g if by_gold else counted
     covered = L[:k].any(axis=0) if len(L) else np.zeros(m, dtype=bool)
     unsure = (np.zeros(m, dtype=bool) if by_gold or not len(L) else ~covered & (verdict[:k] == 0).any(axis=0))
     return {
@@ -133,14 +125,16 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
         "covered": covered.tolist(),
         "unsure": unsure.tolist(),
         "labels_from": "gold" if by_gold else "judge",
+        "policy": policy_name(by_gold, policy),
     }
 
 
 def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gold: bool = False,
-               depth: int = DEPTH) -> dict:
+               depth: int = DEPTH, policy: str = DEFAULT_POLICY) -> dict:
     """For perspectives ``which``: ``{"ranks": {j: the best rank (1-based) in the top ``depth`` of plain
-    retrieval at which a passage supports it, None when none does}, "searched": how many passages that top
-    held}`` (fewer than ``depth`` in a small corpus, e.g. a demo question's pool of 40)."""
+    retrieval at which a passage supports it (the judge's labels under ``policy``), None when none does},
+    "searched": how many passages that top held}`` (fewer than ``depth`` in a small corpus, e.g. a demo
+    question's pool of 40)."""
     if not which:
         return {"ranks": {}, "searched": 0}
     corpus = engine.corpus
@@ -148,10 +142,10 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     rows = [int(r) for r, _ in ranked]
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
-    else:  # confident decisions only, as the columns count them
-        probs, _ = judge_matrix(engine.judge, [corpus[r] for r in rows], [question.perspectives[j] for j in which],
-                                question.question)
-        L = judge_verdicts(engine.judge, probs) == 1
+    else:  # what the policy counts, as the columns count it
+        probs, labels = judge_matrix(engine.judge, [corpus[r] for r in rows],
+                                     [question.perspectives[j] for j in which], question.question)
+        L = decide(probs, labels, getattr(engine.judge, "band", None), policy)[0]
     out = {}
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]
