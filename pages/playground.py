@@ -179,7 +179,8 @@ def derived_perspectives(text: str) -> list[str]:
     return [p for p in yes_no_sides(text) if p]
 
 
-def chip_html(j: int, prob: float, verdict: int, gold: bool | None, stance: bool = True, use_gold: bool = False) -> str:
+def chip_html(j: int, prob: float, verdict: int, gold: bool | None, stance: bool = True, use_gold: bool = False,
+              counted: bool | None = None) -> str:
     """One perspective chip, coloured by the labels that score (``use_gold``: the gold label, else the
     judge's ``verdict``: +1 supports, 0 unsure, -1 does not). A probability the judge cannot tell apart from
     its threshold is drawn "unsure" (dashed, a question mark), never as a number that looks like a verdict.
@@ -195,7 +196,9 @@ def chip_html(j: int, prob: float, verdict: int, gold: bool | None, stance: bool
         shown = f"{prob:.2f}"
     what = "judge's probability that it supports" if stance else \
         "judge's probability that it supports (it reads closeness; it cannot tell sides apart)"
-    say = {1: "counted", 0: "unsure: too close to the judge's threshold to count", -1: "not counted"}[int(verdict)]
+    say = {1: "counted", -1: "not counted",
+           0: "unsure: too close to the judge's threshold to tell" + (
+               "; the threshold policy counts it" if counted else "; not counted")}[int(verdict)]
     tip = f"P{j + 1}: {what} {prob:.2f} ({say})" + ("" if gold is None else f", gold {'yes' if gold else 'no'}")
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {shown}{g}</span>'
 
@@ -206,8 +209,9 @@ def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = Fa
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
     verdicts = p.get("verdicts") or [1 if lb else -1 for lb in p["labels"]]
-    chips = "".join(chip_html(j, pr, v, None if p["gold"] is None else p["gold"][j], stance, use_gold)
-                    for j, (pr, v) in enumerate(zip(p["probs"], verdicts)))
+    counted = p.get("counted") or [v > 0 for v in verdicts]
+    chips = "".join(chip_html(j, pr, v, None if p["gold"] is None else p["gold"][j], stance, use_gold, c)
+                    for j, (pr, v, c) in enumerate(zip(p["probs"], verdicts, counted)))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
     return (f'<div class="bc-card" data-testid="passage-card"><div class="bc-head"><span class="bc-rank">#{p["rank"]}'
@@ -218,7 +222,8 @@ def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = Fa
 def _scoring_labels(res: dict, use_gold: bool) -> list[list[bool]]:
     """Per passage of a column, the labels its metrics were computed with (the judge's: those its policy counts)."""
     gold = use_gold and res["labels_from"] == "gold"
-    return [p["gold"] if gold else [v > 0 for v in p.get("verdicts", p["labels"])] for p in res["passages"]]
+    return [p["gold"] if gold else p.get("counted") or [v > 0 for v in p.get("verdicts", p["labels"])]
+            for p in res["passages"]]
 
 
 def metrics_html(res: dict, k: int, desc: str) -> str:
@@ -382,6 +387,12 @@ def main() -> None:
         covered = [any(r["covered"][j] for r in ok) for j in range(len(question.perspectives))]
         missing = [j for j, c in enumerate(covered) if not c]
         unsure = [j for j in missing if any(r.get("unsure", [False] * len(covered))[j] for r in ok)]
+        # covered, but in no column by a pair the judge is sure of (the threshold policy counts unsure pairs)
+        thin = [j for j, c in enumerate(covered) if c and not any(
+            r["covered"][j] and not r.get("unsure", [False] * len(covered))[j] for r in ok)]
+        if thin:
+            st.info(f"Covered only by passages the judge is unsure about: {', '.join(f'P{j + 1}' for j in thin)} "
+                    f"(chips with a question mark; policy {policy} counts them).")
         if not missing:
             st.success(f"Every perspective is covered by at least one column in the top {k}"
                        + ("." if use_gold else f" (the judge's labels, policy {policy})."))

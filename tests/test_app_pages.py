@@ -239,17 +239,22 @@ def test_playground_four_columns_with_metrics_cards_and_chips(playground):
     # the demo question has gold labels, so they score by default (as on Evaluate): green = gold supports
     assert at.radio(key="pg_labels").value == "gold" and 'class="bc-chip topical"' not in md
     # scored by the default embedded judge (closeness, not stance): its positives are "close" (blue), never
-    # green "supports"; under the default label policy (threshold) every chip is counted or not, as `berds
-    # evaluate` counts it; under the confident policy the pairs it cannot tell from its threshold are "?"
-    # (unsure); a caption says what it is and how well it agrees with people
+    # green "supports"; a pair it cannot tell from its threshold is drawn "?" (unsure) under either label
+    # policy: the default (threshold) counts it by the threshold's decision, as `berds evaluate` does, and
+    # its chip says so; the confident policy never counts it; a caption says what the judge is and how well
+    # it agrees with people
     at.radio(key="pg_labels").set_value("judge").run()
     assert at.radio(key="pg_policy").value == "threshold"
     md = _md(at)
-    assert 'class="bc-chip yes"' not in md and 'class="bc-chip topical"' in md and 'class="bc-chip unsure"' not in md
+    assert 'class="bc-chip yes"' not in md and 'class="bc-chip topical"' in md and 'class="bc-chip unsure"' in md
+    assert re.search(r'class="bc-chip unsure" title="[^"]*unsure[^"]*the threshold policy counts it[^"]*">P\d+ \?', md)
+    counted_threshold = sum(map(int, re.findall(r"MRecall@\d+<b>(\d)</b>", md)))
     at.radio(key="pg_policy").set_value("confident").run()
     md = _md(at)
     assert 'class="bc-chip yes"' not in md and 'class="bc-chip unsure"' in md
-    assert re.search(r'class="bc-chip unsure" title="[^"]*unsure[^"]*">P\d+ \?', md)
+    assert re.search(r'class="bc-chip unsure" title="[^"]*unsure[^"]*; not counted[^"]*">P\d+ \?', md)
+    assert "the threshold policy counts it" not in md
+    assert sum(map(int, re.findall(r"MRecall@\d+<b>(\d)</b>", md))) <= counted_threshold
     assert any("how close a passage is" in c.value and "F1" in c.value for c in at.caption)
     # the demo has gold labels: chips carry them
     assert "gold yes" in md and "gold no" in md and "G✓" in md

@@ -162,3 +162,40 @@ def test_discover_tags_the_demo_pools_own_claims_as_written():
                                                           max_k=None)}
     assert cars.get("Shops in car-free centres lose customers who live outside the city and drive in.",
                     "undermine") == "undermine"
+
+
+def test_a_column_says_unsure_under_either_policy_and_counts_by_the_policy():
+    """On the demo's questions (each in its own pool, the embedded judge): a pair inside the judge's unsure band
+    is drawn unsure (verdict 0) under both label policies; ``confident`` never counts it, ``threshold`` counts
+    it by the threshold's decision; a perspective is flagged unsure when no pair the judge is sure of
+    supports it in the top k and an unsure pair is there, so under ``threshold`` one covered only by unsure
+    pairs is still flagged (the page says so beside its coverage banner)."""
+    import numpy as np
+
+    from berds_core.judges import get_judge
+    from berds_core.retrieval import get_retriever
+    from berds_core.studio.columns import Engine, column_pipeline, column_result
+    from berds_core.studio.data import DEMO, FROM_DATASET, load_data
+
+    cfg = type("Cfg", (), dict(dataset=DEMO, dataset_path="", dataset_format="auto", gold_path="",
+                               corpus=FROM_DATASET, corpus_path="", retriever="bm25"))()
+    data = load_data(cfg)
+    judge = get_judge("embedded")
+    k, thin = 5, 0
+    for q in data.questions[:6]:
+        corpus = data.corpus_for(q.id)
+        engine = Engine(corpus, get_retriever("bm25", corpus, progress=False), judge, None)
+        res = {p: column_result(engine, q, column_pipeline("none", None, "offline"), k, policy=p)
+               for p in ("threshold", "confident")}
+        a, b = res["threshold"], res["confident"]
+        assert [p["id"] for p in a["passages"]] == [p["id"] for p in b["passages"]]
+        for pa, pb in zip(a["passages"], b["passages"]):
+            assert pa["verdicts"] == pb["verdicts"] and pa["counted"] == pa["labels"]  # threshold: its decision
+            assert pb["counted"] == [v == 1 for v in pb["verdicts"]]  # confident: sure pairs only
+        V = np.array([p["verdicts"] for p in a["passages"][:k]])
+        C = np.array([p["counted"] for p in a["passages"][:k]])
+        sure = (C & (V == 1)).any(axis=0)
+        assert a["unsure"] == (~sure & (V == 0).any(axis=0)).tolist() == b["unsure"]
+        assert a["covered"] == C.any(axis=0).tolist() and a["mrecall"] >= b["mrecall"]
+        thin += int((C.any(axis=0) & ~sure & (V == 0).any(axis=0)).sum())
+    assert thin > 0  # the demo has perspectives covered only by unsure pairs: the case is exercised

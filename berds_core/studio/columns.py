@@ -87,11 +87,12 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
 
 
 def counted_labels(judge, probs: np.ndarray, labels: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
-    """(the labels that count under ``policy``, each pair's verdict as the chips draw it): under ``confident``
-    the judge's three-way verdicts (0: inside its unsure band, not counted), under ``threshold`` +1 / -1 by the
-    threshold's decision (``berds_core.experiment.decide``)."""
+    """(the labels that count under ``policy``, each pair's verdict as the chips draw it). The verdict is the
+    judge's three-way one under either policy (0: inside its unsure band), so a chip says "unsure" whatever
+    counts; under ``confident`` an unsure pair never counts, under ``threshold`` it counts by the threshold's
+    decision (``berds_core.experiment.decide``). A judge without a band: +1 / -1 by what counts."""
     counted, _ = decide(probs, labels, getattr(judge, "band", None), policy)
-    if policy == "confident" and getattr(judge, "band", None) is not None and np.size(probs):
+    if getattr(judge, "band", None) is not None and np.size(probs):
         return counted, judge_verdicts(judge, probs)
     return counted, np.where(counted, 1, -1).astype(np.int8).reshape(np.shape(labels))
 
@@ -113,12 +114,15 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     # the judge's metrics count what the policy counts; perspectives it is unsure about are said apart
     L = g if by_gold else counted
     covered = L[:k].any(axis=0) if len(L) else np.zeros(m, dtype=bool)
-    unsure = (np.zeros(m, dtype=bool) if by_gold or not len(L) else ~covered & (verdict[:k] == 0).any(axis=0))
+    # a perspective the judge is unsure about: an unsure pair in the top k and no pair it is sure supports it
+    # (under ``threshold`` that includes one covered only by unsure pairs the threshold counts)
+    sure = (L[:k] & (verdict[:k] == 1)).any(axis=0) if len(L) else covered
+    unsure = (np.zeros(m, dtype=bool) if by_gold or not len(L) else ~sure & (verdict[:k] == 0).any(axis=0))
     return {
         "method": label if label is not None else str(as_pipeline(pipeline)),
         "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
                       "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
-                      "verdicts": verdict[i].tolist(),
+                      "verdicts": verdict[i].tolist(), "counted": counted[i].tolist(),
                       "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
         "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
         "precision": precision_at_k(L, k),
