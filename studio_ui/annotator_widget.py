@@ -98,8 +98,8 @@ def keyboard_annotator(lab: Lab, task: str | None, *, gate: Callable[[], bool], 
     is_open = bool(gate())
     nxt = lab.next_pairs(PREFETCH + 1, task) if is_open else []
     pairs = []
-    for pid in nxt[:PREFETCH]:
-        view = {"ref": ref_of(pid), **lab.pair_view(pid)}
+    for pid, seen in zip(nxt[:PREFETCH], lab.pair_views(nxt[:PREFETCH])):
+        view = {"ref": ref_of(pid), **seen}
         if show_judge:
             view["judge"] = judge_line(lab, pid, log=False)
         pairs.append(view)

@@ -197,15 +197,49 @@ def _decided(store, annotator: str) -> set[str]:
     return {r[0] for r in store.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
 
 
-def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> int:
+def due_slots(kinds: list[tuple[str, str]], decided, points: list[int], done_slots, lookahead: int
+               ) -> tuple[list[tuple[int, int]], int | None]:
+    """The check slots to fill or mark now, ``[(k, T_k)]``, and how many other items the annotator has passed
+    (None: none undecided). ``kinds``: ``[(pair, kind)]`` of the queue in order; ``decided``: the pairs they
+    decided; ``done_slots``: the slots filled, dry or missed already."""
+    nc, passed, horizon, undecided_seen = 0, None, None, 0
+    n_other = sum(kind != "check" for _, kind in kinds)
+    horizon = n_other
+    for pid, kind in kinds:
+        if pid not in decided:
+            if passed is None:
+                passed = nc
+            undecided_seen += 1
+        if kind != "check":
+            nc += 1
+        if undecided_seen >= lookahead:
+            horizon = nc
+            break
+    due = []
+    for k, t in enumerate(points, start=1):
+        if k in done_slots:
+            continue
+        if t > horizon:
+            break
+        due.append((k, t))
+    return due, passed
+
+
+def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, view=None) -> int:
     """Fill the check slots the annotator reaches within their next ``lookahead`` undecided items.
 
     One transaction (two tabs of one annotator never fill a slot twice). Returns how many checks
-    were placed now.
+    were placed now. With a request's ``view`` (:class:`~berds_core.lab.round_view.RoundView`), nothing is
+    read when the view shows no slot to fill, and the view gets the queue the transaction left.
     """
-    c = get_controls(store, task_set)
+    c = view.controls(task_set) if view is not None else get_controls(store, task_set)
     if not c.checks_on:
         return 0
+    if view is not None:
+        kinds = view.rows.get(task_set, [])
+        points = slot_points(c, task_set, annotator, sum(kind != "check" for _, kind in kinds))
+        if not due_slots(kinds, view.decided, points, view.slots.get(task_set, set()), lookahead)[0]:
+            return 0
     placed = 0
     with store.batch() as conn:
         rows = _queue_rows(store, task_set, annotator)
@@ -216,23 +250,9 @@ def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> i
         if len(done_slots) >= len(points):
             return 0
         decided = _decided(store, annotator)
-        nc, passed, horizon, undecided_seen = 0, None, n_other, 0
-        for r in rows:
-            if r["pair_id"] not in decided:
-                if passed is None:
-                    passed = nc
-                undecided_seen += 1
-            if r["kind"] != "check":
-                nc += 1
-            if undecided_seen >= lookahead:
-                horizon = nc
-                break
+        due, passed = due_slots([(r["pair_id"], r["kind"]) for r in rows], decided, points, done_slots, lookahead)
         pool = None
-        for k, t in enumerate(points, start=1):
-            if k in done_slots:
-                continue
-            if t > horizon:
-                break
+        for k, t in due:
             now = store.now()
             if passed is None or t < passed:  # the annotator is past this point already
                 conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'missed', ?)", (task_set, annotator, k, now))
@@ -253,6 +273,9 @@ def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> i
                          "VALUES (?, ?, ?, ?, 'check')", (task_set, pid, annotator, pos))
             conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, ?, 'placed', ?)", (task_set, annotator, k, pid, now))
             placed += 1
+        if view is not None:  # what this transaction left, read inside it
+            view.set_queue(store.round_queue(annotator))
+            view.slots[task_set] = done_slots | {k for k, _ in due}
     return placed
 
 
@@ -396,13 +419,18 @@ def _pct(x) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
-def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
+def evaluate_floor(store, task_set: str, annotator: str, *, view=None) -> int | None:
     """Pause the annotator's queue in ``task_set`` when their checks since the last resume fall below the
-    floor (after ``check_min`` of them). Returns the pause id, or None."""
-    c = get_controls(store, task_set)
-    if c.check_floor is None or open_pause(store, task_set, annotator):
+    floor (after ``check_min`` of them). Returns the pause id, or None. A request's ``view`` gives the controls,
+    the open pause and the last resume it read (the pause itself checks again in its transaction)."""
+    if view is not None:
+        c, paused, since = view.controls(task_set), task_set in view.pauses, view.resumed.get(task_set)
+    else:
+        c = get_controls(store, task_set)
+        paused = c.check_floor is not None and open_pause(store, task_set, annotator) is not None
+        since = None if c.check_floor is None or paused else last_resume(store, task_set, annotator)
+    if c.check_floor is None or paused:
         return None
-    since = last_resume(store, task_set, annotator)
     got = [a for a in check_answers(store, annotator, task_set) if since is None or a["at"] > since]
     s = summarise(got)
     if s["n"] < c.check_min:
@@ -419,15 +447,21 @@ def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
                  checks=s["n"])
 
 
-def after_label(store, annotator: str, pair_id: str) -> list[int]:
-    """After any label: apply the floor of the pair's task set(s) for this annotator. The same work after a
-    task pair as after a check (a label's server time never tells a check apart); a pause can only come
-    from check answers, so after a task pair the floor finds what it found before."""
-    rows = store.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND pair_id = ?",
-                       (annotator, str(pair_id)))
+def after_label(store, annotator: str, pair_id: str, *, view=None) -> list[tuple[str, int]]:
+    """After any label: apply the floor of the pair's task set(s) for this annotator; returns ``[(task set,
+    pause id)]`` of the pauses it made. The same work after a task pair as after a check (a label's server time
+    never tells a check apart); a pause can only come from check answers, so after a task pair the floor finds
+    what it found before. A request's ``view`` says which sets give the pair (and updates with the pauses)."""
+    if view is not None:
+        sets = view.sets_of(str(pair_id))
+    else:
+        sets = [r[0] for r in store.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND "
+                                          "pair_id = ?", (annotator, str(pair_id)))]
     made = []
-    for r in rows:
-        pid = evaluate_floor(store, r[0], annotator)
+    for ts in sets:
+        pid = evaluate_floor(store, ts, annotator, view=view)
         if pid is not None:
-            made.append(pid)
+            made.append((ts, pid))
+            if view is not None:
+                view.paused(ts, pid)
     return made

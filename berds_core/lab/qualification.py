@@ -49,8 +49,21 @@ def _latest_attempt(store, task_set: str, annotator: str) -> int:
 def status(store, task_set: str, annotator: str) -> dict:
     """Where an annotator stands: ``state`` is ``open`` (no qualification asked), ``pending`` (an attempt
     is to start), ``in_progress``, ``passed`` or ``failed`` (waiting for the lead)."""
-    c = get_controls(store, task_set)
-    results = _results(store, task_set, annotator)
+    def latest() -> tuple[int, dict | None]:
+        attempt = _latest_attempt(store, task_set, annotator)
+        if not attempt:
+            return 0, None
+        items = _items(store, task_set, annotator, attempt)
+        answered = [i for i in items if i["label"] is not None]
+        return attempt, {"n": len(items), "answered": len(answered), "correct": sum(bool(i["correct"]) for i in answered)}
+
+    return status_of(task_set, annotator, get_controls(store, task_set), _results(store, task_set, annotator), latest)
+
+
+def status_of(task_set: str, annotator: str, c, results: list[dict], latest) -> dict:
+    """:func:`status` from what was read: the set's controls ``c``, the annotator's ``results`` (rows of
+    ``qualification_results`` by attempt) and ``latest()``, ``(latest attempt or 0, {n, answered, correct} of
+    its items or None)``, called only when needed (a request's round view passes what it read at once)."""
     base = {"task_set": task_set, "annotator": annotator, "required": c.qualification_n > 0,
             "n": c.qualification_n, "pass_mark": c.qualification_pass, "attempts": results}
     if any(r["passed"] for r in results):
@@ -59,16 +72,15 @@ def status(store, task_set: str, annotator: str) -> dict:
                 "answered": best["n"]}
     if c.qualification_n == 0:
         return {**base, "state": "open", "attempt": 0, "correct": 0, "answered": 0}
-    attempt = _latest_attempt(store, task_set, annotator)
+    attempt, items = latest()
     done = {r["attempt"]: r for r in results}
     if attempt and attempt in done:
         last = done[attempt]
         state = "pending" if last["retry_by"] else "failed"
         return {**base, "state": state, "attempt": attempt, "correct": last["correct"], "answered": last["n"]}
-    items = _items(store, task_set, annotator, attempt) if attempt else []
-    answered = [i for i in items if i["label"] is not None]
-    return {**base, "state": "in_progress" if items else "pending", "attempt": attempt,
-            "correct": sum(bool(i["correct"]) for i in answered), "answered": len(answered)}
+    items = items if attempt else None
+    return {**base, "state": "in_progress" if items and items["n"] else "pending", "attempt": attempt,
+            "correct": items["correct"] if items else 0, "answered": items["answered"] if items else 0}
 
 
 def passed(store, task_set: str, annotator: str) -> bool:
