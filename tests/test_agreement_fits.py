@@ -21,11 +21,8 @@ MODEL_LABELS_SQL = "SELECT pair_id, annotator, kind, task_set FROM assignments" 
 
 
 @pytest.fixture()
-def db(tmp_path, monkeypatch):
-    path = tmp_path / "agreement.db"
-    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(path))
-    monkeypatch.delenv("BERDS_AUTH", raising=False)
-    monkeypatch.delenv("BERDS_DATA_ROOTS", raising=False)
+def db(annotation_db_path):
+    path = annotation_db_path
     with Store(path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i}", f"perspective {i}", question_id=f"q{i % 5}")
                      for i in range(30)])

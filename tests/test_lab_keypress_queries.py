@@ -27,13 +27,22 @@ MAX_QUERIES = 8
 
 
 class Counter:
-    """Statements of one request: all of them, and queries (a write transaction counts once)."""
+    """Statements of one request (``with Counter(store): ...``): all of them, and queries (a write transaction
+    counts once)."""
 
-    def __init__(self):
+    def __init__(self, store: Store):
+        self.store = store
         self.statements: list[str] = []
 
     def __call__(self, sql: str) -> None:
         self.statements.append(" ".join(sql.split()))
+
+    def __enter__(self) -> "Counter":
+        self.store.set_trace(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.store.set_trace(None)
 
     @property
     def queries(self) -> int:
@@ -50,12 +59,10 @@ class Counter:
 
 
 @pytest.fixture()
-def lab_round(tmp_path, monkeypatch):
+def lab_round(annotation_db_path, monkeypatch):
     """Lab mode; alice has 20 task pairs, a check rate of 1 in 4 drawn from 12 known answers, and a floor."""
-    path = tmp_path / "lab.db"
-    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(path))
+    path = annotation_db_path
     monkeypatch.setenv("BERDS_AUTH", "lab")
-    monkeypatch.delenv("BERDS_DATA_ROOTS", raising=False)
     with Store(path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i}", f"perspective {i}", question_id=f"q{i}",
                           title=f"Title {i}") for i in range(40)])
@@ -88,12 +95,8 @@ def _shown(at) -> int | None:
 
 
 def _press(at, store: Store, key: str) -> Counter:
-    counter = Counter()
-    store.set_trace(counter)
-    try:
+    with Counter(store) as counter:
         at.button(key=key).click().run()
-    finally:
-        store.set_trace(None)
     assert not at.exception
     return counter
 
@@ -137,12 +140,8 @@ def test_the_counter_sees_every_statement_of_a_request(lab_round):
 
     at = _signed_in()
     store = get_store(str(lab_round))
-    counter = Counter()
-    store.set_trace(counter)
-    try:
+    with Counter(store) as counter:
         at.run()
-    finally:
-        store.set_trace(None)
     joined = " | ".join(counter.statements)
     assert "FROM sessions" in joined and "FROM assignments" in joined and "FROM pairs" in joined
     assert 1 <= counter.queries <= MAX_QUERIES
@@ -181,12 +180,8 @@ def test_a_keypress_in_the_keyboard_widget_costs_at_most_8_queries(lab_round):
             {"cid": cid, "kind": "label" if step % 4 < 2 else "skip", "ref": data["pairs"][0]["ref"], "value": step % 2,
              "time_ms": 3000}
         at.session_state[key] = {"outbox": [event]}
-        counter = Counter()
-        store.set_trace(counter)
-        try:
+        with Counter(store) as counter:
             at.run()
-        finally:
-            store.set_trace(None)
         assert not at.exception
         assert cid in _widget_data(at)["acked"]
         costs.append(counter.queries)
