@@ -92,7 +92,11 @@ def keyboard_annotator(lab: Lab, task: str | None, *, gate: Callable[[], bool], 
     nonce = nonces[scope]
     key = f"ann_widget_{nonce}"
     refs, _ = _refs()
-    applied = apply_events(lab, _outbox(ss.get(key)), refs.get)
+    acked = ss.setdefault("ann_acked", {}).setdefault(nonce, set())  # what this page was told is stored
+    if len(acked) > 5000:  # forgotten ones go to the store again, which stores each event once
+        acked.clear()
+    applied = apply_events(lab, _outbox(ss.get(key)), refs.get, acked)
+    acked.update(applied.acked)
     if applied.last:
         ss["ann_last"] = {"pair": applied.last[0], "value": applied.last[1]}
     is_open = bool(gate())

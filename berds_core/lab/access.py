@@ -225,12 +225,12 @@ class Lab:
         """Undo the actor's latest decision; refused while every task set giving them that pair is closed
         (paused, or waiting for a qualification): nothing is taken back from a closed queue. A gold check's
         score keeps its first answer whatever is undone (:func:`berds_core.lab.checks.check_answers`)."""
-        if client_id is not None and self.store.applied_client_ids([client_id]):
-            return None
         pid = self.store.last_undoable(self.actor.name)
         view = self.round()
         why = view.refusal(pid) if pid is not None else None
         if why:
+            if client_id is not None and self.store.applied_client_ids([client_id]):
+                return None  # a resent undo, stored before the queue closed
             raise StoreError(f"{why}; nothing was undone")
         pid, restored = self.store.undo_restoring(self.actor.name, client_id=client_id)
         if restored is None:

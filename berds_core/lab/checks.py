@@ -311,25 +311,8 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
     known answer are left out. Reads only this annotator's check rows (an index finds each first
     answer), so the work after a label does not grow with the number of reference labels.
     """
-    sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
-           "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
-           "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
-           "COALESCE(g.label, r.label) AS expected FROM assignments a "
-           "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = a.annotator "
-           "AND x.pair_id = a.pair_id AND x.kind = 'label') "
-           "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
-           "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
-           "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
-           "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
-    params: list = []
-    if annotator is not None:
-        sql += " AND a.annotator = ?"
-        params.append(annotator)
-    if task_set is not None:
-        sql += " AND a.task_set = ?"
-        params.append(task_set)
     out, seen = [], set()
-    for r in store.query(sql + " ORDER BY seq, at, a.annotator", params):
+    for r in store.check_answer_rows(annotator, task_set):
         key = (r["task_set"], r["annotator"], r["pair_id"])
         if key in seen:
             continue

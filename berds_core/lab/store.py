@@ -233,8 +233,8 @@ class TaskSetsAndQueues(Database):
 
 class RoundReads(Database):
     """What one request reads of an annotator's round, in two statements (:mod:`berds_core.lab.round_view` builds
-    the view the gate, the queue and the progress share), and the labels' version (what an annotator model's
-    fit is cached on)."""
+    the view the gate, the queue and the progress share), the answered gold checks (what the floor reads after a
+    label), and the labels' version (what an annotator model's fit is cached on)."""
 
     QUEUE_SQL = ("SELECT a.task_set, a.pair_id, a.kind, a.position, l.skipped FROM assignments a "
                  "JOIN task_sets t ON t.name = a.task_set LEFT JOIN labels l ON l.pair_id = a.pair_id "
@@ -266,10 +266,33 @@ class RoundReads(Database):
         tagged rows of the settings (guidelines, label definitions, each set's round controls), open pauses and
         last resumes, qualification results and attempts, filled check slots, and the pairs whose judge
         answer they were shown."""
-        with self._lock:  # one snapshot: no write between the two reads
+        with self._lock:  # no write of this process between the two reads
             queue = self.round_queue(annotator)
             state = [tuple(r) for r in self.query(self.STATE_SQL, {"a": annotator})]
         return {"queue": queue, "state": state}
+
+    def check_answer_rows(self, annotator: str | None = None, task_set: str | None = None) -> list:
+        """Rows of the answered gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
+        at, time_ms, server_ms, seq, expected``), each with its first label (``seq``: its event) where the history
+        has one, in the order they were answered; :func:`berds_core.lab.checks.check_answers` keeps the first."""
+        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
+               "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
+               "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
+               "COALESCE(g.label, r.label) AS expected FROM assignments a "
+               "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = "
+               "a.annotator AND x.pair_id = a.pair_id AND x.kind = 'label') "
+               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
+               "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
+               "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
+               "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
+        params: list = []
+        if annotator is not None:
+            sql += " AND a.annotator = ?"
+            params.append(annotator)
+        if task_set is not None:
+            sql += " AND a.task_set = ?"
+            params.append(task_set)
+        return self.query(sql + " ORDER BY seq, at, a.annotator", params)
 
     def labels_version(self) -> tuple:
         """Changes whenever the labels an annotator model reads can change: a label, skip, undo or import (an
