@@ -6,7 +6,8 @@ Every statement the store's SQLite connection executes is seen by ``sqlite3.Conn
 (:meth:`berds_core.lab.db.Database.set_trace`). A *query* is one read statement outside a write transaction,
 or one write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``, with the reads it makes under its lock). The round
 view (:mod:`berds_core.lab.round_view`) is read once per request, so a keypress costs at most 8 queries, in lab
-mode with gold checks placed as the annotator goes, a floor that pauses, and undo.
+mode with gold checks placed as the annotator goes, a floor that pauses, undo, and the session's idle clock
+written (once a minute) on some of them.
 """
 from __future__ import annotations
 
@@ -119,7 +120,12 @@ def test_a_keypress_costs_at_most_8_queries(lab_round):
             key = "btn_no" if known[pid] == 1 else "btn_yes"
         else:
             key = ("btn_yes", "btn_no", "btn_skip", "btn_undo")[step % 4]
+        idle = step % 5 == 4
+        if idle:  # a minute without a request: this keypress also restarts the session's idle clock (a write)
+            with Store(lab_round) as s, s.transaction() as c:
+                c.execute("UPDATE sessions SET last_seen = last_seen - 120")
         counter = _press(at, store, key)
+        assert idle == any(s.startswith("UPDATE sessions") for s in counter.statements)
         costs.append(counter.queries)
         keys.append(key)
         assert counter.queries <= MAX_QUERIES, (key, counter.queries, counter.statements)
