@@ -10,6 +10,7 @@ connection, the schema and its migrations; :mod:`berds_core.lab.records`: ``Pair
 - :class:`TaskSetsAndQueues`: task sets, who labels which pair in which order, what is left;
 - :class:`RoundReads`: what one request reads of an annotator's round (two statements), the labels' version;
 - :class:`~berds_core.lab.round_tables.QualificationTables`: qualification attempts and results;
+- :class:`~berds_core.lab.round_tables.CheckTables`: gold checks placed in queues, their pool, paused queues;
 - :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history;
 - :class:`Adjudication`: the gold label of a pair.
 
@@ -22,7 +23,7 @@ import json
 from typing import Iterable
 
 from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
-from .round_tables import QualificationTables
+from .round_tables import CheckTables, QualificationTables
 from .records import (PAIR_COLS, SKIP, Label, Pair, StoreError, app_version, check_annotator,  # noqa: F401
                       label_of_row, ms_between, pair_of_row, put_label)
 
@@ -513,7 +514,7 @@ class Adjudication(Database):
 
 
 class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, RoundReads, QualificationTables,
-            Labelling, Adjudication):
+            CheckTables, Labelling, Adjudication):
     """An annotation database (:class:`~berds_core.lab.db.Database`) with every concern's methods.
     Thread-safe; any number of processes may share the file.
 
