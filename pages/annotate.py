@@ -50,16 +50,41 @@ def widget_ref(pair_id: str) -> str:
     return hashlib.sha256(f"{salt}\x1f{pair_id}".encode("utf-8")).hexdigest()[:16]
 
 
-def do_label(lab: Lab, pair_id: str, value) -> None:
+def do_label(pair_id: str, value) -> None:
+    """Button callback: the decision and what goes with it (note, unsure, time on the pair), stored by
+    :func:`apply_pending` with this run's :class:`Lab` (the one request that also draws the next pair)."""
     ss = st.session_state
     ref = widget_ref(pair_id)
     note = (ss.get(f"note_{ref}", "") or "")[:MAX_NOTE]
-    unsure = bool(ss.get(f"unsure_{ref}", False))
     shown = ss.get("ann_shown", {}).get(pair_id)
-    spent = int((time.monotonic() - shown) * 1000) if shown else None
+    ss["ann_pending"] = {"kind": "label", "pair": pair_id, "value": value, "note": note.strip() or None,
+                         "unsure": bool(ss.get(f"unsure_{ref}", False)),
+                         "time_ms": int((time.monotonic() - shown) * 1000) if shown else None,
+                         "judge_visible": bool(ss.get("ann_show_judge"))}
+
+
+def do_undo() -> None:
+    st.session_state["ann_pending"] = {"kind": "undo"}
+
+
+def apply_pending(lab: Lab, pending: dict | None) -> None:
+    """Store the decision a button sent in this run (on disk before anything is drawn), or undo the last one."""
+    if not pending:
+        return
+    ss = st.session_state
+    if pending["kind"] == "undo":
+        try:
+            pid = lab.undo()
+        except StoreError as e:  # the queue is paused: nothing is taken back from it
+            ss["ann_flash"] = f"Not undone: {e}"
+            return
+        ss["ann_last"] = None
+        ss["ann_flash"] = "Undone: the last decision" if pid else "Nothing to undo"
+        return
+    pair_id, value = pending["pair"], pending["value"]
     try:
-        lab.label(pair_id, value, unsure=unsure, note=note.strip() or None, time_ms=spent,
-                  judge_visible=bool(ss.get("ann_show_judge")))  # on disk before the rerun
+        lab.label(pair_id, value, unsure=pending["unsure"], note=pending["note"], time_ms=pending["time_ms"],
+                  judge_visible=pending["judge_visible"])
     except AccessDenied as e:
         ss["ann_flash"] = f"Refused: {e}"
         return
@@ -68,16 +93,6 @@ def do_label(lab: Lab, pair_id: str, value) -> None:
         return
     ss["ann_last"] = {"pair": pair_id, "value": value}
     ss["ann_flash"] = f"Saved: {'skipped' if value == SKIP else ('supports' if value == 1 else 'does not support')}"
-
-
-def do_undo(lab: Lab) -> None:
-    try:
-        pid = lab.undo()
-    except StoreError as e:  # the queue is paused: nothing is taken back from it
-        st.session_state["ann_flash"] = f"Not undone: {e}"
-        return
-    st.session_state["ann_last"] = None
-    st.session_state["ann_flash"] = "Undone: the last decision" if pid else "Nothing to undo"
 
 
 # --------------------------------------------------------------------------- panels
@@ -132,8 +147,12 @@ def reveal_last(lab: Lab) -> None:
 def my_downloads(lab: Lab) -> None:
     from berds_core.lab.exports import to_csv, to_jsonl
 
+    box = st.expander("My labels", key="ann_mine", on_change="rerun")
+    if not box.open:  # read only when asked for: not on every keypress
+        return
     rows = [r for r in lab.export_rows("labels", include_skips=True) if r["annotator"] == lab.actor.name]
-    with st.expander(f"My labels ({len(rows)})"):
+    with box:
+        st.caption(f"{len(rows)} decisions (labels and skips)")
         c = st.columns(2)
         c[0].download_button("Download my labels (CSV)", to_csv(rows), file_name="my-labels.csv", mime="text/csv",
                              key="ann_dl_mine_csv", disabled=not rows)
@@ -167,7 +186,7 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
     nxt = lab.next_pairs(1, task)
     if not nxt:
         st.success("All pairs of this task set are done. Thank you! (u undoes the last label.)")
-        st.button("Undo last", key="btn_undo", shortcut="u", on_click=do_undo, args=(lab,))
+        st.button("Undo last", key="btn_undo", shortcut="u", on_click=do_undo)
         return
     pid = nxt[0]
     view = lab.pair_view(pid)
@@ -179,12 +198,12 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
         st.caption(esc(judge_line(lab, pid, log=False)))
     cols = st.columns(4)
     cols[0].button("Supports", key="btn_yes", shortcut="y", type="primary", width="stretch",
-                   on_click=do_label, args=(lab, pid, 1))
+                   on_click=do_label, args=(pid, 1))
     cols[1].button("Does not support", key="btn_no", shortcut="n", width="stretch",
-                   on_click=do_label, args=(lab, pid, 0))
+                   on_click=do_label, args=(pid, 0))
     cols[2].button("Skip", key="btn_skip", shortcut="s", width="stretch",
-                   on_click=do_label, args=(lab, pid, SKIP))
-    cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch", on_click=do_undo, args=(lab,))
+                   on_click=do_label, args=(pid, SKIP))
+    cols[3].button("Undo", key="btn_undo", shortcut="u", width="stretch", on_click=do_undo)
     extra = st.columns([1, 3])
     ref = widget_ref(pid)
     extra[0].checkbox("Unsure", key=f"unsure_{ref}")
@@ -303,6 +322,7 @@ def main() -> None:
     from berds_core.runtime.mode import lab_mode
     from studio_ui.annotate_admin import admin_panel, quick_start
 
+    pending = st.session_state.pop("ann_pending", None)  # a decision sent by a button in this run
     st.title("Annotate")
     store = page_store("ann", must_exist=False)
     if store is None:
@@ -312,6 +332,7 @@ def main() -> None:
                   type="primary", on_click=start_demo_now,
                   help=f"Opens a ready task set of the built-in demo as '{DEMO_GUEST}'; or give your own name below.")
     lab = lab_for_page(store)
+    apply_pending(lab, pending)
     ensure_demo_task_set(lab)
     account_bar(lab)
     other = (st.query_params.get("annotator") or "").strip()

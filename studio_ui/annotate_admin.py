@@ -237,7 +237,8 @@ def admin_panel(lab: Lab) -> None:
     if not lab.allowed("import"):
         return
     with st.expander("Admin: import pairs, build task sets, guidelines, exports", expanded=False):
-        tabs = st.tabs(["Import pairs", "Build a task set", "Guidelines", "Exports"])
+        tabs = st.tabs(["Import pairs", "Build a task set", "Guidelines", "Exports"], key="ann_admin_tab",
+                       on_change="rerun")
         with tabs[0]:
             import_tab(lab)
         with tabs[1]:
@@ -245,4 +246,5 @@ def admin_panel(lab: Lab) -> None:
         with tabs[2]:
             guidelines_tab(lab)
         with tabs[3]:
-            exports_tab(lab)
+            if tabs[3].open:  # every label and pair is read for the downloads: only when the tab is open
+                exports_tab(lab)

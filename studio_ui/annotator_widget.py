@@ -92,14 +92,18 @@ def keyboard_annotator(lab: Lab, task: str | None, *, gate: Callable[[], bool], 
     nonce = nonces[scope]
     key = f"ann_widget_{nonce}"
     refs, _ = _refs()
-    applied = apply_events(lab, _outbox(ss.get(key)), refs.get)
+    acked = ss.setdefault("ann_acked", {}).setdefault(nonce, set())  # what this page was told is stored
+    if len(acked) > 5000:  # forgotten ones go to the store again, which stores each event once
+        acked.clear()
+    applied = apply_events(lab, _outbox(ss.get(key)), refs.get, acked)
+    acked.update(applied.acked)
     if applied.last:
         ss["ann_last"] = {"pair": applied.last[0], "value": applied.last[1]}
     is_open = bool(gate())
     nxt = lab.next_pairs(PREFETCH + 1, task) if is_open else []
     pairs = []
-    for pid in nxt[:PREFETCH]:
-        view = {"ref": ref_of(pid), **lab.pair_view(pid)}
+    for pid, seen in zip(nxt[:PREFETCH], lab.pair_views(nxt[:PREFETCH])):
+        view = {"ref": ref_of(pid), **seen}
         if show_judge:
             view["judge"] = judge_line(lab, pid, log=False)
         pairs.append(view)

@@ -354,7 +354,7 @@ def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
     actor = current_actor(store, ask_name=ask_name)
     if actor is None:
         st.stop()
-    return Lab(store, actor)
+    return Lab(store, actor, per_request=True)  # one page run: the actor's round is read once
 
 
 __all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate", "signed_in",

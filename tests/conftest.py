@@ -21,6 +21,17 @@ def _isolated_cache(tmp_path_factory):
         os.environ["BERDS_CACHE"] = old
 
 
+@pytest.fixture()
+def annotation_db_path(tmp_path, monkeypatch):
+    """Where the lab pages find their database in this test (``BERDS_ANNOTATIONS_DB``, open mode, no extra
+    data roots); the file is not created."""
+    path = tmp_path / "ann.db"
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(path))
+    monkeypatch.delenv("BERDS_AUTH", raising=False)
+    monkeypatch.delenv("BERDS_DATA_ROOTS", raising=False)
+    return path
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _no_background_jobs_across_modules():
     """App tests start the warm-up worker (it loads models); stop what it still runs when their

@@ -14,11 +14,8 @@ PASSWORD = "a long enough password"
 
 
 @pytest.fixture()
-def db(tmp_path, monkeypatch):
-    path = tmp_path / "ann.db"
-    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(path))
-    monkeypatch.delenv("BERDS_AUTH", raising=False)
-    monkeypatch.delenv("BERDS_DATA_ROOTS", raising=False)
+def db(annotation_db_path):
+    path = annotation_db_path
     with Store(path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i} {EVIL}", f"perspective {i}",
                           subset="kialo" if i < 3 else "arguana", question_id=f"q{i}", title=f"Title {i}")
@@ -256,8 +253,12 @@ def test_exports_on_both_pages_hold_no_secrets(db):
     with Store(db) as s:
         Accounts(s).add("alice", "annotator", PASSWORD)
     at = _annotate()
-    keys = {b.proto.id for b in at.get("download_button")}
-    assert keys  # downloads exist on Annotate
+    assert not at.get("download_button")  # nothing read for downloads until asked for (not on every keypress)
+    at.session_state["ann_admin_tab"] = "Exports"
+    at.session_state["ann_mine"] = True
+    at.run()
+    keys = {b.proto.label for b in at.get("download_button")}
+    assert "Download my labels (CSV)" in keys and "CSV" in keys  # downloads exist on Annotate, once opened
     at2 = AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=60).run()
     labels = [b for b in at2.get("download_button") if "Labels (CSV)" in b.proto.label]
     assert labels and len(at2.get("download_button")) >= 5

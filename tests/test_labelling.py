@@ -55,3 +55,24 @@ def test_bad_or_forbidden_events_are_rejected_alone(lab):
     assert lab.store.get_label("other", "p3") is None and lab.store.get_label("ann", "p3") is None
     assert lab.store.audit_log(refused_only=True)[-1]["target"] == "p3"
     assert apply_events(lab, {"not": "a list"}, REFS.get).acked == []
+
+
+def test_a_page_that_remembers_its_acknowledgements_resends_without_a_read(lab):
+    """The Annotate page passes the ids it was told are stored: a resent outbox is acknowledged from that
+    memory (no statement at all), and an event stored but not remembered goes to the store, which keeps it once."""
+    box = [ev("m-1", "label", "ra", 1), ev("m-2", "label", "rb", 0)]
+    acked: set[str] = set()
+    res = apply_events(lab, box, REFS.get, acked)
+    acked.update(res.acked)
+    assert acked == {"m-1", "m-2"}
+    seen: list[str] = []
+    lab.store.set_trace(seen.append)
+    try:
+        res = apply_events(lab, box, REFS.get, acked)
+    finally:
+        lab.store.set_trace(None)
+    assert res.acked == ["m-1", "m-2"] and res.last is None and seen == []
+    res = apply_events(lab, box + [ev("m-3", "undo")], REFS.get, {"m-2"})  # m-1 forgotten: stored once all the same
+    assert res.acked == ["m-1", "m-2", "m-3"] and res.undone == ["p1"]
+    hist = lab.store.history("ann")
+    assert [h["kind"] for h in hist] == ["label", "label", "undo"] and lab.store.get_label("ann", "p0").label == 1

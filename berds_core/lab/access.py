@@ -78,9 +78,14 @@ class Actor:
 class Lab:
     """The annotation store as ``actor`` may use it."""
 
-    def __init__(self, store: Store, actor: Actor):
+    def __init__(self, store: Store, actor: Actor, *, per_request: bool = False):
+        """``per_request``: this Lab serves one request (a page run): the actor's round is read once
+        (:meth:`round`) and every call of the request reads that view, which the request's own writes update.
+        Otherwise each call reads the round afresh (a long-lived Lab: scripts, simulations, tests)."""
         self.store = store
         self.actor = actor
+        self.per_request = per_request
+        self._view: rounds.RoundView | None = None
 
     # ---- checks ----
 
@@ -97,12 +102,18 @@ class Lab:
         if not self.allowed(permission):
             self._deny(permission, target, what or permission.replace("_", " "))
 
-    def _own_or_reviewer(self, pair_id: str, action: str) -> None:
+    def _own_or_reviewer(self, pair_id: str, action: str, *, checked_later: bool = False, view=None) -> None:
+        """Annotators: the pair must be in their own queue (refused and logged otherwise). Reviewers and admins:
+        the pair must exist (``checked_later``: the store's next read or write of it refuses a missing pair)."""
         if self.allowed("see_all_labels"):
-            if not self.store.has_pair(pair_id):
+            if not checked_later and not self.store.has_pair(pair_id):
                 raise StoreError(f"no pair with id {pair_id!r}")
             return
-        if not self.store.is_assigned(self.actor.name, pair_id):
+        if view is not None or self.per_request:
+            assigned = bool((view or self.round()).sets_of(str(pair_id)))
+        else:
+            assigned = self.store.is_assigned(self.actor.name, pair_id)
+        if not assigned:
             self._deny(action, pair_id, "open a pair outside their own queue")
 
     def require_self(self, annotator: str | None) -> None:
@@ -112,7 +123,20 @@ class Lab:
 
     # ---- annotating ----
 
+    def round(self) -> rounds.RoundView:
+        """The actor's round (:class:`~berds_core.lab.round_view.RoundView`): read once per request when
+        ``per_request``, else afresh."""
+        if self._view is None or not self.per_request:
+            self._view = rounds.read(self.store, self.actor.name)
+        return self._view
+
+    def _changed(self) -> None:
+        """A write this view cannot follow (a qualification answer, a pause, a task set): read again."""
+        self._view = None
+
     def task_sets(self) -> list[str]:
+        if self.per_request:
+            return list(self.round().sets)
         return self.store.task_sets(self.actor.name)
 
     def queue(self, task_set: str | None = None) -> list[str]:
@@ -120,15 +144,15 @@ class Lab:
 
     def progress(self, task_set: str | None = None) -> dict:
         """Done / total / left of the actor's queue (gold checks still to come counted, not told apart)."""
-        return rounds.progress(self.store, self.actor.name, task_set)
+        return rounds.progress(self.store, self.actor.name, task_set, view=self.round())
 
     def next_pairs(self, n: int = 1, task_set: str | None = None) -> list[str]:
         """The next undecided pairs of the actor's open task sets (qualified, not paused; checks placed)."""
-        return rounds.next_pairs(self.store, self.actor.name, n, task_set)
+        return rounds.next_pairs(self.store, self.actor.name, n, task_set, view=self.round())
 
     def round_states(self, task_set: str | None = None) -> list[dict]:
         """``[{task_set, state, message}]`` of the actor's own task sets (open, qualify, failed, paused)."""
-        return rounds.states(self.store, self.actor.name, task_set)
+        return rounds.states(self.store, self.actor.name, task_set, view=self.round())
 
     def qualification_next(self, task_set: str) -> dict | None:
         """The actor's next qualification pair: what they see of it, plus its place in the attempt."""
@@ -149,6 +173,7 @@ class Lab:
         if task_set not in self.task_sets():
             self._deny("qualification", task_set, "take the qualification of a task set that is not theirs")
         res = qualification.answer(self.store, task_set, self.actor.name, attempt, position, label, time_ms=time_ms)
+        self._changed()
         if res["items"]:
             views = []
             for it in res["items"]:
@@ -160,42 +185,59 @@ class Lab:
 
     def pair_view(self, pair_id: str) -> dict:
         """What an annotator sees of a pair: question, title, passage, perspective (no ids, no judge)."""
-        self._own_or_reviewer(pair_id, "pair.view")
-        p = self.store.pair(pair_id)
-        return {"question": p.question, "title": p.title or "", "document": p.document, "perspective": p.perspective}
+        return self.pair_views([pair_id])[0]
+
+    def pair_views(self, pair_ids: list[str]) -> list[dict]:
+        """:meth:`pair_view` of several pairs, read in one statement."""
+        pair_ids = [str(p) for p in pair_ids]
+        for pid in pair_ids:
+            self._own_or_reviewer(pid, "pair.view", checked_later=True)
+        got = {p.pair_id: p for p in self.store.pairs(pair_ids)}
+        missing = [pid for pid in pair_ids if pid not in got]
+        if missing:
+            raise StoreError(f"no pair with id {missing[0]!r}")
+        return [{"question": p.question, "title": p.title or "", "document": p.document, "perspective": p.perspective}
+                for p in (got[pid] for pid in pair_ids)]
 
     def judge_seen(self, pair_id: str) -> bool:
         """Whether this actor was shown a judge answer for the pair (then a relabel records it)."""
-        rows = self.store.query("SELECT 1 FROM audit WHERE actor = ? AND action = 'judge.view' AND target = ? "
-                                "AND allowed = 1 LIMIT 1", (self.actor.name, str(pair_id)))
-        return bool(rows)
+        return str(pair_id) in self.round().judge_seen
 
     def label(self, pair_id: str, value, *, unsure: bool = False, note: str | None = None,
               time_ms: int | None = None, judge_visible: bool | None = None, client_id: str | None = None) -> int:
         """Label a pair of the actor's own queue (reviewers and admins: any pair)."""
-        self._own_or_reviewer(pair_id, "label")
+        pair_id = str(pair_id)
+        view = self.round()  # this request's view (a long-lived Lab reads it now)
+        self._own_or_reviewer(pair_id, "label", checked_later=True, view=view)
         if isinstance(note, str) and len(note) > MAX_NOTE:
             note = note[:MAX_NOTE]  # whatever the page sent: the keyboard path's cap, on the server
-        why = rounds.refusal(self.store, self.actor.name, pair_id)
+        why = view.refusal(pair_id)
         if why and not (client_id is not None and self.store.applied_client_ids([client_id])):
             raise StoreError(f"{why}; this decision was not saved")
-        seen = bool(judge_visible) or self.judge_seen(pair_id)
+        seen = bool(judge_visible) or pair_id in view.judge_seen
         event = self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
                                  judge_visible=seen, client_id=client_id)
-        rounds.after_label(self.store, self.actor.name, pair_id)
+        view.decide(pair_id, value == SKIP)
+        rounds.after_label(self.store, self.actor.name, pair_id, view=view)
         return event
 
     def undo(self, client_id: str | None = None) -> str | None:
         """Undo the actor's latest decision; refused while every task set giving them that pair is closed
         (paused, or waiting for a qualification): nothing is taken back from a closed queue. A gold check's
         score keeps its first answer whatever is undone (:func:`berds_core.lab.checks.check_answers`)."""
-        if client_id is not None and self.store.applied_client_ids([client_id]):
-            return None
         pid = self.store.last_undoable(self.actor.name)
-        why = rounds.refusal(self.store, self.actor.name, pid) if pid is not None else None
+        view = self.round()
+        why = view.refusal(pid) if pid is not None else None
         if why:
+            if client_id is not None and self.store.applied_client_ids([client_id]):
+                return None  # a resent undo, stored before the queue closed
             raise StoreError(f"{why}; nothing was undone")
-        return self.store.undo(self.actor.name, client_id=client_id)
+        pid, restored = self.store.undo_restoring(self.actor.name, client_id=client_id)
+        if restored is None:
+            view.undecide(pid)
+        elif pid is not None:
+            view.decide(pid, bool(restored.get("skipped")))
+        return pid
 
     def labels(self, annotator: str | None = None, *, include_skips: bool = True):
         """Labels: annotators get only their own (asking for anyone else's is refused and logged)."""
@@ -224,12 +266,16 @@ class Lab:
                 out.append(("judge", p.judge_prob, int(p.judge_prob >= 0.5)))
         if log:
             self.store.audit(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
+            if self._view is not None:
+                self._view.judge_seen.add(str(pair_id))
         return out
 
     # ---- guidelines ----
 
     def guidelines(self) -> dict:
         """``{"text": markdown, "definitions": {"1": ..., "0": ..., "skip": ...}}`` of the project."""
+        if self.per_request:
+            return self.round().guidelines(DEFAULT_DEFINITIONS)
         defs = dict(DEFAULT_DEFINITIONS)
         defs.update(self.store.setting("label_definitions", {}) or {})
         return {"text": self.store.setting("guidelines", "") or "", "definitions": defs}
@@ -241,6 +287,7 @@ class Lab:
         if definitions is not None:
             clean = {k: str(v).strip() for k, v in definitions.items() if k in ("1", "0", SKIP) and str(v).strip()}
             self.store.set_setting("label_definitions", clean, by=self.actor.name)
+        self._changed()
         self.store.audit(self.actor.name, self.actor.role, "edit_guidelines", "guidelines", allowed=True)
         return self.guidelines()
 
@@ -259,6 +306,7 @@ class Lab:
     def adjudicate(self, pair_id: str, label: int, note: str | None = None) -> None:
         self.require("adjudicate", pair_id)
         self.store.adjudicate(pair_id, label, self.actor.name, note)
+        self._changed()
         self.store.audit(self.actor.name, self.actor.role, "adjudicate", str(pair_id), allowed=True)
 
     def reliability_report(self, **kw) -> dict:
@@ -288,6 +336,7 @@ class Lab:
     def set_round_controls(self, task_set: str, **changes) -> controls.RoundControls:
         self.require("run_round", task_set, what="change a round's quality controls")
         new = controls.set_controls(self.store, task_set, by=self.actor.name, **changes)
+        self._changed()
         self.store.audit(self.actor.name, self.actor.role, "round.controls", task_set, allowed=True,
                          detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
         return new
@@ -295,21 +344,25 @@ class Lab:
     def pause(self, task_set: str, annotator: str, note: str | None = None) -> int | None:
         """The lead pauses an annotator's queue in a task set (None when it is paused already)."""
         self.require("run_round", f"{task_set}/{annotator}", what="pause a queue")
+        self._changed()
         return checks.pause(self.store, task_set, annotator, reason="lead", by=self.actor.name,
                             lead_message=f"{annotator}: paused by {self.actor.name} in {task_set}"
                                          + (f" ({note})" if note else ""))
 
     def resume(self, task_set: str, annotator: str, note: str | None = None) -> bool:
         self.require("run_round", f"{task_set}/{annotator}", what="resume a queue")
+        self._changed()
         return checks.resume(self.store, task_set, annotator, self.actor.name, note)
 
     def allow_retry(self, task_set: str, annotator: str) -> bool:
         self.require("run_round", f"{task_set}/{annotator}", what="allow another qualification attempt")
+        self._changed()
         return qualification.allow_retry(self.store, task_set, annotator, self.actor.name)
 
     def add_check_answers(self, answers: dict[str, int]) -> int:
         """Answers the lead typed for pairs: they join the gold checks' pool."""
         self.require("run_round", "check answers", what="add answers for gold checks")
+        self._changed()
         return checks.add_typed_answers(self.store, answers, self.actor.name)
 
     # ---- admin ----
@@ -319,6 +372,7 @@ class Lab:
         self.require("import", shown_as or str(path))
 
         res = import_pairs_tsv(self.store, path, annotator, task_set, labels_as=labels_as, shown_as=shown_as)
+        self._changed()
         self.store.audit(self.actor.name, self.actor.role, "import", shown_as or str(path), allowed=True,
                          detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
         return res
@@ -328,6 +382,7 @@ class Lab:
         self.require("build_task_set", spec.name)
 
         res = build_task_set(self.store, candidates, spec, **kw)
+        self._changed()
         self.store.audit(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
                          detail=f"pairs={res['pairs']}")
         return res

@@ -433,7 +433,8 @@ class Accounts:
         if not token:
             return None
         h = _token_hash(token)
-        rows = self.store.query("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid "
+        rows = self.store.query("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid, "
+                                "u.name, u.role, u.active, u.created_at, u.last_login "
                                 "FROM sessions s LEFT JOIN users u ON u.name = s.user WHERE s.token_hash = ?", (h,))
         if not rows:
             return None
@@ -444,9 +445,9 @@ class Accounts:
             return None
         if not r["uid"] or r["uid"] != r["user_uid"]:  # another user row under the same name: not this session's
             return None
-        user = self.get(r["user"])
-        if user is None or not user.active:
+        if r["name"] is None or not r["active"]:  # the user row, read with the session
             return None
+        user = User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
         if now - r["last_seen"] > 60:
             with self.store.transaction() as c:
                 c.execute("UPDATE sessions SET last_seen = ? WHERE token_hash = ?", (now, h))

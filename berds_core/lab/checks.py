@@ -84,8 +84,7 @@ def prob_below(floor: float, correct: int, n: int) -> float:
 
 def known_answers(store) -> dict[str, tuple[int, str]]:
     """``{pair_id: (0/1, source)}``: reference labels, overridden by adjudicated gold (source ``adjudicated``)."""
-    out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference")
-           for r in store.query("SELECT pair_id, label, source FROM reference_labels")}
+    out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference") for r in store.reference_label_rows()}
     out.update({pid: (int(lab), "adjudicated") for pid, lab in store.gold().items()})
     return out
 
@@ -103,22 +102,14 @@ def unseen_answers(store, annotator: str) -> dict[str, int]:
 
 def judged_pairs(store, pair_ids) -> set[str]:
     """The pairs of ``pair_ids`` for which a judge answer is stored (what "reveal the judge" would show)."""
-    ids, out = sorted({str(p) for p in pair_ids}), set()
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        marks = ", ".join("?" * len(chunk))
-        out.update(r[0] for r in store.query(f"SELECT pair_id FROM judge_preds WHERE pair_id IN ({marks}) UNION "
-                                             f"SELECT pair_id FROM pairs WHERE judge_prob IS NOT NULL AND pair_id IN "
-                                             f"({marks})", chunk + chunk))
-    return out
+    return store.judged_among(pair_ids)
 
 
 def same_reveal(store, task_set: str, annotator: str, pool: dict[str, int]) -> dict[str, int]:
     """The part of ``pool`` whose judge reveal looks like that of most of the annotator's task pairs (a judge
     answer stored, or none): revealing the judge after deciding never tells a check apart. Falls back to the
     whole pool when that part is empty (the round's report then shows the slots it fills)."""
-    tasks = [r[0] for r in store.query("SELECT pair_id FROM assignments WHERE task_set = ? AND annotator = ? AND "
-                                       "kind != 'check'", (task_set, annotator))]
+    tasks = store.task_pairs(task_set, annotator)
     if not tasks or not pool:
         return pool
     judged = judged_pairs(store, list(pool) + tasks)
@@ -129,10 +120,7 @@ def same_reveal(store, task_set: str, annotator: str, pool: dict[str, int]) -> d
 
 def seen_pairs(store, annotator: str) -> set[str]:
     """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
-    rows = store.query("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
-                       "WHERE annotator = ? UNION SELECT pair_id FROM qualification WHERE annotator = ?",
-                       (annotator, annotator, annotator))
-    return {r[0] for r in rows}
+    return store.pairs_seen_by(annotator)
 
 
 CLASS_BLOCK = 6  # checks' classes: each run of 6 consecutive slots holds 3 of each class, in random order
@@ -188,71 +176,78 @@ def slot_points(c: RoundControls, task_set: str, annotator: str, upto: int) -> l
         out.append(t)
 
 
-def _queue_rows(store, task_set: str, annotator: str) -> list:
-    return store.query("SELECT pair_id, kind, position FROM assignments WHERE task_set = ? AND annotator = ? "
-                       "ORDER BY position", (task_set, annotator))
+def due_slots(kinds: list[tuple[str, str]], decided, points: list[int], done_slots, lookahead: int
+               ) -> tuple[list[tuple[int, int]], int | None]:
+    """The check slots to fill or mark now, ``[(k, T_k)]``, and how many other items the annotator has passed
+    (None: none undecided). ``kinds``: ``[(pair, kind)]`` of the queue in order; ``decided``: the pairs they
+    decided; ``done_slots``: the slots filled, dry or missed already."""
+    nc, passed, horizon, undecided_seen = 0, None, None, 0
+    n_other = sum(kind != "check" for _, kind in kinds)
+    horizon = n_other
+    for pid, kind in kinds:
+        if pid not in decided:
+            if passed is None:
+                passed = nc
+            undecided_seen += 1
+        if kind != "check":
+            nc += 1
+        if undecided_seen >= lookahead:
+            horizon = nc
+            break
+    due = []
+    for k, t in enumerate(points, start=1):
+        if k in done_slots:
+            continue
+        if t > horizon:
+            break
+        due.append((k, t))
+    return due, passed
 
 
-def _decided(store, annotator: str) -> set[str]:
-    return {r[0] for r in store.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
-
-
-def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6) -> int:
+def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, view=None) -> int:
     """Fill the check slots the annotator reaches within their next ``lookahead`` undecided items.
 
     One transaction (two tabs of one annotator never fill a slot twice). Returns how many checks
-    were placed now.
+    were placed now. With a request's ``view`` (:class:`~berds_core.lab.round_view.RoundView`), nothing is
+    read when the view shows no slot to fill, and the view gets the queue the transaction left.
     """
-    c = get_controls(store, task_set)
+    c = view.controls(task_set) if view is not None else get_controls(store, task_set)
     if not c.checks_on:
         return 0
+    if view is not None:
+        kinds = view.rows.get(task_set, [])
+        points = slot_points(c, task_set, annotator, sum(kind != "check" for _, kind in kinds))
+        if not due_slots(kinds, view.decided, points, view.slots.get(task_set, set()), lookahead)[0]:
+            return 0
     placed = 0
-    with store.batch() as conn:
-        rows = _queue_rows(store, task_set, annotator)
+    with store.batch():
+        rows = store.queue_rows(task_set, annotator)
         n_other = sum(r["kind"] != "check" for r in rows)
         points = slot_points(c, task_set, annotator, n_other)
-        done_slots = {r[0] for r in conn.execute("SELECT k FROM check_slots WHERE task_set = ? AND annotator = ?",
-                                                  (task_set, annotator))}
+        done_slots = store.slots_done(task_set, annotator)
         if len(done_slots) >= len(points):
             return 0
-        decided = _decided(store, annotator)
-        nc, passed, horizon, undecided_seen = 0, None, n_other, 0
-        for r in rows:
-            if r["pair_id"] not in decided:
-                if passed is None:
-                    passed = nc
-                undecided_seen += 1
-            if r["kind"] != "check":
-                nc += 1
-            if undecided_seen >= lookahead:
-                horizon = nc
-                break
+        decided = store.decided_by(annotator)
+        due, passed = due_slots([(r["pair_id"], r["kind"]) for r in rows], decided, points, done_slots, lookahead)
         pool = None
-        for k, t in enumerate(points, start=1):
-            if k in done_slots:
-                continue
-            if t > horizon:
-                break
+        for k, t in due:
             now = store.now()
             if passed is None or t < passed:  # the annotator is past this point already
-                conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'missed', ?)", (task_set, annotator, k, now))
+                store.mark_slot(task_set, annotator, k, "missed", now)
                 continue
             if pool is None:
                 pool = same_reveal(store, task_set, annotator, unseen_answers(store, annotator))
             pid = draw_balanced(pool, rng_for(c.seed, "pair", task_set, annotator, k),
                                 slot_class(c.seed, task_set, annotator, k))
             if pid is None:
-                conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, 'dry', ?)", (task_set, annotator, k, now))
+                store.mark_slot(task_set, annotator, k, "dry", now)
                 continue
             pool.pop(pid)
-            pos = conn.execute("SELECT position FROM assignments WHERE task_set = ? AND annotator = ? AND kind != 'check' "
-                               "ORDER BY position LIMIT 1 OFFSET ?", (task_set, annotator, t - 1)).fetchone()[0] + 1
-            conn.execute("UPDATE assignments SET position = position + 1 WHERE task_set = ? AND annotator = ? "
-                         "AND position >= ?", (task_set, annotator, pos))
-            conn.execute("INSERT INTO assignments (task_set, pair_id, annotator, position, kind) "
-                         "VALUES (?, ?, ?, ?, 'check')", (task_set, pid, annotator, pos))
-            conn.execute("INSERT INTO check_slots VALUES (?, ?, ?, ?, 'placed', ?)", (task_set, annotator, k, pid, now))
+            store.place_check(task_set, annotator, k, pid, t, now)
             placed += 1
+        if view is not None:  # what this transaction left, read inside it
+            view.set_queue(store.round_queue(annotator))
+            view.slots[task_set] = done_slots | {k for k, _ in due}
     return placed
 
 
@@ -261,17 +256,15 @@ def pending_slots(store, annotator: str, task_set: str) -> int:
     c = get_controls(store, task_set)
     if not c.checks_on:
         return 0
-    rows = _queue_rows(store, task_set, annotator)
+    rows = store.queue_rows(task_set, annotator)
     points = slot_points(c, task_set, annotator, sum(r["kind"] != "check" for r in rows))
-    done = store.query("SELECT COUNT(*) FROM check_slots WHERE task_set = ? AND annotator = ?", (task_set, annotator))
-    return max(0, len(points) - done[0][0])
+    return max(0, len(points) - store.slot_count(task_set, annotator))
 
 
 def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]]:
     """``{annotator: {placed, dry, missed}}`` of the check slots (one task set, or all)."""
-    sql = "SELECT annotator, state, COUNT(*) FROM check_slots" + (" WHERE task_set = ?" if task_set else "")
     out: dict[str, dict[str, int]] = defaultdict(lambda: {"placed": 0, "dry": 0, "missed": 0})
-    for a, state, n in store.query(sql + " GROUP BY annotator, state", (task_set,) if task_set else ()):
+    for a, state, n in store.slot_state_counts(task_set):
         out[a][state] = n
     return dict(out)
 
@@ -288,25 +281,8 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
     known answer are left out. Reads only this annotator's check rows (an index finds each first
     answer), so the work after a label does not grow with the number of reference labels.
     """
-    sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
-           "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
-           "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
-           "COALESCE(g.label, r.label) AS expected FROM assignments a "
-           "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = a.annotator "
-           "AND x.pair_id = a.pair_id AND x.kind = 'label') "
-           "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
-           "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
-           "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
-           "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
-    params: list = []
-    if annotator is not None:
-        sql += " AND a.annotator = ?"
-        params.append(annotator)
-    if task_set is not None:
-        sql += " AND a.task_set = ?"
-        params.append(task_set)
     out, seen = [], set()
-    for r in store.query(sql + " ORDER BY seq, at, a.annotator", params):
+    for r in store.check_answer_rows(annotator, task_set):
         key = (r["task_set"], r["annotator"], r["pair_id"])
         if key in seen:
             continue
@@ -342,67 +318,58 @@ def check_scores(store, task_set: str | None = None) -> dict[str, dict]:
 
 
 def open_pause(store, task_set: str, annotator: str) -> dict | None:
-    rows = store.query("SELECT * FROM pauses WHERE task_set = ? AND annotator = ? AND resumed_at IS NULL "
-                       "ORDER BY id DESC LIMIT 1", (task_set, annotator))
-    return dict(rows[0]) if rows else None
+    return store.open_pause(task_set, annotator)
 
 
 def pauses(store, *, open_only: bool = False, annotator: str | None = None) -> list[dict]:
-    sql, cond, params = "SELECT * FROM pauses", [], []
-    if open_only:
-        cond.append("resumed_at IS NULL")
-    if annotator is not None:
-        cond.append("annotator = ?")
-        params.append(annotator)
-    if cond:
-        sql += " WHERE " + " AND ".join(cond)
-    return [dict(r) for r in store.query(sql + " ORDER BY id", params)]
+    return store.pause_rows(open_only=open_only, annotator=annotator)
 
 
 def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: str, by: str | None = None,
           accuracy: float | None = None, checks: int | None = None) -> int | None:
     """Pause an annotator's queue in a task set (None when it is paused already). Nothing is deleted; the
     annotator is shown :data:`ANNOTATOR_MESSAGE`, the lead ``lead_message``."""
-    with store.batch() as conn:
+    with store.batch():
         if open_pause(store, task_set, annotator):
             return None
-        cur = conn.execute("INSERT INTO pauses (task_set, annotator, at, reason, message, lead_message, accuracy, checks) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (task_set, annotator, store.now(), reason, ANNOTATOR_MESSAGE, lead_message, accuracy,
-                            checks))
+        pause_id = store.add_pause(task_set, annotator, reason=reason, message=ANNOTATOR_MESSAGE,
+                                   lead_message=lead_message, accuracy=accuracy, checks=checks)
         store.audit(by or reason, None, "pause", f"{task_set}/{annotator}", allowed=True, detail=lead_message)
     log.warning("paused %s in %s: %s", annotator, task_set, lead_message)
-    return cur.lastrowid
+    return pause_id
 
 
 def resume(store, task_set: str, annotator: str, by: str, note: str | None = None) -> bool:
     """Reopen a paused queue (the floor then counts checks answered from now on); False when not paused."""
-    with store.batch() as conn:
+    with store.batch():
         p = open_pause(store, task_set, annotator)
         if p is None:
             return False
-        conn.execute("UPDATE pauses SET resumed_at = ?, resumed_by = ?, resume_note = ? WHERE id = ?",
-                     (store.now(), by, note, p["id"]))
+        store.end_pause(p["id"], by, note)
         store.audit(by, None, "resume", f"{task_set}/{annotator}", allowed=True, detail=note)
     return True
 
 
 def last_resume(store, task_set: str, annotator: str) -> str | None:
-    rows = store.query("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?", (task_set, annotator))
-    return rows[0][0]
+    return store.last_resume(task_set, annotator)
 
 
 def _pct(x) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
-def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
+def evaluate_floor(store, task_set: str, annotator: str, *, view=None) -> int | None:
     """Pause the annotator's queue in ``task_set`` when their checks since the last resume fall below the
-    floor (after ``check_min`` of them). Returns the pause id, or None."""
-    c = get_controls(store, task_set)
-    if c.check_floor is None or open_pause(store, task_set, annotator):
+    floor (after ``check_min`` of them). Returns the pause id, or None. A request's ``view`` gives the controls,
+    the open pause and the last resume it read (the pause itself checks again in its transaction)."""
+    if view is not None:
+        c, paused, since = view.controls(task_set), task_set in view.pauses, view.resumed.get(task_set)
+    else:
+        c = get_controls(store, task_set)
+        paused = c.check_floor is not None and open_pause(store, task_set, annotator) is not None
+        since = None if c.check_floor is None or paused else last_resume(store, task_set, annotator)
+    if c.check_floor is None or paused:
         return None
-    since = last_resume(store, task_set, annotator)
     got = [a for a in check_answers(store, annotator, task_set) if since is None or a["at"] > since]
     s = summarise(got)
     if s["n"] < c.check_min:
@@ -419,15 +386,20 @@ def evaluate_floor(store, task_set: str, annotator: str) -> int | None:
                  checks=s["n"])
 
 
-def after_label(store, annotator: str, pair_id: str) -> list[int]:
-    """After any label: apply the floor of the pair's task set(s) for this annotator. The same work after a
-    task pair as after a check (a label's server time never tells a check apart); a pause can only come
-    from check answers, so after a task pair the floor finds what it found before."""
-    rows = store.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND pair_id = ?",
-                       (annotator, str(pair_id)))
+def after_label(store, annotator: str, pair_id: str, *, view=None) -> list[tuple[str, int]]:
+    """After any label: apply the floor of the pair's task set(s) for this annotator; returns ``[(task set,
+    pause id)]`` of the pauses it made. The same work after a task pair as after a check (a label's server time
+    never tells a check apart); a pause can only come from check answers, so after a task pair the floor finds
+    what it found before. A request's ``view`` says which sets give the pair (and updates with the pauses)."""
+    if view is not None:
+        sets = view.sets_of(str(pair_id))
+    else:
+        sets = store.sets_giving(annotator, pair_id)
     made = []
-    for r in rows:
-        pid = evaluate_floor(store, r[0], annotator)
+    for ts in sets:
+        pid = evaluate_floor(store, ts, annotator, view=view)
         if pid is not None:
-            made.append(pid)
+            made.append((ts, pid))
+            if view is not None:
+                view.paused(ts, pid)
     return made

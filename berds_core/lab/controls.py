@@ -98,7 +98,12 @@ def _coerce(values: dict) -> dict:
 
 def get_controls(store, task_set: str) -> RoundControls:
     """The task set's controls (defaults when none were set: no checks, no qualification)."""
-    raw = store.setting(PREFIX + task_set, None) or {}
+    return controls_of(store.setting(PREFIX + task_set, None))
+
+
+def controls_of(raw: dict | None) -> RoundControls:
+    """The controls stored as ``raw`` (the setting's value; None: the defaults)."""
+    raw = raw or {}
     return RoundControls(**_coerce({k: v for k, v in raw.items() if k in _FIELDS}))
 
 

@@ -325,6 +325,12 @@ class Database:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
+    def set_trace(self, callback) -> None:
+        """Call ``callback(sql)`` for every statement this connection executes (``None``: stop); what the
+        lab's statement counts (tests, benches) are measured with (``sqlite3.Connection.set_trace_callback``)."""
+        with self._lock:
+            self._conn.set_trace_callback(callback)
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -85,8 +85,8 @@ def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> d
                                               (task_set,) if task_set else ())})
     queues = {}
     for a in names:
-        prog = rounds.progress(store, a, task_set)
-        queues[a] = {**prog, "sets": {s["task_set"]: s["state"] for s in rounds.states(store, a, task_set)}}
+        view = rounds.read(store, a)  # their round, read once for both
+        queues[a] = {**view.progress(task_set), "sets": {s["task_set"]: s["state"] for s in view.states(task_set)}}
     scores = check_scores(store, task_set)
     dry = slot_summary(store, task_set)
     checks = {a: {"answered": s["n"], "failed": s["failed"], "accuracy": s["accuracy"], "ci95": s["ci95"],

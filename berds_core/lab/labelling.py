@@ -61,14 +61,19 @@ def _clean(ev) -> dict:
     return out
 
 
-def apply_events(lab: Lab, events, resolve: Callable[[str], str | None]) -> Applied:
-    """Store ``events`` in order for the signed-in annotator (``Lab.actor`` of ``berds_core.lab.access``); ``resolve(ref)`` gives the pair id of a page reference."""
+def apply_events(lab: Lab, events, resolve: Callable[[str], str | None], acked: set[str] | None = None) -> Applied:
+    """Store ``events`` in order for the signed-in annotator (``Lab.actor`` of ``berds_core.lab.access``); ``resolve(ref)`` gives the pair id of a page reference.
+
+    ``acked``: the event ids this page was told are stored (the page keeps the set and adds ``Applied.acked``
+    to it). With it, those are acknowledged again without a read, and any other event goes to the store, which
+    stores an event id once (a label or undo resent from elsewhere changes nothing); without it, one read first
+    says which events are stored."""
     res = Applied()
     if not isinstance(events, list):
         return res
     events = events[-MAX_EVENTS:]
     cids = [e.get("cid") for e in events if isinstance(e, dict) and isinstance(e.get("cid"), str)]
-    stored = lab.store.applied_client_ids(cids)
+    stored = set(acked) if acked is not None else lab.store.applied_client_ids(cids)
     for raw in events:
         try:
             ev = _clean(raw)

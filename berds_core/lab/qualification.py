@@ -30,27 +30,25 @@ class QualificationError(ValueError):
     """A qualification step that cannot be done (too few pairs with a known answer, nothing to answer...)."""
 
 
-def _results(store, task_set: str, annotator: str) -> list[dict]:
-    return [dict(r) for r in store.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
-                                         "ORDER BY attempt", (task_set, annotator))]
-
-
-def _items(store, task_set: str, annotator: str, attempt: int) -> list[dict]:
-    return [dict(r) for r in store.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
-                                         "attempt = ? ORDER BY position", (task_set, annotator, attempt))]
-
-
-def _latest_attempt(store, task_set: str, annotator: str) -> int:
-    rows = store.query("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
-                       (task_set, annotator))
-    return rows[0][0] or 0
-
-
 def status(store, task_set: str, annotator: str) -> dict:
     """Where an annotator stands: ``state`` is ``open`` (no qualification asked), ``pending`` (an attempt
     is to start), ``in_progress``, ``passed`` or ``failed`` (waiting for the lead)."""
-    c = get_controls(store, task_set)
-    results = _results(store, task_set, annotator)
+    def latest() -> tuple[int, dict | None]:
+        attempt = store.latest_qualification_attempt(task_set, annotator)
+        if not attempt:
+            return 0, None
+        items = store.qualification_items(task_set, annotator, attempt)
+        answered = [i for i in items if i["label"] is not None]
+        return attempt, {"n": len(items), "answered": len(answered), "correct": sum(bool(i["correct"]) for i in answered)}
+
+    return status_of(task_set, annotator, get_controls(store, task_set),
+                     store.qualification_results(task_set, annotator), latest)
+
+
+def status_of(task_set: str, annotator: str, c, results: list[dict], latest) -> dict:
+    """:func:`status` from what was read: the set's controls ``c``, the annotator's ``results`` (rows of
+    ``qualification_results`` by attempt) and ``latest()``, ``(latest attempt or 0, {n, answered, correct} of
+    its items or None)``, called only when needed (a request's round view passes what it read at once)."""
     base = {"task_set": task_set, "annotator": annotator, "required": c.qualification_n > 0,
             "n": c.qualification_n, "pass_mark": c.qualification_pass, "attempts": results}
     if any(r["passed"] for r in results):
@@ -59,16 +57,15 @@ def status(store, task_set: str, annotator: str) -> dict:
                 "answered": best["n"]}
     if c.qualification_n == 0:
         return {**base, "state": "open", "attempt": 0, "correct": 0, "answered": 0}
-    attempt = _latest_attempt(store, task_set, annotator)
+    attempt, items = latest()
     done = {r["attempt"]: r for r in results}
     if attempt and attempt in done:
         last = done[attempt]
         state = "pending" if last["retry_by"] else "failed"
         return {**base, "state": state, "attempt": attempt, "correct": last["correct"], "answered": last["n"]}
-    items = _items(store, task_set, annotator, attempt) if attempt else []
-    answered = [i for i in items if i["label"] is not None]
-    return {**base, "state": "in_progress" if items else "pending", "attempt": attempt,
-            "correct": sum(bool(i["correct"]) for i in answered), "answered": len(answered)}
+    items = items if attempt else None
+    return {**base, "state": "in_progress" if items and items["n"] else "pending", "attempt": attempt,
+            "correct": items["correct"] if items else 0, "answered": items["answered"] if items else 0}
 
 
 def passed(store, task_set: str, annotator: str) -> bool:
@@ -81,13 +78,13 @@ def start_attempt(store, task_set: str, annotator: str) -> int:
     c = get_controls(store, task_set)
     if c.qualification_n < 1:
         raise QualificationError(f"task set {task_set!r} asks for no qualification")
-    with store.batch() as conn:
+    with store.batch():
         st = status(store, task_set, annotator)
         if st["state"] in ("in_progress", "passed", "open"):
             return st["attempt"]
         if st["state"] == "failed":
             raise QualificationError("this qualification was not passed; the lead may allow another attempt")
-        attempt = _latest_attempt(store, task_set, annotator) + 1
+        attempt = store.latest_qualification_attempt(task_set, annotator) + 1
         pool = unseen_answers(store, annotator)
         if len(pool) < c.qualification_n:
             raise QualificationError(f"only {len(pool)} pairs with a known answer are left for {annotator}; the "
@@ -97,8 +94,7 @@ def start_attempt(store, task_set: str, annotator: str) -> int:
         for pos in range(n):
             pid = draw_balanced(pool, rng_for(c.seed, "qual", task_set, annotator, attempt, pos), classes[pos])
             exp = pool.pop(pid)
-            conn.execute("INSERT INTO qualification (task_set, annotator, attempt, position, pair_id, expected) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", (task_set, annotator, attempt, pos, pid, exp))
+            store.add_qualification_item(task_set, annotator, attempt, pos, pid, exp)
     return attempt
 
 
@@ -109,7 +105,7 @@ def next_item(store, task_set: str, annotator: str) -> dict | None:
     if st["state"] in ("open", "passed", "failed"):
         return None
     attempt = start_attempt(store, task_set, annotator)
-    items = _items(store, task_set, annotator, attempt)
+    items = store.qualification_items(task_set, annotator, attempt)
     for i, it in enumerate(items):
         if it["label"] is None:
             return {"attempt": attempt, "position": it["position"], "pair_id": it["pair_id"], "index": i,
@@ -126,29 +122,22 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
         raise QualificationError(f"an answer is 0 or 1, got {label!r}")
     label = int(label)
     c = get_controls(store, task_set)
-    with store.batch() as conn:
-        row = conn.execute("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND attempt = ? AND "
-                           "position = ?", (task_set, annotator, int(attempt), int(position))).fetchone()
+    with store.batch():
+        row = store.qualification_item(task_set, annotator, attempt, position)
         if row is None:
             raise QualificationError("no such qualification item")
         if row["label"] is None:
-            conn.execute("UPDATE qualification SET label = ?, correct = ?, at = ?, time_ms = ? WHERE task_set = ? AND "
-                         "annotator = ? AND attempt = ? AND position = ?",
-                         (label, int(label == row["expected"]), store.now(),
-                          None if time_ms is None else max(0, int(time_ms)), task_set, annotator, int(attempt),
-                          int(position)))
-        items = _items(store, task_set, annotator, int(attempt))
+            store.answer_qualification_item(task_set, annotator, attempt, position, label, label == row["expected"],
+                                            None if time_ms is None else max(0, int(time_ms)))
+        items = store.qualification_items(task_set, annotator, int(attempt))
         done = all(i["label"] is not None for i in items)
         result = None
         if done:
-            got = conn.execute("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? AND attempt = ?",
-                               (task_set, annotator, int(attempt))).fetchone()
+            got = store.qualification_result(task_set, annotator, attempt)
             if got is None:
                 k = sum(bool(i["correct"]) for i in items)
                 ok = k / len(items) >= c.qualification_pass
-                conn.execute("INSERT INTO qualification_results (task_set, annotator, attempt, passed, correct, n, at) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(ok), k, len(items),
-                                                              store.now()))
+                store.add_qualification_result(task_set, annotator, attempt, ok, k, len(items))
                 store.audit("qualification", None, "qualified" if ok else "qualification.failed",
                             f"{task_set}/{annotator}", allowed=True, detail=f"{k} of {len(items)} right")
                 if not ok:
@@ -163,7 +152,7 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
 
 def feedback(store, task_set: str, annotator: str, attempt: int) -> list[dict] | None:
     """Per item of a finished attempt: ``{pair_id, label, expected, correct}`` (None while it is not finished)."""
-    items = _items(store, task_set, annotator, int(attempt))
+    items = store.qualification_items(task_set, annotator, int(attempt))
     if not items or any(i["label"] is None for i in items):
         return None
     return [{"pair_id": i["pair_id"], "label": int(i["label"]), "expected": int(i["expected"]),
@@ -175,9 +164,8 @@ def allow_retry(store, task_set: str, annotator: str, by: str) -> bool:
     st = status(store, task_set, annotator)
     if st["state"] != "failed":
         return False
-    with store.batch() as conn:
-        conn.execute("UPDATE qualification_results SET retry_by = ?, retry_at = ? WHERE task_set = ? AND annotator = ? "
-                     "AND attempt = ?", (by, store.now(), task_set, annotator, st["attempt"]))
+    with store.batch():
+        store.allow_qualification_retry(task_set, annotator, st["attempt"], by)
         store.audit(by, None, "qualification.retry", f"{task_set}/{annotator}", allowed=True)
     return True
 
@@ -186,25 +174,15 @@ def overview(store, task_set: str | None = None) -> list[dict]:
     """One row per (task set asking for qualification, annotator with a queue in it): the :func:`status`."""
     out = []
     for ts in ([task_set] if task_set else store.task_sets()):
-        if get_controls(store, ts).qualification_n < 1 and not _any_items(store, ts):
+        if get_controls(store, ts).qualification_n < 1 and not store.has_qualification_items(ts):
             continue
-        names = [r[0] for r in store.query("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
-                                           (ts,))]
-        out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"} for a in names]
+        out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"} for a in store.set_annotators(ts)]
     return out
-
-
-def _any_items(store, task_set: str) -> bool:
-    return bool(store.query("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
 
 
 def qualification_rows(store, task_set: str | None = None) -> list[dict]:
     """Every qualification answer with its pair and the attempt's outcome (for exports and reviewers)."""
-    sql = ("SELECT q.*, r.passed AS attempt_passed, p.question, p.perspective, p.document, p.title FROM qualification q "
-           "JOIN pairs p ON p.pair_id = q.pair_id LEFT JOIN qualification_results r ON r.task_set = q.task_set AND "
-           "r.annotator = q.annotator AND r.attempt = q.attempt")
-    rows = store.query(sql + (" WHERE q.task_set = ?" if task_set else "") + " ORDER BY q.task_set, q.annotator, "
-                       "q.attempt, q.position", (task_set,) if task_set else ())
+    rows = store.qualification_answer_rows(task_set)
     return [{"task_set": r["task_set"], "annotator": r["annotator"], "attempt": r["attempt"], "item": r["position"] + 1,
              "id": r["pair_id"], "question": r["question"], "perspective": r["perspective"], "document": r["document"],
              "title": r["title"] or "", "expected": r["expected"], "label": "" if r["label"] is None else r["label"],

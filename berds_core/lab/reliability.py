@@ -43,10 +43,15 @@ share of labels under the lead's time floor; drift (that agreement over a
 rolling window of their labels in the order they made them: first, last and the
 change). Also the round's label sets (:func:`label_sets`): majority vote, each
 model's most likely labels, and adjudication.
+
+**Fitted once per change of the labels** (:func:`fitted`): both models are fitted on the labels of one
+version (:meth:`berds_core.lab.store.Store.labels_version`: it moves with every label, skip, undo, import and
+assignment), and kept; a page that reruns with no new label reads one small statement and fits nothing.
 """
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 
@@ -61,6 +66,8 @@ MIN_REDUNDANT = 20  # fewer pairs with two or more labels than this: the estimat
 MIN_LABELS = 10  # fewer model labels than this for an annotator: their competence is flagged
 _MEMO: OrderedDict = OrderedDict()
 _MEMO_SIZE = 8
+_FITS: OrderedDict = OrderedDict()  # (labels version, task set, seed) -> (model labels, {method: Estimate})
+_FITS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -92,6 +99,24 @@ def model_labels(store, task_set: str | None = None) -> list[tuple[str, str, int
             continue
         out.append((lab.pair_id, lab.annotator, int(lab.label)))
     return out
+
+
+def fitted(store, task_set: str | None = None, *, seed: int = 0) -> tuple[list, dict[str, "Estimate"]]:
+    """The model labels (:func:`model_labels`) and each annotator model (:data:`METHODS`) fitted on them:
+    read and fitted once per version of the labels (:meth:`~berds_core.lab.store.Store.labels_version`),
+    then served from memory until a label, skip, undo, import or assignment changes it."""
+    key = (store.labels_version(), task_set, seed)
+    with _FITS_LOCK:
+        if key in _FITS:
+            _FITS.move_to_end(key)
+            return _FITS[key]
+    rows = model_labels(store, task_set)
+    got = (rows, {m: estimate(rows, m, seed=seed) for m in METHODS})
+    with _FITS_LOCK:
+        _FITS[key] = got
+        while len(_FITS) > _MEMO_SIZE:
+            _FITS.popitem(last=False)
+    return got
 
 
 def majority(rows) -> dict[str, dict]:
@@ -243,9 +268,10 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
     """
     if window < 2:
         raise ValueError("the drift window is 2 labels or more")
-    rows = model_labels(store, task_set)
-    est = estimate(rows, method, seed=seed)
-    both = {m: (est if m == method else estimate(rows, m, seed=seed)) for m in METHODS}
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+    rows, both = fitted(store, task_set, seed=seed)
+    est = both[method]
     floor = _time_floor(store, task_set, time_floor_ms)
     by_pair: dict[str, dict[str, int]] = defaultdict(dict)
     for pid, a, lab in rows:
@@ -305,11 +331,10 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
 def label_sets(store, *, task_set: str | None = None, seed: int = 0) -> dict[str, dict]:
     """The round's label sets: ``majority`` (``{pair: {label, share, n}}``), ``mace`` and ``dawid-skene``
     (``{pair: {label, p1, n}}``, each model's most likely label) and ``adjudicated`` (``{pair: 0/1}``)."""
-    rows = model_labels(store, task_set)
+    rows, both = fitted(store, task_set, seed=seed)
     maj = majority(rows)
     out: dict[str, dict] = {"majority": maj}
-    for m in METHODS:
-        est = estimate(rows, m, seed=seed)
+    for m, est in both.items():
         out[m] = {p: {"label": est.labels[p], "p1": est.posterior[p], "n": maj[p]["n"]} for p in est.posterior}
     gold = store.gold()
     out["adjudicated"] = {p: v for p, v in gold.items() if p in maj} if task_set is not None else gold

@@ -8,6 +8,9 @@ connection, the schema and its migrations; :mod:`berds_core.lab.records`: ``Pair
 - :class:`ReferenceLabels`: labels known in advance (calibration, the pool of gold checks);
 - :class:`SettingsAndAudit`: the project's settings (guidelines, label definitions) and the audit log;
 - :class:`TaskSetsAndQueues`: task sets, who labels which pair in which order, what is left;
+- :class:`RoundReads`: what one request reads of an annotator's round (two statements), the labels' version;
+- :class:`~berds_core.lab.round_tables.QualificationTables`: qualification attempts and results;
+- :class:`~berds_core.lab.round_tables.CheckTables`: gold checks placed in queues, their pool, paused queues;
 - :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history;
 - :class:`Adjudication`: the gold label of a pair.
 
@@ -20,6 +23,7 @@ import json
 from typing import Iterable
 
 from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
+from .round_tables import CheckTables, QualificationTables
 from .records import (PAIR_COLS, SKIP, Label, Pair, StoreError, app_version, check_annotator,  # noqa: F401
                       label_of_row, ms_between, pair_of_row, put_label)
 
@@ -230,6 +234,77 @@ class TaskSetsAndQueues(Database):
                 "skipped": sum(mine), "remaining": len(q) - len(mine)}
 
 
+class RoundReads(Database):
+    """What one request reads of an annotator's round, in two statements (:mod:`berds_core.lab.round_view` builds
+    the view the gate, the queue and the progress share), the answered gold checks (what the floor reads after a
+    label), and the labels' version (what an annotator model's fit is cached on)."""
+
+    QUEUE_SQL = ("SELECT a.task_set, a.pair_id, a.kind, a.position, l.skipped FROM assignments a "
+                 "JOIN task_sets t ON t.name = a.task_set LEFT JOIN labels l ON l.pair_id = a.pair_id "
+                 "AND l.annotator = a.annotator WHERE a.annotator = ? ORDER BY t.created_at, t.name, a.position")
+    # one row per fact, tagged: (what, task_set, a, b, c, d, e)
+    STATE_SQL = (
+        "SELECT 'setting', NULL, key, value, NULL, NULL, NULL FROM settings "
+        "WHERE key IN ('guidelines', 'label_definitions') OR key LIKE 'round:%' "
+        "UNION ALL SELECT 'pause', task_set, id, message, NULL, NULL, NULL FROM pauses "
+        "WHERE annotator = :a AND resumed_at IS NULL "
+        "UNION ALL SELECT 'resumed', task_set, MAX(resumed_at), NULL, NULL, NULL, NULL FROM pauses "
+        "WHERE annotator = :a GROUP BY task_set "
+        "UNION ALL SELECT 'qresult', task_set, attempt, passed, correct, n, retry_by FROM qualification_results "
+        "WHERE annotator = :a "
+        "UNION ALL SELECT 'qattempt', task_set, attempt, COUNT(*), SUM(label IS NOT NULL), "
+        "SUM(CASE WHEN label IS NOT NULL AND correct THEN 1 ELSE 0 END), NULL FROM qualification "
+        "WHERE annotator = :a GROUP BY task_set, attempt "
+        "UNION ALL SELECT 'slot', task_set, k, NULL, NULL, NULL, NULL FROM check_slots WHERE annotator = :a "
+        "UNION ALL SELECT 'seen', NULL, target, NULL, NULL, NULL, NULL FROM audit "
+        "WHERE actor = :a AND action = 'judge.view' AND allowed = 1 GROUP BY target")
+
+    def round_queue(self, annotator: str) -> list[tuple]:
+        """``[(task_set, pair_id, kind, position, skipped or None when undecided)]`` of the annotator's
+        assignments, in queue order (task set creation, name, position)."""
+        return [tuple(r) for r in self.query(self.QUEUE_SQL, (annotator,))]
+
+    def round_rows(self, annotator: str) -> dict:
+        """Everything a request reads of the annotator's round: ``queue`` (:meth:`round_queue`) and ``state``,
+        tagged rows of the settings (guidelines, label definitions, each set's round controls), open pauses and
+        last resumes, qualification results and attempts, filled check slots, and the pairs whose judge
+        answer they were shown."""
+        with self._lock:  # no write of this process between the two reads
+            queue = self.round_queue(annotator)
+            state = [tuple(r) for r in self.query(self.STATE_SQL, {"a": annotator})]
+        return {"queue": queue, "state": state}
+
+    def check_answer_rows(self, annotator: str | None = None, task_set: str | None = None) -> list:
+        """Rows of the answered gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
+        at, time_ms, server_ms, seq, expected``), each with its first label (``seq``: its event) where the history
+        has one, in the order they were answered; :func:`berds_core.lab.checks.check_answers` keeps the first."""
+        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
+               "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
+               "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
+               "COALESCE(g.label, r.label) AS expected FROM assignments a "
+               "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = "
+               "a.annotator AND x.pair_id = a.pair_id AND x.kind = 'label') "
+               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
+               "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
+               "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
+               "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
+        params: list = []
+        if annotator is not None:
+            sql += " AND a.annotator = ?"
+            params.append(annotator)
+        if task_set is not None:
+            sql += " AND a.task_set = ?"
+            params.append(task_set)
+        return self.query(sql + " ORDER BY seq, at, a.annotator", params)
+
+    def labels_version(self) -> tuple:
+        """Changes whenever the labels an annotator model reads can change: a label, skip, undo or import (an
+        event), an assignment (a check placed, a pair routed) or a label row removed."""
+        row = self.query("SELECT (SELECT MAX(event_id) FROM events), (SELECT MAX(rowid) FROM assignments), "
+                         "(SELECT COUNT(*) FROM assignments), (SELECT COUNT(*) FROM labels)")[0]
+        return (str(self.path), *tuple(row))
+
+
 class Labelling(Database):
     """An annotator's decisions: label, skip, undo (each kept in the append-only history), unsure pairs
     routed to one more annotator, labels imported from a file."""
@@ -338,9 +413,14 @@ class Labelling(Database):
         appends an ``undo`` event. Returns the pair id, or None when there is
         nothing to undo. A ``client_id`` already stored is a no-op (returns None).
         """
+        return self.undo_restoring(annotator, client_id=client_id)[0]
+
+    def undo_restoring(self, annotator: str, *, client_id: str | None = None) -> tuple[str | None, dict | None]:
+        """:meth:`undo`, returning ``(pair id or None, the label row it restored or None when the pair is
+        undecided again)``."""
         with self.transaction() as c:
             if client_id is not None and c.execute("SELECT 1 FROM events WHERE client_id = ?", (str(client_id),)).fetchone():
-                return None
+                return None, None
             ev = c.execute(
                 "SELECT * FROM events e WHERE annotator = ? AND kind IN ('label', 'skip') AND NOT EXISTS "
                 "(SELECT 1 FROM events u WHERE u.kind = 'undo' AND u.target = e.event_id) "
@@ -349,7 +429,7 @@ class Labelling(Database):
                 if client_id is not None:  # remember the request, so a resent copy never undoes a later label
                     c.execute("INSERT INTO events (at, kind, annotator, client_id) VALUES (?, 'undo', ?, ?)",
                               (self.now(), annotator, str(client_id)))
-                return None
+                return None, None
             cur = c.execute("SELECT * FROM labels WHERE pair_id = ? AND annotator = ?", (ev["pair_id"], annotator)).fetchone()
             if ev["previous"]:
                 put_label(c, json.loads(ev["previous"]))
@@ -359,7 +439,7 @@ class Labelling(Database):
                       "VALUES (?, 'undo', ?, ?, ?, ?, ?)",
                       (self.now(), ev["pair_id"], annotator, ev["event_id"], json.dumps(dict(cur)) if cur else None,
                        None if client_id is None else str(client_id)))
-            return ev["pair_id"]
+            return ev["pair_id"], (json.loads(ev["previous"]) if ev["previous"] else None)
 
     def import_labels(self, annotator: str, labels: dict[str, int], source: str) -> int:
         """Store labels read from a file as ``annotator``'s, in one transaction (one event each).
@@ -433,7 +513,8 @@ class Adjudication(Database):
         return {r["pair_id"]: r["label"] for r in self.query("SELECT pair_id, label FROM gold")}
 
 
-class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, Labelling, Adjudication):
+class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, RoundReads, QualificationTables,
+            CheckTables, Labelling, Adjudication):
     """An annotation database (:class:`~berds_core.lab.db.Database`) with every concern's methods.
     Thread-safe; any number of processes may share the file.
 

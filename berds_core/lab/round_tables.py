@@ -1,0 +1,189 @@
+"""The store's statements on a round's quality-control tables (:mod:`berds_core.lab.round_schema`), two of the
+classes :class:`berds_core.lab.store.Store` is composed of: :class:`QualificationTables` (``qualification``,
+``qualification_results``) and :class:`CheckTables` (``check_slots``, checks among the assignments, their pool,
+``pauses``). :mod:`berds_core.lab.qualification` and :mod:`berds_core.lab.checks` decide (draw, place, score,
+pause); these read and write. A write joins the caller's transaction (``store.batch()``) when there is one.
+"""
+from __future__ import annotations
+
+from .db import Database
+
+
+class QualificationTables(Database):
+    """Qualification attempts (one row per pair drawn) and their results, per task set and annotator."""
+
+    def qualification_results(self, task_set: str, annotator: str) -> list[dict]:
+        return [dict(r) for r in self.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
+                                            "ORDER BY attempt", (task_set, annotator))]
+
+    def qualification_result(self, task_set: str, annotator: str, attempt: int) -> dict | None:
+        rows = self.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? AND attempt = ?",
+                          (task_set, annotator, int(attempt)))
+        return dict(rows[0]) if rows else None
+
+    def qualification_items(self, task_set: str, annotator: str, attempt: int) -> list[dict]:
+        return [dict(r) for r in self.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
+                                            "attempt = ? ORDER BY position", (task_set, annotator, int(attempt)))]
+
+    def qualification_item(self, task_set: str, annotator: str, attempt: int, position: int) -> dict | None:
+        rows = self.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND attempt = ? AND "
+                          "position = ?", (task_set, annotator, int(attempt), int(position)))
+        return dict(rows[0]) if rows else None
+
+    def latest_qualification_attempt(self, task_set: str, annotator: str) -> int:
+        rows = self.query("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
+                          (task_set, annotator))
+        return rows[0][0] or 0
+
+    def has_qualification_items(self, task_set: str) -> bool:
+        return bool(self.query("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
+
+    def add_qualification_item(self, task_set: str, annotator: str, attempt: int, position: int, pair_id: str,
+                               expected: int) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT INTO qualification (task_set, annotator, attempt, position, pair_id, expected) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(position), pair_id, expected))
+
+    def answer_qualification_item(self, task_set: str, annotator: str, attempt: int, position: int, label: int,
+                                  correct: bool, time_ms: int | None) -> None:
+        """Store the first answer to an item (the caller checks that it has none yet)."""
+        with self.transaction() as c:
+            c.execute("UPDATE qualification SET label = ?, correct = ?, at = ?, time_ms = ? WHERE task_set = ? AND "
+                      "annotator = ? AND attempt = ? AND position = ?",
+                      (int(label), int(bool(correct)), self.now(), time_ms, task_set, annotator, int(attempt),
+                       int(position)))
+
+    def add_qualification_result(self, task_set: str, annotator: str, attempt: int, passed: bool, correct: int,
+                                 n: int) -> None:
+        with self.transaction() as c:
+            c.execute("INSERT INTO qualification_results (task_set, annotator, attempt, passed, correct, n, at) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(bool(passed)), int(correct),
+                                                       int(n), self.now()))
+
+    def allow_qualification_retry(self, task_set: str, annotator: str, attempt: int, by: str) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE qualification_results SET retry_by = ?, retry_at = ? WHERE task_set = ? AND annotator = ? "
+                      "AND attempt = ?", (by, self.now(), task_set, annotator, int(attempt)))
+
+    def set_annotators(self, task_set: str) -> list[str]:
+        """Everyone with a queue in the task set."""
+        return [r[0] for r in self.query("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
+                                         (task_set,))]
+
+    def qualification_answer_rows(self, task_set: str | None = None) -> list:
+        """Every qualification item with its pair's text and its attempt's outcome (``attempt_passed``)."""
+        sql = ("SELECT q.*, r.passed AS attempt_passed, p.question, p.perspective, p.document, p.title FROM "
+               "qualification q JOIN pairs p ON p.pair_id = q.pair_id LEFT JOIN qualification_results r ON "
+               "r.task_set = q.task_set AND r.annotator = q.annotator AND r.attempt = q.attempt")
+        return self.query(sql + (" WHERE q.task_set = ?" if task_set else "") + " ORDER BY q.task_set, q.annotator, "
+                          "q.attempt, q.position", (task_set,) if task_set else ())
+
+
+class CheckTables(Database):
+    """Gold checks placed in queues (``check_slots``, assignments of kind ``check``), the pool they are drawn
+    from, and the pauses of queues (``pauses``)."""
+
+    def reference_label_rows(self) -> list:
+        """``pair_id, label, source`` of every reference label (a dataset's gold, typed answers)."""
+        return self.query("SELECT pair_id, label, source FROM reference_labels")
+
+    def judged_among(self, pair_ids) -> set[str]:
+        """The pairs of ``pair_ids`` for which a judge answer is stored (a judge's prediction or the pair's
+        own judge probability)."""
+        ids, out = sorted({str(p) for p in pair_ids}), set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ", ".join("?" * len(chunk))
+            out.update(r[0] for r in self.query(f"SELECT pair_id FROM judge_preds WHERE pair_id IN ({marks}) UNION "
+                                                f"SELECT pair_id FROM pairs WHERE judge_prob IS NOT NULL AND pair_id IN "
+                                                f"({marks})", chunk + chunk))
+        return out
+
+    def task_pairs(self, task_set: str, annotator: str) -> list[str]:
+        """The annotator's pairs in the set that are not checks."""
+        return [r[0] for r in self.query("SELECT pair_id FROM assignments WHERE task_set = ? AND annotator = ? AND "
+                                         "kind != 'check'", (task_set, annotator))]
+
+    def pairs_seen_by(self, annotator: str) -> set[str]:
+        """Every pair the annotator was given or labelled, and their qualification pairs."""
+        rows = self.query("SELECT pair_id FROM assignments WHERE annotator = ? UNION SELECT pair_id FROM labels "
+                          "WHERE annotator = ? UNION SELECT pair_id FROM qualification WHERE annotator = ?",
+                          (annotator, annotator, annotator))
+        return {r[0] for r in rows}
+
+    def queue_rows(self, task_set: str, annotator: str) -> list:
+        """``pair_id, kind, position`` of the annotator's assignments in the set, in queue order."""
+        return self.query("SELECT pair_id, kind, position FROM assignments WHERE task_set = ? AND annotator = ? "
+                          "ORDER BY position", (task_set, annotator))
+
+    def decided_by(self, annotator: str) -> set[str]:
+        """The pairs the annotator labelled or skipped."""
+        return {r[0] for r in self.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
+
+    def sets_giving(self, annotator: str, pair_id: str) -> list[str]:
+        """The task sets that give this pair to the annotator."""
+        return [r[0] for r in self.query("SELECT DISTINCT task_set FROM assignments WHERE annotator = ? AND "
+                                         "pair_id = ?", (annotator, str(pair_id)))]
+
+    def slots_done(self, task_set: str, annotator: str) -> set[int]:
+        """The check slots (``k``) filled, dry or missed for the annotator in the set."""
+        return {r[0] for r in self.query("SELECT k FROM check_slots WHERE task_set = ? AND annotator = ?",
+                                         (task_set, annotator))}
+
+    def mark_slot(self, task_set: str, annotator: str, k: int, state: str, at: str) -> None:
+        """A slot with no check in it: ``missed`` (the annotator was past it) or ``dry`` (no pair left)."""
+        with self.transaction() as c:
+            c.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, ?, ?)", (task_set, annotator, k, state, at))
+
+    def place_check(self, task_set: str, annotator: str, k: int, pair_id: str, after: int, at: str) -> None:
+        """Put a check right after the annotator's ``after``-th other item in the set (slot ``k``)."""
+        with self.transaction() as c:
+            pos = c.execute("SELECT position FROM assignments WHERE task_set = ? AND annotator = ? AND kind != 'check' "
+                            "ORDER BY position LIMIT 1 OFFSET ?", (task_set, annotator, after - 1)).fetchone()[0] + 1
+            c.execute("UPDATE assignments SET position = position + 1 WHERE task_set = ? AND annotator = ? "
+                      "AND position >= ?", (task_set, annotator, pos))
+            c.execute("INSERT INTO assignments (task_set, pair_id, annotator, position, kind) "
+                      "VALUES (?, ?, ?, ?, 'check')", (task_set, pair_id, annotator, pos))
+            c.execute("INSERT INTO check_slots VALUES (?, ?, ?, ?, 'placed', ?)", (task_set, annotator, k, pair_id, at))
+
+    def slot_count(self, task_set: str, annotator: str) -> int:
+        return self.query("SELECT COUNT(*) FROM check_slots WHERE task_set = ? AND annotator = ?",
+                          (task_set, annotator))[0][0]
+
+    def slot_state_counts(self, task_set: str | None = None) -> list:
+        """``(annotator, state, count)`` of the check slots (one task set, or all)."""
+        sql = "SELECT annotator, state, COUNT(*) FROM check_slots" + (" WHERE task_set = ?" if task_set else "")
+        return self.query(sql + " GROUP BY annotator, state", (task_set,) if task_set else ())
+
+    def open_pause(self, task_set: str, annotator: str) -> dict | None:
+        rows = self.query("SELECT * FROM pauses WHERE task_set = ? AND annotator = ? AND resumed_at IS NULL "
+                          "ORDER BY id DESC LIMIT 1", (task_set, annotator))
+        return dict(rows[0]) if rows else None
+
+    def pause_rows(self, *, open_only: bool = False, annotator: str | None = None) -> list[dict]:
+        sql, cond, params = "SELECT * FROM pauses", [], []
+        if open_only:
+            cond.append("resumed_at IS NULL")
+        if annotator is not None:
+            cond.append("annotator = ?")
+            params.append(annotator)
+        if cond:
+            sql += " WHERE " + " AND ".join(cond)
+        return [dict(r) for r in self.query(sql + " ORDER BY id", params)]
+
+    def add_pause(self, task_set: str, annotator: str, *, reason: str, message: str, lead_message: str,
+                  accuracy: float | None, checks: int | None) -> int:
+        with self.transaction() as c:
+            cur = c.execute("INSERT INTO pauses (task_set, annotator, at, reason, message, lead_message, accuracy, "
+                            "checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (task_set, annotator, self.now(), reason, message, lead_message, accuracy, checks))
+            return cur.lastrowid
+
+    def end_pause(self, pause_id: int, by: str, note: str | None) -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE pauses SET resumed_at = ?, resumed_by = ?, resume_note = ? WHERE id = ?",
+                      (self.now(), by, note, pause_id))
+
+    def last_resume(self, task_set: str, annotator: str) -> str | None:
+        return self.query("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?",
+                          (task_set, annotator))[0][0]
