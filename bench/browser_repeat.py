@@ -41,7 +41,8 @@ def run_once(test: str, timeout_s: float) -> dict:
     """One pytest process over ``test``, without re-runs: its exit code, seconds, load before and after."""
     before = os.getloadavg()
     t0 = time.monotonic()
-    cmd = [sys.executable, "-m", "pytest", test, "-q", "-x", "-p", "no:rerunfailures", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", test, "-q", "-x", "--tb=short", "--disable-warnings",
+           "-p", "no:rerunfailures", "-p", "no:cacheprovider"]
     try:
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
         rc, out = done.returncode, done.stdout + done.stderr
@@ -52,7 +53,7 @@ def run_once(test: str, timeout_s: float) -> dict:
     passed = rc == 0 and " passed" in out and " skipped" not in out
     return {"passed": passed, "rc": rc, "seconds": round(seconds, 1),
             "load_before": [round(x, 2) for x in before], "load_after": [round(x, 2) for x in after],
-            "tail": "" if passed else out[-3000:]}
+            "output": "" if passed else out}
 
 
 def main(argv=None) -> int:
@@ -76,8 +77,10 @@ def main(argv=None) -> int:
             runs.append(r)
             print(f"run {i + 1:2d}: {'pass' if r['passed'] else 'FAIL'}  {r['seconds']:7.1f} s  "
                   f"load {r['load_before'][0]:.2f} -> {r['load_after'][0]:.2f}", flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps({"runs": runs}, indent=1))
             if not r["passed"]:
-                print(r["tail"], flush=True)
+                print(r["output"][-6000:], flush=True)
                 if args.stop_on_fail:
                     break
     finally:
