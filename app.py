@@ -39,7 +39,7 @@ pages = [st.Page(str(ROOT / f), title=t, icon=i, default=d) for f, t, i, d in TO
 nav = st.navigation(pages, position="sidebar" if signed_in() else "hidden")
 if not gate():
     st.stop()
-sidebar()
+sidebar(warms=nav.title in WARM_PAGES)
 try:
     with shell():
         nav.run()

@@ -35,8 +35,9 @@ def save_upload(upload, kind: str) -> str:
     return str(path)
 
 
-def sidebar() -> Config:
-    """The shared sidebar; its choices persist in ``st.session_state`` for the session."""
+def sidebar(*, warms: bool = True) -> Config:
+    """The shared sidebar; its choices persist in ``st.session_state`` for the session. ``warms``: the page
+    starts the configuration's warm-up once drawn (app.py's WARM_PAGES), so its state is polled until then."""
     ss = st.session_state
     for key, val in (("sb_dataset", DEMO), ("sb_format", "auto"), ("sb_dataset_path", ""), ("sb_gold_path", ""),
                      ("sb_corpus", FROM_DATASET), ("sb_corpus_path", ""), ("sb_retriever", "bm25"),
@@ -95,8 +96,10 @@ def sidebar() -> Config:
     job = warmup_job(cfg)  # started by app.py once the page is drawn
     with st.sidebar:  # the state of the background warm-up; nothing here waits for it
         # polled (a fragment rerun every second) only until the models are loaded: afterwards pages answer
-        # without the warm-up, and a fragment polling beside them would leave their replaced elements on screen
-        settled = job is not None and (job.over or job.ready)
+        # without the warm-up, and a fragment polling beside them would leave their replaced elements on screen.
+        # A page that starts no warm-up (Annotate, Agreement) polls only while one runs: with none, every open
+        # page reran the fragment each second for nothing (a lab's pages loaded their server with it)
+        settled = (job.over or job.ready) if job is not None else not warms
         status = _status_block if settled else st.fragment(run_every=1.0)(_status_block)
         status(cfg)
     return cfg

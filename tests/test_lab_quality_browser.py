@@ -73,6 +73,15 @@ def _make_round(db):
     return {p.question: p.pair_id for p in pairs + pool}, truth
 
 
+def _page(browser):
+    """A page in its own browser context whose every wait (navigation, click, fill, reading an element) allows
+    WAIT_MS: Playwright's default is 30 s, which a loaded server's first answer to a page load can exceed."""
+    context = browser.new_context(viewport={"width": 1300, "height": 950})
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(WAIT_MS)
+    return context.new_page()
+
+
 def _login(page, url, path, name):
     page.goto(f"{url}/{path}")
     wait_for_app(page, WAIT_MS)
@@ -137,7 +146,7 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
     env = {"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}
     with streamlit_server(ROOT / "serve.py", env=env, timeout=180) as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        pages = {a: browser.new_context(viewport={"width": 1300, "height": 950}).new_page() for a in PEOPLE + ["rev"]}
+        pages = {a: _page(browser) for a in PEOPLE + ["rev"]}
         for a in PEOPLE:
             _login(pages[a], url, "annotate", a)
             pages[a].evaluate("document.activeElement && document.activeElement.blur()")
@@ -213,6 +222,8 @@ def test_checks_pause_the_clicker_and_the_estimate_finds_the_gamer(tmp_path):
         # Round health: the pause and its message to the lead; Resume reopens the clicker's queue
         _open_tab(rev, "Round health")
         rev.get_by_text("Waiting for adjudication").wait_for(timeout=WAIT_MS)  # the tab is drawn once it is open
+        # the pause's message is drawn after the metrics, in the same run: wait for it, not only for the first
+        rev.get_by_text("below the floor of 70%").wait_for(timeout=WAIT_MS)
         main = rev.inner_text('[data-testid="stMain"]')
         assert "clicker:" in main and "below the floor of 70%" in main
         rev.get_by_role("button", name="Resume").first.click()
