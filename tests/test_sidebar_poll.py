@@ -33,6 +33,9 @@ def test_the_warmup_is_polled_only_where_a_warmup_starts_or_runs(monkeypatch, wa
         return real(func)
 
     monkeypatch.setattr(streamlit, "fragment", fragment)
+    import studio_ui.warmup as warmup
+
+    monkeypatch.setattr(warmup, "JOBS", {})  # no warm-up job in this process (an earlier test may have left one)
     at = AppTest.from_string(f"WARMS = {warms!r}\n" + SCRIPT, default_timeout=120)
     at.run()
     assert not at.exception, at.exception
