@@ -20,6 +20,15 @@ so it is never committed):
   ``--sections pipeline`` too: issue 42's targets, ``docs/gpu-inference.md``; nothing else to carry,
   the image has ``tokenizers``).
 
+With ``--training`` it also writes what ``bench/gpu_train.sh`` trains from (issues 47 and 52):
+
+- ``argkp/``: the ArgKP CSV files of ``--argkp`` (1.5 MB), for ``scripts/train_argkp_judge.py``;
+- ``stance_cv/``: ``dataset.json.gz`` and ``folds.json`` of ``--stance-work`` (written here by
+  ``scripts/train_stance.py --stage cv``: the examples and folds, for ``fit --cached-dataset``).
+
+The GPU machine trains on the float16 copy of MiniLM (the carry limit); the LoRA factors are shipped in
+float16 anyway and every figure of the weights is measured here, on the CPU, with the fp32 model.
+
 Prints the folder's size (the device tool carries at most 64 MiB with the tree).
 """
 from __future__ import annotations
@@ -67,11 +76,34 @@ def minilm_fp16(dest: Path) -> None:
               str(dest / "model.safetensors"), metadata={"format": "pt"})
 
 
+def training_data(out: Path, argkp: Path, stance_work: Path) -> None:
+    import gzip
+
+    csvs = sorted(argkp.glob("*.csv"))
+    if not csvs:
+        raise SystemExit(f"gpu_carry: no ArgKP CSV files in {argkp}")
+    (out / "argkp").mkdir(exist_ok=True)
+    for p in csvs:
+        shutil.copyfile(p, out / "argkp" / p.name)
+    need = [stance_work / "dataset.json", stance_work / "folds.json"]
+    for p in need:
+        if not p.is_file():
+            raise SystemExit(f"gpu_carry: {p} not found (write it first: python scripts/train_stance.py --stage cv "
+                             f"--folds 0 --cv-stop-at 0, or any cv run)")
+    (out / "stance_cv").mkdir(exist_ok=True)
+    with open(need[0], "rb") as src, gzip.open(out / "stance_cv" / "dataset.json.gz", "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    shutil.copyfile(need[1], out / "stance_cv" / "folds.json")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=".gpu-carry", help="folder under the repository root")
     ap.add_argument("--pairs-tsv", help="default: shared/data/berds-human/pers_det.dev.tsv beside the checkout "
                                         "(or beside its parent folder, for worktrees)")
+    ap.add_argument("--training", action="store_true", help="also the training data of bench/gpu_train.sh")
+    ap.add_argument("--argkp", default=None, help="default: shared/data/argkp beside the checkout")
+    ap.add_argument("--stance-work", default=str(ROOT / "bench" / "results" / "stance_cv"))
     args = ap.parse_args(argv)
     if not args.pairs_tsv:
         rel = Path("shared") / "data" / "berds-human" / "pers_det.dev.tsv"
@@ -92,6 +124,9 @@ def main(argv=None) -> int:
     else:
         print(f"gpu_carry: {args.pairs_tsv} not found: the benchmarks will use synthetic passages", file=sys.stderr)
     minilm_fp16(out / "minilm")
+    if args.training:
+        training_data(out, Path(args.argkp) if args.argkp else Path(args.pairs_tsv).parents[1] / "argkp",
+                      Path(args.stance_work))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"{out}: {size / 2**20:.1f} MiB")
     for p in sorted(out.rglob("*")):

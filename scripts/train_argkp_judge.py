@@ -3,6 +3,7 @@
 
     nice -n 10 python scripts/train_argkp_judge.py [--data ../shared/data/argkp] [--work bench/results/argkp_judge]
         [--out berds_core/judges/weights/argkp_ce_v1.npz] [--limit N] [--threads 2] [--stop-at STEP]
+        [--device cuda --base-dir .gpu-carry/minilm]       # the same recipe on a GPU (bench/gpu_train.sh)
 
 The network is the stance model's (``berds_core.stance.network``: the packaged all-MiniLM-L6-v2 reading
 ``[CLS] key point [SEP] argument [SEP]``, LoRA rank 16 on every Linear layer, mean pooling, a 3-way head)
@@ -99,6 +100,10 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N arguments only (a smoke run; never shipped)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's choice)")
     ap.add_argument("--stop-at", type=int, default=None, help="stop after this many steps (checkpoint kept)")
+    ap.add_argument("--device", default="cpu", help="torch device to train on: cpu (default) or cuda")
+    ap.add_argument("--base-dir", default=None,
+                    help="read the base network from this folder (a copy of the packaged MiniLM, on a GPU machine "
+                         "without the package); the weights still name the packaged model")
     args = ap.parse_args(argv)
     from berds_core.stance.training import DEFAULTS, signature, train
 
@@ -120,7 +125,7 @@ def main(argv=None) -> int:
     # pair encodings by it, so another training is never read from an earlier one's entries
     version = f"{VERSION}-{signature(ex, {**DEFAULTS, **RECIPE})[:8]}" + (f"-step{args.stop_at}" if args.stop_at else "")
     path = train(ex, RECIPE, out, threads=args.threads, version=version, meta=meta, stop_at=args.stop_at,
-                 ckpt=ckpt)
+                 ckpt=ckpt, device=args.device, base_dir=args.base_dir)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
     return 0
 

@@ -76,15 +76,23 @@ def _data_stamp(data: Path) -> list:
     return [[str(p.relative_to(data)), p.stat().st_size] for p in files]
 
 
-def load_dataset(data: Path, work: Path, progress: bool = True) -> dict:
-    """Examples, questions and evaluation pairs of every source (cached in ``work/dataset.json``)."""
+def load_dataset(data: Path, work: Path, progress: bool = True, trust_cache: bool = False) -> dict:
+    """Examples, questions and evaluation pairs of every source (cached in ``work/dataset.json``);
+    ``trust_cache``: read the cache without the data folder (its version must still match)."""
     from berds_core.datasets.devsets import dev_bundles, question_groups
     from berds_core.stance import examples as E
 
     cache = work / "dataset.json"
-    stamp = {"version": EXAMPLES_VERSION, "data": _data_stamp(data)}
+    if trust_cache and not cache.exists():
+        raise SystemExit(f"{cache}: not found (--cached-dataset reads it as it is)")
+    stamp = {"version": EXAMPLES_VERSION, "data": _data_stamp(data) if not trust_cache else None}
     if cache.exists():
         d = json.loads(cache.read_text())
+        if trust_cache:
+            if d.get("stamp", {}).get("version") != EXAMPLES_VERSION:
+                raise SystemExit(f"{cache}: examples version {d.get('stamp', {}).get('version')!r}, "
+                                 f"this script writes {EXAMPLES_VERSION!r}")
+            stamp = d["stamp"]
         if d.get("stamp") == stamp:
             d["examples"] = [Example(**{**e, "allowed": tuple(e["allowed"])}) for e in d["examples"]]
             return d
@@ -329,7 +337,7 @@ def fit_main(args) -> int:
     from berds_core.stance.training import train
 
     data, work = Path(args.data), Path(args.work)
-    ds = load_dataset(data, work, progress=False)
+    ds = load_dataset(data, work, progress=False, trust_cache=args.cached_dataset)
     folds = assign_folds(ds, work)
     fold = args.fold
     opts = json.loads(args.opts)
@@ -354,6 +362,7 @@ def fit_main(args) -> int:
         log(f"{out.name} exists")
         return 0
     train(ex, opts, out, threads=args.threads, version=out.stem, stop_at=args.stop_at, ckpt=ckpt,
+          device=args.device, base_dir=args.base_dir,
           meta={"trained_on": counts, "excluded_fold": fold,
                 "data": "development only: procon, PERSPECTRUM train+dev, demo, BERDS dev (silver), "
                         "human pairs dev half"})
@@ -649,6 +658,12 @@ def main(argv=None) -> int:
     fit.add_argument("--fold", type=int, default=None)
     fit.add_argument("--threads", type=int, default=0)
     fit.add_argument("--stop-at", type=int, default=None, help="stop after this many steps of the recipe")
+    fit.add_argument("--device", default="cpu", help="torch device to train on: cpu (default) or cuda")
+    fit.add_argument("--base-dir", default=None, help="read the base network from this folder (a copy of the "
+                                                       "packaged MiniLM); the weights still name the packaged model")
+    fit.add_argument("--cached-dataset", action="store_true",
+                     help="read --work's dataset.json as it is, without --data (a GPU machine without the data "
+                          "folder: the data's stamp was checked where the file was written)")
     ap.add_argument("--stage", choices=("cv", "final", "all"), default="all")
     ap.add_argument("--jobs", type=int, default=2, help="models trained at once")
     ap.add_argument("--folds", default=None, help="comma-separated fold models to train and score with (default: "

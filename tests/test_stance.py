@@ -346,3 +346,32 @@ def test_shipped_model_tells_the_sides_apart(tmp_path, monkeypatch):
              "Mix the flour with two eggs and bake the cake for forty minutes."]
     P = m.sides(q, texts)
     assert P[0, S] > P[0, O] and P[1, O] > P[1, S] and P[2, U] > max(P[0, U], P[1, U])
+
+
+def test_training_reads_the_base_from_another_folder_and_records_the_named_one(tiny, tmp_path):
+    """``base_dir`` (a GPU machine without the package: a copy of the base, there in float16) is where the
+    network is read from; the weights still name ``base``, say where they were trained, and a float16 copy
+    is read back as float32 (training on it runs)."""
+    import torch
+    from transformers import BertModel
+
+    base, _ = tiny
+    opts = dict(OPTS, epochs=2.0)
+    ref = train(TRAIN, opts, tmp_path / "ref.npz", base=str(base), progress=None, autocast=False)
+    moved = train(TRAIN, opts, tmp_path / "moved.npz", base="the-packaged-one", progress=None, autocast=False,
+                  base_dir=str(base), device="cpu")
+    w = load_weights(moved)
+    assert w["config"]["base"] == "the-packaged-one"
+    assert w["meta"]["device"] == "cpu" and w["meta"]["base_dir"] == base.name
+    np.testing.assert_allclose(w["head"][0], load_weights(ref)["head"][0], atol=1e-6)
+    half = tmp_path / "half"
+    import shutil
+
+    shutil.copytree(base, half)
+    BertModel.from_pretrained(str(base)).to(torch.float16).save_pretrained(half)
+    out = train(TRAIN, opts, tmp_path / "half.npz", base="the-packaged-one", progress=None, autocast=False,
+                base_dir=str(half))
+    h = load_weights(out)
+    assert h["head"][0].dtype == np.float32 and np.isfinite(h["head"][0]).all()
+    # the float16 copy differs from the base by rounding only: the head it trains is close, not equal
+    assert np.abs(h["head"][0] - w["head"][0]).max() < 0.05

@@ -107,3 +107,26 @@ def test_cosine_baseline_threshold_comes_from_the_other_folds():
     assert worse["f1"] < rep["f1"] and worse["recall"] == rep["recall"]
     part = train_stance.cosine_baseline(ds, folds, [0, 1], cos)
     assert part["pairs"] == int(sum(folds["fold"][p["qid"]] in (0, 1) for p in ds["human_pairs"]))
+
+
+def test_cached_dataset_is_read_without_the_data_folder_only_when_asked(tmp_path):
+    """``fit --cached-dataset`` (a GPU machine without the data folder) reads work/dataset.json as written
+    here, if its examples version is this script's; without the flag a missing data folder is a changed
+    stamp, and a cache of another version is refused with a one-line error."""
+    import json
+
+    import pytest
+
+    ex = {"qid": "q1", "source": "procon", "target": "t", "text": "x", "allowed": [0], "weight": 1.0,
+          "kind": "claim"}
+    d = {"stamp": {"version": train_stance.EXAMPLES_VERSION, "data": [["a.json", 3]]}, "questions": {"q1": "Q?"},
+         "source_of": {"q1": "procon"}, "examples": [ex]}
+    (tmp_path / "dataset.json").write_text(json.dumps(d))
+    got = train_stance.load_dataset(tmp_path / "no-data", tmp_path, progress=False, trust_cache=True)
+    assert got["examples"][0].allowed == (0,) and got["questions"] == {"q1": "Q?"}
+    d["stamp"]["version"] = "v0"
+    (tmp_path / "dataset.json").write_text(json.dumps(d))
+    with pytest.raises(SystemExit, match="examples version 'v0'"):
+        train_stance.load_dataset(tmp_path / "no-data", tmp_path, progress=False, trust_cache=True)
+    with pytest.raises(SystemExit, match="not found"):
+        train_stance.load_dataset(tmp_path / "no-data", tmp_path / "empty", progress=False, trust_cache=True)

@@ -43,7 +43,7 @@ def build_network(base: str, layers: int | None = None):
             verbosity = hf_logging.get_verbosity()
             hf_logging.set_verbosity_error()  # the checkpoint's unused pooler is reported otherwise
             try:
-                self.enc = AutoModel.from_pretrained(base, add_pooling_layer=False)
+                self.enc = AutoModel.from_pretrained(base, add_pooling_layer=False, dtype=torch.float32)
             finally:
                 hf_logging.set_verbosity(verbosity)
             if layers:

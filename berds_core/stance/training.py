@@ -111,12 +111,24 @@ def use_bf16() -> bool:
     return cpu_has_fast_bf16()
 
 
+def _device_name(device: str) -> str:
+    """What trained the weights, for their ``meta`` (the GPU's name on CUDA)."""
+    import torch
+
+    if torch.device(device).type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(torch.device(device))})"
+    return device
+
+
 @dataclass(frozen=True)
 class TrainRun:
     """How a training run goes, beside its hyperparameters (``opts``): ``threads`` (0: torch's choice), the
     ``version`` and ``meta`` written into the weights file, ``progress`` (a line callback; None: silent), a
     checkpoint every ``checkpoint_every`` steps at ``ckpt`` (default: next to the weights file), bf16
-    ``autocast`` (None: where the CPU has it) and ``stop_at`` (stop after that many steps)."""
+    ``autocast`` (None: where the CPU has it; always on CUDA), ``stop_at`` (stop after that many steps), the
+    torch ``device`` it trains on ("cpu" or "cuda": the same loop, the weights written to the CPU) and
+    ``base_dir``, a folder the base network is read from instead of the packaged one (a GPU machine without
+    the package: a copy of the same model; the weights still record ``base``)."""
 
     threads: int = 0
     version: str = "v1"
@@ -126,6 +138,8 @@ class TrainRun:
     autocast: bool | None = None
     stop_at: int | None = None
     ckpt: str | Path | None = None
+    device: str = "cpu"
+    base_dir: str | None = None
 
 
 def train(examples, opts: dict | None = None, out=None, *, base: str | None = None, run: TrainRun | None = None,
@@ -142,11 +156,12 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     out = Path(out)
     if threads:
         torch.set_num_threads(threads)
-    base_path = resolve_model(base)
+    device = r.device
+    base_path = r.base_dir or resolve_model(base)
     tok = AutoTokenizer.from_pretrained(base_path)
     torch.manual_seed(int(opts["seed"]))
     net = network.add_lora(network.build_network(base_path, opts["layers"]), int(opts["lora_r"]),
-                           int(opts["lora_alpha"]), float(opts["lora_dropout"]))
+                           int(opts["lora_alpha"]), float(opts["lora_dropout"])).to(device)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=float(opts["lr"]), weight_decay=float(opts["weight_decay"]))
     items = tokenize(tok, examples, int(opts["max_length"]))
@@ -165,7 +180,7 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
     sig = signature(examples, opts, base)
     step = 0
     if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
+        state = torch.load(ckpt, weights_only=False, map_location=device)
         if state.get("signature") == sig:
             net.load_state_dict(state["net"], strict=False)
             opt.load_state_dict(state["opt"])
@@ -173,7 +188,7 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
             step = int(state["step"])
             if progress:
                 progress(f"resumed at step {step}/{steps} from {ckpt.name}")
-    ac = use_bf16() if autocast is None else autocast
+    ac = (device != "cpu" or use_bf16()) if autocast is None else autocast
     net.train()
     t0, done0 = time.time(), step
     end = steps if stop_at is None else max(0, min(steps, int(stop_at)))
@@ -183,14 +198,14 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
         epoch, within = divmod(step, per_epoch)
         batches = epoch_batches(lengths, bs, int(opts["seed"]), epoch)
         for b in batches[within:]:
-            enc = collate([items[i] for i in b], tok.pad_token_id)
+            enc = {k: v.to(device) for k, v in collate([items[i] for i in b], tok.pad_token_id).items()}
             torch.manual_seed(int(opts["seed"]) * 100003 + step)  # dropout masks reproducible on resume
             if ac:
-                with torch.autocast("cpu", dtype=torch.bfloat16):
+                with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
                     logits = net(**enc)
             else:
                 logits = net(**enc)
-            loss = partial_nll(logits, M[b], W[b])
+            loss = partial_nll(logits, M[b].to(device), W[b].to(device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -209,12 +224,14 @@ def train(examples, opts: dict | None = None, out=None, *, base: str | None = No
             if step >= end:
                 break
     net.eval()
+    net.to("cpu")
     config = {"version": version, "base": base, "layers": opts["layers"], "lora_r": int(opts["lora_r"]),
               "lora_alpha": int(opts["lora_alpha"]), "max_length": int(opts["max_length"]),
               "classes": ["support", "oppose", "unrelated"], "input": "target [SEP] passage (title. text)",
               "pooling": "mean"}
     info = {"options": opts, "examples": len(examples), "steps": steps, "steps_done": step, "signature": sig,
-            "train_seconds": round(time.time() - t0), **(meta or {})}
+            "train_seconds": round(time.time() - t0), "device": _device_name(device),
+            **({"base_dir": Path(r.base_dir).name} if r.base_dir else {}), **(meta or {})}
     path = network.save_weights(out, network.lora_arrays(net), net.head.weight.detach().numpy(),
                                 net.head.bias.detach().numpy(), config, {}, info)
     if ckpt.exists() and step >= steps:
