@@ -82,6 +82,12 @@ def demo_markdown(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _median(seeds: list, key: str) -> float:
+    import statistics
+
+    return statistics.median(s[key] for s in seeds)
+
+
 def judge_markdown() -> str:
     from berds_core.judges.embedded import WEIGHTS, load_head
 
@@ -94,6 +100,13 @@ def judge_markdown() -> str:
             f"{j['auc']:.3f} | **{j['ece']:.3f}** |",
             f"| earlier cosine judge (embedded-minilm-v2's rule), same folds | {e['f1']:.3f} | {e['kappa']:.3f} | "
             f"{e['auc']:.3f} | - |"]
+    from berds_core.judges.cross_encoder import HEAD_WEIGHTS
+
+    ce = load_head(str(HEAD_WEIGHTS))["oof"] if HEAD_WEIGHTS.exists() else None
+    if ce:
+        a = ce["judge"]
+        rows.append(f"| argkp (`--judge argkp`, not the default: ArgKP cross-encoder logit + cosine, docs/judge.md) "
+                    f"| {a['f1']:.3f} | {a['kappa']:.3f} | {a['auc']:.3f} | {a['ece']:.3f} |")
     for name, r in oof["recorded"].items():
         rows.append(f"| {name}, as recorded | {r['f1']:.3f} | {r['kappa']:.3f} | {r['auc']:.3f} | - |")
     seeds = oof.get("fold_seeds") or []
@@ -104,7 +117,11 @@ def judge_markdown() -> str:
         rows.append(f"Over {len(seeds)} fold assignments the shipped judge's F1 ranges {f1[0]:.3f} to {f1[-1]:.3f} "
                     f"(earlier cosine judge {ef1[0]:.3f} to {ef1[-1]:.3f}). Unsure (inside the band "
                     f"[{meta['band'][0]:.3f}, {meta['band'][1]:.3f})): {j['unsure_share']:.0%} of pairs. "
-                    f"Trained {meta.get('trained', '?')} by `scripts/train_judge.py`.")
+                    f"Trained {meta.get('trained', '?')} by `scripts/train_judge.py`."
+                    + (f" Medians over the fold assignments: F1 {_median(seeds, 'f1'):.3f}, kappa "
+                       f"{_median(seeds, 'kappa'):.3f}" + (f"; argkp {_median(ce['fold_seeds'], 'f1'):.3f}, "
+                                                           f"{_median(ce['fold_seeds'], 'kappa'):.3f}"
+                                                           if ce and ce.get("fold_seeds") else "") + "."))
     return "\n".join(rows)
 
 

@@ -45,6 +45,9 @@ from berds_core.stance.examples import OPPOSE, SUPPORT, UNRELATED, Example  # no
 
 RECIPE = {"layers": 6, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.1, "max_length": 128, "epochs": 1.0,
           "lr": 5e-4, "weight_decay": 0.01, "warmup": 0.06, "batch_size": 32, "seed": 0, "source_weights": {}}
+# the run first planned (every labelled negative, 2 epochs), cut to RECIPE for the shared CPU before any
+# figure; run in full on a GPU (--recipe all-negatives) as the second candidate of docs/judge.md
+RECIPES = {"one-negative": ("one", RECIPE), "all-negatives": ("all", {**RECIPE, "epochs": 2.0})}
 VERSION = "argkp-ce-v1"
 OUT = ROOT / "berds_core" / "judges" / "weights" / "argkp_ce_v1.npz"
 WORK = ROOT / "bench" / "results" / "argkp_judge"
@@ -55,9 +58,10 @@ def _pick(key: str, n: int) -> int:
     return int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) % n
 
 
-def argkp_examples(folder, split: str = "train", limit: int | None = None) -> list[Example]:
+def argkp_examples(folder, split: str = "train", limit: int | None = None, negatives: str = "one") -> list[Example]:
     """The training examples of the split (see the module docstring); ``limit``: the first N arguments only
-    (a smoke run)."""
+    (a smoke run); ``negatives``: ``one`` labelled non-matching key point per argument (the recipe) or
+    ``all`` of them (the run first planned, ``--recipe all-negatives``)."""
     s = read_split(folder, split)
     if s.labels is None:
         raise SystemExit(f"{folder}: split {split!r} has no labels_{split}.csv")
@@ -69,7 +73,7 @@ def argkp_examples(folder, split: str = "train", limit: int | None = None) -> li
     for k, kp in sorted(s.key_points.items()):
         other.setdefault((kp["topic"], kp["stance"]), []).append(k)
     out = []
-    negatives: dict[str, list[str]] = {}
+    negs: dict[str, list[str]] = {}
     for (a, k), lab in sorted(s.labels.items()):
         if a in keep:
             if lab == 1:
@@ -77,11 +81,13 @@ def argkp_examples(folder, split: str = "train", limit: int | None = None) -> li
                 out.append(Example(arg["topic"], "argkp", s.key_points[k]["text"], arg["text"], (SUPPORT,), 1.0,
                                    "key point"))
             else:
-                negatives.setdefault(a, []).append(k)
+                negs.setdefault(a, []).append(k)
     for a in args:
         arg = s.arguments[a]
-        if negatives.get(a):
-            k = negatives[a][_pick("neg-" + a, len(negatives[a]))]
+        labelled = negs.get(a, [])
+        if labelled and negatives != "all":
+            labelled = [labelled[_pick("neg-" + a, len(labelled))]]
+        for k in labelled:
             out.append(Example(arg["topic"], "argkp", s.key_points[k]["text"], arg["text"], NOT_MATCH, 1.0,
                                "key point"))
         ks = other.get((arg["topic"], -arg["stance"]), [])
@@ -100,6 +106,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N arguments only (a smoke run; never shipped)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's choice)")
     ap.add_argument("--stop-at", type=int, default=None, help="stop after this many steps (checkpoint kept)")
+    ap.add_argument("--recipe", choices=sorted(RECIPES), default="one-negative",
+                    help="one-negative: the recipe of docs/judge.md; all-negatives: every labelled negative, 2 epochs")
     ap.add_argument("--device", default="cpu", help="torch device to train on: cpu (default) or cuda")
     ap.add_argument("--base-dir", default=None,
                     help="read the base network from this folder (a copy of the packaged MiniLM, on a GPU machine "
@@ -111,7 +119,8 @@ def main(argv=None) -> int:
     if not data.exists():
         print(f"skip: {data} not found", file=sys.stderr)
         return 0
-    ex = argkp_examples(data, "train", args.limit)
+    negatives, recipe = RECIPES[args.recipe]
+    ex = argkp_examples(data, "train", args.limit, negatives)
     n_pos = sum(1 for e in ex if e.allowed == (SUPPORT,))
     print(f"{len(ex)} examples ({n_pos} matching, {sum(1 for e in ex if e.kind != 'key point')} other-stance)",
           file=sys.stderr)
@@ -120,11 +129,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     ckpt = work / (out.name + (f".limit{args.limit}" if args.limit else "") + ".ckpt.pt")
     meta = {"data": "IBM ArgKP train (24 topics), labelled pairs + one other-stance key point per argument",
-            "positives": n_pos, "limit": args.limit}
+            "positives": n_pos, "limit": args.limit, "recipe": args.recipe, "negatives": negatives}
     # the version names the training set, the recipe and where it stopped: the embedding store keys the
     # pair encodings by it, so another training is never read from an earlier one's entries
-    version = f"{VERSION}-{signature(ex, {**DEFAULTS, **RECIPE})[:8]}" + (f"-step{args.stop_at}" if args.stop_at else "")
-    path = train(ex, RECIPE, out, threads=args.threads, version=version, meta=meta, stop_at=args.stop_at,
+    version = f"{VERSION}-{signature(ex, {**DEFAULTS, **recipe})[:8]}" + (f"-step{args.stop_at}" if args.stop_at else "")
+    path = train(ex, recipe, out, threads=args.threads, version=version, meta=meta, stop_at=args.stop_at,
                  ckpt=ckpt, device=args.device, base_dir=args.base_dir)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
     return 0

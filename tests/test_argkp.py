@@ -158,3 +158,24 @@ def test_the_argkp_judge_scores_through_the_cache_and_says_what_it_reads(tmp_pat
     p2, _ = j2.predict(pairs)  # a new judge reads the cache
     assert (p2 == p).all() and j2.forward_calls == 0
     assert describe_judge(j)["stance"] and describe_judge(j.name)["caveat"].startswith("The offline ArgKP judge")
+
+
+def test_get_judge_passes_the_argkp_candidate_files(tmp_path):
+    """``get_judge("argkp", cross_encoder=..., weights=...)`` (bench/argkp_dev.py's candidates) reads those
+    files: a missing network is one clear error naming it, and another network is another judge (cache)."""
+    import shutil
+
+    from berds_core.judges import JudgeError, get_judge
+    from berds_core.judges.cross_encoder import CE_WEIGHTS, HEAD_WEIGHTS
+
+    if not (CE_WEIGHTS.exists() and HEAD_WEIGHTS.exists()):
+        pytest.skip("the argkp judge's weights are not built")
+    with pytest.raises(JudgeError, match="nope.npz"):
+        get_judge("argkp", cross_encoder=str(tmp_path / "nope.npz"))
+    other = tmp_path / "other.npz"
+    shutil.copyfile(CE_WEIGHTS, other)
+    with open(other, "ab") as fh:  # same network, other bytes: named apart in the cache
+        fh.write(b"\0")
+    a, b = get_judge("argkp", encoding="fp32"), get_judge("argkp", encoding="fp32", cross_encoder=str(other),
+                                                           weights=str(HEAD_WEIGHTS))
+    assert b.ce_path == other and a.name != b.name

@@ -50,7 +50,7 @@ def describe_judge(spec_or_judge) -> dict:
                + ".") if cv else ""
         return {"stance": True, "label": "supports",
                 "caveat": "The offline ArgKP judge is a MiniLM cross-encoder trained to tell whether a crowd "
-                          "argument expresses a key point (IBM ArgKP; trained for part of its recipe so far, "
-                          "docs/judge.md), calibrated on the BERDS human pairs; passages off the question's topic "
-                          "support nothing." + fig}
+                          "argument expresses a key point (IBM ArgKP), its match logit read beside the cosine and "
+                          "calibrated on the BERDS human pairs; on BERDS's passages it is below the default judge "
+                          "(docs/judge.md); passages off the question's topic support nothing." + fig}
     return {"stance": True, "label": "supports", "caveat": None}

@@ -78,7 +78,8 @@ def _build(parts, opts: dict) -> Judge:
     if backend == "embedded":
         return EmbeddedJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
     if backend == "argkp":
-        return CrossEncoderJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
+        return CrossEncoderJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding", "weights",
+                                                "cross_encoder"}))
     if backend == "hf":
         return HFJudge(p["model"], p["adapter"], **_pick(opts, HF_OPTS))
     if backend == "openai":
