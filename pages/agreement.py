@@ -135,7 +135,7 @@ def main() -> None:
         st.toast(esc(flash))
     from berds_core.lab.agreement import distinct_judges
 
-    judges = list(distinct_judges(store))
+    judges = list(distinct_judges(lab.reads()))  # the judges' answers, read once for the whole page
     if "agr_pick" in st.session_state:
         st.session_state["agr_judge"] = st.session_state.pop("agr_pick")
     if st.session_state.get("agr_judge") not in judges + ["(none stored)"]:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from berds_core.answers import PROMPTS, AnswerConfig
 from berds_core.answers.coverage import retrieval_scores
+from berds_core.diversify.methods import LABELS
 from berds_core.errors import InputError
 from berds_core.generators import try_generator
 from berds_core.retrieval import CORPUS_RETRIEVERS
@@ -20,8 +21,7 @@ from studio_ui.local_server import server_help
 
 ensure_shell()
 
-METHODS = {"none": "plain", "mmr": "MMR", "qe": "query expansion", "coverage": "perspective re-ranker",
-           "preset": "diverse preset"}
+METHODS = LABELS  # the diversifiers and their names: the registry's (diversify.methods.METHOD_TABLE)
 NO_GENERATOR = (
     "No generator is configured, so no answers are written (the passages of both configurations are shown). "
     "Give one above: a local OpenAI-compatible server as `openai:<model>@<url>` (how to start one: below), or a "

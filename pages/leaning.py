@@ -7,6 +7,7 @@ import streamlit as st
 from berds_core.eval.evaluation import passages_needed, union_coverage
 from berds_core.eval.leaning import BUCKETS, QUERY_FORMS, Sides, infer_sides, infer_sides_llm, summarize_exposure
 from berds_core.experiment import Labels, side_rows as question_rows, sycophancy_summary, top_labels
+from berds_core.diversify.methods import LABELS
 from berds_core.retrieval import CORPUS_RETRIEVERS
 from berds_core.studio.columns import column_pipeline
 from studio_ui.config import choose_policy, embedder_model
@@ -22,7 +23,7 @@ BUCKET_LABELS = {"support_only": "supporting side only", "oppose_only": "opposin
 BUCKET_COLORS = {"support_only": "#2e7d4f", "oppose_only": "#b23b3b", "both": "#1f5f8b", "neither": "#b8c0c8"}
 FORM_LABELS = {"question": "the question", "support": "the supporting perspective",
                "oppose": "the opposing perspective"}
-DIVERSIFIERS = {"none": "plain", "mmr": "+ MMR", "coverage": "+ perspective re-ranker", "qe": "+ query expansion"}
+DIVERSIFIERS = LABELS  # the diversifiers and their names: the registry's (diversify.methods.METHOD_TABLE)
 COVERAGE_DEPTH = 100
 
 
@@ -138,7 +139,7 @@ with st.container(border=True):
     configs = c3.multiselect(
         "Configurations (retriever × diversifier)",
         [f"{r} {d}" for r in CORPUS_RETRIEVERS for d in DIVERSIFIERS.values()],
-        default=[f"{kind0} plain", f"{kind0} + MMR"], key="ln_configs")
+        default=[f"{kind0} {DIVERSIFIERS['none']}", f"{kind0} {DIVERSIFIERS['mmr']}"], key="ln_configs")
     subsets = sorted({q.subset or "all" for q in two})
     chosen_subsets = c4.multiselect("Subsets", subsets, default=subsets, key="ln_subsets")
     fmt = st.radio("Chart export format (camera button)", ["PNG", "SVG"], horizontal=True, key="ln_fmt")

@@ -11,6 +11,7 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
+from berds_core.diversify.methods import HEADINGS, PERSPECTIVE_METHODS
 from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 from studio_ui.config import Config, choose_policy, embedder_model, LABEL_SOURCES
 from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
@@ -21,9 +22,8 @@ from studio_ui import web_live
 
 ensure_shell()
 
-COLUMNS = {"none": "Plain retrieval", "mmr": "+ MMR", "qe": "+ Query expansion", "rerank": "+ Re-ranker",
-           "xquad": "+ xQuAD", "pm2": "+ PM-2", "preset": "+ Diverse preset"}
-PERSPECTIVE_COLUMNS = ("qe", "rerank", "xquad", "pm2")  # columns that use the perspective source
+COLUMNS = HEADINGS  # each method's column heading: the registry's (diversify.methods.METHOD_TABLE)
+PERSPECTIVE_COLUMNS = PERSPECTIVE_METHODS  # columns that use the perspective source
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 
@@ -327,7 +327,7 @@ def main() -> None:
     if t2.toggle("Query expansion", value=True, key="pg_qe"):
         shown.append("qe")
     if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
-        shown.append("rerank")
+        shown.append("coverage")
     if t4.toggle("xQuAD", value=False, key="pg_xquad"):
         shown.append("xquad")
     if t5.toggle("PM-2", value=False, key="pg_pm2"):

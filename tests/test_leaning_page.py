@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from berds_core.diversify.methods import LABELS
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
@@ -88,7 +90,7 @@ def test_rank_aware_leaning_table_matches_the_engine(page):
         mats.append(gold_matrix(demo.gold, q.id, 2, [pool.ids[r] for r, _ in hits]))
     sides = [infer_sides(q.question, q.perspectives, q.stances) for q in two]
     expected = exposure_leaning(mats, sides, 5)
-    row = table[table["configuration"] == "bm25 plain"].iloc[0]
+    row = table[table["configuration"] == f"bm25 {LABELS['none']}"].iloc[0]  # the registry's name of plain
     assert row["rank_leaning"] == pytest.approx(expected["mean"])
     assert row["defined"] == expected["defined"] and row["questions"] == len(two)
     assert row["exposure_support"] == pytest.approx(expected["exposure_support"])

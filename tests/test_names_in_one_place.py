@@ -2,8 +2,8 @@
 ``berds_core.diversify.methods.METHOD_TABLE`` (names, aliases, labels, what each takes), the retrievers in
 ``berds_core.retrieval.RETRIEVERS``. Outside the registry modules, no list, tuple, set or dict written in the
 source of ``berds_core/``, ``studio_ui/``, ``pages/`` or ``app.py`` names two or more of them: a face reads
-them from the registry. ``KNOWN`` holds the hand-written lists this check found and that are not moved yet
-(each named by file and its names); a new one fails, and one moved away must leave ``KNOWN`` too."""
+them from the registry. ``KNOWN`` (empty) would hold a hand-written list allowed to stay, named by file and its
+names; a new one fails, and one moved away must leave ``KNOWN`` too."""
 from __future__ import annotations
 
 import ast
@@ -16,20 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REGISTRIES = {"berds_core/diversify/methods.py", "berds_core/diversify/presets.py", "berds_core/retrieval/__init__.py"}
 NAMES = set(METHODS) | set(ALIASES) | set(METHOD_STAGES) | set(RETRIEVERS.names())
 
-# (file, the registered names of the literal, in order): found by this check, not moved yet
-KNOWN = {
-    # the CLI's own flags, one per method (--mmr, --qe, --rerank, --preset): flag names, not a list of methods
-    ("berds_core/cli/_diversify_options.py", ("mmr", "qe", "rerank", "preset")),
-    # the pipeline grammar's own words (a spec names its retriever: dense%10>>...)
-    ("berds_core/diversify/spec.py", ("bm25", "dense")),
-    # the stance model's training examples: which retrievers its negatives came from
-    ("berds_core/stance/examples.py", ("dense", "bm25")),
-    # pages whose pickers still have their own labels
-    ("pages/playground.py", ("none", "mmr", "qe", "rerank", "xquad", "pm2", "preset")),
-    ("pages/playground.py", ("qe", "rerank", "xquad", "pm2")),
-    ("pages/answers.py", ("none", "mmr", "qe", "coverage", "preset")),
-    ("pages/leaning.py", ("none", "mmr", "coverage", "qe")),
-}
+# (file, the registered names of the literal, in order): hand-written lists allowed to stay. None: the CLI's method
+# flags, the pipeline grammar's retriever words and the pages' pickers and column headings read the registries
+KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def literals() -> list[tuple[str, int, tuple[str, ...]]]:
@@ -94,3 +83,20 @@ def test_the_faces_read_the_registries():
     assert tuple(next(a for a in retrieve._actions if a.dest == "retriever").choices) == CORPUS_RETRIEVERS
     assert tuple(next(a for a in retrieve._actions if a.dest == "rerank").choices) == RERANKERS
     assert all(METHOD_STAGES[r] for r in RERANKERS) and "coverage" in RERANKERS
+
+
+def test_the_method_flags_and_the_grammar_read_the_registries():
+    """``berds retrieve``'s method flags are the registry's (each one an option of the verb), the pipeline
+    grammar's retriever words are the retriever registry's, and the Playground's headings cover every method."""
+    from berds_core.cli import build_parser
+    from berds_core.diversify import spec
+    from berds_core.diversify.methods import HEADINGS, METHOD_FLAGS, METHOD_TABLE
+    from berds_core.retrieval import CORPUS_RETRIEVERS
+
+    assert METHOD_FLAGS == tuple(dict.fromkeys(m.flag for m in METHOD_TABLE if m.flag))
+    assert {m.flag for m in METHOD_TABLE if m.reranks} == {"rerank"} and "none" not in METHOD_FLAGS
+    sub = next(a for a in build_parser()._actions if getattr(a, "choices", None) and "retrieve" in a.choices)
+    dests = {a.dest for a in sub.choices["retrieve"]._actions}
+    assert set(METHOD_FLAGS) <= dests
+    assert spec.RETRIEVERS == CORPUS_RETRIEVERS
+    assert set(HEADINGS) == set(METHODS) and all(HEADINGS.values())

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from berds_core.diversify.methods import LABELS
+
 pytest.importorskip("streamlit")
 
 from test_app_pages import ROOT, _app, _data_roots, _open, entry  # noqa: E402,F401
@@ -96,7 +98,7 @@ def test_the_leaning_page_and_berds_sycophancy_give_one_report(_app, demo):
     at.switch_page(str(ROOT / "pages/leaning.py"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    at.multiselect(key="ln_configs").set_value(["dense plain"]).run()
+    at.multiselect(key="ln_configs").set_value([f"dense {LABELS['none']}"]).run()
     assert at.radio(key="ln_policy").value == DEFAULT_POLICY
     assert not at.exception, [e.value for e in at.exception]
     syc = next(df.value for df in at.dataframe if "delta" in df.value.columns)

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.methods import RERANKERS, default_lambda, method_options, method_pipeline
+from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, method_options, method_pipeline
 from ..diversify.pipeline import Pipeline
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
@@ -89,7 +89,7 @@ def diversify_config(args) -> dict | None:
     spec = getattr(args, "pipeline", None)
     if spec is not None:
         return _pipeline_config(args, spec)
-    chosen = [name for name in ("mmr", "qe", "rerank", "preset") if getattr(args, name, None) is not None]
+    chosen = [name for name in METHOD_FLAGS if getattr(args, name, None) is not None]
     if not chosen:
         for opt, val in (("--mmr-embedder", args.mmr_embedder), ("--qe-llm", args.qe_llm),
                          ("--pool", getattr(args, "pool", None)),
@@ -153,7 +153,7 @@ def diversify_config(args) -> dict | None:
 
 def _pipeline_config(args, spec: str) -> dict:
     """``--pipeline SPEC``: the spec checked (one line naming the position) and alone among the methods."""
-    for name in ("mmr", "qe", "rerank", "preset"):
+    for name in METHOD_FLAGS:
         if getattr(args, name, None) is not None:
             raise InputError("--pipeline", None, None, f"choose one diversification method (also given: --{name})")
     for flag, attr in _STAGE_FLAGS:

@@ -20,7 +20,9 @@ from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA
 class Method:
     """One diversification method: its ``name``, what it is (``help``), its ``label`` on the pages, other
     ``aliases`` (the CLI's ``--rerank``, the preset's name), the pipeline ``stage`` it runs (None: the saved
-    preset) and whether it reads a perspective source (``perspectives``: ``qe``, the re-rankers)."""
+    preset), whether it reads a perspective source (``perspectives``: ``qe``, the re-rankers), the ``berds
+    retrieve`` flag that asks for it (``flag``: ``--mmr``, ``--qe``, ``--rerank`` for every re-ranker,
+    ``--preset``) and its column's heading on the Playground (``heading``)."""
 
     name: str
     help: str
@@ -29,20 +31,24 @@ class Method:
     aliases: tuple[str, ...] = ()
     perspectives: bool = False
     reranks: bool = False  # a re-ranker of the top candidates (the CLI's --rerank)
+    flag: str | None = None  # the CLI flag that picks it (None: none picks it, plain retrieval)
+    heading: str = ""  # the Playground's column heading
 
 
 # the one list of the methods: the CLI's choices, the pages' pickers and labels are read from it
 METHOD_TABLE: tuple[Method, ...] = (
-    Method("none", "No diversification (retriever order)", "plain retrieval", "none"),
-    Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr"),
-    Method("qe", "Query expansion (round-robin over perspectives)", "+ query expansion", "qe", perspectives=True),
+    Method("none", "No diversification (retriever order)", "plain retrieval", "none", heading="Plain retrieval"),
+    Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr", flag="mmr", heading="+ MMR"),
+    Method("qe", "Query expansion (round-robin over perspectives)", "+ query expansion", "qe", perspectives=True,
+           flag="qe", heading="+ Query expansion"),
     Method("coverage", "Perspective-coverage re-ranker", "+ perspective re-ranker", "coverage", ("rerank",),
-           perspectives=True, reranks=True),
+           perspectives=True, reranks=True, flag="rerank", heading="+ Re-ranker"),
     Method("xquad", "xQuAD (explicit aspects: one expanded query per perspective)", "+ xQuAD", "xquad",
-           perspectives=True, reranks=True),
+           perspectives=True, reranks=True, flag="rerank", heading="+ xQuAD"),
     Method("pm2", "PM-2 (proportional seats for the perspectives)", "+ PM-2", "pm2", perspectives=True,
-           reranks=True),
-    Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",)),
+           reranks=True, flag="rerank", heading="+ PM-2"),
+    Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",), flag="preset",
+           heading="+ Diverse preset"),
 )
 METHODS = {m.name: m.help for m in METHOD_TABLE}
 # other names of the same methods
@@ -50,6 +56,8 @@ ALIASES = {a: m.name for m in METHOD_TABLE for a in m.aliases}
 LABELS = {m.name: m.label for m in METHOD_TABLE}  # the pages' names of the methods
 PERSPECTIVE_METHODS = tuple(m.name for m in METHOD_TABLE if m.perspectives)  # they take a perspective source
 RERANKERS = tuple(m.name for m in METHOD_TABLE if m.reranks)  # the CLI's --rerank choices
+METHOD_FLAGS = tuple(dict.fromkeys(m.flag for m in METHOD_TABLE if m.flag))  # berds retrieve's method flags
+HEADINGS = {m.name: m.heading for m in METHOD_TABLE}  # the Playground's column headings
 
 
 def default_lambda(method: str) -> float | None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..retrieval import CORPUS_RETRIEVERS as RETRIEVERS  # the words a spec may start with: the registry's
 from ..specs import SpecError
 
-RETRIEVERS = ("bm25", "dense")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _INT = re.compile(r"[0-9]+")
 _BARE = re.compile(r"[^\s,()'\"]+")
@@ -98,7 +98,8 @@ def parse_spec(text: str) -> SpecParts:
     """``"dense%10>>coverage(alpha=0.1)"`` -> ``SpecParts("dense", 10, (StagePart("coverage", (("alpha", "0.1"),)),))``."""
     r = _Reader(str(text or ""))
     if not r.text.strip():
-        raise SpecError("pipeline '': empty: give a retriever (bm25, dense), a stage, or both: e.g. bm25%30>>mmr(lam=0.5)")
+        raise SpecError(f"pipeline '': empty: give a retriever ({', '.join(RETRIEVERS)}), a stage, or both: "
+                        "e.g. bm25%30>>mmr(lam=0.5)")
     retriever = depth = None
     stages: list[StagePart] = []
     r.skip()

@@ -32,6 +32,7 @@ from . import checks, controls, health, judge_review, qualification, reliability
 from .accounts import Accounts
 from .store import SKIP, Store, StoreError
 from .records import MAX_NOTE
+from .request_reads import RequestReads
 from .agreement import agreement_report, disagreements
 from .exports import ROUND_WHAT, export_rows, own_rows
 from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
@@ -86,6 +87,7 @@ class Lab:
         self.actor = actor
         self.per_request = per_request
         self._view: rounds.RoundView | None = None
+        self._reads: RequestReads | None = None
 
     # ---- checks ----
 
@@ -133,6 +135,17 @@ class Lab:
     def _changed(self) -> None:
         """A write this view cannot follow (a qualification answer, a pause, a task set): read again."""
         self._view = None
+        self._reads = None
+
+    def reads(self):
+        """What the reviewing calls read the store through: one request's
+        :class:`~berds_core.lab.request_reads.RequestReads` when ``per_request`` (the labels, pairs and gold
+        read once for the report, the models and every download), else the store itself."""
+        if not self.per_request:
+            return self.store
+        if self._reads is None:
+            self._reads = RequestReads(self.store)
+        return self._reads
 
     def task_sets(self) -> list[str]:
         if self.per_request:
@@ -218,6 +231,7 @@ class Lab:
         event = self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
                                  judge_visible=seen, client_id=client_id)
         view.decide(pair_id, value == SKIP)
+        self._reads = None  # the labels read for this request changed
         rounds.after_label(self.store, self.actor.name, pair_id, view=view)
         return event
 
@@ -233,6 +247,7 @@ class Lab:
                 return None  # a resent undo, stored before the queue closed
             raise StoreError(f"{why}; nothing was undone")
         pid, restored = self.store.undo_restoring(self.actor.name, client_id=client_id)
+        self._reads = None
         if restored is None:
             view.undecide(pid)
         elif pid is not None:
@@ -296,12 +311,12 @@ class Lab:
     def agreement_report(self, judge: str | None, **kw) -> dict:
         self.require("agreement", judge)
 
-        return agreement_report(self.store, judge, **kw)
+        return agreement_report(self.reads(), judge, **kw)
 
     def disagreements(self, judge: str | None = None) -> list[dict]:
         self.require("adjudicate", judge, what="see disagreements")
 
-        return disagreements(self.store, judge)
+        return disagreements(self.reads(), judge)
 
     def adjudicate(self, pair_id: str, label: int, note: str | None = None) -> None:
         self.require("adjudicate", pair_id)
@@ -312,20 +327,20 @@ class Lab:
     def reliability_report(self, **kw) -> dict:
         """:func:`berds_core.lab.reliability.reliability_report` (reviewers and admins)."""
         self.require("agreement", "reliability")
-        return reliability.reliability_report(self.store, **kw)
+        return reliability.reliability_report(self.reads(), **kw)
 
     def round_health(self, task_set: str | None = None) -> dict:
         self.require("agreement", "round health")
-        return health.round_health(self.store, task_set)
+        return health.round_health(self.reads(), task_set)
 
     def review_queue(self, judge: str | None = None, **kw) -> list[dict]:
         """Disagreements, most urgent first (:func:`berds_core.lab.judge_review.review_queue`)."""
         self.require("adjudicate", judge, what="see disagreements")
-        return judge_review.review_queue(self.store, judge, **kw)
+        return judge_review.review_queue(self.reads(), judge, **kw)
 
     def judge_failures(self, judge: str, **kw) -> dict:
         self.require("agreement", judge)
-        return judge_review.judge_failures(self.store, judge, **kw)
+        return judge_review.judge_failures(self.reads(), judge, **kw)
 
     # ---- leading a round ----
 
@@ -391,12 +406,12 @@ class Lab:
         """Rows for a download: ``labels`` (admins: everyone's, with ``judge``'s probability; others: their
         own, :func:`~berds_core.lab.exports.own_rows`: no ids, no judge), ``gold``, ``reference``, ``majority``, ``model``; ``qualification`` for reviewers too."""
         if what == "labels" and not self.allowed("export_labels"):
-            return own_rows(self.store, self.actor.name, include_skips=include_skips)
+            return own_rows(self.reads(), self.actor.name, include_skips=include_skips)
         if what in ROUND_WHAT:
             self.require("export_report", what, what=f"export {what}")
-            return export_rows(self.store, what=what)
+            return export_rows(self.reads(), what=what)
         self.require("export_labels", what, what=f"export {what}")
-        return export_rows(self.store, what=what, include_skips=include_skips, judge=judge)
+        return export_rows(self.reads(), what=what, include_skips=include_skips, judge=judge)
 
     def accounts(self, **kw):
         self.require("manage_users", "users")

@@ -1,7 +1,8 @@
 """Lab accounts: users with roles, argon2 password hashes, sessions that expire, rate-limited login.
 
 Everything lives in the annotation database (tables ``users``, ``sessions``,
-``login_attempts``; see :mod:`berds_core.lab.store`), so one file is one lab.
+``login_attempts``; their statements are the store's, :mod:`berds_core.lab.account_tables`), so one file is
+one lab. This module decides; it holds no SQL.
 
 - Passwords are stored only as argon2id hashes (``argon2-cffi``: a random salt
   per hash, memory-hard). They are never logged, printed, exported or put in
@@ -60,7 +61,6 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from ..runtime.mode import lab_mode  # noqa: F401  (re-exported: pages ask the lab whether it is on)
-from .db import now as utc_now  # the store's clock (a local `now` here is a float of self.clock)
 from .store import Store, StoreError
 
 ROLES = ("annotator", "reviewer", "admin")
@@ -239,26 +239,22 @@ class Accounts:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         check_password_policy(password, name)
         digest = self.hasher.hash(password)
-        now = utc_now()
-        with self.store.transaction() as c:
-            if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+        with self.store.batch():  # the user and its audit line: one transaction
+            if not self.store.add_user(name, role, digest, secrets.token_hex(16)):
                 raise AccountError(f"user {name!r} exists already (use reset to change the password)")
-            c.execute("INSERT INTO users (name, role, password_hash, active, created_at, updated_at, uid) "
-                      "VALUES (?, ?, ?, 1, ?, ?, ?)", (name, role, digest, now, now, secrets.token_hex(16)))
             self.store.audit(by, "admin", "users.add", name, allowed=True, detail=f"role={role}")
         self.store.restrict_permissions()  # password hashes inside: owner only (0600)
         return self.get(name)
 
     def get(self, name: str) -> User | None:
-        rows = self.store.query("SELECT name, role, active, created_at, last_login FROM users WHERE name = ?", (name,))
-        if not rows:
+        r = self.store.user_row(name)
+        if r is None:
             return None
-        r = rows[0]
         return User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
 
     def list(self) -> list[User]:
-        rows = self.store.query("SELECT name, role, active, created_at, last_login FROM users ORDER BY name")
-        return [User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"]) for r in rows]
+        return [User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
+                for r in self.store.user_rows()]
 
     def names(self, role: str | None = None, *, active_only: bool = True) -> list[str]:
         return [u.name for u in self.list() if (role is None or u.role == role) and (u.active or not active_only)]
@@ -270,15 +266,14 @@ class Accounts:
     def disable(self, name: str, *, by: str | None = "cli") -> None:
         """Disable an account and end its sessions (its labels stay)."""
         self._require(name)
-        with self.store.transaction() as c:
-            c.execute("UPDATE users SET active = 0, updated_at = ? WHERE name = ?", (utc_now(), name))
-            c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
+        with self.store.batch():
+            self.store.set_user_active(name, False)
             self.store.audit(by, "admin", "users.disable", name, allowed=True)
 
     def enable(self, name: str, *, by: str | None = "cli") -> None:
         self._require(name)
-        with self.store.transaction() as c:
-            c.execute("UPDATE users SET active = 1, updated_at = ? WHERE name = ?", (utc_now(), name))
+        with self.store.batch():
+            self.store.set_user_active(name, True)
             self.store.audit(by, "admin", "users.enable", name, allowed=True)
 
     def reset(self, name: str, password: str, *, role: str | None = None, by: str | None = "cli") -> None:
@@ -288,28 +283,21 @@ class Accounts:
         if role is not None and role not in ROLES:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         digest = self.hasher.hash(password)
-        with self.store.transaction() as c:
-            c.execute("UPDATE users SET password_hash = ?, updated_at = ? WHERE name = ?", (digest, utc_now(), name))
-            if role is not None:
-                c.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
-            c.execute("UPDATE sessions SET revoked = 1 WHERE user = ?", (name,))
-            c.execute("DELETE FROM login_attempts WHERE user = ? AND ok = 0", (name,))
+        with self.store.batch():
+            self.store.reset_password(name, digest, role)
             self.store.audit(by, "admin", "users.reset", name, allowed=True,
                              detail=f"role={role}" if role else None)
 
     # ---- login and sessions ----
 
-    def _failures(self, column: str, value: str, now: float, c=None) -> list[float]:
+    def _failures(self, column: str, value: str, now: float) -> list[float]:
         """Times of the failed (or still being checked) attempts for ``column = value`` inside the window,
-        oldest first. ``c``: a connection inside a transaction.
+        oldest first (inside the caller's transaction when there is one).
 
         A success in between does not reset them: an attacker who owns one
         account cannot clear an address's count by signing in to it.
         """
-        sql = f"SELECT at FROM login_attempts WHERE {column} = ? AND ok != 1 AND at > ? ORDER BY at"
-        params = (value, now - WINDOW)
-        rows = c.execute(sql, params).fetchall() if c is not None else self.store.query(sql, params)
-        return [r[0] for r in rows]
+        return self.store.login_failures(column, value, now - WINDOW)
 
     def _name_key(self, name: str) -> str:
         """How a name is stored in the audit log and the attempt counts: as typed for an account, else a keyed
@@ -364,25 +352,20 @@ class Accounts:
         blocked address still lets through a name that has signed in from it before (a co-worker behind
         the same NAT), under the name's slow-down. ``hold``: how long the attempt waits before the check.
         """
-        with self.store.transaction() as c:
+        with self.store.batch():
             now = self.clock()
             if client:
-                fails = self._failures("client", client, now, c)
+                fails = self._failures("client", client, now)
                 if len(fails) >= MAX_CLIENT_FAILURES:
-                    known = c.execute("SELECT 1 FROM login_attempts WHERE client = ? AND user = ? AND ok = 1 LIMIT 1",
-                                      (client, key)).fetchone()
-                    if not known:
+                    if not self.store.signed_in_from(client, key):
                         return None, max(0.0, fails[len(fails) - MAX_CLIENT_FAILURES] + WINDOW - now), 0.0
-            hold = self._hold(self._failures("user", key, now, c), now)
+            hold = self._hold(self._failures("user", key, now), now)
             # stamped with the time its password will be checked: the next attempt for the name waits from there
-            cur = c.execute("INSERT INTO login_attempts (user, client, at, ok) VALUES (?, ?, ?, -1)",
-                            (key, client, now + hold))
-            attempt = int(cur.lastrowid)
+            attempt = self.store.add_login_attempt(key, client, now + hold)
         return attempt, 0.0, hold
 
     def _settle(self, attempt: int, ok: bool) -> None:
-        with self.store.transaction() as c:
-            c.execute("UPDATE login_attempts SET ok = ? WHERE id = ?", (int(ok), attempt))
+        self.store.settle_login_attempt(attempt, ok)
 
     def login(self, name: str, password: str, *, client: str | None = None) -> tuple[str, User]:
         """Check the password; returns ``(session token, user)`` or raises :class:`LoginError`."""
@@ -398,29 +381,25 @@ class Accounts:
         try:
             if hold > 0:  # a name under attack: slower, never refused
                 self.sleep(hold)
-            rows = self.store.query("SELECT password_hash, active, uid FROM users WHERE name = ?", (name,))
+            row = self.store.password_row(name)
             try:  # one argon2 verification either way, so timing does not tell which names exist
-                ok = self.hasher.verify(rows[0]["password_hash"] if rows else dummy, password or "") and bool(rows)
+                ok = self.hasher.verify(row["password_hash"] if row else dummy, password or "") and row is not None
             except (VerifyMismatchError, VerificationError, InvalidHashError):
                 ok = False
         finally:
             self._settle(attempt, ok)  # also when interrupted: the attempt stays counted
-        if not ok or not rows[0]["active"]:
+        if not ok or not row["active"]:
             self.store.audit(key or None, None, "login", None, allowed=False,
                              detail="disabled account" if ok else "wrong name or password")
             # the same answer for a disabled account: a refusal that named it only to the right password
             # would confirm a guessed password (the lead sees "disabled account" in the audit log)
             raise LoginError("wrong name or password")
-        if self.hasher.check_needs_rehash(rows[0]["password_hash"]):
-            with self.store.transaction() as c:
-                c.execute("UPDATE users SET password_hash = ? WHERE name = ?", (self.hasher.hash(password), name))
+        if self.hasher.check_needs_rehash(row["password_hash"]):
+            self.store.rehash_password(name, self.hasher.hash(password))
         token = secrets.token_urlsafe(32)
         now = self.clock()
         _, lifetime = session_limits()
-        with self.store.transaction() as c:
-            c.execute("INSERT INTO sessions (token_hash, user, created_at, last_seen, expires_at, uid) "
-                      "VALUES (?, ?, ?, ?, ?, ?)", (_token_hash(token), name, now, now, now + lifetime, rows[0]["uid"]))
-            c.execute("UPDATE users SET last_login = ? WHERE name = ?", (utc_now(), name))
+        self.store.open_session(_token_hash(token), name, now, now + lifetime, row["uid"])
         self.store.audit(name, None, "login", None, allowed=True)
         self.purge_sessions()  # ended sessions and old attempts go at each sign-in
         return token, self.get(name)
@@ -433,12 +412,9 @@ class Accounts:
         if not token:
             return None
         h = _token_hash(token)
-        rows = self.store.query("SELECT s.user, s.last_seen, s.expires_at, s.revoked, s.uid, u.uid AS user_uid, "
-                                "u.name, u.role, u.active, u.created_at, u.last_login "
-                                "FROM sessions s LEFT JOIN users u ON u.name = s.user WHERE s.token_hash = ?", (h,))
-        if not rows:
+        r = self.store.session_row(h)
+        if r is None:
             return None
-        r = rows[0]
         now = self.clock()
         idle, _ = session_limits()
         if r["revoked"] or now >= r["expires_at"] or now - r["last_seen"] >= idle:
@@ -449,24 +425,18 @@ class Accounts:
             return None
         user = User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
         if now - r["last_seen"] > 60:
-            with self.store.transaction() as c:
-                c.execute("UPDATE sessions SET last_seen = ? WHERE token_hash = ?", (now, h))
+            self.store.touch_session(h, now)
         return user
 
     def logout(self, token: str | None) -> None:
         if token:
-            with self.store.transaction() as c:
-                c.execute("UPDATE sessions SET revoked = 1 WHERE token_hash = ?", (_token_hash(token),))
+            self.store.revoke_session(_token_hash(token))
 
     def purge_sessions(self) -> int:
         """Delete ended sessions and old login attempts; returns the sessions removed."""
         now = self.clock()
         idle, _ = session_limits()
-        with self.store.transaction() as c:
-            n = c.execute("DELETE FROM sessions WHERE revoked = 1 OR expires_at <= ? OR last_seen <= ?",
-                          (now, now - idle)).rowcount
-            c.execute("DELETE FROM login_attempts WHERE at < ?", (now - max(WINDOW, 7 * 86400),))
-        return n
+        return self.store.purge_sessions(now, now - idle, now - max(WINDOW, 7 * 86400))
 
 
 __all__ = ["Accounts", "AccountError", "LoginError", "ROLES", "User", "check_password_policy", "client_address",

@@ -32,12 +32,9 @@ def _hour(ts: str) -> datetime:
 
 def decisions(store, task_set: str | None = None) -> list[tuple[str, str]]:
     """``[(annotator, at)]`` of every label and skip that was not undone (in a task set: its pairs only)."""
-    sql = ("SELECT e.annotator, e.at, e.pair_id FROM events e WHERE e.kind IN ('label', 'skip') AND NOT EXISTS "
-           "(SELECT 1 FROM events u WHERE u.kind = 'undo' AND u.target = e.event_id)")
-    rows = store.query(sql + " ORDER BY e.event_id")
+    rows = store.standing_decisions()
     if task_set is not None:
-        mine = {(r[0], r[1]) for r in store.query("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
-                                                  (task_set,))}
+        mine = store.set_pair_annotators(task_set)
         rows = [r for r in rows if (r["pair_id"], r["annotator"]) in mine]
     return [(r["annotator"], r["at"]) for r in rows]
 
@@ -73,16 +70,14 @@ def adjudication_backlog(store, task_set: str | None = None) -> list[str]:
     gold = store.gold()
     pids = [p for p, v in by.items() if len(v) > 1 and p not in gold]
     if task_set is not None:
-        mine = {r[0] for r in store.query("SELECT pair_id FROM assignments WHERE task_set = ?", (task_set,))}
+        mine = store.set_pairs(task_set)
         pids = [p for p in pids if p in mine]
     return sorted(pids)
 
 
 def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> dict:
     """Everything a lead checks while a round runs (see the module docstring)."""
-    names = sorted({r[0] for r in store.query("SELECT annotator FROM assignments" +
-                                              (" WHERE task_set = ?" if task_set else ""),
-                                              (task_set,) if task_set else ())})
+    names = store.assigned_annotators(task_set)
     queues = {}
     for a in names:
         view = rounds.read(store, a)  # their round, read once for both

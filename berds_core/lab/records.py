@@ -95,13 +95,6 @@ def label_of_row(row) -> Label:
                  row["app_version"], row["server_ms"] if "server_ms" in row.keys() else None)
 
 
-def put_label(c, values: dict) -> None:
-    """Write one ``labels`` row (the columns of :data:`LABEL_COLS` that ``values`` has) on connection ``c``."""
-    cols = [k for k in LABEL_COLS if k in values]
-    c.execute(f"INSERT OR REPLACE INTO labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-              [values[k] for k in cols])
-
-
 MAX_NOTE = 1000  # characters of a label's note (longer ones are cut, on the server)
 
 

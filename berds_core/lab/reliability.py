@@ -84,13 +84,10 @@ class Estimate:
 
 def model_labels(store, task_set: str | None = None) -> list[tuple[str, str, int]]:
     """``[(pair_id, annotator, 0/1)]``: the labels the model reads (no skips, no annotator's own checks)."""
-    kinds = defaultdict(set)
-    for r in store.query("SELECT pair_id, annotator, kind, task_set FROM assignments"):
-        kinds[(r["pair_id"], r["annotator"])].add(r["kind"])
+    kinds = store.assignment_kinds()
     in_set = None
     if task_set is not None:
-        in_set = {r[0] for r in store.query("SELECT pair_id FROM assignments WHERE task_set = ? AND kind NOT IN "
-                                            "('check', 'calibration')", (task_set,))}
+        in_set = store.set_pairs(task_set, tasks_only=True)
     out = []
     for lab in store.labels(include_skips=False):
         if kinds.get((lab.pair_id, lab.annotator), set()) & set(CHECK_KINDS):
@@ -242,8 +239,7 @@ def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None,
     the server's time (since their previous decision) and the browser's claim."""
     in_set = None
     if task_set is not None:
-        in_set = {(r[0], r[1]) for r in store.query("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
-                                                    (task_set,))}
+        in_set = store.set_pair_annotators(task_set)
     out = defaultdict(list)
     for lab in store.labels():
         if in_set is None or (lab.pair_id, lab.annotator) in in_set:

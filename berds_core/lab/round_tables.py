@@ -1,8 +1,11 @@
-"""The store's statements on a round's quality-control tables (:mod:`berds_core.lab.round_schema`), two of the
-classes :class:`berds_core.lab.store.Store` is composed of: :class:`QualificationTables` (``qualification``,
-``qualification_results``) and :class:`CheckTables` (``check_slots``, checks among the assignments, their pool,
-``pauses``). :mod:`berds_core.lab.qualification` and :mod:`berds_core.lab.checks` decide (draw, place, score,
-pause); these read and write. A write joins the caller's transaction (``store.batch()``) when there is one.
+"""The store's statements on a round's quality-control tables (:mod:`berds_core.lab.round_schema`) and on what
+the lead's reports read of a round, three of the classes :class:`berds_core.lab.store.Store` is composed of:
+:class:`QualificationTables` (``qualification``, ``qualification_results``), :class:`CheckTables`
+(``check_slots``, checks among the assignments, their pool, ``pauses``) and :class:`ReportReads` (decisions still
+standing, who has which pair in a task set). :mod:`berds_core.lab.qualification`, :mod:`berds_core.lab.checks`,
+:mod:`berds_core.lab.health`, :mod:`berds_core.lab.reliability` and :mod:`berds_core.lab.simulate` decide (draw,
+place, score, pause, report); these read and write. A write joins the caller's transaction (``store.batch()``)
+when there is one.
 """
 from __future__ import annotations
 
@@ -187,3 +190,44 @@ class CheckTables(Database):
     def last_resume(self, task_set: str, annotator: str) -> str | None:
         return self.query("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?",
                           (task_set, annotator))[0][0]
+
+
+class ReportReads(Database):
+    """What the lead's reports read of the round (:mod:`berds_core.lab.health`, :mod:`berds_core.lab.reliability`)
+    and a simulated round asks of a queue (:mod:`berds_core.lab.simulate`): decisions still standing, who has which
+    pair in a task set."""
+
+    def standing_decisions(self) -> list:
+        """``annotator, at, pair_id`` of every label and skip in the history that no undo took back, in order."""
+        return self.query("SELECT e.annotator, e.at, e.pair_id FROM events e WHERE e.kind IN ('label', 'skip') AND "
+                          "NOT EXISTS (SELECT 1 FROM events u WHERE u.kind = 'undo' AND u.target = e.event_id) "
+                          "ORDER BY e.event_id")
+
+    def assigned_annotators(self, task_set: str | None = None) -> list[str]:
+        """Everyone with an assignment (in one task set, or in any), by name."""
+        return [r[0] for r in self.query("SELECT DISTINCT annotator FROM assignments" +
+                                         (" WHERE task_set = ?" if task_set else "") + " ORDER BY 1",
+                                         (task_set,) if task_set else ())]
+
+    def set_pairs(self, task_set: str, *, tasks_only: bool = False) -> set[str]:
+        """The pairs assigned in a task set (``tasks_only``: leaving out gold checks and calibration pairs)."""
+        sql = "SELECT pair_id FROM assignments WHERE task_set = ?"
+        return {r[0] for r in self.query(sql + (" AND kind NOT IN ('check', 'calibration')" if tasks_only else ""),
+                                         (task_set,))}
+
+    def set_pair_annotators(self, task_set: str) -> set[tuple[str, str]]:
+        """``(pair_id, annotator)`` of every assignment in a task set."""
+        return {(r[0], r[1]) for r in self.query("SELECT pair_id, annotator FROM assignments WHERE task_set = ?",
+                                                 (task_set,))}
+
+    def assignment_kinds(self) -> dict[tuple[str, str], set[str]]:
+        """``{(pair_id, annotator): {kind, ...}}`` over every task set."""
+        kinds: dict[tuple[str, str], set[str]] = {}
+        for r in self.query("SELECT pair_id, annotator, kind, task_set FROM assignments"):  # the fits' first read
+            kinds.setdefault((r[0], r[1]), set()).add(r[2])
+        return kinds
+
+    def is_check_for(self, annotator: str, pair_id: str) -> bool:
+        """Whether the pair is a gold check or a calibration pair in any of the annotator's queues."""
+        return bool(self.query("SELECT 1 FROM assignments WHERE pair_id = ? AND annotator = ? AND "
+                               "kind IN ('check', 'calibration')", (str(pair_id), annotator)))

@@ -242,8 +242,7 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                         stats[name]["paused"] = any(s["state"] == "paused" for s in lab.round_states(task_set))
                         continue
                     pid = nxt[0]
-                    is_check = bool(store.query("SELECT 1 FROM assignments WHERE pair_id = ? AND annotator = ? AND "
-                                                "kind IN ('check', 'calibration')", (pid, name)))
+                    is_check = store.is_check_for(name, pid)
                     true = answers[pid][0] if is_check and pid in answers else int(truth.get(pid, 0))
                     if sim.checks == "strategic":
                         _strategic_step(store, lab, pid, true, is_check, gamers.setdefault(name, StrategicGamer()),

@@ -11,8 +11,13 @@ connection, the schema and its migrations; :mod:`berds_core.lab.records`: ``Pair
 - :class:`RoundReads`: what one request reads of an annotator's round (two statements), the labels' version;
 - :class:`~berds_core.lab.round_tables.QualificationTables`: qualification attempts and results;
 - :class:`~berds_core.lab.round_tables.CheckTables`: gold checks placed in queues, their pool, paused queues;
+- :class:`~berds_core.lab.round_tables.ReportReads`: what the lead's reports and a simulated round read;
 - :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history;
-- :class:`Adjudication`: the gold label of a pair.
+- :class:`Adjudication`: the gold label of a pair;
+- :class:`~berds_core.lab.account_tables.AccountTables`: users, sessions and login attempts.
+
+The store (these modules, :mod:`berds_core.lab.db` and its schema) holds every SQL statement on the annotation
+database; the other lab modules, the CLI and the pages call its methods (``tests/test_store_owns_sql.py``).
 
 Each label is one ``BEGIN IMMEDIATE`` transaction, on disk (WAL, ``synchronous=FULL``) once
 :meth:`Labelling.label` returns; :meth:`~berds_core.lab.db.Database.batch` groups writes (all or nothing).
@@ -23,9 +28,10 @@ import json
 from typing import Iterable
 
 from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
-from .round_tables import CheckTables, QualificationTables
-from .records import (PAIR_COLS, SKIP, Label, Pair, StoreError, app_version, check_annotator,  # noqa: F401
-                      label_of_row, ms_between, pair_of_row, put_label)
+from .account_tables import AccountTables
+from .round_tables import CheckTables, QualificationTables, ReportReads
+from .records import (LABEL_COLS, PAIR_COLS, SKIP, Label, Pair, StoreError, app_version,  # noqa: F401
+                      check_annotator, label_of_row, ms_between, pair_of_row)
 
 # re-exported (noqa above): callers import Store, Pair, Label, StoreError, SKIP, SCHEMA_VERSION,
 # default_db_path and app_version from here, as before the split
@@ -305,6 +311,14 @@ class RoundReads(Database):
         return (str(self.path), *tuple(row))
 
 
+def put_label(c, values: dict) -> None:
+    """Write one ``labels`` row (the columns of :data:`~berds_core.lab.records.LABEL_COLS` that ``values`` has) on
+    connection ``c`` (inside a transaction)."""
+    cols = [k for k in LABEL_COLS if k in values]
+    c.execute(f"INSERT OR REPLACE INTO labels ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+              [values[k] for k in cols])
+
+
 class Labelling(Database):
     """An annotator's decisions: label, skip, undo (each kept in the append-only history), unsure pairs
     routed to one more annotator, labels imported from a file."""
@@ -514,7 +528,7 @@ class Adjudication(Database):
 
 
 class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, RoundReads, QualificationTables,
-            CheckTables, Labelling, Adjudication):
+            CheckTables, ReportReads, Labelling, Adjudication, AccountTables):
     """An annotation database (:class:`~berds_core.lab.db.Database`) with every concern's methods.
     Thread-safe; any number of processes may share the file.
 

@@ -205,6 +205,7 @@ def candidate_pools(bundle, depth: int = 30, progress: bool = False) -> dict[str
     """Question id -> rows of the union of the dense and BM25 top ``depth`` (dense order first)."""
     corpus = corpus_from_passages(bundle.passages, bundle.name)
     texts = [q.question for q in bundle.questions]
-    lists = [get_retriever(kind, corpus, progress=progress).search(texts, depth) for kind in ("dense", "bm25")]
-    return {q.id: list(dict.fromkeys([r for r, _ in lists[0][i]] + [r for r, _ in lists[1][i]]))
+    dense = get_retriever("dense", corpus, progress=progress).search(texts, depth)  # the recipe's two retrievers
+    bm25 = get_retriever("bm25", corpus, progress=progress).search(texts, depth)
+    return {q.id: list(dict.fromkeys([r for r, _ in dense[i]] + [r for r, _ in bm25[i]]))
             for i, q in enumerate(bundle.questions)}

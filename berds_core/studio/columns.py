@@ -3,10 +3,11 @@ the best rank of a missing perspective.
 
 A page holds an :class:`Engine` (the corpus, the retriever, the judge and the embedder it resolved from the
 sidebar's strings) and names what it ranks with a pipeline (:mod:`berds_core.diversify`):
-:func:`column_pipeline` turns the pages' method pickers (``none``, ``mmr``, ``qe``, ``rerank``, ``xquad``,
-``pm2``, ``preset``) into the pipelines ``berds retrieve``'s flags make of the same methods. ``bench/playground.py`` and
-``scripts/precompute_demo_embeddings.py`` call these functions, so they time and pre-compute exactly what
-the pages do.
+:func:`column_pipeline` turns the pages' method pickers (the names of
+:data:`~berds_core.diversify.methods.METHOD_TABLE`: ``none``, ``mmr``, ``qe``, ``coverage``, ``xquad``, ``pm2``,
+``preset``; aliases such as ``rerank`` too) into the pipelines ``berds retrieve``'s flags make of the same
+methods. ``bench/playground.py`` and ``scripts/precompute_demo_embeddings.py`` call these functions, so they time
+and pre-compute exactly what the pages do.
 """
 from __future__ import annotations
 
