@@ -42,6 +42,8 @@ METHOD_TABLE: tuple[Method, ...] = (
            perspectives=True, reranks=True),
     Method("pm2", "PM-2 (proportional seats for the perspectives)", "+ PM-2", "pm2", perspectives=True,
            reranks=True),
+    Method("rvr", "Retrieve, verify, retrieve again (the stance model finds the missing side)",
+           "+ retrieve-verify-retrieve", "rvr"),
     Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",)),
 )
 METHODS = {m.name: m.help for m in METHOD_TABLE}

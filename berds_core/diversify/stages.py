@@ -32,6 +32,7 @@ from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
 from .query_expansion import QE_SOURCES, expand_and_merge, perspectives_for
+from .rvr import missing_sides, retrieve_verify, second_round_order
 from .vectors import encode, passage_embeddings
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
@@ -157,6 +158,7 @@ class Batch:
     depth: int
     pool: str = "retriever"
     progress: bool = True
+    before: tuple[str, ...] = ()  # the re-rankers ahead of the stage being prefetched (its candidates are theirs)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,10 @@ class Stage:
 
     def rerank(self, q: Query, c: Candidates) -> list[int]:
         raise NotImplementedError
+
+    def apply(self, q: Query, c: Candidates) -> Candidates:
+        """The candidates after this stage: the re-ranked ones (a stage that brings new passages overrides it)."""
+        return c.take(self.rerank(q, c))
 
     def candidates(self, q: Query, depth: int) -> Candidates:
         raise NotImplementedError
@@ -368,6 +374,77 @@ class PM2(_Explicit):
     lam: float = _param(PM2_LAMBDA, float, "weight of the aspect that holds the seat", 0.0, 1.0)
     source: str = _param("dataset", tuple(QE_SOURCES), "where the aspects (perspectives) come from")
     probs: str = _param("retriever", tuple(ASPECT_PROBS), "P(passage | aspect): retriever scores or the judge")
+
+
+@register
+@dataclass(frozen=True)
+class RetrieveVerifyRetrieve(Stage):
+    name: ClassVar[str] = "rvr"
+    help: ClassVar[str] = ("retrieve, verify, retrieve again: the stance model reads which side the top candidates "
+                           "argue; a missing side's statement is searched, its passages verified and moved up")
+    read: int = _param(5, int, "the first round's top candidates the stance model reads", 1, 100)
+    keep: int = _param(3, int, "the first round's best that stay on top", 0)
+    add: int = _param(1, int, "verified passages placed after them per missing side", 1, 20)
+    depth: int = _param(10, int, "the second round's search depth per missing side", 1, 1000)
+    threshold: float = _param(0.5, float, "P(side) a passage needs to count as arguing it", 0.0, 1.0)
+    tokens: int | None = _param(None, int, "word pieces the stance model reads per (question, passage) pair "
+                                "(default: its trained length)", 16, 512)
+
+    def rerank(self, q, c):
+        raise NotImplementedError("rvr brings new passages: use apply()")
+
+    def _model(self, using):
+        return get_stance_model() if using.stance_model is None else using.stance_model
+
+    def apply(self, q, c):
+        sides = yes_no_sides(q.text)
+        if not all(sides) or len(c) == 0:
+            return c
+        model = self._model(q.using)
+
+        def read_probs(rows):
+            if not len(rows):
+                return np.zeros((0, 3))
+            return stance_matrix(q.text, q.corpus, rows, model, self.tokens)
+
+        out = retrieve_verify(list(zip(c.rows.tolist(), c.scores.tolist())), read_probs,
+                              lambda s: q.retriever.search([sides[s]], self.depth)[0],
+                              lambda r: q.corpus[int(r)].id, read=self.read, keep=self.keep, add=self.add,
+                              threshold=self.threshold)
+        return Candidates(np.array([r for r, _ in out], dtype=int), np.array([s for _, s in out], dtype=np.float64),
+                          c.tail)
+
+    def prefetch(self, batch):
+        """The stance model on every question's first-round reads, then on its second-round passages, each in
+        one batched pass (the loop then reads them from memory), and every side statement in one encoder call.
+        Behind another re-ranker the first round is that stage's, known only in the loop: only the side
+        statements are batched."""
+        u, corpus, questions = batch.using, batch.corpus, batch.questions
+        sides = {q.question: yes_no_sides(q.question) for q in questions}
+        statements = [s for pair in sides.values() if all(pair) for s in pair]
+        if hasattr(batch.retriever, "text_encoder") and statements:
+            batch.retriever.text_encoder.embed(statements)
+        if batch.before:
+            return
+        model = self._model(u)
+        if not hasattr(model, "encode"):  # a reader without the batched pass (a stub): the loop reads as it goes
+            return
+        first = {}
+        for q in questions:
+            if all(sides[q.question]):
+                rows, _ = candidate_pool(q.question, corpus, batch.retriever, batch.depth, batch.pool,
+                                         u.other_retriever)
+                first[q.question] = [int(r) for r in rows[:self.read]]
+        model.encode([(t, passage_string(corpus[r])) for t, rows in first.items() for r in rows],
+                     progress=batch.progress, max_length=self.tokens)
+        more = []
+        for t, rows in first.items():
+            if not rows:
+                continue
+            for s in missing_sides(stance_matrix(t, corpus, rows, model, self.tokens), self.threshold):
+                hits = second_round_order(batch.retriever.search([sides[t][s]], self.depth)[0], lambda r: corpus[r].id)
+                more += [(t, passage_string(corpus[r])) for r, _ in hits if r not in rows]
+        model.encode(list(dict.fromkeys(more)), progress=batch.progress, max_length=self.tokens)
 
 
 # --------------------------------------------------------------------------- the stance model's pieces
