@@ -272,8 +272,8 @@ CONFIGS: list[Config] = [
             "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "mix": [0.0, 0.5, 1.0]}, needs_stance=True,
            note="the stance model at its full length on up to 20 candidates: over the CPU budget (1.7-3x plain "
                 "dense cold), what the budget costs in quality; not shipped"),
-    Config(RVR, _rvr, {"budget": RVR_BUDGETS, "keep": [0, 1, 2, 3], "add": [1, 2], "threshold": [0.4, 0.5, 0.6]},
-           needs_stance=True),
+    Config(RVR, _rvr, {"budget": RVR_BUDGETS, "keep": [0, 1, 2, 3], "add": [1, 2],
+                       "threshold": [0.35, 0.45, 0.55, 0.65]}, needs_stance=True),
     Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
            note="uses the gold perspectives: an upper bound, not a method"),
     Config("oracle re-ranker of the dense top 10", lambda qc: _oracle(qc, 10),

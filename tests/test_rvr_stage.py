@@ -22,7 +22,7 @@ class StubStance:
     def __init__(self):
         self.read = []
 
-    def sides(self, question, passages):
+    def sides(self, question, passages, max_length=None):
         self.read += [(question, p) for p in passages]
         return np.array([[0.9, 0.05, 0.05] if "good" in p else [0.05, 0.9, 0.05] if "bad" in p
                          else [0.02, 0.02, 0.96] for p in passages])
@@ -113,10 +113,13 @@ def test_both_sides_covered_means_no_second_round(corpus):
 
 def test_after_another_stage(corpus):
     stub = StubStance()
-    p = Pipeline.parse("%7>>none>>rvr(read=3,keep=1)")
+    p = Pipeline.parse("%7>>none>>rvr(read=3,keep=1,add=1)")
     assert [s.name for s in p.stages] == ["none", "rvr"]
     got = rows(diversify(QUESTION, corpus, SideRetriever(), p, 4, using=Using(stance_model=stub)))
     assert got == [0, 6, 1, 2]
+    # the defaults (the CV's choice: keep 0, add 2): both verified passages of the missing side lead
+    assert rows(diversify(QUESTION, corpus, SideRetriever(), "%7>>none>>rvr(read=3)", 4,
+                          using=Using(stance_model=stub))) == [6, 5, 0, 1]
 
 
 def test_retrieve_verify_reads_each_row_once():

@@ -382,13 +382,14 @@ class RetrieveVerifyRetrieve(Stage):
     name: ClassVar[str] = "rvr"
     help: ClassVar[str] = ("retrieve, verify, retrieve again: the stance model reads which side the top candidates "
                            "argue; a missing side's statement is searched, its passages verified and moved up")
+    # defaults: the setting bench/diversity.py's question-grouped CV chose on all 744 development questions
+    # (docs/diversity.md, "The rvr stage"); an opt-in stage: out of fold it does not beat the preset
     read: int = _param(5, int, "the first round's top candidates the stance model reads", 1, 100)
-    keep: int = _param(3, int, "the first round's best that stay on top", 0)
-    add: int = _param(1, int, "verified passages placed after them per missing side", 1, 20)
-    depth: int = _param(10, int, "the second round's search depth per missing side", 1, 1000)
-    threshold: float = _param(0.5, float, "P(side) a passage needs to count as arguing it", 0.0, 1.0)
-    tokens: int | None = _param(None, int, "word pieces the stance model reads per (question, passage) pair "
-                                "(default: its trained length)", 16, 512)
+    keep: int = _param(0, int, "the first round's best that stay on top", 0)
+    add: int = _param(2, int, "verified passages placed after them per missing side", 1, 20)
+    depth: int = _param(5, int, "the second round's search depth per missing side", 1, 1000)
+    threshold: float = _param(0.55, float, "P(side) a passage needs to count as arguing it", 0.0, 1.0)
+    tokens: int | None = _param(64, int, "word pieces the stance model reads per (question, passage) pair", 16, 512)
 
     def rerank(self, q, c):
         raise NotImplementedError("rvr brings new passages: use apply()")
