@@ -220,6 +220,33 @@ def _rvr(qc, budget, keep, add, threshold):
     return np.array([r for r, _ in out[:K]], dtype=int)
 
 
+def rvr_diagnostics(qcs: list[QuestionCtx], setting: dict) -> dict:
+    """What the rvr row does with one setting (the one chosen on all questions): how often the stance model
+    finds a side missing in the first round's reads (a second round runs) against how often the dense top 5
+    really lacks one of the two sides (gold), and what the passages it brings into the top 5 carry."""
+    from berds_core.diversify.rvr import missing_sides
+
+    read, _, tokens = setting["budget"]
+    d = {"questions": 0, "second_round": 0, "gold_missing": 0, "both": 0, "brought": 0, "brought_missing_side": 0,
+         "brought_other_side": 0, "brought_unlabelled": 0}
+    for qc in (qc for qc in qcs if qc.side_hits):
+        d["questions"] += 1
+        runs = bool(missing_sides(qc.stance_probs(qc.dense_rows[:read], tokens), setting["threshold"]))
+        top = qc.dense_rows[:5]
+        L = qc.labels(top)[:, :2]
+        lacking = {s for s in (0, 1) if not L[:, s].any()}
+        d["second_round"] += runs
+        d["gold_missing"] += bool(lacking)
+        d["both"] += runs and bool(lacking)
+        new = [r for r in _rvr(qc, **setting)[:5] if r not in set(top.tolist())]
+        for lab in (qc.labels(new)[:, :2] if new else []):
+            d["brought"] += 1
+            key = ("brought_missing_side" if any(lab[s] for s in lacking) else
+                   "brought_other_side" if lab.any() else "brought_unlabelled")
+            d[key] += 1
+    return d
+
+
 def _oracle(qc, candidates):
     """A perfect re-ranker of the dense top ``candidates`` (gold labels): first one passage per perspective
     not yet covered (dense order), then the other supporting passages, then the rest -- the ceiling of any
@@ -825,6 +852,10 @@ def main(argv=None) -> int:
         for name, s in results["side_accuracy"].items():
             model = f"{s['model']:.3f}" if s["model"] is not None and "stance" in results else "-"
             print(f"| {name} | {s['passages']} | {s['questions']} | {model} | {s['cosine_rule']:.3f} |")
+        if RVR in res:
+            results["rvr_diagnostics"] = rvr_diagnostics(qcs, res[RVR]["chosen_on_all"])
+            print("\n### rvr with the setting chosen on all questions: what it does\n")
+            print(", ".join(f"{k}: {v}" for k, v in results["rvr_diagnostics"].items()))
         print("\n### knobs chosen (per fold; and on all development questions = what ships)\n")
         for name, c in results["chosen"].items():
             if c["settings"] > 1:
