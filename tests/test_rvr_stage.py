@@ -7,7 +7,7 @@ import pytest
 from berds_core.corpora.memory import corpus_from_passages
 from berds_core.diversify import Pipeline, SpecError, Using, diversify
 from berds_core.diversify.rvr import merge, missing_sides, retrieve_verify, second_round_order, side_of
-from berds_core.diversify.stages import Query
+from berds_core.diversify.stages import Batch, Query
 from berds_core.records import Passage, Question
 
 TEXTS = ["cats are good", "cats are good pets", "cats are very good", "cats are good friends", "weather today",
@@ -219,3 +219,20 @@ def test_cli_retrieve_with_the_stage(tmp_path, monkeypatch, capsys):
     (entry,) = read_run(out)
     ids = [c["id"] for c in entry["ctxs"]]
     assert len(ids) == 4 and len(set(ids)) == 4
+
+
+def test_behind_the_preset_shaped_pipeline(corpus):
+    """Behind the coverage re-ranker on the stance model (the preset's shape) the stage reads that stage's
+    order: there both sides are in its top 3, so nothing moves. The prefetch behind another re-ranker batches
+    nothing of the stance model's (the first round is known only in the loop)."""
+    stub = StubStance()
+    ret = SideRetriever()
+    cov = rows(diversify(QUESTION, corpus, ret, "%6>>coverage(probs=model,alpha=0.3,tokens=64)", 5,
+                         using=Using(stance_model=stub)))
+    both = rows(diversify(QUESTION, corpus, ret, "%6>>coverage(probs=model,alpha=0.3,tokens=64)>>rvr(read=3)", 5,
+                          using=Using(stance_model=stub)))
+    assert 5 in cov[:3] and both == cov
+    p = Pipeline.parse("%6>>coverage(probs=model,alpha=0.3,tokens=64)>>rvr(read=3)")
+    stub.read.clear()
+    p.stages[1].prefetch(Batch([QUESTION], corpus, ret, Using(stance_model=stub), 6, before=("coverage",)))
+    assert stub.read == []
