@@ -42,7 +42,7 @@ class SideRetriever:
         out = []
         for text in queries:
             self.queries.append(text)
-            if " not " in text:
+            if " not " in text or "bad" in text:
                 hits = [(self.tie_order[0], 0.9), (self.tie_order[1], 0.9), (4, 0.2), (0, 0.1), (1, 0.1)]
             else:
                 hits = [(0, 1.0), (1, 0.99), (2, 0.98), (3, 0.97), (4, 0.5), (5, 0.3), (6, 0.29)]
@@ -173,7 +173,8 @@ def test_bad_parameters_are_one_line_errors():
     for spec, words in [("dense>>rvr(read=0)", "read must be in [1, 100]"),
                         ("dense>>rvr(threshold=1.5)", "threshold must be in [0.0, 1.0]"),
                         ("dense>>rvr(depth=x)", "depth must be an integer"),
-                        ("dense>>rvr(width=3)", "rvr takes read, keep, add, depth, threshold, tokens; not 'width'")]:
+                        ("dense>>rvr(queries=llm)", "queries must be one of sides, dataset"),
+                        ("dense>>rvr(width=3)", "rvr takes read, keep, add, depth, threshold, tokens, queries; not 'width'")]:
         with pytest.raises(SpecError) as e:
             Pipeline.parse(spec)
         assert words in str(e.value) and "\n" not in str(e.value)
@@ -236,3 +237,19 @@ def test_behind_the_preset_shaped_pipeline(corpus):
     stub.read.clear()
     p.stages[1].prefetch(Batch([QUESTION], corpus, ret, Using(stance_model=stub), 6, before=("coverage",)))
     assert stub.read == []
+
+
+def test_source_dataset_searches_the_missing_sides_perspectives(corpus):
+    """``queries=dataset``: the question's generated perspectives, each put on a side by the stance model; the
+    missing side searches its perspectives instead of its statement (a side with none keeps its statement)."""
+    stub = StubStance()
+    q = Question("q", QUESTION.question, ["yes", "no"],
+                 generated_perspectives=["Cats make bad pets", "Cats are good company", "The weather"])
+    ret = SideRetriever()
+    got = rows(diversify(q, corpus, ret, "rvr(queries=dataset,keep=3,add=1)", 5, using=Using(stance_model=stub)))
+    assert got == [0, 1, 2, 6, 3]
+    assert "Cats make bad pets" in ret.queries and "Cats should not be pets" not in ret.queries
+    ret = SideRetriever()
+    assert rows(diversify(QUESTION, corpus, ret, "rvr(queries=dataset,keep=3,add=1)", 5,
+                          using=Using(stance_model=stub))) == [0, 1, 2, 6, 3]
+    assert "Cats should not be pets" in ret.queries  # no perspectives: the statement

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+RVR_SOURCES = ("sides", "dataset")  # where the second round's queries come from (the stage's ``source``)
 SIDES = (0, 1)  # columns of the stance reader's output: P(yes side), P(no side); column 2 is P(off the question)
 
 

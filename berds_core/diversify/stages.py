@@ -32,7 +32,7 @@ from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
 from .query_expansion import QE_SOURCES, expand_and_merge, perspectives_for
-from .rvr import missing_sides, retrieve_verify, second_round_order
+from .rvr import RVR_SOURCES, missing_sides, retrieve_verify, second_round_order, side_of
 from .vectors import encode, passage_embeddings
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
@@ -390,6 +390,9 @@ class RetrieveVerifyRetrieve(Stage):
     depth: int = _param(5, int, "the second round's search depth per missing side", 1, 1000)
     threshold: float = _param(0.55, float, "P(side) a passage needs to count as arguing it", 0.0, 1.0)
     tokens: int | None = _param(64, int, "word pieces the stance model reads per (question, passage) pair", 16, 512)
+    queries: str = _param("sides", RVR_SOURCES, "second-round queries: the question's side statements, or the "
+                         "dataset's generated perspectives of the missing side (their side read by the stance "
+                         "model; a side with none searches its statement)")
 
     def rerank(self, q, c):
         raise NotImplementedError("rvr brings new passages: use apply()")
@@ -397,11 +400,28 @@ class RetrieveVerifyRetrieve(Stage):
     def _model(self, using):
         return get_stance_model() if using.stance_model is None else using.stance_model
 
+    def side_queries(self, q, model) -> dict[int, list[str]]:
+        """Side (0 yes, 1 no) -> the second round's queries: its statement; with ``queries=dataset`` the
+        question's generated perspectives that the stance model reads as arguing that side, where it has any."""
+        out = {s: [t] for s, t in enumerate(yes_no_sides(q.text)) if t}
+        persp = [t for t in q.perspectives("dataset") if t and t.strip()] if self.queries == "dataset" else []
+        if persp:
+            P = model.sides(q.text, persp, max_length=self.tokens) if self.tokens else model.sides(q.text, persp)
+            found: dict[int, list[str]] = {}
+            for t, pr in zip(persp, np.asarray(P, dtype=np.float64)):
+                s = side_of(pr, self.threshold)
+                if s is not None:
+                    found.setdefault(s, []).append(t)
+            out.update(found)
+        return out
+
     def apply(self, q, c):
-        sides = yes_no_sides(q.text)
-        if not all(sides) or len(c) == 0:
+        if len(c) == 0:
             return c
         model = self._model(q.using)
+        queries = self.side_queries(q, model)
+        if not queries:
+            return c
 
         def read_probs(rows):
             if not len(rows):
@@ -409,7 +429,7 @@ class RetrieveVerifyRetrieve(Stage):
             return stance_matrix(q.text, q.corpus, rows, model, self.tokens)
 
         out = retrieve_verify(list(zip(c.rows.tolist(), c.scores.tolist())), read_probs,
-                              lambda s: q.retriever.search([sides[s]], self.depth)[0],
+                              lambda s: [h for t in queries.get(s, []) for h in q.retriever.search([t], self.depth)[0]],
                               lambda r: q.corpus[int(r)].id, read=self.read, keep=self.keep, add=self.add,
                               threshold=self.threshold)
         return Candidates(np.array([r for r, _ in out], dtype=int), np.array([s for _, s in out], dtype=np.float64),
@@ -439,6 +459,8 @@ class RetrieveVerifyRetrieve(Stage):
         model.encode([(t, passage_string(corpus[r])) for t, rows in first.items() for r in rows],
                      progress=batch.progress, max_length=self.tokens)
         more = []
+        if self.queries != "sides":  # the queries depend on the question's perspectives: the loop reads them
+            return
         for t, rows in first.items():
             if not rows:
                 continue
