@@ -109,6 +109,7 @@ class QuestionCtx:
     qv: np.ndarray
     stance: dict = field(default_factory=dict)  # row -> [yes, no, off], out of fold (the trained length)
     stance_at: dict = field(default_factory=dict)  # (max tokens, row) -> [yes, no, off] at a preset's shorter cut
+    side_hits: dict = field(default_factory=dict)  # side (0 yes, 1 no) -> dense hits of its statement (rvr)
     memo: dict = field(default_factory=dict)
 
     def pool(self, kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,6 +207,46 @@ def _budget_preset(qc, budget, alpha, mix, keep=0):
     return _stance_model(qc, "dense", candidates, alpha, mix, keep, max_length)
 
 
+def _rvr(qc, budget, keep, add, threshold):
+    """The ``rvr`` stage (retrieve, verify, retrieve again) behind plain dense, through the stage's own code
+    (``diversify.rvr.retrieve_verify``): ``budget`` = (rows read, second-round depth, tokens per pair), one
+    of the CPU-feasible triples; the reader is the question's fold stance model at that cut."""
+    from berds_core.diversify.rvr import retrieve_verify
+
+    read, depth, tokens = budget
+    first = list(zip(qc.dense_rows.tolist(), qc.dense_scores.tolist()))
+    out = retrieve_verify(first, lambda rows: qc.stance_probs(rows, tokens), lambda s: qc.side_hits[s][:depth],
+                          lambda r: qc.corpus.corpus[int(r)].id, read=read, keep=keep, add=add, threshold=threshold)
+    return np.array([r for r, _ in out[:K]], dtype=int)
+
+
+def rvr_diagnostics(qcs: list[QuestionCtx], setting: dict) -> dict:
+    """What the rvr row does with one setting (the one chosen on all questions): how often the stance model
+    finds a side missing in the first round's reads (a second round runs) against how often the dense top 5
+    really lacks one of the two sides (gold), and what the passages it brings into the top 5 carry."""
+    from berds_core.diversify.rvr import missing_sides
+
+    read, _, tokens = setting["budget"]
+    d = {"questions": 0, "second_round": 0, "gold_missing": 0, "both": 0, "brought": 0, "brought_missing_side": 0,
+         "brought_other_side": 0, "brought_unlabelled": 0}
+    for qc in (qc for qc in qcs if qc.side_hits):
+        d["questions"] += 1
+        runs = bool(missing_sides(qc.stance_probs(qc.dense_rows[:read], tokens), setting["threshold"]))
+        top = qc.dense_rows[:5]
+        L = qc.labels(top)[:, :2]
+        lacking = {s for s in (0, 1) if not L[:, s].any()}
+        d["second_round"] += runs
+        d["gold_missing"] += bool(lacking)
+        d["both"] += runs and bool(lacking)
+        new = [r for r in _rvr(qc, **setting)[:5] if r not in set(top.tolist())]
+        for lab in (qc.labels(new)[:, :2] if new else []):
+            d["brought"] += 1
+            key = ("brought_missing_side" if any(lab[s] for s in lacking) else
+                   "brought_other_side" if lab.any() else "brought_unlabelled")
+            d[key] += 1
+    return d
+
+
 def _oracle(qc, candidates):
     """A perfect re-ranker of the dense top ``candidates`` (gold labels): first one passage per perspective
     not yet covered (dense order), then the other supporting passages, then the rest -- the ceiling of any
@@ -234,6 +275,11 @@ UNBOUNDED = "dense + coverage, stance model, no CPU budget"
 # question, measured 1.66x (123.4 s vs 74.3 s, 2026-11-26, Zen 4, bf16: the stance network costs ~0.12 ms
 # a token slot there, all of it in its matmuls), so the bound is now at most ~670 slots a question.
 PRESET_BUDGETS = [(10, 64), (8, 80), (6, 112)]
+RVR = "dense >> rvr (retrieve, verify, retrieve again), within the CPU budget"
+# (rows the stance model reads, second-round depth per missing side, tokens per pair) of the rvr row: each
+# reads at most read + depth pairs for the (about half of the) questions that miss a side, ~400-700 token
+# slots a question on average like the preset's bound; a cost bound, not a knob tuned on data (--timing checks it)
+RVR_BUDGETS = [(5, 10, 64), (5, 5, 64), (3, 10, 64), (3, 5, 112)]
 DENSE = "dense"
 
 CONFIGS: list[Config] = [
@@ -253,6 +299,8 @@ CONFIGS: list[Config] = [
             "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "mix": [0.0, 0.5, 1.0]}, needs_stance=True,
            note="the stance model at its full length on up to 20 candidates: over the CPU budget (1.7-3x plain "
                 "dense cold), what the budget costs in quality; not shipped"),
+    Config(RVR, _rvr, {"budget": RVR_BUDGETS, "keep": [0, 1, 2, 3], "add": [1, 2],
+                       "threshold": [0.35, 0.45, 0.55, 0.65]}, needs_stance=True),
     Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
            note="uses the gold perspectives: an upper bound, not a method"),
     Config("oracle re-ranker of the dense top 10", lambda qc: _oracle(qc, 10),
@@ -312,7 +360,33 @@ def assign_folds(qcs: list[QuestionCtx], n_folds: int, seed: int, stance_folds: 
 
 # ------------------------------------------------------------------ out-of-fold stance model
 
-def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int, progress: bool) -> dict:
+def prepare_side_hits(qcs: list[QuestionCtx], depth: int) -> None:
+    """``qc.side_hits``: the dense top ``depth`` of each side statement of the question (``datasets.sides``),
+    every statement of a corpus in one encoder call; the order the ``rvr`` stage gives them (score, then
+    passage id)."""
+    from berds_core.datasets.sides import yes_no_sides
+
+    for cc in {id(qc.corpus): qc.corpus for qc in qcs}.values():
+        mine = [qc for qc in qcs if qc.corpus is cc]
+        sides = [yes_no_sides(qc.question.question) for qc in mine]
+        hits = cc.dense.search_vectors(cc.dense.encode([s for pair in sides for s in pair]), depth)
+        for i, qc in enumerate(mine):
+            qc.side_hits = {s: hits[2 * i + s] for s in (0, 1)} if all(sides[i]) else {}
+
+
+def rvr_pairs(qc: QuestionCtx) -> dict:
+    """tokens -> the rows the ``rvr`` row's budgets may read for this question (at most)."""
+    need: dict[int, set] = {}
+    for read, depth, tokens in RVR_BUDGETS:
+        rows = set(qc.dense_rows[:read].tolist())
+        for s in qc.side_hits:
+            rows |= {int(r) for r, _ in qc.side_hits[s][:depth]}
+        need.setdefault(tokens, set()).update(rows)
+    return need
+
+
+def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int, progress: bool,
+                       full: bool = True, rvr: bool = False) -> dict:
     """Fill ``qc.stance`` for the union top STANCE_DEPTH of every question with the studio's stance model of
     the question's cross-validation fold (``scripts/train_stance.py``: one model per fold, trained on the
     other folds' questions of every development source, with the calibration chosen on the other folds).
@@ -329,7 +403,7 @@ def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int
     report = {"work": str(work), "folds": []}
     for f, model in sorted(models.items()):
         pairs, owners = [], []
-        for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
+        for qc in (qc for qc in qcs if fold_of[qc.question.id] == f and full):
             rows = qc.pool("union", STANCE_DEPTH)[0]
             pairs += [(qc.question.question, passage_string(qc.corpus.corpus[int(r)])) for r in rows]
             owners += [(qc, int(r)) for r in rows]
@@ -337,8 +411,18 @@ def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int
         P = model.probs(pairs, use="preset", progress=progress)
         for (qc, r), pr in zip(owners, P):
             qc.stance[r] = pr
+        if rvr:  # the rvr row's reads: the dense top rows and the side statements' hits, at each budget's cut
+            by_len: dict[int, list] = {}
+            for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
+                for length, rows in rvr_pairs(qc).items():
+                    by_len.setdefault(length, []).extend((qc, r) for r in sorted(rows))
+            for length, own in by_len.items():
+                P = model.probs([(qc.question.question, passage_string(qc.corpus.corpus[r])) for qc, r in own],
+                                use="preset", max_length=length, progress=progress)
+                for (qc, r), pr in zip(own, P):
+                    qc.stance_at[(length, r)] = pr
         for cands, length in PRESET_BUDGETS:  # the preset's shorter cuts, on its dense candidates
-            if length >= model.max_length:
+            if length >= model.max_length and full:
                 for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
                     for r in qc.pool("dense", cands)[0]:
                         qc.stance_at[(length, int(r))] = qc.stance[int(r)]
@@ -353,7 +437,7 @@ def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int
         report["folds"].append({"fold": f, "model": model.weights_path.name, "pairs": len(pairs),
                                 "encoded": model.n_encoded, "temperature": model.temperature("preset"),
                                 "seconds": round(time.perf_counter() - t1, 1)})
-        log(f"stance fold {f}: {len(pairs)} pairs ({model.n_encoded} through the network)")
+        log(f"stance fold {f}: {len(pairs)} full-length pairs, {model.n_encoded} pairs through the network")
     return report
 
 
@@ -398,8 +482,9 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
                 if P is not None:
                     d["model"] += int((P[i, 0] > P[i, 1]) == (truth[i] == 0))
             d["questions"].add(qc.question.id)
+    scored = any(qc.stance for qc in qcs)  # the full-length stance pool was read (not with --skip "no CPU")
     return {name: {"passages": d["n"], "questions": len(d["questions"]),
-                   "model": d["model"] / d["n"] if d["n"] else None,
+                   "model": d["model"] / d["n"] if d["n"] and scored else None,
                    "cosine_rule": d["cosine_rule"] / d["n"] if d["n"] else None} for name, d in out.items()}
 
 
@@ -440,7 +525,7 @@ def evaluate(qcs: list[QuestionCtx], configs: list[Config], n_folds: int, progre
     results = {}
     dense_scores = None
     for cfg in configs:
-        if cfg.needs_stance and not all(qc.stance for qc in qcs):
+        if cfg.needs_stance and not all(qc.stance or qc.stance_at for qc in qcs):
             continue
         t0 = time.perf_counter()
         settings = cfg.settings() or [{}]
@@ -593,7 +678,8 @@ def timing_corpus(data_dir: Path, n_questions: int = 400, n_passages: int = 7000
     return questions[:n_questions], passages
 
 
-def time_retrieve(data_dir: Path, n_questions: int, n_passages: int, repeat: int, progress: bool) -> dict:
+def time_retrieve(data_dir: Path, n_questions: int, n_passages: int, repeat: int, progress: bool,
+                  pipelines: list[str] = (), skip_preset: bool = False) -> dict:
     from berds_core.files.jsonio import write_jsonl
 
     questions, passages = timing_corpus(data_dir, n_questions, n_passages)
@@ -603,6 +689,9 @@ def time_retrieve(data_dir: Path, n_questions: int, n_passages: int, repeat: int
     write_jsonl(qf, [q.to_json() for q in questions])
     write_jsonl(cf, [p.to_json() for p in passages])
     variants = {"dense (plain)": ["--retriever", "dense"], "--preset diverse": ["--preset", "diverse"]}
+    if skip_preset:
+        del variants["--preset diverse"]
+    variants.update({f"--pipeline '{spec}'": ["--pipeline", spec] for spec in pipelines})
     times: dict[str, dict[str, list]] = {v: {"cold": [], "warm": []} for v in variants}
     cpu: dict[str, dict[str, list]] = {v: {"cold": [], "warm": []} for v in variants}
     details = {}
@@ -683,6 +772,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timing-questions", type=int, default=400)
     ap.add_argument("--timing-passages", type=int, default=7000)
     ap.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
+    ap.add_argument("--timing-pipeline", action="append", default=[], metavar="SPEC",
+                    help="also time berds retrieve --pipeline SPEC (repeatable), e.g. 'dense>>rvr(read=5,depth=10)'")
+    ap.add_argument("--timing-no-preset", action="store_true", help="time plain dense and --timing-pipeline only")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "diversity.json"))
     ap.add_argument("--encoding", choices=("auto", "fp32", "int8", "bf16"), default="auto",
                     help="precision of the encoders and the stance model in this run (auto: as the product picks, "
@@ -728,7 +820,11 @@ def main(argv=None) -> int:
             if c.needs_stance and "candidates" in c.grid:
                 c.grid["candidates"] = [n for n in c.grid["candidates"] if n <= STANCE_DEPTH] or [STANCE_DEPTH]
         if any(c.needs_stance for c in configs):
-            results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress)
+            rvr = any(c.name == RVR for c in configs)
+            if rvr:
+                prepare_side_hits(qcs, max(d for _, d, _ in RVR_BUDGETS))
+            results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress,
+                                                   full=any(c.name == UNBOUNDED for c in configs), rvr=rvr)
             fold_of = json.loads((Path(args.stance_cv) / "folds.json").read_text())["fold"]
             scored = {f["fold"] for f in results["stance"]["folds"]}
             if len(qcs) != sum(fold_of[qc.question.id] in scored for qc in qcs):
@@ -756,6 +852,10 @@ def main(argv=None) -> int:
         for name, s in results["side_accuracy"].items():
             model = f"{s['model']:.3f}" if s["model"] is not None and "stance" in results else "-"
             print(f"| {name} | {s['passages']} | {s['questions']} | {model} | {s['cosine_rule']:.3f} |")
+        if RVR in res:
+            results["rvr_diagnostics"] = rvr_diagnostics(qcs, res[RVR]["chosen_on_all"])
+            print("\n### rvr with the setting chosen on all questions: what it does\n")
+            print(", ".join(f"{k}: {v}" for k, v in results["rvr_diagnostics"].items()))
         print("\n### knobs chosen (per fold; and on all development questions = what ships)\n")
         for name, c in results["chosen"].items():
             if c["settings"] > 1:
@@ -764,7 +864,8 @@ def main(argv=None) -> int:
         if not (data / "debate-sites" / "procon.json").exists():
             log("timing skipped: procon.json not found")
         else:
-            results["timing"] = time_retrieve(data, args.timing_questions, args.timing_passages, args.repeat, progress)
+            results["timing"] = time_retrieve(data, args.timing_questions, args.timing_passages, args.repeat, progress,
+                                              args.timing_pipeline, args.timing_no_preset)
             print()
             print(timing_markdown(results["timing"]))
     from berds_core.files.jsonio import atomic_write

@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
 from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, method_options, method_pipeline
 from ..diversify.pipeline import Pipeline
+from ..diversify.stages import STAGES
 from ..diversify.presets import PRESETS, as_pipeline, get_preset
 from ..diversify.query_expansion import QE_SOURCES
 from ..retrieval.caching import SharedSearch
@@ -72,7 +73,7 @@ def add_diversify_args(p) -> None:
     g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
     g.add_argument("--pipeline", metavar="SPEC", default=None,
                    help="a diversification pipeline: [bm25|dense][%%DEPTH]>>stage(key=value,...)>>...; stages: "
-                        "none, union, qe, mmr, coverage, xquad, pm2 (docs/pipelines.md), e.g. "
+                        f"{', '.join(STAGES.names())} (docs/pipelines.md), e.g. "
                         "'dense%%10>>coverage(probs=model,alpha=0.1,keep=2)'; a retriever named here replaces "
                         "--retriever; --rerank-judge, --mmr-embedder, --qe-llm and --pool give what its stages use")
     g.add_argument("--candidates", type=int, default=100,

@@ -47,6 +47,8 @@ METHOD_TABLE: tuple[Method, ...] = (
            perspectives=True, reranks=True, flag="rerank", heading="+ xQuAD"),
     Method("pm2", "PM-2 (proportional seats for the perspectives)", "+ PM-2", "pm2", perspectives=True,
            reranks=True, flag="rerank", heading="+ PM-2"),
+    Method("rvr", "Retrieve, verify, retrieve again (the stance model finds the missing side)",
+           "+ retrieve-verify-retrieve", "rvr", heading="+ Retrieve, verify, retrieve"),
     Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",), flag="preset",
            heading="+ Diverse preset"),
 )

@@ -13,7 +13,7 @@ question:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..specs import SpecError
 from .candidates import candidate_pool
@@ -86,7 +86,7 @@ class Pipeline:
         if len(c) == 0:
             return []
         for stage in rerankers:
-            c = c.take(stage.rerank(q, c))
+            c = stage.apply(q, c)
         return fill([(int(r), float(s)) for r, s in zip(c.rows, c.scores)], q.text, q.retriever, q.k, c.tail)
 
     def _retrieved(self, q: Query) -> Candidates:
@@ -101,8 +101,9 @@ class Pipeline:
         if hasattr(retriever, "text_encoder"):
             retriever.text_encoder.embed([q.question for q in questions])
         batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress)
-        for stage in self.stages:
-            stage.prefetch(batch)
+        for i, stage in enumerate(self.stages):
+            before = tuple(s.name for s in self.stages[:i] if s.reorders and not s.makes_candidates)
+            stage.prefetch(replace(batch, before=before))
 
 
 def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:

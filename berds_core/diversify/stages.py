@@ -32,6 +32,7 @@ from .coverage import coverage_rerank, similarity_probs, stance_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
 from .query_expansion import QE_SOURCES, expand_and_merge, perspectives_for
+from .rvr import RVR_SOURCES, missing_sides, retrieve_verify, second_round_order, side_of
 from .vectors import encode, passage_embeddings
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
@@ -157,6 +158,7 @@ class Batch:
     depth: int
     pool: str = "retriever"
     progress: bool = True
+    before: tuple[str, ...] = ()  # the re-rankers ahead of the stage being prefetched (its candidates are theirs)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,10 @@ class Stage:
 
     def rerank(self, q: Query, c: Candidates) -> list[int]:
         raise NotImplementedError
+
+    def apply(self, q: Query, c: Candidates) -> Candidates:
+        """The candidates after this stage: the re-ranked ones (a stage that brings new passages overrides it)."""
+        return c.take(self.rerank(q, c))
 
     def candidates(self, q: Query, depth: int) -> Candidates:
         raise NotImplementedError
@@ -368,6 +374,100 @@ class PM2(_Explicit):
     lam: float = _param(PM2_LAMBDA, float, "weight of the aspect that holds the seat", 0.0, 1.0)
     source: str = _param("dataset", tuple(QE_SOURCES), "where the aspects (perspectives) come from")
     probs: str = _param("retriever", tuple(ASPECT_PROBS), "P(passage | aspect): retriever scores or the judge")
+
+
+@register
+@dataclass(frozen=True)
+class RetrieveVerifyRetrieve(Stage):
+    name: ClassVar[str] = "rvr"
+    help: ClassVar[str] = ("retrieve, verify, retrieve again: the stance model reads which side the top candidates "
+                           "argue; a missing side's statement is searched, its passages verified and moved up")
+    # defaults: the setting bench/diversity.py's question-grouped CV chose on all 744 development questions
+    # (docs/diversity.md, "The rvr stage"); an opt-in stage: out of fold it does not beat the preset
+    read: int = _param(5, int, "the first round's top candidates the stance model reads", 1, 100)
+    keep: int = _param(0, int, "the first round's best that stay on top", 0)
+    add: int = _param(2, int, "verified passages placed after them per missing side", 1, 20)
+    depth: int = _param(5, int, "the second round's search depth per missing side", 1, 1000)
+    threshold: float = _param(0.55, float, "P(side) a passage needs to count as arguing it", 0.0, 1.0)
+    tokens: int | None = _param(64, int, "word pieces the stance model reads per (question, passage) pair", 16, 512)
+    queries: str = _param("sides", RVR_SOURCES, "second-round queries: the question's side statements, or the "
+                         "dataset's generated perspectives of the missing side (their side read by the stance "
+                         "model; a side with none searches its statement)")
+
+    def rerank(self, q, c):
+        raise NotImplementedError("rvr brings new passages: use apply()")
+
+    def _model(self, using):
+        return get_stance_model() if using.stance_model is None else using.stance_model
+
+    def side_queries(self, q, model) -> dict[int, list[str]]:
+        """Side (0 yes, 1 no) -> the second round's queries: its statement; with ``queries=dataset`` the
+        question's generated perspectives that the stance model reads as arguing that side, where it has any."""
+        out = {s: [t] for s, t in enumerate(yes_no_sides(q.text)) if t}
+        persp = [t for t in q.perspectives("dataset") if t and t.strip()] if self.queries == "dataset" else []
+        if persp:
+            P = model.sides(q.text, persp, max_length=self.tokens) if self.tokens else model.sides(q.text, persp)
+            found: dict[int, list[str]] = {}
+            for t, pr in zip(persp, np.asarray(P, dtype=np.float64)):
+                s = side_of(pr, self.threshold)
+                if s is not None:
+                    found.setdefault(s, []).append(t)
+            out.update(found)
+        return out
+
+    def apply(self, q, c):
+        if len(c) == 0:
+            return c
+        model = self._model(q.using)
+        queries = self.side_queries(q, model)
+        if not queries:
+            return c
+
+        def read_probs(rows):
+            if not len(rows):
+                return np.zeros((0, 3))
+            return stance_matrix(q.text, q.corpus, rows, model, self.tokens)
+
+        out = retrieve_verify(list(zip(c.rows.tolist(), c.scores.tolist())), read_probs,
+                              lambda s: [h for t in queries.get(s, []) for h in q.retriever.search([t], self.depth)[0]],
+                              lambda r: q.corpus[int(r)].id, read=self.read, keep=self.keep, add=self.add,
+                              threshold=self.threshold)
+        return Candidates(np.array([r for r, _ in out], dtype=int), np.array([s for _, s in out], dtype=np.float64),
+                          c.tail)
+
+    def prefetch(self, batch):
+        """The stance model on every question's first-round reads, then on its second-round passages, each in
+        one batched pass (the loop then reads them from memory), and every side statement in one encoder call.
+        Behind another re-ranker the first round is that stage's, known only in the loop: only the side
+        statements are batched."""
+        u, corpus, questions = batch.using, batch.corpus, batch.questions
+        sides = {q.question: yes_no_sides(q.question) for q in questions}
+        statements = [s for pair in sides.values() if all(pair) for s in pair]
+        if hasattr(batch.retriever, "text_encoder") and statements:
+            batch.retriever.text_encoder.embed(statements)
+        if batch.before:
+            return
+        model = self._model(u)
+        if not hasattr(model, "encode"):  # a reader without the batched pass (a stub): the loop reads as it goes
+            return
+        first = {}
+        for q in questions:
+            if all(sides[q.question]):
+                rows, _ = candidate_pool(q.question, corpus, batch.retriever, batch.depth, batch.pool,
+                                         u.other_retriever)
+                first[q.question] = [int(r) for r in rows[:self.read]]
+        model.encode([(t, passage_string(corpus[r])) for t, rows in first.items() for r in rows],
+                     progress=batch.progress, max_length=self.tokens)
+        more = []
+        if self.queries != "sides":  # the queries depend on the question's perspectives: the loop reads them
+            return
+        for t, rows in first.items():
+            if not rows:
+                continue
+            for s in missing_sides(stance_matrix(t, corpus, rows, model, self.tokens), self.threshold):
+                hits = second_round_order(batch.retriever.search([sides[t][s]], self.depth)[0], lambda r: corpus[r].id)
+                more += [(t, passage_string(corpus[r])) for r, _ in hits if r not in rows]
+        model.encode(list(dict.fromkeys(more)), progress=batch.progress, max_length=self.tokens)
 
 
 # --------------------------------------------------------------------------- the stance model's pieces
