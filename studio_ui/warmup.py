@@ -21,10 +21,12 @@ def engine_job(cfg: Config) -> JobState:
     it with a progress bar (:func:`wait_for`), the sidebar shows its state.
     """
     key = ("engine",) + config_key(cfg)
+    # imported here, in the caller's thread, never in the job's: a package imported by two threads at once
+    # deadlocks on its module locks (the job importing berds_core.diversify.vectors while a page imports
+    # berds_core.diversify.methods; Python raises _DeadlockError in one of them)
+    from berds_core.studio.warmup import seed_shipped, warm_passages
 
     def run(report) -> None:
-        from berds_core.studio.warmup import seed_shipped, warm_passages
-
         report("loading the dataset and corpus")
         data = cached_data(config_key(cfg), cfg)
         if data.corpus is None:
