@@ -88,8 +88,8 @@ def training_data(out: Path, argkp: Path, stance_work: Path) -> None:
     need = [stance_work / "dataset.json", stance_work / "folds.json"]
     for p in need:
         if not p.is_file():
-            raise SystemExit(f"gpu_carry: {p} not found (write it first: python scripts/train_stance.py --stage cv "
-                             f"--folds 0 --cv-stop-at 0, or any cv run)")
+            raise SystemExit(f"gpu_carry: {p} not found (scripts/train_stance.py --stage cv writes it before it "
+                             f"trains anything: start one and stop it once its log says how many examples it has)")
     (out / "stance_cv").mkdir(exist_ok=True)
     with open(need[0], "rb") as src, gzip.open(out / "stance_cv" / "dataset.json.gz", "wb", compresslevel=9) as dst:
         shutil.copyfileobj(src, dst)
