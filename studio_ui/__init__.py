@@ -9,7 +9,10 @@ They live outside ``pages/`` so Streamlit never serves them as pages of their ow
 a URL (and, before ``app.py`` first runs on a restarted server, a sidebar entry) that skips app.py's gate.
 """
 
-from studio_ui.guards import serialize_ast_conversion
+from studio_ui.guards import import_engine, serialize_ast_conversion
 
 # before any page is parsed while a warm-up thread imports: CPython's AST conversion is not thread-safe (< 3.13)
 serialize_ast_conversion()
+# the engine imported here, in one thread under this package's import lock, before any page or job runs: two
+# threads importing a package and its module for the first time at once fail (studio_ui.guards)
+import_engine()

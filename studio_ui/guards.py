@@ -17,6 +17,15 @@ cached results and models (``st.cache_data`` and ``st.cache_resource`` are globa
 (``client.toolbarMode = "minimal"``), but a crafted message still reached the handler: in lab mode it is
 now honoured only from a tab where an admin has signed in, and ignored (logged) otherwise.
 
+**Engine imports** (:func:`import_engine`). Python takes a module's import lock before it imports the
+module's package, so two threads importing a package and one of its modules for the first time at once (two
+sessions' pages, a page and a background job) wait on each other; CPython breaks the wait by handing one
+thread the half-initialized module, and the page fails with "cannot import name ... from partially
+initialized module" (two threads importing ``studio_ui.warmup`` and ``studio_ui.engines`` did so every time).
+Every module of ``berds_core`` is therefore imported once, when ``studio_ui`` is imported, before any page
+runs; later imports of the engine only read ``sys.modules``. The heavy libraries (torch, transformers,
+FAISS) stay imported where they are used.
+
 **Media files** (:func:`media_owners`). A download button's data is served at ``/media/<hash>`` to anyone
 with the URL; in lab mode the cookie guard (:mod:`berds_core.lab.session`) serves it only to a signed-in
 user one of whose tabs holds it: this lookup reads which tabs (Streamlit sessions) hold the file and the
@@ -54,6 +63,29 @@ def serialize_ast_conversion() -> bool:
     builtins.compile = compile
     _STATE["ast"] = True
     return True
+
+
+def import_engine() -> int:
+    """Import every module of ``berds_core`` in this thread (see the module docstring); the count imported.
+    Idempotent: the second call finds them all in ``sys.modules``. A module whose optional library is not
+    installed is left for its first use, which names the library."""
+    import importlib
+    import pkgutil
+
+    import berds_core
+
+    count = 0
+    for info in pkgutil.walk_packages(berds_core.__path__, "berds_core."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":  # the CLI's entry point runs the CLI
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as e:
+            if (e.name or "").split(".")[0] == "berds_core":
+                raise
+            continue
+        count += 1
+    return count
 
 
 def _admin_signed_in(session_state) -> bool:

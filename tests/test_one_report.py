@@ -118,3 +118,34 @@ def test_the_leaning_page_and_berds_sycophancy_give_one_report(_app, demo):
             assert row["delta"] is None or row["delta"] != row["delta"]  # NaN in the table
         else:
             assert row["delta"] == pytest.approx(cli[form]["delta"], abs=1e-3)
+
+
+def test_the_evaluate_page_runs_rvr_as_berds_retrieve_does(_app, demo, monkeypatch):
+    """The pickers offer every registered method; the page's retrieve-verify-retrieve column ranks the first
+    demo questions as ``berds retrieve --pipeline bm25%DEPTH>>rvr`` does (the sidebar's default retriever)."""
+    from berds_core.diversify.stages import RetrieveVerifyRetrieve
+    from berds_core.retrieval.caching import DEFAULT_DEPTH
+
+    applied = []  # the stage runs on the page (on the demo it reorders nothing: both sides are in every top 5)
+    real_apply = RetrieveVerifyRetrieve.apply
+    monkeypatch.setattr(RetrieveVerifyRetrieve, "apply",
+                        lambda self, q, c: applied.append(q.text) or real_apply(self, q, c))
+    at = _open(_app(), "pages/evaluate.py")
+    assert "rvr" in at.selectbox(key="ev_method").options or LABELS["rvr"] in at.selectbox(key="ev_method").options
+    at.multiselect(key="ev_subsets").set_value(["technology"]).run()
+    at.selectbox(key="ev_method").set_value("rvr").run()
+    at.button(key="ev_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (label,) = at.session_state["eval_done"]
+    assert LABELS["rvr"] in label and "bm25" in label  # the sidebar's retriever
+    shown = at.session_state["eval_done"][label]
+    ids = shown["ids"]
+    assert ids and ids[0] == "a-q01"
+    assert len(applied) == len(ids)
+    by_id = {json.loads(line)["id"]: line for line in (demo / "demo/questions.jsonl").read_text().splitlines()}
+    (demo / "rvr_questions.jsonl").write_text("".join(by_id[q] + "\n" for q in ids))
+    berds("retrieve", "--questions", "rvr_questions.jsonl", "--corpus-per-question", "demo/corpora", "--pipeline",
+          f"bm25%{DEFAULT_DEPTH}>>rvr", "--k", 10, "--out", "rvr.jsonl", "--quiet", cwd=demo)
+    run = [json.loads(line) for line in (demo / "rvr.jsonl").read_text().splitlines()]
+    store = at.session_state["eval_runs"][shown["key"]]
+    assert [[c["id"] for c in e["ctxs"]] for e in run] == [[c["id"] for c in store[q]["ctxs"]][:10] for q in ids]
