@@ -101,8 +101,8 @@ def test_no_module_converts_old_option_names():
     gone = {"method_pipeline", "method_options", "OPTION_KEYS", "pipeline_of"}
     assert not gone & set(vars(methods))
     found = []
-    for path in [*(ROOT / "berds_core").rglob("*.py"), *(ROOT / "studio_ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"),
-                 *(ROOT / "bench").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]:
+    for path in [*(ROOT / "berds_core").rglob("*.py"), *(ROOT / "studio_ui").rglob("*.py"),
+                 *(ROOT / "pages").glob("*.py"), *(ROOT / "bench").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else
                     None)

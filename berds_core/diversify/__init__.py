@@ -104,7 +104,8 @@ def _old_pipeline(method: str, old: dict) -> Pipeline:
     opts = {key: v for key, v in old.items() if v is not None}
     takes, kind = stage_keywords(m), m.stage
     params = {_OLD_KEYS[key]: v for key, v in opts.items() if _OLD_KEYS.get(key) in takes
-              and not (key == "coverage_probs" and kind != "coverage") and not (key == "aspect_probs" and kind == "coverage")}
+              and not (key == "coverage_probs" and kind != "coverage")
+              and not (key == "aspect_probs" and kind == "coverage")}
     pool = opts.get("candidates_from", "retriever")
     if pool == "union" and not (m.reranks or m.name == "mmr"):  # a union only ahead of MMR and the re-rankers
         pool = "retriever"

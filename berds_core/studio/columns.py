@@ -55,7 +55,8 @@ def column_pipeline(method: str, lam: float | None = None, source: str = "datase
     perspectives come from, where it reads any); the preset is its saved pipeline."""
     m = find_method(method)
     takes = stage_keywords(m)
-    return m.pipeline(DEPTH, **{key: v for key, v in (("lam", lam), ("source", source)) if key in takes and v is not None})
+    return m.pipeline(DEPTH, **{key: v for key, v in (("lam", lam), ("source", source))
+                                if key in takes and v is not None})
 
 
 def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:
