@@ -285,12 +285,13 @@ def procon_qe(args):
         leaky.append([p["text"] for p in disc.discover(claim_of(q.question))])
     claims = bundle.questions
     from berds_core.diversify.facets import offline_perspectives
+    from berds_core.retrieval import CORPUS_RETRIEVERS
 
     res = {"questions": len(bundle.questions), "passages": len(corpus), "leak_filter": counts,
            "discovery_seconds_per_question": disc_s / len(claims), "rows": [], "paired": {},
            "pool_perspectives_per_question": float(np.mean([len(x) for x in filtered])),
            "examples": [{"question": q.question, "pool": f[:4]} for q, f in zip(bundle.questions[:3], filtered)]}
-    for kind in ("bm25", "dense"):
+    for kind in CORPUS_RETRIEVERS:
         ret = get_retriever(kind, corpus, progress=not args.quiet)
         offline = [offline_perspectives(q.question, corpus=corpus, retriever=ret) for q in bundle.questions]
         configs = [("plain", None), ("QE offline (yes/no + facets)", offline),

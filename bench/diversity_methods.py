@@ -44,22 +44,24 @@ LAMBDAS = (0.5, 0.75, 0.9, 0.95, 0.99)
 
 
 def configs(ret_kind: str):
-    yield "plain", {"method": "none"}
+    """(row name, pipeline spec) of the rows every retriever gets (docs/pipelines.md)."""
+    yield "plain", "none"
     for lam in LAMBDAS:
-        yield f"MMR λ={lam}", {"method": "mmr", "lam": lam}
-    yield "QE (offline)", {"method": "qe", "qe_source": "offline"}
-    yield "QE (oracle, upper bound)", {"method": "qe", "qe_source": "oracle"}
-    yield "coverage re-ranker (offline)", {"method": "coverage", "qe_source": "offline"}
+        yield f"MMR λ={lam}", f"mmr(lam={lam})"
+    yield "QE (offline)", "qe(source=offline)"
+    yield "QE (oracle, upper bound)", "qe(source=oracle)"
+    yield "coverage re-ranker (offline)", "coverage(source=offline)"
 
 
-def run_config(bundle, corpus, retriever, cfg, gold):
-    from berds_core.diversify import diversify, method_pipeline
+def run_config(bundle, corpus, retriever, spec, gold):
+    """Scores of the pipeline ``spec`` (a spec string or a preset name) over the retriever in use."""
+    from berds_core.diversify import as_pipeline, diversify
     from berds_core.eval.diversity import diversity_scores, subtopic_qrels
     from berds_core.eval.evaluation import scores
     from berds_core.runs import label_matrix
 
     mats, secs, entries = [], [], []
-    pipeline = method_pipeline(cfg["method"], {k: v for k, v in cfg.items() if k != "method"})
+    pipeline = as_pipeline(spec)
     for q in bundle.questions:
         t0 = time.perf_counter()
         hits = diversify(q, corpus, retriever, pipeline, K)
@@ -74,7 +76,6 @@ def run_config(bundle, corpus, retriever, cfg, gold):
 
 
 FOLDS = 5
-EXPLICIT = {"xquad": "xQuAD", "pm2": "PM-2"}
 ASPECT_SOURCES = {"offline": "offline", "oracle": "oracle aspects, upper bound"}
 
 
@@ -98,21 +99,24 @@ def oof_lambda(per_lam: dict, n: int, folds: int = FOLDS) -> tuple[dict, list[fl
 def explicit_rows(bundle, corpus, kind, retriever, progress, rows, per_q):
     """xQuAD and PM-2 rows with out-of-fold λ (offline aspects, and the gold perspectives as an upper bound;
     retriever P(d | aspect))."""
+    from berds_core.diversify.methods import METHOD_TABLE
     from berds_core.diversify.xquad import LAMBDA_GRID
     from berds_core.retrieval.caching import SharedSearch
 
-    for (method, label), source in ((m, src) for m in EXPLICIT.items() for src in ASPECT_SOURCES):
+    # the re-rankers with explicit aspects (xQuAD, PM-2): every registered re-ranker but the coverage one
+    explicit = {m.name: m.label.removeprefix("+ ") for m in METHOD_TABLE if m.reranks and m.stage != "coverage"}
+    for (method, label), source in ((m, src) for m in explicit.items() for src in ASPECT_SOURCES):
         shared = SharedSearch(retriever)  # the λ grid repeats the same searches: each query searched once
         per_lam, secs = {}, []
         for lam in LAMBDA_GRID:
-            per_lam[lam], med = run_config(bundle, corpus, shared, {"method": method, "lam": lam,
-                                                                    "qe_source": source}, bundle.gold)
+            per_lam[lam], med = run_config(bundle, corpus, shared, f"{method}(lam={lam},source={source})",
+                                           bundle.gold)
             secs.append(med)
         s, chosen = oof_lambda(per_lam, len(bundle.questions))
         full = max(per_lam, key=lambda l: (per_lam[l]["mrecall@5"].mean(), per_lam[l]["precision@5"].mean(), -l))
         name = f"{kind} {label} ({ASPECT_SOURCES[source]}, λ out of fold)"
         per_q[name] = s
-        rows.append({"config": name, "retriever": kind, "method": method, "qe_source": source,
+        rows.append({"config": name, "retriever": kind, "method": method, "source": source,
                      "lam_per_fold": chosen, "lam_all_questions": full,
                      "median_s_per_question": secs[0],  # the first λ pass: searches not cached yet
                      **{m: float(v.mean()) for m, v in s.items()}})
@@ -125,16 +129,16 @@ def table_rows(bundle, corpus, retrievers, progress):
     rows = []
     per_q = {}
     for kind, ret in retrievers.items():
-        for label, cfg in configs(kind):
-            s, med = run_config(bundle, corpus, ret, cfg, bundle.gold)
+        for label, spec in configs(kind):
+            s, med = run_config(bundle, corpus, ret, spec, bundle.gold)
             name = f"{kind} {label}"
             per_q[name] = s
-            rows.append({"config": name, "retriever": kind, **cfg, "median_s_per_question": med,
+            rows.append({"config": name, "retriever": kind, "pipeline": spec, "median_s_per_question": med,
                          **{m: float(v.mean()) for m, v in s.items()}})
             progress(rows[-1])
         explicit_rows(bundle, corpus, kind, ret, progress, rows, per_q)
     preset = get_preset("diverse")
-    s, med = run_config(bundle, corpus, retrievers[preset.retriever], {"method": "preset"}, bundle.gold)
+    s, med = run_config(bundle, corpus, retrievers[preset.retriever], "diverse", bundle.gold)
     per_q["preset diverse"] = s
     rows.append({"config": "preset diverse", "retriever": preset.retriever, "method": "preset",
                  "preset": str(preset), "median_s_per_question": med, **{m: float(v.mean()) for m, v in s.items()}})
@@ -194,10 +198,10 @@ def paired(per_q, a, b):
 
 def evaluate_bundle(bundle, args, label):
     from berds_core.corpora.memory import corpus_from_passages
-    from berds_core.retrieval import get_retriever
+    from berds_core.retrieval import CORPUS_RETRIEVERS, get_retriever
 
     corpus = corpus_from_passages(bundle.passages, bundle.name)
-    retrievers = {kind: get_retriever(kind, corpus, progress=not args.quiet) for kind in ("bm25", "dense")}
+    retrievers = {kind: get_retriever(kind, corpus, progress=not args.quiet) for kind in CORPUS_RETRIEVERS}
 
     def progress(row):
         if not args.quiet:

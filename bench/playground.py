@@ -51,7 +51,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-METHODS = ["none", "mmr", "qe", "rerank"]
 
 
 def at_once(timeout: float = 1800.0, log=print) -> dict:
@@ -115,10 +114,13 @@ def first_view(timeout: float = 1800.0, log=print) -> dict:
 
 
 def main(argv=None) -> int:
+    from berds_core.diversify.methods import METHOD_TABLE
+    from berds_core.retrieval import CORPUS_RETRIEVERS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[2:]))
-    ap.add_argument("--retriever", default="bm25", choices=["bm25", "dense"])
+    ap.add_argument("--retriever", default="bm25", choices=CORPUS_RETRIEVERS)
     ap.add_argument("--judge", default="embedded")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--lam", type=float, default=0.75, help="MMR lambda (the page's default)")
@@ -178,13 +180,15 @@ def main(argv=None) -> int:
         embedder = load_embedder(None)
         return raw, SharedSearch(raw), judge, embedder, time.perf_counter() - t
 
+    shown = [m.name for m in METHOD_TABLE if m.shown]  # the Playground's columns before any toggle is touched
+
     def ask(q, retriever, judge, embedder) -> float:
         """ms for everything the page computes for one question."""
         t = time.perf_counter()
         engine = Engine(corpus, retriever, judge, embedder)
         source = "dataset" if q.generated_perspectives else args.qe_source
         results = {m: column_result(engine, q, column_pipeline(m, args.lam if m == "mmr" else None, source), args.k,
-                                    gold=gold, label=m) for m in METHODS}
+                                    gold=gold, label=m) for m in shown}
         missing = [j for j in range(len(q.perspectives)) if not any(r["covered"][j] for r in results.values())]
         best_ranks(engine, q, missing, gold=gold)
         return (time.perf_counter() - t) * 1000

@@ -11,7 +11,7 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
-from berds_core.diversify.methods import HEADINGS, PERSPECTIVE_METHODS
+from berds_core.diversify.methods import HEADINGS, METHOD_TABLE, PERSPECTIVE_METHODS
 from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
 from studio_ui.config import Config, choose_policy, embedder_model, LABEL_SOURCES
 from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
@@ -24,6 +24,7 @@ ensure_shell()
 
 COLUMNS = HEADINGS  # each method's column heading: the registry's (diversify.methods.METHOD_TABLE)
 PERSPECTIVE_COLUMNS = PERSPECTIVE_METHODS  # columns that use the perspective source
+ON = {m.name: m.shown for m in METHOD_TABLE}  # a column shown before its toggle is touched: the registry's
 QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
              "oracle": "gold perspectives (oracle)"}
 
@@ -322,17 +323,17 @@ def main() -> None:
 
     t1, t2, t3, t4, t5, t6 = st.columns(6)
     shown = ["none"]
-    if t1.toggle("MMR", value=True, key="pg_mmr"):
+    if t1.toggle("MMR", value=ON["mmr"], key="pg_mmr"):
         shown.append("mmr")
-    if t2.toggle("Query expansion", value=True, key="pg_qe"):
+    if t2.toggle("Query expansion", value=ON["qe"], key="pg_qe"):
         shown.append("qe")
-    if t3.toggle("Perspective re-ranker", value=True, key="pg_rerank"):
+    if t3.toggle("Perspective re-ranker", value=ON["coverage"], key="pg_rerank"):
         shown.append("coverage")
-    if t4.toggle("xQuAD", value=False, key="pg_xquad"):
+    if t4.toggle("xQuAD", value=ON["xquad"], key="pg_xquad"):
         shown.append("xquad")
-    if t5.toggle("PM-2", value=False, key="pg_pm2"):
+    if t5.toggle("PM-2", value=ON["pm2"], key="pg_pm2"):
         shown.append("pm2")
-    if t6.toggle("Diverse preset", value=False, key="pg_preset",
+    if t6.toggle("Diverse preset", value=ON["preset"], key="pg_preset",
                  help=f"The studio's own pipeline (berds retrieve --preset diverse, `{get_preset('diverse')}`): "
                       f"{get_preset('diverse').describe()}. Chosen by question-grouped cross-validation."):
         shown.append("preset")

@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 ENCODINGS = ("fp32",)
-METHODS = ("none", "mmr", "qe", "rerank", "xquad", "pm2", "preset")
 SOURCES = ("dataset", "offline", "oracle")
 
 
@@ -50,6 +49,10 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     from berds_core.studio.warmup import warm_passages
     from berds_core.retrieval.caching import SharedSearch
     from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
+    from berds_core.diversify.methods import METHOD_TABLE, PERSPECTIVE_METHODS, PLAYGROUND
+    from berds_core.retrieval import CORPUS_RETRIEVERS
+
+    plain = {m.name for m in METHOD_TABLE if m.stage in (None, "none")}  # plain retrieval and the preset
 
     b = datasets.load_demo()
     corpus = corpus_from_passages(b.passages, "demo")
@@ -61,13 +64,13 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
                                             for p in list(q.perspectives) + list(q.generated_perspectives or ())])
     for q in b.questions:  # each question in its own pool, as the pages rank it (studio.data.Data.corpus_for)
         pool = pools[q.id]
-        retrievers = {kind: SharedSearch(get_retriever(kind, pool, progress=False)) for kind in ("bm25", "dense")}
+        retrievers = {kind: SharedSearch(get_retriever(kind, pool, progress=False)) for kind in CORPUS_RETRIEVERS}
         for kind, retriever in retrievers.items():
-            for method in METHODS:
+            for method in PLAYGROUND:  # every column the Playground can show
                 if method == "preset" and kind == "bm25":
                     continue  # the preset retrieves with dense whatever the sidebar says
-                for source in SOURCES if method in ("qe", "rerank", "xquad", "pm2") else ("dataset",):
-                    if source == "dataset" and not q.generated_perspectives and method not in ("none", "preset"):
+                for source in SOURCES if method in PERSPECTIVE_METHODS else ("dataset",):
+                    if source == "dataset" and not q.generated_perspectives and method not in plain:
                         continue
                     res = column_result(Engine(pool, retriever, judge, te), q,
                                         column_pipeline(method, 0.75 if method == "mmr" else None, source), 10,

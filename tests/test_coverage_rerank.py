@@ -170,14 +170,14 @@ def test_cli_retrieve_qe_and_mmr(cli_files, capsys):
     assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u2"]  # near-duplicates on top
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--qe", "dataset")
     assert code == 0, cap.err
-    assert json.loads(cap.out)["diversify"] == {"method": "qe", "qe_source": "dataset"}
+    assert json.loads(cap.out)["diversify"] == {"method": "qe", "pipeline": "qe"}  # source=dataset: the default
     assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u3"]  # one per generated perspective
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--mmr", "0.5")
     assert code == 0, cap.err
     ids = [c["id"] for c in read_run(out)[0]["ctxs"]]
     assert ids[0] == "u1" and ids[1] != "u2"  # the duplicate is pushed down
     res = json.loads(cap.out)
-    assert res["diversify"]["method"] == "mmr" and res["diversify"]["lam"] == 0.5
+    assert res["diversify"] == {"method": "mmr", "pipeline": "mmr(lam=0.5)"}
 
 
 def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
@@ -190,11 +190,12 @@ def test_cli_retrieve_rerank_and_preset(cli_files, capsys):
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--rerank", "coverage", "--perspectives-from",
                                "dataset", "--alpha", "0.3", "--keep", "2")
     assert code == 0, cap.err
-    assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u2"] and json.loads(cap.out)["diversify"]["keep"] == 2
+    assert [c["id"] for c in read_run(out)[0]["ctxs"]] == ["u1", "u2"] and json.loads(cap.out)["diversify"]["pipeline"] == "coverage(alpha=0.3,keep=2)"
     code, cap, out = _retrieve(capsys, tmp, corpus, questions, "--preset", "diverse")
     assert code == 0, cap.err
     res = json.loads(cap.out)
     assert res["retriever"].startswith(get_preset("diverse").retriever) and res["diversify"]["preset"] == "diverse"
+    assert res["diversify"]["pipeline"] == str(get_preset("diverse"))  # the saved pipeline itself, tokens=112 too
     assert len(read_run(out)[0]["ctxs"]) == 2
 
 

@@ -514,6 +514,6 @@ def test_qe_pool_source_end_to_end(tmp_path):
     r = berds("retrieve", "--questions", qs, "--corpus", corpus, "--qe", "pool", "--pool", pool, "--k", "4",
               "--out", run, "--json", "--quiet")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["diversify"]["qe_source"] == "pool"
+    assert json.loads(r.stdout)["diversify"] == {"method": "qe", "pipeline": "qe(source=pool)", "pool": str(pool)}
     entry = json.loads(run.read_text().splitlines()[0])
     assert len(entry["ctxs"]) == 4

@@ -1,8 +1,9 @@
 """Method and retriever names live in their registries (issue 54, item 2): the diversification methods in
 ``berds_core.diversify.methods.METHOD_TABLE`` (names, aliases, labels, what each takes), the retrievers in
 ``berds_core.retrieval.RETRIEVERS``. Outside the registry modules, no list, tuple, set or dict written in the
-source of ``berds_core/``, ``studio_ui/``, ``pages/`` or ``app.py`` names two or more of them: a face reads
-them from the registry. ``KNOWN`` (empty) would hold a hand-written list allowed to stay, named by file and its
+source of ``berds_core/``, ``studio_ui/``, ``pages/``, ``app.py``, ``bench/`` or ``scripts/`` names two or more
+of them (a command line, a list holding an ``--option``, is no list of names): a face, a bench or a script
+reads them from the registry. ``KNOWN`` (empty) would hold a hand-written list allowed to stay, named by file and its
 names; a new one fails, and one moved away must leave ``KNOWN`` too."""
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ KNOWN: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def literals() -> list[tuple[str, int, tuple[str, ...]]]:
-    """Every list, tuple, set or dict (its keys) written in the faces' and the engine's source that holds two or
-    more registered names: (file, line, the names)."""
+    """Every list, tuple, set or dict (its keys) written in the faces', the engine's, the benches' and the scripts'
+    source that holds two or more registered names: (file, line, the names)."""
     out = []
     files = [*(ROOT / "berds_core").rglob("*.py"), *(ROOT / "studio_ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"),
-             *([ROOT / "app.py"] if (ROOT / "app.py").exists() else [])]
+             *([ROOT / "app.py"] if (ROOT / "app.py").exists() else []), *(ROOT / "bench").rglob("*.py"),
+             *(ROOT / "scripts").rglob("*.py")]
     for path in files:
         rel = path.relative_to(ROOT).as_posix()
         if rel in REGISTRIES:
@@ -39,7 +41,10 @@ def literals() -> list[tuple[str, int, tuple[str, ...]]]:
                 continue
             elts = (node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else
                     node.keys if isinstance(node, ast.Dict) else [])
-            names = tuple(e.value for e in elts if isinstance(e, ast.Constant) and e.value in NAMES)
+            words = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if any(w.startswith("--") for w in words):  # a command line: ["index", "--retriever", "dense"]
+                continue
+            names = tuple(w for w in words if w in NAMES)
             if len(names) >= 2:
                 out.append((rel, node.lineno, names))
     return out
@@ -59,9 +64,13 @@ def test_the_check_finds_a_hand_written_list(tmp_path, monkeypatch):
     bad = tmp_path / "berds_core" / "x.py"
     bad.parent.mkdir()
     bad.write_text('KINDS = ("bm25", "dense")\nLABELS = {"mmr": "MMR", "xquad": "xQuAD", "other": 1}\n')
+    script = tmp_path / "bench" / "y.py"
+    script.parent.mkdir()
+    script.write_text('METHODS = ["none", "mmr", "qe", "rerank"]\nARGV = ["index", "--retriever", "dense"]\n')
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert [(f, n) for f, _, n in literals()] == [("berds_core/x.py", ("bm25", "dense")),
-                                                    ("berds_core/x.py", ("mmr", "xquad"))]
+                                                    ("berds_core/x.py", ("mmr", "xquad")),
+                                                    ("bench/y.py", ("none", "mmr", "qe", "rerank"))]
 
 
 def test_the_faces_read_the_registries():

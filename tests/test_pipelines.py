@@ -121,14 +121,15 @@ def test_passthrough_and_k():
 
 
 def test_old_keyword_spelling_warns_and_gives_the_same_pipeline():
-    from berds_core.diversify import method_pipeline
+    from berds_core.diversify import _old_pipeline  # the deprecated spelling's own converter (goes with it)
 
-    assert str(method_pipeline("mmr", {"lam": 0.5, "candidates": 30})) == "%30>>mmr(lam=0.5)"
-    assert str(method_pipeline("rerank", {"qe_source": "offline", "coverage_probs": "model", "mix": 0.5,
-                                                "candidates_from": "union", "candidates": 10})) == \
+    assert str(_old_pipeline("mmr", {"lam": 0.5, "candidates": 30})) == "%30>>mmr(lam=0.5)"
+    assert str(_old_pipeline("rerank", {"qe_source": "offline", "coverage_probs": "model", "mix": 0.5,
+                                        "candidates_from": "union", "candidates": 10})) == \
         "%10>>union>>coverage(probs=model,source=offline,mix=0.5)"
-    assert str(method_pipeline("xquad", {"aspect_probs": "judge", "lam": 0.8})) == "xquad(probs=judge)"
-    assert method_pipeline("preset", {}) == get_preset("diverse")
+    assert str(_old_pipeline("xquad", {"aspect_probs": "judge", "lam": 0.8})) == "xquad(probs=judge)"
+    assert str(_old_pipeline("qe", {"candidates_from": "union", "qe_source": "oracle"})) == "qe(source=oracle)"
+    assert _old_pipeline("preset", {}) == get_preset("diverse")
     q = Question("q", "a question?", [])
     with pytest.warns(DeprecationWarning, match=r"deprecated since berds-studio 0\.1\.0 \(2026-11-26\) and goes in "
                                                  r"berds-studio 0\.2\.0: pass a pipeline \(e\.g\. '%50>>none'\)"):
@@ -278,20 +279,21 @@ def test_cli_pipeline_errors_are_one_line(cli_files, capsys, extra, words):
 
 # --- the pages' columns --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method,lam,source", [
-    ("none", None, "dataset"), ("mmr", 0.75, "dataset"), ("mmr", 0.3, "offline"), ("qe", None, "offline"),
-    ("rerank", None, "oracle"), ("coverage", None, "dataset"), ("xquad", None, "offline"), ("pm2", 0.4, "dataset"),
-    ("preset", None, "offline"),
+@pytest.mark.parametrize("method,lam,source,spec", [
+    ("none", None, "dataset", "none"), ("mmr", 0.75, "dataset", "mmr"), ("mmr", 0.3, "offline", "mmr(lam=0.3)"),
+    ("qe", None, "offline", "qe(source=offline)"), ("rerank", None, "oracle", "coverage(source=oracle)"),
+    ("coverage", None, "dataset", "coverage"), ("xquad", None, "offline", "xquad(source=offline)"),
+    ("pm2", 0.4, "dataset", "pm2(lam=0.4)"), ("rvr", 0.3, "offline", "rvr"),
+    ("preset", None, "offline", "dense%6>>coverage(probs=model,alpha=0.1,tokens=112)"),
 ])
-def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source):
-    """``column_pipeline`` is what the pages' old ``rank`` asked diversify() for: the method, lam, the source and
-    the top 100 candidates (the preset its own)."""
-    from berds_core.diversify import method_pipeline
+def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source, spec):
+    """``column_pipeline`` is what the pages' old ``rank`` asked diversify() for: the method, lam (where its stage
+    takes one), the source (where it reads perspectives) and the top 100 candidates (the preset its own)."""
     from berds_core.studio.columns import DEPTH, column_pipeline
 
-    old = method_pipeline(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
-    assert column_pipeline(method, lam, source) == old
-    assert Pipeline.parse(str(column_pipeline(method, lam, source))) == old  # and it is a spec string
+    got = column_pipeline(method, lam, source)
+    assert got == Pipeline.parse(spec) and (got.depth == DEPTH or method == "preset")
+    assert str(got) == spec  # and it is a spec string
 
 
 def test_page_column_pipeline_refuses_an_unknown_method():

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from berds_core.diversify import METHODS, diversify, pm2, retrieval_probs, xquad
+from berds_core.diversify import METHODS, Pipeline, diversify, pm2, retrieval_probs, xquad
 from berds_core.records import Question
 
 from test_coverage_rerank import StubJudge, TEXTS, _retrieve, cli_files  # noqa: F401  (fixture)
@@ -125,7 +125,9 @@ def test_cli_retrieve_xquad_and_pm2(cli_files, capsys):  # noqa: F811
                                    "--lambda", "0.8")
         assert code == 0, cap.err
         div = json.loads(cap.out)["diversify"]
-        assert div["method"] == method and div["lam"] == 0.8 and div["aspect_probs"] == "retriever"
+        stage = Pipeline.parse(div["pipeline"]).stages[0]
+        assert div["method"] == method and (stage.name, stage.lam, stage.source, stage.probs) == (
+            method, 0.8, "dataset", "retriever")
         ids = [c["id"] for c in read_run(out)[0]["ctxs"]]
         # one bullying passage and the expression one, not the two bullying near-duplicates plain BM25 returns
         assert "u3" in ids and len(set(ids) & {"u1", "u2"}) == 1

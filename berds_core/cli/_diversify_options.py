@@ -9,21 +9,24 @@
     --pipeline SPEC                      a pipeline spec: bm25%30>>mmr(lam=0.5), dense%10>>coverage(probs=model)
 
 At most one of them. ``--preset`` (and a ``--pipeline`` that names one) also picks its retriever. The flags
-become a :class:`berds_core.diversify.Pipeline` here (``pipeline_of``) and the names they give (judge,
-embedder, LLM, pool) become objects (``using_of``): nothing of ``args`` travels into the engine.
+become one :class:`Diversification` here, once (:func:`diversify_config`): the
+:class:`berds_core.diversify.Pipeline` itself, built from the method's registry entry
+(``diversify.methods.METHOD_TABLE``) and its stage's own keywords, the preset's saved pipeline or the
+``--pipeline`` spec parsed once; and the names of what its stages use (judge, embedder, LLM, pool), which
+``using_of`` turns into objects: nothing of ``args`` travels into the engine.
 """
 from __future__ import annotations
 
 import sys
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, method_options, method_pipeline
+from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, find_method
 from ..diversify.pipeline import Pipeline
 from ..diversify.stages import STAGES
-from ..diversify.presets import PRESETS, as_pipeline, get_preset
+from ..diversify.presets import PRESETS, as_pipeline
 from ..diversify.query_expansion import QE_SOURCES
 from ..retrieval.caching import SharedSearch
 from ..specs import SpecError
@@ -81,12 +84,46 @@ def add_diversify_args(p) -> None:
                         "own order follows them")
 
 
-def diversify_config(args) -> dict | None:
-    """What the arguments ask for, checked (None: plain retrieval): the old flags' option dict (``method``,
-    ``lam``, ...; printed by the verb as given) or ``{"pipeline": SPEC, ...}`` for ``--pipeline``.
+@dataclass(frozen=True)
+class Diversification:
+    """What ``berds retrieve``'s diversification options ask for, built once from the arguments: the
+    ``pipeline`` that runs, the ``method`` that asked for it (a name of ``METHOD_TABLE``; None for
+    ``--pipeline``), the ``preset`` it is (``--preset``) and the names of what its stages use, as given:
+    ``judge`` (``--rerank-judge``), ``embedder`` (``--mmr-embedder``), ``llm`` (``--qe-llm``), ``pool``
+    (``--pool``). :func:`using_of` turns the names into objects. Plain data: it pickles."""
+
+    pipeline: Pipeline
+    method: str | None = None
+    preset: str | None = None
+    judge: str | None = None
+    embedder: str | None = None
+    llm: str | None = None
+    pool: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The option a failure of the run is reported against."""
+        return ("--pipeline" if self.method is None else "--mmr-embedder" if self.method == "mmr" else
+                "--qe-llm")
+
+    def to_json(self) -> dict:
+        """What ``berds retrieve`` prints under ``diversify``: the method, the preset, the pipeline's spec
+        (``str(pipeline)``) and the names given; unset ones left out."""
+        out = {"method": self.method, "preset": self.preset, "pipeline": str(self.pipeline), "judge": self.judge,
+               "embedder": self.embedder, "llm": self.llm, "pool": self.pool}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def diversify_json(div: Diversification | None) -> dict:
+    """The ``diversify`` block of ``berds retrieve``'s output (``{"method": "none"}`` for plain retrieval)."""
+    return {"method": "none"} if div is None else div.to_json()
+
+
+def diversify_config(args) -> Diversification | None:
+    """What the arguments ask for, checked (None: plain retrieval), as one :class:`Diversification`.
 
     Called once, before the retriever is opened: ``--preset`` picks its retriever (and the default model), and
-    so does a ``--pipeline`` that names its retriever (``dense%10>>...``); each spec is parsed once."""
+    so does a ``--pipeline`` that names its retriever (``dense%10>>...``); a spec is parsed once."""
     spec = getattr(args, "pipeline", None)
     if spec is not None:
         return _pipeline_config(args, spec)
@@ -119,14 +156,15 @@ def diversify_config(args) -> dict | None:
     if how == "mmr":
         if not 0.0 <= args.mmr <= 1.0:
             raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
-        return {"method": "mmr", "lam": args.mmr, "embedder": args.mmr_embedder, "candidates": args.candidates,
-                "candidates_from": args.candidates_from}
+        return Diversification(find_method("mmr").pipeline(args.candidates, args.candidates_from, lam=args.mmr),
+                               "mmr", embedder=args.mmr_embedder)
     if how == "qe":
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
-        return {"method": "qe", "qe_source": args.qe, "llm": args.qe_llm, "pool": pool}
+        # its candidates are the expanded queries' merge: --candidates and --candidates-from do not reach it
+        return Diversification(find_method("qe").pipeline(source=args.qe), "qe", llm=args.qe_llm, pool=pool)
     if how == "rerank" and args.rerank != "coverage":  # xQuAD, PM-2: explicit aspects
-        return {**_explicit_config(args), "pool": pool}
+        return _explicit_config(args, pool)
     for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
         if val is not None:
             raise InputError(opt, None, None, "is for --rerank xquad or pm2")
@@ -143,16 +181,16 @@ def diversify_config(args) -> dict | None:
             raise InputError("--keep", None, None, f"must be 0 or more, got {keep}")
         if args.rerank_judge and args.rerank_probs not in ("auto", "judge"):
             raise InputError("--rerank-judge", None, None, f"has no effect with --rerank-probs {args.rerank_probs}")
-        return {"method": "coverage", "qe_source": args.perspectives_from, "judge": args.rerank_judge,
-                "alpha": alpha, "llm": args.qe_llm, "candidates": args.candidates, "pool": pool,
-                "coverage_probs": args.rerank_probs, "candidates_from": args.candidates_from, "mix": mix,
-                "keep": keep or 0}
-    preset = get_preset(args.preset)
+        pipeline = find_method("coverage").pipeline(args.candidates, args.candidates_from,
+                                                    source=args.perspectives_from, alpha=alpha,
+                                                    probs=args.rerank_probs, mix=mix, keep=keep or 0)
+        return Diversification(pipeline, "coverage", judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
+    preset = as_pipeline(args.preset)  # the saved pipeline itself (its stance model's tokens=112 included)
     args.retriever, args.model, args.index = preset.retriever, None, None  # its retriever, default model, flat
-    return {"method": "preset", "preset": args.preset, **method_options(preset)}
+    return Diversification(preset, "preset", args.preset)
 
 
-def _pipeline_config(args, spec: str) -> dict:
+def _pipeline_config(args, spec: str) -> Diversification:
     """``--pipeline SPEC``: the spec checked (one line naming the position) and alone among the methods."""
     for name in METHOD_FLAGS:
         if getattr(args, name, None) is not None:
@@ -188,11 +226,10 @@ def _pipeline_config(args, spec: str) -> dict:
     if kept is not None:
         raise InputError("--pipeline", None, None, f"{kept.name}(keep={kept.keep}) keeps more candidates than the "
                                                    f"pipeline has ({p.depth}): give keep <= the depth")
-    return {"pipeline": str(p), "judge": args.rerank_judge, "embedder": args.mmr_embedder, "llm": args.qe_llm,
-            "pool": pool}
+    return Diversification(p, judge=args.rerank_judge, embedder=args.mmr_embedder, llm=args.qe_llm, pool=pool)
 
 
-def _explicit_config(args) -> dict:
+def _explicit_config(args, pool: str | None) -> Diversification:
     """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
     if args.alpha is not None:
         raise InputError("--alpha", None, None, f"is for --rerank coverage; --rerank {args.rerank} takes --lambda")
@@ -204,25 +241,17 @@ def _explicit_config(args) -> dict:
         raise InputError("--rerank-judge", None, None, "--aspect-probs judge needs a judge (e.g. embedded)")
     if probs == "retriever" and args.rerank_judge:
         raise InputError("--rerank-judge", None, None, f"--rerank {args.rerank} uses a judge only with --aspect-probs judge")
-    return {"method": args.rerank, "lam": lam, "qe_source": args.perspectives_from, "aspect_probs": probs,
-            "judge": args.rerank_judge, "llm": args.qe_llm, "candidates": args.candidates}
+    # their candidates are the retriever's top --candidates (--candidates-from does not reach them)
+    pipeline = find_method(args.rerank).pipeline(args.candidates, lam=lam, source=args.perspectives_from, probs=probs)
+    return Diversification(pipeline, args.rerank, judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
 
 
-def pipeline_of(cfg: dict) -> Pipeline:
-    """The pipeline of a checked config (:func:`diversify_config`)."""
-    if "pipeline" in cfg:
-        return as_pipeline(cfg["pipeline"])
-    if cfg.get("preset"):  # the saved pipeline itself, never its options said back and parsed again (which
-        return as_pipeline(cfg["preset"])  # lost the stance model's tokens=112: the pages ran the preset, not it)
-    return method_pipeline(cfg["method"], {key: v for key, v in cfg.items() if key != "method"})
-
-
-def using_of(cfg: dict, progress: bool = True):
+def using_of(div: Diversification, progress: bool = True):
     """What the stages use, as objects: the judge, the embedder and the pool the flags name (``--rerank-judge``,
     ``--mmr-embedder``, ``--pool``) loaded here, at the edge; the LLM spec of ``--qe-llm``."""
     from ..diversify import Using
 
-    judge = cfg.get("judge")
+    judge = div.judge
     if judge:
         from ..judges import get_judge
 
@@ -230,7 +259,7 @@ def using_of(cfg: dict, progress: bool = True):
             judge = get_judge(judge)
         except (ValueError, OSError) as e:
             raise InputError("--rerank-judge", None, None, str(e).splitlines()[0]) from None
-    embedder = cfg.get("embedder")
+    embedder = div.embedder
     if embedder:
         from ..embeddings.text_encoders import text_encoder
 
@@ -238,12 +267,12 @@ def using_of(cfg: dict, progress: bool = True):
             embedder = text_encoder(embedder)
         except OSError as e:
             raise InputError("--mmr-embedder", None, None, str(e).splitlines()[0] or type(e).__name__) from None
-    pool = cfg.get("pool")
+    pool = div.pool
     if pool:
         from ..discovery import open_pool
 
         pool = open_pool(pool, progress=progress)
-    return Using(judge=judge or None, embedder=embedder or None, llm=cfg.get("llm"), pool=pool or None)
+    return Using(judge=judge or None, embedder=embedder or None, llm=div.llm, pool=pool or None)
 
 
 def union_retriever(corpus, retriever, progress: bool = True):
@@ -258,8 +287,9 @@ def union_retriever(corpus, retriever, progress: bool = True):
 SHARED_QUERIES = 20_000  # hit lists kept for one search per question; a bigger run searches again past it
 
 
-def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: bool = True) -> list[dict]:
-    """Run entries like ``runs.retrieve_run`` but ranked by the configured pipeline."""
+def diversified_run(questions, corpus, retriever, div: Diversification, k: int, progress: bool = True
+                    ) -> list[dict]:
+    """Run entries like ``runs.retrieve_run`` but ranked by ``div``'s pipeline."""
     from tqdm import tqdm
 
     from ..diversify import diversify
@@ -267,7 +297,7 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
     from ..judges import JudgeError
     from ..runs import question_entry
 
-    pipeline, using = pipeline_of(cfg), using_of(cfg, progress)
+    pipeline, using = div.pipeline, using_of(div, progress)
     # one search per question serves the stages' batch ahead of the loop and the loop (as the pages' SharedSearch)
     retriever = SharedSearch(retriever, depth=max(pipeline.depth, int(k)),
                              max_queries=min(max(len(questions), 1), SHARED_QUERIES))
@@ -277,14 +307,13 @@ def diversified_run(questions, corpus, retriever, cfg: dict, k: int, progress: b
         sys.stderr.write(f"berds retrieve: warning: the candidate depth {pipeline.depth} is more than the "
                          f"{len(corpus)} passages of the corpus: every passage is a candidate\n")
     pipeline.prefetch(questions, corpus, retriever, using, progress)
-    label = cfg.get("method") or "pipeline"
+    label = div.method or "pipeline"
     entries = []
     for q in tqdm(questions, desc=label, disable=not progress, file=None):
         try:
             hits = diversify(q, corpus, retriever, pipeline, k, using=using)
         except OSError as e:
-            flag = "--pipeline" if "pipeline" in cfg else "--mmr-embedder" if cfg["method"] == "mmr" else "--qe-llm"
-            raise InputError(flag, None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+            raise InputError(div.flag, None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
         except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
             flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
             raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None

@@ -24,6 +24,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     from ..files.jsonio import read_text
     from ..runs import question_entry, run_depth, write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
+    from ._diversify_options import diversify_json
     from ._retrieval import build_run, open_retriever, warn_k
 
     root = args.corpus_per_question
@@ -63,5 +64,5 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
             "passages": passages, "corpus_size": {"min": min(sizes, default=0), "max": max(sizes, default=0)},
             "run_depth": run_depth(entries), "empty_questions": empty, "retriever": args.retriever,
             "model": args.model if args.retriever == "dense" else None,
-            "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
+            "diversify": diversify_json(div),
             "search_seconds": round(search_s, 3), "seconds": round(time.perf_counter() - t0, 3)}

@@ -212,6 +212,7 @@ def run_retrieve(args, div) -> dict:
     from ..runs import question_entry
     from ..runs import write_run
     from ..runs import run_depth
+    from ._diversify_options import diversify_json
     from ._retrieval import corpus_from_args, warn_k
 
     if div is not None:
@@ -256,7 +257,7 @@ def run_retrieve(args, div) -> dict:
     write_run(args.out, entries)  # once, atomically
     warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),
-            "corpus_size": len(corpus), "run_depth": run_depth(entries), "hash": corpus.hash, **info, "diversify": {"method": "none"}, "search_seconds": round(search_s, 3),
+            "corpus_size": len(corpus), "run_depth": run_depth(entries), "hash": corpus.hash, **info, "diversify": diversify_json(div), "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3), "ray": ray_info}
 
 

@@ -335,14 +335,14 @@ def corpus_info(corpus) -> dict:
             "corpus_store": str(corpus.folder) if is_disk_corpus(corpus) else None}
 
 
-def build_run(args, questions, corpus, retriever, cfg: dict | None) -> list[dict]:
-    """The run entries for ``questions``: ``cfg``, the checked diversification (``diversify_config``; None:
-    plain retrieval); extend here for options that change retrieval."""
+def build_run(args, questions, corpus, retriever, div) -> list[dict]:
+    """The run entries for ``questions``: ``div``, the checked diversification (a ``Diversification`` made by
+    ``diversify_config``; None: plain retrieval); extend here for options that change retrieval."""
     from ._diversify_options import diversified_run
     from ..runs import retrieve_run
 
-    if cfg is not None:
-        return diversified_run(questions, corpus, retriever, cfg, args.k, progress=not args.quiet)
+    if div is not None:
+        return diversified_run(questions, corpus, retriever, div, args.k, progress=not args.quiet)
     return retrieve_run(questions, corpus, retriever, args.k)
 
 

@@ -103,7 +103,7 @@ def run_sycophancy(args) -> dict:
 
     from ..corpora.memory import load_corpus
     from ..datasets import load_gold, load_questions
-    from ..diversify.methods import method_pipeline
+    from ..diversify.methods import find_method
     from ..experiment import Labels, policy_name, side_rows, sycophancy_summary
     from ..retrieval import get_retriever
     from ..retrieval.caching import DEFAULT_DEPTH, SharedSearch
@@ -136,7 +136,7 @@ def run_sycophancy(args) -> dict:
             sides.append(decide(q.question, q.perspectives, q.stances))
         except ValueError as err:
             raise InputError(args.questions, None, "stances", f"question {q.id}: {err}") from None
-    pipeline = method_pipeline("none", {"candidates": DEFAULT_DEPTH})  # plain retrieval, as the Leaning page's
+    pipeline = find_method("none").pipeline(DEFAULT_DEPTH)  # plain retrieval, as the Leaning page's
     shared = SharedSearch(retriever)  # each query form searched in one batch, then read per question
     out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name,
            "policy": policy_name(gold is not None, args.policy)}

@@ -60,7 +60,7 @@ def run_index(args) -> dict:
 
 def run_retrieve(args) -> dict:
     from ..datasets import load_questions
-    from ._diversify_options import diversify_config
+    from ._diversify_options import diversify_config, diversify_json
     from ..runs import write_run
     from ..runs import run_depth
 
@@ -97,6 +97,6 @@ def run_retrieve(args) -> dict:
     warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, **corpus_info(corpus),
             "corpus_size": len(corpus), "run_depth": depth, **retriever_info(retriever),
-            "diversify": {k: v for k, v in (div or {"method": "none"}).items() if v is not None},
+            "diversify": diversify_json(div),
             "search_seconds": round(search_s, 3),
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -21,9 +21,9 @@ from ..judges import get_judge
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .candidates import candidate_pool
 from .coverage import coverage_rerank, similarity_probs, stance_probs
-from .methods import ALIASES, METHODS, default_lambda, method_pipeline
+from .methods import METHODS, default_lambda, find_method, stage_keywords
 from .mmr import mmr, mmr_reference, normalize_scores
-from .pipeline import Pipeline
+from .pipeline import DEFAULT_DEPTH, Pipeline
 from .pm2 import pm2
 from .presets import PRESETS, as_pipeline, get_preset
 from .query_expansion import QE_SOURCES, expand_and_merge, expansion_queries, perspectives_for, round_robin_merge
@@ -35,11 +35,14 @@ from .xquad import xquad
 __all__ = ["METHODS", "QE_SOURCES", "PRESETS", "ASPECT_PROBS", "STAGES", "Pipeline", "Using", "SpecError",
            "diversify", "mmr", "mmr_reference", "round_robin_merge", "coverage_rerank", "similarity_probs",
            "stance_probs", "perspectives_for", "expansion_queries", "expand_and_merge", "get_preset", "as_pipeline",
-           "normalize_scores", "xquad", "pm2", "retrieval_probs", "default_lambda", "method_pipeline",
+           "normalize_scores", "xquad", "pm2", "retrieval_probs", "default_lambda",
            "candidate_pool", "blend_relevance", "stance_matrix"]
 
 # the old keyword arguments of diversify() that name what the stages use (now a Using)
 _USING_KEYS = ("llm", "pool", "stance_model", "perspectives")
+# the old option keywords of diversify() -> the stage keyword each one set (the deprecated spelling only)
+_OLD_KEYS = {"lam": "lam", "qe_source": "source", "alpha": "alpha", "coverage_probs": "probs", "keep": "keep",
+             "mix": "mix", "temperature": "temperature", "aspect_probs": "probs"}
 # the keyword spelling of diversify(): deprecated when pipelines came (issue 26), removed in the next minor version
 DEPRECATED_SINCE = "berds-studio 0.1.0 (2026-11-26)"
 REMOVED_IN = "0.2.0"
@@ -75,7 +78,7 @@ def _old_call(method, old: dict, using, judge, embedder):
     if old:
         warnings.warn(f"diversify(..., {method!r}, {', '.join(f'{key}=' for key in old)}...) is deprecated since "
                       f"{DEPRECATED_SINCE} and goes in berds-studio {REMOVED_IN}: pass a pipeline (e.g. "
-                      f"{str(method_pipeline(ALIASES.get(method, method), old))!r}) and a Using (docs/pipelines.md)",
+                      f"{str(_old_pipeline(method, old))!r}) and a Using (docs/pipelines.md)",
                       DeprecationWarning, stacklevel=3)
     if isinstance(judge, str):
         judge = get_judge(judge)
@@ -90,4 +93,20 @@ def _old_call(method, old: dict, using, judge, embedder):
                     perspectives=extra.get("perspectives", base.perspectives))
     if old.get("coverage_probs", "auto") not in COVERAGE_PROBS:
         raise ValueError(f"coverage_probs must be one of {', '.join(COVERAGE_PROBS)}, got {old['coverage_probs']!r}")
-    return method_pipeline(ALIASES.get(method, method), old), using, judge, embedder
+    return _old_pipeline(method, old), using, judge, embedder
+
+
+def _old_pipeline(method: str, old: dict) -> Pipeline:
+    """The pipeline of an old method name (or alias) and its old option keywords (``lam``, ``qe_source``,
+    ``candidates``, ``candidates_from``, ``alpha``, ``coverage_probs``, ``aspect_probs``, ``keep``, ``mix``,
+    ``temperature``): None values and keywords its stage does not take are left out, as the old spelling did."""
+    m = find_method(method)
+    opts = {key: v for key, v in old.items() if v is not None}
+    takes, kind = stage_keywords(m), m.stage
+    params = {_OLD_KEYS[key]: v for key, v in opts.items() if _OLD_KEYS.get(key) in takes
+              and not (key == "coverage_probs" and kind != "coverage")
+              and not (key == "aspect_probs" and kind == "coverage")}
+    pool = opts.get("candidates_from", "retriever")
+    if pool == "union" and not (m.reranks or m.name == "mmr"):  # a union only ahead of MMR and the re-rankers
+        pool = "retriever"
+    return m.pipeline(int(opts.get("candidates", DEFAULT_DEPTH)), pool, **params)

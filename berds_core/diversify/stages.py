@@ -207,7 +207,7 @@ class Stage:
 
 def register(cls):
     """Class decorator: the stage in ``STAGES`` under ``cls.name``."""
-    STAGES.register(cls.name, help=cls.help)(lambda arg, **args: cls.from_args(args))
+    STAGES.register(cls.name, help=cls.help, builds=cls)(lambda arg, **args: cls.from_args(args))
     return cls
 
 

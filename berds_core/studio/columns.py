@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diversify import Pipeline, as_pipeline, diversify
-from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, method_pipeline
+from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, find_method, stage_keywords
 from ..eval.measures import mrecall_at_k, precision_at_k
 from ..experiment import decide, policy_name
 from ..judges import judge_passages, judge_run
@@ -49,11 +49,14 @@ class Engine:
 
 
 def column_pipeline(method: str, lam: float | None = None, source: str = "dataset") -> Pipeline:
-    """The pipeline of a page's method picker (``none``, ``mmr``, ``qe``, ``rerank``/``coverage``, ``xquad``,
-    ``pm2``, ``preset``) over the top ``DEPTH`` candidates: ``lam`` (MMR, xQuAD, PM-2; None: the stage's
-    default) and ``source`` (the perspectives of qe / the re-rankers); what ``berds retrieve``'s flags make
-    of the same method (:func:`berds_core.diversify.methods.method_pipeline`)."""
-    return method_pipeline(method, {"lam": lam, "qe_source": source, "candidates": DEPTH})
+    """The pipeline of a page's method picker (a name or alias of ``METHOD_TABLE``: ``none``, ``mmr``, ``qe``,
+    ``rerank``/``coverage``, ``xquad``, ``pm2``, ``rvr``, ``preset``) over the top ``DEPTH`` candidates: the
+    entry's stage with ``lam`` (its λ where it takes one; None: the stage's default) and ``source`` (where its
+    perspectives come from, where it reads any); the preset is its saved pipeline."""
+    m = find_method(method)
+    takes = stage_keywords(m)
+    return m.pipeline(DEPTH, **{key: v for key, v in (("lam", lam), ("source", source))
+                                if key in takes and v is not None})
 
 
 def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:
