@@ -34,6 +34,7 @@ from ..corpora.disk import corpus_label, is_disk_corpus
 from ..errors import InputError
 from ..files.build_dir import building
 from ..files.cache import cache_dir
+from ..records import Hits
 from .base import SearchBase
 
 INDEX_VERSION = "tantivy-0.27-bm25-k1.2-b0.75-en-stem-v1"
@@ -219,7 +220,7 @@ class IngestIndexer:
 
 
 class TantivyBM25Retriever(SearchBase):
-    """BM25 over a corpus with an on-disk tantivy index; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
+    """BM25 over a corpus with an on-disk tantivy index; ``search(queries, k)`` -> one ``Hits`` per query."""
 
     name = "bm25"
     engine = "tantivy"
@@ -287,15 +288,15 @@ class TantivyBM25Retriever(SearchBase):
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(
             self._schema, "text", t, index_option="freq")) for t in terms])
 
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         out = []
         searcher = self.searcher
         for text in queries:
             q = self._query(text)
             if q is None:
-                out.append([])
+                out.append(Hits.empty())
                 continue
             hits = searcher.search(q, k, count=False).hits
             rows = searcher.fast_field_values("row", [addr for _, addr in hits])
-            out.append([(int(r), float(s)) for (s, _), r in zip(hits, rows)])
+            out.append(Hits(rows, [s for s, _ in hits]))
         return out
