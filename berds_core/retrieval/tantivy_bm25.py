@@ -21,6 +21,10 @@ passages); it is built in a temporary folder and renamed when complete
 (:mod:`berds_core.files.build_dir`), so Ctrl-C or a full disk leaves nothing that
 loads. Each document stores only its corpus row (a fast field); passages come
 from the corpus by row.
+
+Equal scores are ordered by corpus row, lowest first, as ``bm25s`` orders them
+(:mod:`berds_core.retrieval.topk`): tantivy itself orders them by where its
+threads happened to put each document, which changes from one build to the next.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ import os
 import re
 import time
 from pathlib import Path
+
+import numpy as np
 
 from ..corpora.disk import corpus_label, is_disk_corpus
 from ..errors import InputError
@@ -296,7 +302,14 @@ class TantivyBM25Retriever(SearchBase):
             if q is None:
                 out.append(Hits.empty())
                 continue
-            hits = searcher.search(q, k, count=False).hits
-            rows = searcher.fast_field_values("row", [addr for _, addr in hits])
-            out.append(Hits(rows, [s for s, _ in hits]))
+            limit = k + 1
+            while True:  # widen until every passage tied with the k-th score is in hand
+                hits = searcher.search(q, limit, count=False).hits
+                if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+                    break
+                limit *= 2
+            rows = np.asarray(searcher.fast_field_values("row", [addr for _, addr in hits]), dtype=np.int64)
+            scores = np.array([s for s, _ in hits], dtype=np.float64)
+            order = np.lexsort((rows, -scores))[:k]  # score descending, then row ascending (topk.py's order)
+            out.append(Hits(rows[order], scores[order]))
         return out
