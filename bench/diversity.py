@@ -212,12 +212,13 @@ def _rvr(qc, budget, keep, add, threshold):
     (``diversify.rvr.retrieve_verify``): ``budget`` = (rows read, second-round depth, tokens per pair), one
     of the CPU-feasible triples; the reader is the question's fold stance model at that cut."""
     from berds_core.diversify.rvr import retrieve_verify
+    from berds_core.records import Hits
 
     read, depth, tokens = budget
-    first = list(zip(qc.dense_rows.tolist(), qc.dense_scores.tolist()))
-    out = retrieve_verify(first, lambda rows: qc.stance_probs(rows, tokens), lambda s: qc.side_hits[s][:depth],
+    out = retrieve_verify(Hits(qc.dense_rows, qc.dense_scores), lambda rows: qc.stance_probs(rows, tokens),
+                          lambda s: qc.side_hits[s][:depth],
                           lambda r: qc.corpus.corpus[int(r)].id, read=read, keep=keep, add=add, threshold=threshold)
-    return np.array([r for r, _ in out[:K]], dtype=int)
+    return out.rows[:K]
 
 
 def rvr_diagnostics(qcs: list[QuestionCtx], setting: dict) -> dict:
@@ -328,8 +329,7 @@ def build_contexts(bundles: dict, progress: bool) -> list[QuestionCtx]:
         dh = dense.search_vectors(qv, DEPTH)
         bh = bm25.search(texts, DEPTH)
         for q, v, d, s in zip(b.questions, qv, dh, bh):
-            out.append(QuestionCtx(cc, q, -1, np.array([r for r, _ in d], int), np.array([x for _, x in d]),
-                                   np.array([r for r, _ in s], int), np.array([x for _, x in s]), v))
+            out.append(QuestionCtx(cc, q, -1, d.rows, d.scores, s.rows, s.scores, v))
         log(f"{name}: {len(b.questions)} questions, {len(corpus)} passages, retrievers ready "
             f"({time.perf_counter() - t0:.0f}s, dense encoded {dense.n_encoded})")
     return out

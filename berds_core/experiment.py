@@ -155,8 +155,7 @@ def top_labels(question, query: str, corpus, retriever, pipeline, k: int, labels
     (the question's own pool or the corpus): ``labels.gold``, or ``labels.judge``'s under ``labels.policy``,
     gated on the question's own topic (the query may be one side's perspective)."""
     q = dataclasses.replace(question, question=query)
-    hits = diversify(q, corpus, retriever, pipeline, k, judge=labels.judge)
-    rows = [int(r) for r, _ in hits]
+    rows = diversify(q, corpus, retriever, pipeline, k, judge=labels.judge).rows.tolist()
     ids = [corpus.ids[r] for r in rows]
     if labels.gold is not None:
         return ids, gold_matrix(labels.gold, question.id, len(question.perspectives), ids)

@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import InputError
 from .files.jsonio import iter_jsonl, require, write_jsonl
-from .records import Gold
+from .records import Gold, Hits
 
 PREDS_SUFFIX = "-preds"
 PROBS_SUFFIX = "-probs"
@@ -42,12 +42,14 @@ POLICY_SUFFIX = "-policy"  # the rule a judged line's -preds follow: "threshold"
 AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name marker -> judge name
 
 
-def ctxs_for(corpus, hits: Iterable[tuple[int, float]]) -> list[dict]:
-    """Run-file passages ``{id, title, text, score}`` for ``(row, score)`` hits (fetched by row)."""
-    hits = [(int(r), float(s)) for r, s in hits]
+def ctxs_for(corpus, hits: Hits | Iterable[tuple[int, float]]) -> list[dict]:
+    """Run-file passages ``{id, title, text, score}`` for ranked hits (a :class:`~berds_core.records.Hits`, or
+    ``(row, score)`` pairs), fetched by row; a score is written as the float64 the hits hold."""
+    hits = Hits.of(hits)
+    rows = hits.rows.tolist()
     get_many = getattr(corpus, "get_many", None)  # a disk corpus fetches the rows in one look-up
-    passages = get_many([r for r, _ in hits]) if get_many is not None else [corpus[r] for r, _ in hits]
-    return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, (_, s) in zip(passages, hits)]
+    passages = get_many(rows) if get_many is not None else [corpus[r] for r in rows]
+    return [{"id": p.id, "title": p.title, "text": p.text, "score": s} for p, s in zip(passages, hits.scores.tolist())]
 
 
 def document_text(ctx: dict) -> str:
@@ -80,7 +82,7 @@ def passage_text(ctx, judge=None) -> str:
     return document_text(ctx)
 
 
-def question_entry(question, corpus, hits: Iterable[tuple[int, float]]) -> dict:
+def question_entry(question, corpus, hits: Hits | Iterable[tuple[int, float]]) -> dict:
     """One run line (BERDS format plus ``id``, ``subset`` and ``stances`` when known) for ranked hits."""
     entry = {"id": question.id, "question": question.question, "perspectives": list(question.perspectives)}
     if question.subset is not None:

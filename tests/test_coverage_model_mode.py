@@ -80,17 +80,18 @@ def test_union_pool_adds_bm25_candidates_scored_by_dense(tmp_path, monkeypatch):
     dense = get_retriever("dense", corpus, progress=False)
     bm25 = get_retriever("bm25", corpus, progress=False)
     q = "zyxwv gardening"
-    rows, scores = candidate_pool(q, corpus, dense, 2, "retriever")
-    assert rows.tolist() == [r for r, _ in dense.search([q], 2)[0]]
+    got = candidate_pool(q, corpus, dense, 2, "retriever")
+    assert got == dense.search([q], 2)[0] and got.rows.dtype == np.int64 and got.scores.dtype == np.float64
     with pytest.raises(ValueError, match="needs a bm25 retriever beside the run's dense one"):
         candidate_pool(q, corpus, dense, 2, "union")  # the caller opens the second retriever: no stage does
-    rows, scores = candidate_pool(q, corpus, dense, 2, "union", bm25)
+    union = candidate_pool(q, corpus, dense, 2, "union", bm25)
+    rows, scores = union.rows, union.scores
     want = {r for r, _ in dense.search([q], 2)[0]} | {r for r, _ in bm25.search([q], 2)[0]}
     assert set(rows.tolist()) == want and 2 in want and len(rows) == len(want) >= 2
     assert (np.diff(scores) <= 1e-9).all()
     qv = dense.encode([q])[0]
     np.testing.assert_allclose(scores, np.asarray(dense.embeddings)[rows] @ qv, atol=1e-6)
-    rows_b, _ = candidate_pool(q, corpus, bm25, 2, "union", dense)  # from the BM25 side: the same set
+    rows_b = candidate_pool(q, corpus, bm25, 2, "union", dense).rows  # from the BM25 side: the same set
     assert set(rows_b.tolist()) == set(rows.tolist())
     with pytest.raises(ValueError):
         candidate_pool("x", corpus, dense, 1, "everything")

@@ -429,10 +429,10 @@ def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
     scores, ids = merged.search(q, 10)
     exact = np.argsort(-(q @ x.T), axis=1)[:, :10]
     assert any(set(e) != set(i) for e, i in zip(exact, ids))  # the lists really are probed, not all rows
-    for (r, s), (r2, s2), want_r, want_s in zip(hits, hits2, ids, scores):
-        np.testing.assert_array_equal(r, want_r)
-        np.testing.assert_array_equal(s, want_s)
-        np.testing.assert_array_equal(r2, want_r)
+    for h, h2, want_r, want_s in zip(hits, hits2, ids, scores):
+        np.testing.assert_array_equal(h.rows, want_r)
+        np.testing.assert_array_equal(h.scores, want_s)
+        np.testing.assert_array_equal(h2.rows, want_r)
 
     corpus = write_corpus(tmp_path / "corpus.jsonl", 600, words=8)
     questions = write_questions(tmp_path / "questions.jsonl", 5)

@@ -66,6 +66,22 @@ def test_rankings_match_bm25s_on_a_small_corpus():
     assert t.search(QUERIES[:1], 0) == [[]] and t.search([], 3) == []
 
 
+def test_ties_are_ordered_by_row_whatever_order_the_index_holds_them_in(monkeypatch):
+    """Equal scores come lowest row first, as bm25s gives them, also when tantivy holds the documents in another
+    order (its threads place them as they go); the k-th place goes to the lowest tied row."""
+    texts = ["Nuclear power plants make electricity.", "Zoos keep animals.", "Electricity power plants make nuclear.",
+             "School uniforms.", "Plants make nuclear power electricity.", "Power plants make nuclear electricity."]
+    c = corpus_from_passages([Passage(f"d{i}", "", t) for i, t in enumerate(texts)], "ties")
+    real = tantivy_bm25.text_batches
+    monkeypatch.setattr(tantivy_bm25, "text_batches", lambda corpus, size=1: reversed(list(real(corpus, 1))))
+    assert len(c) == len(texts)  # the same words in another order: four passages with one score
+    t = TantivyBM25Retriever(c, progress=False, cache=False, threads=1)  # documents added last row first
+    assert t.search(["nuclear plants"], 4)[0].rows.tolist() == [0, 2, 4, 5]
+    assert t.search(["nuclear plants"], 2)[0].rows.tolist() == [0, 2]
+    assert t.search(["nuclear plants"], 3)[0].rows.tolist() == BM25Retriever(c, progress=False).search(
+        ["nuclear plants"], 3)[0].rows.tolist() == [0, 2, 4]
+
+
 def test_index_is_cached_on_disk_and_reopened(_cache):
     c = _corpus()
     first = TantivyBM25Retriever(c, progress=False)

@@ -252,8 +252,7 @@ def run_retrieve(args, div) -> dict:
             search_s = time.perf_counter() - t1
             ray_info = lazy.info(**{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **where)
     if hits is not None:
-        entries = [question_entry(q, corpus, list(zip(rows.tolist(), scores.tolist())))
-                   for q, (rows, scores) in zip(questions, hits)]
+        entries = [question_entry(q, corpus, h) for q, h in zip(questions, hits)]
     write_run(args.out, entries)  # once, atomically
     warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files.shard_files import ShardSet
+from ..records import Hits
 from ..retrieval import faiss_index
 from ..retrieval.bm25 import INDEX_VERSION
 from ..retrieval.topk import merge_topk, top_k
@@ -104,7 +105,7 @@ def _searchers(session, cls, shard_specs: list[dict], *args):
 
 
 def _gather(session, cls, shard_specs, init_args, queries, k: int, batch: int):
-    """(top-k per query, {"searchers", "nodes_used"})."""
+    """(top-k ``Hits`` per query, {"searchers", "nodes_used"})."""
     import ray
 
     actors = _searchers(session, cls, shard_specs, *init_args)
@@ -117,7 +118,7 @@ def _gather(session, cls, shard_specs, init_args, queries, k: int, batch: int):
             per_actor = ray.get([act.search.remote(ref, k) for act in actors])
             shard_lists = [s for actor_out in per_actor for s in actor_out]
             for j in range(len(part)):
-                hits.append(merge_topk([sl[j] for sl in shard_lists], k))
+                hits.append(Hits(*merge_topk([sl[j] for sl in shard_lists], k)))
         return hits, info
     finally:
         for act in actors:
@@ -125,7 +126,7 @@ def _gather(session, cls, shard_specs, init_args, queries, k: int, batch: int):
 
 
 def search_dense(session, index, queries: np.ndarray, k: int, batch: int = 1024):
-    """Top-``k`` ``[(rows, scores), ...]`` per query vector over a :class:`~.index.DenseShards`, and where."""
+    """Top-``k`` ``Hits`` per query vector over a :class:`~.index.DenseShards`, and where."""
     return _gather(session, DenseSearcher, index.specs(), (index.kind,), np.ascontiguousarray(queries, np.float32),
                    k, batch)
 
@@ -159,7 +160,7 @@ def bm25_shards(retriever, folder, shard_rows: int) -> ShardSet:
 
 
 def search_bm25(session, retriever, shards: ShardSet, queries: list[str], k: int, batch: int = 1024):
-    """Top-``k`` ``[(rows, scores), ...]`` per query text over the BM25 row shards, and where."""
+    """Top-``k`` ``Hits`` per query text over the BM25 row shards, and where."""
     model = retriever.model
     ids = retriever.query_ids(queries)
     return _gather(session, BM25Searcher, shards.specs(), (str(np.dtype(model.dtype)), str(np.dtype(model.int_dtype))),

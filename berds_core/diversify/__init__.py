@@ -2,14 +2,14 @@
 
 The one entry point pages and CLI verbs use::
 
-    diversify(question, corpus, retriever, pipeline, k, judge=None, embedder=None, using=None)
-        -> [(corpus_row, score), ...]
+    diversify(question, corpus, retriever, pipeline, k, judge=None, embedder=None, using=None) -> Hits
 
 ``pipeline``: a :class:`Pipeline`, a spec string (``"bm25%30>>mmr(lam=0.5)"``,
 ``"dense%10>>coverage(probs=model,alpha=0.1,keep=2)"``; docs/pipelines.md) or a preset name
 (``diverse``). The stages (:mod:`.stages`: ``none``, ``mmr``, ``qe``, ``union``, ``coverage``,
 ``xquad``, ``pm2``) live in the ``STAGES`` registry; the kernels (``mmr``, ``round_robin_merge``,
-``coverage_rerank``, ``xquad``, ``pm2``) are pure functions over arrays.
+``coverage_rerank``, ``xquad``, ``pm2``) are pure functions over arrays. The ranking is one
+:class:`berds_core.records.Hits` (corpus rows and scores) from the retriever to the run line.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from ..discovery import open_pool
 from ..judges import get_judge
+from ..records import Hits
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .candidates import candidate_pool
 from .coverage import coverage_rerank, similarity_probs, stance_probs
@@ -49,8 +50,9 @@ REMOVED_IN = "0.2.0"
 
 
 def diversify(question, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None, using: Using | None = None,
-              **old) -> list[tuple[int, float]]:
-    """Ranked ``(corpus_row, score)`` pairs for one ``Question``: ``pipeline`` run over ``retriever``.
+              **old) -> Hits:
+    """The ranked hits (:class:`~berds_core.records.Hits`: corpus rows and scores) for one ``Question``:
+    ``pipeline`` run over ``retriever``.
 
     ``pipeline``: a :class:`Pipeline`, a spec string or a preset name; an old method name (``none``,
     ``mmr``, ``qe``, ``coverage``/``rerank``, ``xquad``, ``pm2``, ``preset``) still works, with its old

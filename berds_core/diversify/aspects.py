@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..records import Hits
 from .query_expansion import expansion_queries
 
 ASPECT_PROBS = {"retriever": "retriever scores on the expanded queries, min-max per aspect",
@@ -35,12 +36,13 @@ def retrieval_probs(question: str, aspects: Sequence[str], retriever, rows: Sequ
         return P
     pos = {int(r): i for i, r in enumerate(rows)}
     for j, hits in enumerate(retriever.search(queries, int(depth))):
+        hits = Hits.of(hits)
         if not hits:
             continue
-        scores = np.array([float(s) for _, s in hits])
+        scores = hits.scores
         lo, span = scores.min(), scores.max() - scores.min()
-        for (r, _), s in zip(hits, scores):
-            i = pos.get(int(r))
+        for r, s in zip(hits.rows.tolist(), scores):
+            i = pos.get(r)
             if i is not None:
                 P[i, j] = (s - lo) / span if span > 0 else 1.0
     return P

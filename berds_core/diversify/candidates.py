@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..records import Hits
+
 POOLS = ("retriever", "union")
 
 
@@ -21,9 +23,8 @@ def union_partner(retriever) -> str:
     return "bm25" if is_dense(retriever) else "dense"
 
 
-def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever", other=None
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate rows and their scores, best first.
+def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever", other=None) -> Hits:
+    """Candidate rows and their scores (:class:`~berds_core.records.Hits`), best first.
 
     ``retriever``: the retriever's top ``n``. ``union``: the union of the dense and the BM25 top ``n``
     (``retriever`` is one of them, ``other`` the other kind over the same corpus), all scored by the dense
@@ -36,17 +37,16 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     except TypeError:  # a corpus without a length
         pass
     if pool == "retriever":
-        hits = retriever.search([text], n)[0]
-        return np.array([int(r) for r, _ in hits], dtype=int), np.array([float(s) for _, s in hits])
+        return Hits.of(retriever.search([text], n)[0])  # the retriever's own Hits
     if other is None or is_dense(other) == is_dense(retriever):
         raise ValueError(f"the union of candidates needs a {union_partner(retriever)} retriever beside the run's "
                          f"{'dense' if is_dense(retriever) else 'BM25'} one (Using.other_retriever, opened by the "
                          "caller)")
     dense, sparse = (retriever, other) if is_dense(retriever) else (other, retriever)
     qv = dense.encode([text])[0]
-    hits = dense.search_vectors(qv[None, :], n)[0]
-    rows = list(dict.fromkeys([int(r) for r, _ in hits] + [int(r) for r, _ in sparse.search([text], n)[0]]))
-    rows = np.array(rows, dtype=int)
+    both = np.concatenate([Hits.of(dense.search_vectors(qv[None, :], n)[0]).rows,
+                           Hits.of(sparse.search([text], n)[0]).rows])
+    rows = both[np.sort(np.unique(both, return_index=True)[1])]  # each row once, where it first appears
     scores = np.asarray(dense.embeddings)[rows] @ qv if len(rows) else np.zeros(0)
     order = np.argsort(-scores, kind="stable")
-    return rows[order], scores[order].astype(np.float64)
+    return Hits(rows[order], scores[order])

@@ -10,11 +10,15 @@ question:
    makes), each re-ranker reorders them and keeps at most ``k``;
 3. when fewer than ``k`` remain, the retriever's own order follows them (``--k 100`` over 10 candidates
    re-ranks the top 10 only).
+
+The ranking is a :class:`~berds_core.records.Hits` all the way: the retriever's, the candidates', the
+stages' and the one returned (what :func:`berds_core.runs.question_entry` writes).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..records import Hits
 from ..specs import SpecError
 from .candidates import candidate_pool
 from .spec import SpecParts, StagePart, format_spec, parse_spec
@@ -76,24 +80,23 @@ class Pipeline:
         """Where the candidates come from: ``union`` when that stage leads, else ``retriever``."""
         return "union" if self.stages and self.stages[0].name == "union" else "retriever"
 
-    def run(self, q: Query) -> list[tuple[int, float]]:
-        """Ranked ``(corpus_row, score)`` pairs for one question (at most ``q.k``)."""
+    def run(self, q: Query) -> Hits:
+        """The ranked hits (corpus rows and scores) for one question (at most ``q.k``)."""
         rerankers = [s for s in self.stages if s.reorders and not s.makes_candidates]
         source = self.stages[0] if self.stages and self.stages[0].makes_candidates else None
         if source is None and not rerankers:
-            return [(int(r), float(s)) for r, s in q.retriever.search([q.text], q.k)[0]]
+            return Hits.of(q.retriever.search([q.text], q.k)[0])  # the retriever's own Hits
         c = source.candidates(q, self.depth) if source is not None else self._retrieved(q)
         if len(c) == 0:
-            return []
+            return Hits.empty()
         for stage in rerankers:
             c = stage.apply(q, c)
-        return fill([(int(r), float(s)) for r, s in zip(c.rows, c.scores)], q.text, q.retriever, q.k, c.tail)
+        return fill(c.hits, q.text, q.retriever, q.k, c.tail)
 
     def _retrieved(self, q: Query) -> Candidates:
         # one search serves the candidates and the ranks below them
-        rows, scores = candidate_pool(q.text, q.corpus, q.retriever, q.depth, "retriever")
-        tail = list(zip(rows[self.depth:].tolist(), scores[self.depth:].tolist()))
-        return Candidates(rows[:self.depth], scores[:self.depth], tail)
+        hits = candidate_pool(q.text, q.corpus, q.retriever, q.depth, "retriever")
+        return Candidates(hits[:self.depth], hits[self.depth:])
 
     def prefetch(self, questions, corpus, retriever, using: Using | None = None, progress: bool = True) -> None:
         """Batch the per-question work of a run (all question embeddings in one encoder call, the stages'
@@ -106,14 +109,13 @@ class Pipeline:
             stage.prefetch(replace(batch, before=before))
 
 
-def fill(hits: list[tuple[int, float]], text: str, retriever, k: int, tail=None) -> list[tuple[int, float]]:
+def fill(hits: Hits, text: str, retriever, k: int, tail: Hits | None = None) -> Hits:
     """``hits`` (the re-ranked candidates) cut at ``k`` or, when fewer, followed by the retriever's next
     passages in its order (with its scores). ``tail``: those next passages when already retrieved (else one
-    search for them; ``[]``: none follow)."""
+    search for them; an empty ``Hits``: none follow)."""
+    hits = Hits.of(hits)
     if len(hits) >= k:
-        return hits[:k]
-    seen = {r for r, _ in hits}
+        return hits.top(k)
     if tail is None:
         tail = retriever.search([text], k + len(hits))[0]
-    more = [(int(r), float(sc)) for r, sc in tail if int(r) not in seen]
-    return hits + more[:k - len(hits)]
+    return hits.then(tail, k)

@@ -21,7 +21,9 @@ Perspective sources (``QE_SOURCES``):
 from __future__ import annotations
 
 from typing import Hashable, Sequence
+
 from ..discovery import pool_perspectives
+from ..records import Hits
 from .facets import offline_perspectives
 from .llm_perspectives import generate_perspectives
 
@@ -101,14 +103,15 @@ def perspectives_for(question, source: str, *, corpus=None, retriever=None, llm=
 
 
 def expand_and_merge(question_text: str, perspectives: Sequence[str], retriever, k: int,
-                     depth: int | None = None) -> list[tuple[int, float]]:
-    """Retrieve once per perspective and merge round-robin; no perspectives -> plain retrieval.
+                     depth: int | None = None) -> Hits:
+    """Retrieve once per perspective and merge round-robin (a passage keeps its first list's score); no
+    perspectives -> plain retrieval (the retriever's own ``Hits``).
 
     Each list is retrieved ``depth`` deep (default ``k``): k per list always
     yields k unique passages when the corpus has them.
     """
     queries = expansion_queries(question_text, perspectives)
     if not queries:
-        return retriever.search([question_text], k)[0]
+        return Hits.of(retriever.search([question_text], k)[0])
     lists = retriever.search(queries, depth or k)
-    return round_robin_merge([[(int(r), float(s)) for r, s in lst] for lst in lists], k)
+    return Hits.of(round_robin_merge(lists, k))  # hits[i] is a (row, score) pair

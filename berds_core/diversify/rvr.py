@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..records import Hits
+
 RVR_SOURCES = ("sides", "dataset")  # where the second round's queries come from (the stage's ``source``)
 SIDES = (0, 1)  # columns of the stance reader's output: P(yes side), P(no side); column 2 is P(off the question)
 
@@ -82,18 +84,18 @@ def merge(first: list[tuple[int, float]], found: dict[int, list[tuple[int, float
     return head + extra + rest
 
 
-def retrieve_verify(first: list[tuple[int, float]], read_probs, search, ids, *, read: int, keep: int, add: int,
-                    threshold: float) -> list[tuple[int, float]]:
+def retrieve_verify(first: Hits, read_probs, search, ids, *, read: int, keep: int, add: int,
+                    threshold: float) -> Hits:
     """One question through retrieve-verify-retrieve.
 
-    ``first``: the first round's ``(row, score)``, best first; ``read_probs(rows)``: the stance reader's
-    (len(rows), 3) [yes, no, off] for the question; ``search(side)``: the second round's ``(row, score)`` hits
-    for a side's statement; ``ids(row)``: a passage id (ties). Returns :func:`merge`'s ranking (``first``
-    itself when the read rows argue both sides). The reader sees each row once per call."""
+    ``first``: the first round's hits (a :class:`~berds_core.records.Hits` or ``(row, score)`` pairs), best
+    first; ``read_probs(rows)``: the stance reader's (len(rows), 3) [yes, no, off] for the question;
+    ``search(side)``: the second round's hits (``Hits`` or ``(row, score)`` pairs) for a side's statement; ``ids(row)``: a passage id (ties). Returns :func:`merge`'s ranking as ``Hits``
+    (``first`` itself when the read rows argue both sides). The reader sees each row once per call."""
     read_rows = [r for r, _ in first[:max(1, int(read))]]
     missing = missing_sides(read_probs(read_rows), threshold)
     if not missing:
-        return list(first)
+        return Hits.of(first)
     done = set(read_rows)
     found: dict[int, list[tuple[int, float]]] = {}
     hits_of = {s: [h for h in second_round_order(search(s), ids) if h[0] not in done] for s in missing}
@@ -101,4 +103,4 @@ def retrieve_verify(first: list[tuple[int, float]], read_probs, search, ids, *, 
     P = dict(zip(rows, np.asarray(read_probs(rows), dtype=np.float64).reshape(len(rows), 3))) if rows else {}
     for s in missing:
         found[s] = verified(hits_of[s], [P[r] for r, _ in hits_of[s]], s, threshold)
-    return merge(list(first), found, keep, add)
+    return Hits.of(merge(list(first), found, keep, add))

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..datasets.sides import yes_no_sides
 from ..judges import judge_passages
+from ..records import Hits
 from ..specs import Registry, SpecError
 from ..stance import get_stance_model, passage_string
 from .aspects import ASPECT_PROBS, retrieval_probs
@@ -131,19 +132,26 @@ class Query:
 
 @dataclass
 class Candidates:
-    """Candidate corpus rows and their retriever scores, best first; ``tail``: the retriever's ranks below
-    them (None: not fetched; ``[]``: nothing may follow them)."""
+    """The candidates (:class:`~berds_core.records.Hits`: corpus rows and their retriever scores, best first)
+    and ``tail``: the retriever's ranks below them (a ``Hits``; None: not fetched; empty: nothing may follow
+    them). ``rows`` and ``scores`` are the hits' arrays, what the re-rankers read."""
 
-    rows: np.ndarray
-    scores: np.ndarray
-    tail: list | None = None
+    hits: Hits
+    tail: Hits | None = None
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.hits.rows
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self.hits.scores
 
     def take(self, order) -> "Candidates":
-        order = np.asarray(list(order), dtype=int)
-        return Candidates(self.rows[order], self.scores[order], self.tail)
+        return Candidates(self.hits.take(list(order)), self.tail)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.hits)
 
 
 @dataclass
@@ -243,8 +251,7 @@ class Union(Stage):
     makes_candidates: ClassVar[bool] = True
 
     def candidates(self, q, depth):
-        rows, scores = candidate_pool(q.text, q.corpus, q.retriever, depth, "union", q.using.other_retriever)
-        return Candidates(rows, scores, None)
+        return Candidates(candidate_pool(q.text, q.corpus, q.retriever, depth, "union", q.using.other_retriever))
 
 
 @register
@@ -256,9 +263,7 @@ class QueryExpansion(Stage):
     source: str = _param("dataset", tuple(QE_SOURCES), "where the perspectives come from")
 
     def candidates(self, q, depth):
-        hits = expand_and_merge(q.text, q.perspectives(self.source), q.retriever, q.k)
-        return Candidates(np.array([int(r) for r, _ in hits], dtype=int),
-                          np.array([float(s) for _, s in hits], dtype=np.float64), [])
+        return Candidates(expand_and_merge(q.text, q.perspectives(self.source), q.retriever, q.k), Hits.empty())
 
 
 @register
@@ -329,8 +334,8 @@ class Coverage(Stage):
             u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
         for q in questions:
-            rows, _ = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
-                                     u.other_retriever)
+            rows = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
+                                  u.other_retriever).rows
             pairs += [(q.question, passage_string(batch.corpus[int(r)])) for r in rows]
         model = get_stance_model() if u.stance_model is None else u.stance_model
         model.encode(pairs, progress=batch.progress, max_length=self.tokens)
@@ -428,12 +433,11 @@ class RetrieveVerifyRetrieve(Stage):
                 return np.zeros((0, 3))
             return stance_matrix(q.text, q.corpus, rows, model, self.tokens)
 
-        out = retrieve_verify(list(zip(c.rows.tolist(), c.scores.tolist())), read_probs,
+        out = retrieve_verify(c.hits, read_probs,
                               lambda s: [h for t in queries.get(s, []) for h in q.retriever.search([t], self.depth)[0]],
                               lambda r: q.corpus[int(r)].id, read=self.read, keep=self.keep, add=self.add,
                               threshold=self.threshold)
-        return Candidates(np.array([r for r, _ in out], dtype=int), np.array([s for _, s in out], dtype=np.float64),
-                          c.tail)
+        return Candidates(out, c.tail)
 
     def prefetch(self, batch):
         """The stance model on every question's first-round reads, then on its second-round passages, each in
@@ -453,8 +457,8 @@ class RetrieveVerifyRetrieve(Stage):
         first = {}
         for q in questions:
             if all(sides[q.question]):
-                rows, _ = candidate_pool(q.question, corpus, batch.retriever, batch.depth, batch.pool,
-                                         u.other_retriever)
+                rows = candidate_pool(q.question, corpus, batch.retriever, batch.depth, batch.pool,
+                                      u.other_retriever).rows
                 first[q.question] = [int(r) for r in rows[:self.read]]
         model.encode([(t, passage_string(corpus[r])) for t, rows in first.items() for r in rows],
                      progress=batch.progress, max_length=self.tokens)

@@ -3,10 +3,11 @@
 A retriever has ``name`` (what runs and caches call it: ``bm25``, ``dense:<model>[+<index>][+<encoding>]``),
 ``embedder_name`` (dense: its model's key; else None), ``cache_hit`` (its index was found, not built),
 ``cache_path`` (where its index lives; None: in memory only), ``build_seconds`` (building or opening it) and
-``search(queries, k) -> [[(row, score), ...], ...]``: for each query at most ``k`` corpus rows, best first.
+``search(queries, k) -> [Hits, ...]``: for each query at most ``k`` corpus rows and their scores, best first
+(:class:`berds_core.records.Hits`, the one form a ranking keeps up to the run file).
 
 :class:`SearchBase` holds what the retrievers share: those attributes' defaults and the search preamble
-(no queries: no lists; ``k`` past the corpus: every passage; ``k`` below 1: an empty list per query), so a
+(no queries: no lists; ``k`` past the corpus: every passage; ``k`` below 1: an empty ``Hits`` per query), so a
 retriever writes only ``_search(queries, k)`` with ``1 <= k <= len(corpus)``. :class:`IndexOptions` is how
 an index is built or opened, one object from the caller to the retriever.
 """
@@ -15,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
+
+from ..records import Hits
 
 
 @runtime_checkable
@@ -25,7 +28,7 @@ class Retriever(Protocol):
     cache_path: Path | None
     build_seconds: float
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]: ...
+    def search(self, queries: list[str], k: int) -> list[Hits]: ...
 
 
 class SearchBase:
@@ -38,16 +41,16 @@ class SearchBase:
     build_seconds = 0.0
     corpus = ()
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def search(self, queries: list[str], k: int) -> list[Hits]:
         queries = list(queries)
         if not queries:
             return []
         k = min(int(k), len(self.corpus))
         if k < 1:
-            return [[] for _ in queries]
+            return [Hits.empty() for _ in queries]
         return self._search(queries, k)
 
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         raise NotImplementedError
 
 

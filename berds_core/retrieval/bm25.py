@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from ..files.cache import cache_dir
+from ..records import Hits
 from .base import SearchBase
 from .topk import top_k
 
@@ -178,7 +179,7 @@ def _make_bm25_class():
 
 
 class BM25Retriever(SearchBase):
-    """BM25 over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
+    """BM25 over a corpus; ``search(queries, k)`` -> one ``Hits`` per query."""
 
     name = "bm25"
     engine = "bm25s"
@@ -235,11 +236,11 @@ class BM25Retriever(SearchBase):
         model.unique_token_ids_set = set(model.vocab_dict.values())
         return model
 
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         out = []
         for ids in self.query_ids(queries):
             rows, scores = top_k(self.model.get_scores_from_ids(ids), k)  # ties: lowest row first (topk.py)
-            out.append([(int(r), float(s)) for r, s in zip(rows, scores)])
+            out.append(Hits(rows, scores))
         return out
 
     def query_ids(self, queries: list[str]) -> list[list[int]]:

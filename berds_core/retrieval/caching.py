@@ -9,6 +9,8 @@ it to time a new question honestly).
 """
 from __future__ import annotations
 
+from ..records import Hits
+
 DEFAULT_DEPTH = 100  # the depth the app's re-rankers read
 
 
@@ -19,7 +21,7 @@ class SharedSearch:
         self._r = retriever
         self._depth = depth
         self._max = max_queries
-        self._lists: dict[str, tuple[list[tuple[int, float]], bool]] = {}
+        self._lists: dict[str, tuple[Hits, bool]] = {}
 
     def __getattr__(self, name):  # name, embedder_name, ... of the wrapped retriever
         return getattr(self._r, name)
@@ -27,7 +29,7 @@ class SharedSearch:
     def clear(self) -> None:
         self._lists.clear()
 
-    def search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def search(self, queries: list[str], k: int) -> list[Hits]:
         depth = max(int(k), self._depth)
 
         def served(q):  # a stored list serves k when it is at least k deep or holds every hit
@@ -40,6 +42,6 @@ class SharedSearch:
             if len(self._lists) + len(todo) > self._max:
                 self._lists.clear()
             for q, hits in zip(todo, self._r.search(todo, depth)):
-                hits = [(int(r), float(s)) for r, s in hits]
+                hits = Hits.of(hits)  # the wrapped retriever's Hits, kept as they are
                 have[q] = self._lists[q] = (hits, len(hits) < depth)  # fewer hits than asked: the whole list
-        return [have[q][0][:k] for q in queries]
+        return [have[q][0].top(k) for q in queries]

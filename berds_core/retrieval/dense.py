@@ -19,6 +19,7 @@ import numpy as np
 from ..files.cache import cache_dir, slug
 from ..embeddings.models import model_key
 from ..embeddings.text_encoders import TextEncoder, embed_text, encode_normalized, text_encoder
+from ..records import Hits
 from . import faiss_index
 from .base import SearchBase
 
@@ -26,7 +27,7 @@ __all__ = ["DenseRetriever", "encode_normalized"]
 
 
 class DenseRetriever(SearchBase):
-    """Dense retrieval over a corpus; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
+    """Dense retrieval over a corpus; ``search(queries, k)`` -> one ``Hits`` per query."""
 
     def __init__(self, corpus, model: str | None = None, *, progress: bool = True, index: str = "flat",
                  device: str | None = None, encoding: str | None = None, batch_size: int = 64,
@@ -98,11 +99,11 @@ class DenseRetriever(SearchBase):
         return index
 
     # ------------------------------------------------------------ search
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         return self.search_vectors(self.encode(queries), k)
 
-    def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    def search_vectors(self, q: np.ndarray, k: int) -> list[Hits]:
         on_cpu = self._index_obj is self._cpu_index
         scores, rows = faiss_index.search(self._index_obj, self.index_kind, q, min(int(k), len(self.corpus)),
                                           emb=self.embeddings if on_cpu and self.index_kind == "flat" else None)
-        return [[(int(r), float(s)) for r, s in zip(rr, ss) if r >= 0] for rr, ss in zip(rows, scores)]
+        return [Hits(rr[rr >= 0], ss[rr >= 0]) for rr, ss in zip(rows, scores)]

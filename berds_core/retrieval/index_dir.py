@@ -32,6 +32,7 @@ import numpy as np
 from ..embeddings.models import model_key
 from ..errors import InputError
 from ..files.cache import cache_dir
+from ..records import Hits
 from . import faiss_index
 from .base import SearchBase
 from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META, folder_bytes
@@ -259,11 +260,11 @@ class DenseIndex:
         """The fewest candidates re-scored exactly (the plan's ``rescore``; 0 for folders built before it)."""
         return int(self.plan.get("rescore") or 0)
 
-    def search(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    def search(self, q: np.ndarray, k: int) -> list[Hits]:
         q = np.ascontiguousarray(q, dtype=np.float32)
         k = min(int(k), self.ntotal)
         if k < 1 or not len(q):
-            return [[] for _ in range(len(q))]
+            return [Hits.empty() for _ in range(len(q))]
         if self.index is None:
             scores, rows = exact_search(self.vectors, q, k)
         else:
@@ -276,10 +277,8 @@ class DenseIndex:
                 scores, rows = refine(self.vectors, q, rows, k)
         out = []
         for rr, ss in zip(rows, scores):
-            keep = [(int(r), float(s)) for r, s in zip(rr, ss) if r >= 0]
-            if self.rows is not None:
-                keep = [(int(self.rows[r]), s) for r, s in keep]
-            out.append(keep)
+            rr, ss = rr[rr >= 0], ss[rr >= 0]
+            out.append(Hits(rr if self.rows is None else np.asarray(self.rows)[rr], ss))
         return out
 
     def nbytes(self) -> int:
@@ -287,7 +286,7 @@ class DenseIndex:
 
 
 class IndexDirRetriever(SearchBase):
-    """Dense retrieval over an index folder; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
+    """Dense retrieval over an index folder; ``search(queries, k)`` -> one ``Hits`` per query."""
 
     def __init__(self, folder, corpus, model: str | None = None, *, device: str | None = None,
                  encoding: str | None = None, nprobe: int | None = None, vectors=None, progress: bool = False,
@@ -331,8 +330,8 @@ class IndexDirRetriever(SearchBase):
     def encode(self, texts, progress: bool = False) -> np.ndarray:
         return self.encoder.embed(list(texts))
 
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         return self.search_vectors(self.encode(queries), k)
 
-    def search_vectors(self, q: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    def search_vectors(self, q: np.ndarray, k: int) -> list[Hits]:
         return self.dense.search(q, min(int(k), len(self.corpus)))

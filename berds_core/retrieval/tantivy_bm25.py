@@ -21,6 +21,10 @@ passages); it is built in a temporary folder and renamed when complete
 (:mod:`berds_core.files.build_dir`), so Ctrl-C or a full disk leaves nothing that
 loads. Each document stores only its corpus row (a fast field); passages come
 from the corpus by row.
+
+Equal scores are ordered by corpus row, lowest first, as ``bm25s`` orders them
+(:mod:`berds_core.retrieval.topk`): tantivy itself orders them by where its
+threads happened to put each document, which changes from one build to the next.
 """
 from __future__ import annotations
 
@@ -30,10 +34,13 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..corpora.disk import corpus_label, is_disk_corpus
 from ..errors import InputError
 from ..files.build_dir import building
 from ..files.cache import cache_dir
+from ..records import Hits
 from .base import SearchBase
 
 INDEX_VERSION = "tantivy-0.27-bm25-k1.2-b0.75-en-stem-v1"
@@ -219,7 +226,7 @@ class IngestIndexer:
 
 
 class TantivyBM25Retriever(SearchBase):
-    """BM25 over a corpus with an on-disk tantivy index; ``search(queries, k)`` -> ``[[(row, score), ...], ...]``."""
+    """BM25 over a corpus with an on-disk tantivy index; ``search(queries, k)`` -> one ``Hits`` per query."""
 
     name = "bm25"
     engine = "tantivy"
@@ -287,15 +294,22 @@ class TantivyBM25Retriever(SearchBase):
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(
             self._schema, "text", t, index_option="freq")) for t in terms])
 
-    def _search(self, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    def _search(self, queries: list[str], k: int) -> list[Hits]:
         out = []
         searcher = self.searcher
         for text in queries:
             q = self._query(text)
             if q is None:
-                out.append([])
+                out.append(Hits.empty())
                 continue
-            hits = searcher.search(q, k, count=False).hits
-            rows = searcher.fast_field_values("row", [addr for _, addr in hits])
-            out.append([(int(r), float(s)) for (s, _), r in zip(hits, rows)])
+            limit = k + 1
+            while True:  # widen until every passage tied with the k-th score is in hand
+                hits = searcher.search(q, limit, count=False).hits
+                if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+                    break
+                limit *= 2
+            rows = np.asarray(searcher.fast_field_values("row", [addr for _, addr in hits]), dtype=np.int64)
+            scores = np.array([s for s, _ in hits], dtype=np.float64)
+            order = np.lexsort((rows, -scores))[:k]  # score descending, then row ascending (topk.py's order)
+            out.append(Hits(rows[order], scores[order]))
         return out

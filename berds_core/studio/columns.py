@@ -21,6 +21,7 @@ from ..eval.measures import mrecall_at_k, precision_at_k
 from ..experiment import decide, policy_name
 from ..judges import judge_passages, judge_run
 from ..judges.calibration import verdicts
+from ..records import Hits
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
 from ..runs import DEFAULT_POLICY, gold_matrix as matrix, question_entry
 
@@ -59,11 +60,10 @@ def column_pipeline(method: str, lam: float | None = None, source: str = "datase
                                 if key in takes and v is not None})
 
 
-def rank(engine: Engine, question, pipeline, k: int) -> list[tuple[int, float]]:
-    """The top-k ``(corpus row, score)`` of one column: ``pipeline`` (a Pipeline, spec or preset name)."""
-    hits = diversify(question, engine.corpus, engine.retriever, pipeline, k, judge=engine.judge,
+def rank(engine: Engine, question, pipeline, k: int) -> Hits:
+    """The top-k hits (corpus rows and scores) of one column: ``pipeline`` (a Pipeline, spec or preset name)."""
+    return diversify(question, engine.corpus, engine.retriever, pipeline, k, judge=engine.judge,
                      embedder=engine.embedder)
-    return [(int(r), float(s)) for r, s in hits]
 
 
 def judge_matrix(judge, passages: list, perspectives: list[str], question: str | None = None
@@ -107,7 +107,7 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     (default: the pipeline's spec); ``policy``: how the judge's labels count (``berds_core.experiment``)."""
     corpus, judge = engine.corpus, engine.judge
     ranked = rank(engine, question, pipeline, k)
-    rows = [r for r, _ in ranked]
+    rows = ranked.rows.tolist()
     texts = [corpus.texts[r] for r in rows]
     ids = [corpus.ids[r] for r in rows]
     m = len(question.perspectives)
@@ -146,8 +146,7 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     if not which:
         return {"ranks": {}, "searched": 0}
     corpus = engine.corpus
-    ranked = engine.retriever.search([question.question], depth)[0]
-    rows = [int(r) for r, _ in ranked]
+    rows = Hits.of(engine.retriever.search([question.question], depth)[0]).rows.tolist()
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
     else:  # what the policy counts, as the columns count it
