@@ -321,22 +321,14 @@ def main() -> None:
                              "judge: the judge chosen in the sidebar.") == "gold"
     policy = "threshold" if use_gold else choose_policy(c4, "pg_policy")  # gold labels: the policy is unused
 
-    t1, t2, t3, t4, t5, t6 = st.columns(6)
-    shown = ["none"]
-    if t1.toggle("MMR", value=ON["mmr"], key="pg_mmr"):
-        shown.append("mmr")
-    if t2.toggle("Query expansion", value=ON["qe"], key="pg_qe"):
-        shown.append("qe")
-    if t3.toggle("Perspective re-ranker", value=ON["coverage"], key="pg_rerank"):
-        shown.append("coverage")
-    if t4.toggle("xQuAD", value=ON["xquad"], key="pg_xquad"):
-        shown.append("xquad")
-    if t5.toggle("PM-2", value=ON["pm2"], key="pg_pm2"):
-        shown.append("pm2")
-    if t6.toggle("Diverse preset", value=ON["preset"], key="pg_preset",
-                 help=f"The studio's own pipeline (berds retrieve --preset diverse, `{get_preset('diverse')}`): "
-                      f"{get_preset('diverse').describe()}. Chosen by question-grouped cross-validation."):
-        shown.append("preset")
+    toggles = [m for m in METHOD_TABLE if m.toggle]  # the registry's toggles, in its order
+    shown = [m.name for m in METHOD_TABLE if m.shown and not m.toggle]  # plain retrieval: always shown
+    for slot, m in zip(st.columns(len(toggles)), toggles):
+        preset = get_preset(m.preset) if m.preset else None
+        tip = (f"The studio's own pipeline (berds retrieve --preset {m.preset}, `{preset}`): {preset.describe()}. "
+               "Chosen by question-grouped cross-validation.") if preset else None
+        if slot.toggle(m.toggle, value=ON[m.name], key=f"pg_{m.name}", help=tip):
+            shown.append(m.name)
 
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels"
                + ("." if use_gold else f" (policy {policy})."))

@@ -23,8 +23,8 @@ class Method:
     ``aliases`` (the CLI's ``--rerank``, the preset's name), the pipeline ``stage`` it runs (None: the saved
     preset), whether it reads a perspective source (``perspectives``: ``qe``, the re-rankers), the ``berds
     retrieve`` flag that asks for it (``flag``: ``--mmr``, ``--qe``, ``--rerank`` for every re-ranker,
-    ``--preset``), its column's heading on the Playground (``heading``), whether the Playground has a toggle
-    for its column (``toggle``) and whether the column is shown before any toggle is touched (``shown``);
+    ``--preset``), its column's heading on the Playground (``heading``), the label of the Playground's toggle
+    for its column (``toggle``; empty: no toggle) and whether the column is shown before any toggle is touched (``shown``);
     ``preset``: the saved preset it runs (when ``stage`` is None)."""
 
     name: str
@@ -36,7 +36,7 @@ class Method:
     reranks: bool = False  # a re-ranker of the top candidates (the CLI's --rerank)
     flag: str | None = None  # the CLI flag that picks it (None: none picks it, plain retrieval)
     heading: str = ""  # the Playground's column heading
-    toggle: bool = False  # the Playground has a toggle for its column
+    toggle: str = ""  # the label of the Playground's toggle for its column ("": none)
     shown: bool = False  # the Playground shows its column by default
     preset: str | None = None  # the saved preset it runs (stage None)
 
@@ -57,20 +57,21 @@ class Method:
 METHOD_TABLE: tuple[Method, ...] = (
     Method("none", "No diversification (retriever order)", "plain retrieval", "none", heading="Plain retrieval",
            shown=True),
-    Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr", flag="mmr", heading="+ MMR", toggle=True,
+    Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr", flag="mmr", heading="+ MMR", toggle="MMR",
            shown=True),
     Method("qe", "Query expansion (round-robin over perspectives)", "+ query expansion", "qe", perspectives=True,
-           flag="qe", heading="+ Query expansion", toggle=True, shown=True),
+           flag="qe", heading="+ Query expansion", toggle="Query expansion", shown=True),
     Method("coverage", "Perspective-coverage re-ranker", "+ perspective re-ranker", "coverage", ("rerank",),
-           perspectives=True, reranks=True, flag="rerank", heading="+ Re-ranker", toggle=True, shown=True),
+           perspectives=True, reranks=True, flag="rerank", heading="+ Re-ranker",
+           toggle="Perspective re-ranker", shown=True),
     Method("xquad", "xQuAD (explicit aspects: one expanded query per perspective)", "+ xQuAD", "xquad",
-           perspectives=True, reranks=True, flag="rerank", heading="+ xQuAD", toggle=True),
+           perspectives=True, reranks=True, flag="rerank", heading="+ xQuAD", toggle="xQuAD"),
     Method("pm2", "PM-2 (proportional seats for the perspectives)", "+ PM-2", "pm2", perspectives=True,
-           reranks=True, flag="rerank", heading="+ PM-2", toggle=True),
+           reranks=True, flag="rerank", heading="+ PM-2", toggle="PM-2"),
     Method("rvr", "Retrieve, verify, retrieve again (the stance model finds the missing side)",
            "+ retrieve-verify-retrieve", "rvr", heading="+ Retrieve, verify, retrieve"),
     Method("preset", "Preset: diverse (best found)", "preset: diverse", None, ("diverse",), flag="preset",
-           heading="+ Diverse preset", toggle=True, preset="diverse"),
+           heading="+ Diverse preset", toggle="Diverse preset", preset="diverse"),
 )
 BY_NAME = {n: m for m in METHOD_TABLE for n in (m.name, *m.aliases)}  # every name and alias -> its method
 METHODS = {m.name: m.help for m in METHOD_TABLE}
