@@ -33,6 +33,11 @@ against plain dense with a paired bootstrap interval (2,000 resamples; pooled:
 stratified by corpus); side accuracy of the stance model against the
 cosine-to-sides rule on candidates labelled with exactly one side.
 
+The side reader's rows (``dense + coverage, side reader on stored vectors``, ``dense >> rvr, side reader on
+stored vectors``) read every candidate from its stored dense vector with the head of the question's fold
+(``scripts/train_side_reader.py``, ``--side-reader-cv``; trained on the stance cross-validation's folds, so
+they need a stance row in the run), and the side-accuracy table gains its column.
+
 Adding a configuration: append ``Config(name, grid, rank)`` to ``CONFIGS``;
 ``rank(qc, **knobs)`` returns the top ``K`` corpus rows for one question from
 the precomputed ``QuestionCtx`` (dense / BM25 lists, embeddings, out-of-fold
