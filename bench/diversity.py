@@ -33,6 +33,11 @@ against plain dense with a paired bootstrap interval (2,000 resamples; pooled:
 stratified by corpus); side accuracy of the stance model against the
 cosine-to-sides rule on candidates labelled with exactly one side.
 
+The side reader's rows (``dense + coverage, side reader on stored vectors``, ``dense >> rvr, side reader on
+stored vectors``) read every candidate from its stored dense vector with the head of the question's fold
+(``scripts/train_side_reader.py``, ``--side-reader-cv``; trained on the stance cross-validation's folds, so
+they need a stance row in the run), and the side-accuracy table gains its column.
+
 Adding a configuration: append ``Config(name, grid, rank)`` to ``CONFIGS``;
 ``rank(qc, **knobs)`` returns the top ``K`` corpus rows for one question from
 the precomputed ``QuestionCtx`` (dense / BM25 lists, embeddings, out-of-fold
@@ -110,6 +115,7 @@ class QuestionCtx:
     stance: dict = field(default_factory=dict)  # row -> [yes, no, off], out of fold (the trained length)
     stance_at: dict = field(default_factory=dict)  # (max tokens, row) -> [yes, no, off] at a preset's shorter cut
     side_hits: dict = field(default_factory=dict)  # side (0 yes, 1 no) -> dense hits of its statement (rvr)
+    side_read: dict = field(default_factory=dict)  # row -> [yes, no, off] of the fold's side reader (stored vectors)
     memo: dict = field(default_factory=dict)
 
     def pool(self, kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -131,6 +137,9 @@ class QuestionCtx:
     def stance_probs(self, rows, max_length: int | None = None) -> np.ndarray:
         src = (self.stance if not max_length else {r: self.stance_at[(max_length, r)] for r in map(int, rows)})
         return np.array([src[int(r)] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+
+    def side_probs(self, rows) -> np.ndarray:
+        return np.array([self.side_read[int(r)] for r in rows], dtype=np.float64).reshape(len(rows), 3)
 
     def labels(self, rows) -> np.ndarray:
         from berds_core.runs import gold_matrix
@@ -221,6 +230,26 @@ def _rvr(qc, budget, keep, add, threshold):
     return out.rows[:K]
 
 
+def _side_reader(qc, candidates, keep, alpha, mix):
+    """The coverage re-ranker on the side reader's P(yes), P(no) from the stored passage vectors
+    (``coverage(probs=index)``): reading costs a few vector operations, so it may read the dense top 100."""
+    from berds_core.diversify import blend_relevance, coverage_rerank
+
+    rows, sc = qc.pool("dense", candidates)
+    P = qc.side_probs(rows)
+    return rows[coverage_rerank(blend_relevance(sc, P, mix), P[:, :2], K, alpha, keep=keep)]
+
+
+def _rvr_index(qc, read, depth, keep, add, threshold):
+    """The ``rvr`` stage with the side reader as its verifier (``rvr(reader=index)``): no token budget."""
+    from berds_core.diversify.rvr import retrieve_verify
+
+    first = list(zip(qc.dense_rows.tolist(), qc.dense_scores.tolist()))
+    out = retrieve_verify(first, qc.side_probs, lambda s: qc.side_hits[s][:depth],
+                          lambda r: qc.corpus.corpus[int(r)].id, read=read, keep=keep, add=add, threshold=threshold)
+    return np.array([r for r, _ in out[:K]], dtype=int)
+
+
 def rvr_diagnostics(qcs: list[QuestionCtx], setting: dict) -> dict:
     """What the rvr row does with one setting (the one chosen on all questions): how often the stance model
     finds a side missing in the first round's reads (a second round runs) against how often the dense top 5
@@ -282,6 +311,10 @@ RVR = "dense >> rvr (retrieve, verify, retrieve again), within the CPU budget"
 # slots a question on average like the preset's bound; a cost bound, not a knob tuned on data (--timing checks it)
 RVR_BUDGETS = [(5, 10, 64), (5, 5, 64), (3, 10, 64), (3, 5, 112)]
 DENSE = "dense"
+SIDE_READER = "dense + coverage, side reader on stored vectors"
+RVR_INDEX = "dense >> rvr, side reader on stored vectors"
+SIDE_READER_DEPTH = 100  # the side reader reads the dense top 100 (and the rvr row's second-round hits)
+RVR_INDEX_DEPTH = 50
 
 CONFIGS: list[Config] = [
     Config("BM25", _bm25),
@@ -302,6 +335,11 @@ CONFIGS: list[Config] = [
                 "dense cold), what the budget costs in quality; not shipped"),
     Config(RVR, _rvr, {"budget": RVR_BUDGETS, "keep": [0, 1, 2, 3], "add": [1, 2],
                        "threshold": [0.35, 0.45, 0.55, 0.65]}, needs_stance=True),
+    Config(SIDE_READER, _side_reader,
+           {"candidates": [6, 10, 20, 50, 100], "keep": [0, 1, 2, 3], "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            "mix": [0.0, 0.5, 1.0]}),
+    Config(RVR_INDEX, _rvr_index, {"read": [5, 10, 20], "depth": [10, 20, 50], "keep": [0, 1, 2, 3], "add": [1, 2],
+                                   "threshold": [0.35, 0.45, 0.55, 0.65]}),
     Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
            note="uses the gold perspectives: an upper bound, not a method"),
     Config("oracle re-ranker of the dense top 10", lambda qc: _oracle(qc, 10),
@@ -441,6 +479,29 @@ def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int
     return report
 
 
+def side_reader_out_of_fold(qcs: list[QuestionCtx], folder: Path) -> dict:
+    """Fill ``qc.side_read`` for the dense top SIDE_READER_DEPTH (and the side statements' hits) of every
+    question with the side reader of its fold (``scripts/train_side_reader.py``: ``fold<N>.npz``, trained on
+    the other folds' questions), from the dense index's stored vectors and the question's side statements."""
+    from berds_core.stance.side_reader import SideReader
+
+    readers = {int(p.stem[4:]): SideReader(p) for p in sorted(Path(folder).glob("fold*.npz"))}
+    if not readers:
+        raise SystemExit(f"{folder}: no fold<N>.npz (run scripts/train_side_reader.py first)")
+    t0, n = time.perf_counter(), 0
+    for qc in qcs:
+        rows = list(dict.fromkeys(qc.dense_rows[:SIDE_READER_DEPTH].tolist() + [
+            int(r) for s in qc.side_hits for r, _ in qc.side_hits[s][:RVR_INDEX_DEPTH]] +
+            qc.pool("union", STANCE_DEPTH)[0].tolist()))
+        sides = qc.memo["sides"]
+        for r, p in zip(rows, readers[qc.fold].probs(qc.emb(rows), sides[0], sides[1])):
+            qc.side_read[r] = p
+        n += len(rows)
+    log(f"side reader: {n} (question, passage) readings in {time.perf_counter() - t0:.1f}s")
+    return {"folder": str(folder), "folds": {f: r.meta.get("signature") for f, r in readers.items()},
+            "readings": n, "seconds": round(time.perf_counter() - t0, 1)}
+
+
 def prepare_sides(qcs: list[QuestionCtx]) -> None:
     """Embed every question's offline yes/no sides in one encoder call (``qc.memo["sides"]``): one call per
     question is slow on a loaded CPU."""
@@ -474,10 +535,15 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
         sides = qc.memo["sides"] if "sides" in qc.memo else encode(None, list(yes_no_sides(qc.question.question)))
         rule = stance_probs(qc.emb(rows), sides[0], sides[1], 0.01)
         P = qc.stance_probs(rows) if qc.stance else None
+        R = qc.side_probs(rows) if qc.side_read and all(int(r) in qc.side_read for r in rows) else None
         for name in (qc.corpus.name, "pooled"):
-            d = out.setdefault(name, {"n": 0, "model": 0, "cosine_rule": 0, "questions": set()})
+            d = out.setdefault(name, {"n": 0, "model": 0, "cosine_rule": 0, "reader": 0, "reader_n": 0,
+                                      "questions": set()})
             for i in keep:
                 d["n"] += 1
+                if R is not None:
+                    d["reader_n"] += 1
+                    d["reader"] += int((R[i, 0] > R[i, 1]) == (truth[i] == 0))
                 d["cosine_rule"] += int((rule[i, 0] > rule[i, 1]) == (truth[i] == 0))
                 if P is not None:
                     d["model"] += int((P[i, 0] > P[i, 1]) == (truth[i] == 0))
@@ -485,6 +551,8 @@ def side_accuracy(qcs: list[QuestionCtx]) -> dict:
     scored = any(qc.stance for qc in qcs)  # the full-length stance pool was read (not with --skip "no CPU")
     return {name: {"passages": d["n"], "questions": len(d["questions"]),
                    "model": d["model"] / d["n"] if d["n"] and scored else None,
+                   "side_reader": d["reader"] / d["reader_n"] if d["reader_n"] else None,
+                   "side_reader_passages": d["reader_n"],
                    "cosine_rule": d["cosine_rule"] / d["n"] if d["n"] else None} for name, d in out.items()}
 
 
@@ -764,6 +832,8 @@ def main(argv=None) -> int:
     ap.add_argument("--stance-cv", default=str(ROOT / "bench" / "results" / "stance_cv"),
                     help="the stance model's cross-validation folder (scripts/train_stance.py --work): its folds "
                          "and fold models are used (run there first when missing)")
+    ap.add_argument("--side-reader-cv", default=str(ROOT / "bench" / "results" / "side_reader_cv"),
+                    help="the side reader's fold heads (scripts/train_side_reader.py --out-dir), for its rows")
     ap.add_argument("--sample", type=int, default=0,
                     help="evaluate at most N questions per corpus (seeded sample; 0 = all). Questions left out "
                          "are never scored; fold models may train on them")
@@ -822,7 +892,7 @@ def main(argv=None) -> int:
         if any(c.needs_stance for c in configs):
             rvr = any(c.name == RVR for c in configs)
             if rvr:
-                prepare_side_hits(qcs, max(d for _, d, _ in RVR_BUDGETS))
+                prepare_side_hits(qcs, max([d for _, d, _ in RVR_BUDGETS] + [RVR_INDEX_DEPTH]))
             results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress,
                                                    full=any(c.name == UNBOUNDED for c in configs), rvr=rvr)
             fold_of = json.loads((Path(args.stance_cv) / "folds.json").read_text())["fold"]
@@ -838,6 +908,12 @@ def main(argv=None) -> int:
             results["folds"] = assign_folds(qcs, args.folds, args.seed)
         log(f"folds: {results['folds']}")
         prepare_sides(qcs)
+        if any(c.name in (SIDE_READER, RVR_INDEX) for c in configs):
+            if "stance" not in results:  # the fold heads were trained on folds.json's folds: the knobs use them too
+                raise SystemExit("the side reader's rows need the stance folds: keep a stance row (e.g. the preset)")
+            if not any(qc.side_hits for qc in qcs):
+                prepare_side_hits(qcs, RVR_INDEX_DEPTH)
+            results["side_reader"] = side_reader_out_of_fold(qcs, Path(args.side_reader_cv))
         results["side_accuracy"] = side_accuracy(qcs)
         res = evaluate(qcs, configs, results["folds"]["folds"], progress)
         tab = tables(qcs, res)
@@ -848,10 +924,12 @@ def main(argv=None) -> int:
                                     "settings": r["settings"]} for name, r in res.items()}
         print(markdown(tab, res))
         print("\n### side accuracy (candidates labelled with exactly one side; model out of fold)\n")
-        print("| corpus | passages | questions | stance model | cosine-to-sides rule |\n|---|---|---|---|---|")
+        print("| corpus | passages | questions | stance model | cosine-to-sides rule | side reader (stored vectors) |"
+              "\n|---|---|---|---|---|---|")
         for name, s in results["side_accuracy"].items():
             model = f"{s['model']:.3f}" if s["model"] is not None and "stance" in results else "-"
-            print(f"| {name} | {s['passages']} | {s['questions']} | {model} | {s['cosine_rule']:.3f} |")
+            print(f"| {name} | {s['passages']} | {s['questions']} | {model} | {s['cosine_rule']:.3f} | "
+                  f"{'-' if s.get('side_reader') is None else format(s['side_reader'], '.3f')} |")
         if RVR in res:
             results["rvr_diagnostics"] = rvr_diagnostics(qcs, res[RVR]["chosen_on_all"])
             print("\n### rvr with the setting chosen on all questions: what it does\n")

@@ -63,7 +63,7 @@ def test_spec_parts_are_read_as_written():
     ("mmr(lam=0.5", 12, "expected ',' or ')'"),
     ("bm25 mmr", 6, "expected '>>'"),
     ("mmr>>bm25", 6, "the retriever (bm25) comes first"),
-    ("coverage(probs=nope)", 10, "probs must be one of auto, judge, model, stance, similarity"),
+    ("coverage(probs=nope)", 10, "probs must be one of auto, judge, model, index, stance, similarity"),
     ("coverage(keep=-1)", 10, "keep must be 0 or more"),
     ("mmr(lam=0.5,lam=0.6)", 13, "'lam' given twice"),
     ("coverage(source='x", 17, "unclosed quote"),

@@ -174,7 +174,7 @@ def test_bad_parameters_are_one_line_errors():
                         ("dense>>rvr(threshold=1.5)", "threshold must be in [0.0, 1.0]"),
                         ("dense>>rvr(depth=x)", "depth must be an integer"),
                         ("dense>>rvr(queries=llm)", "queries must be one of sides, dataset"),
-                        ("dense>>rvr(width=3)", "rvr takes read, keep, add, depth, threshold, tokens, queries; not 'width'")]:
+                        ("dense>>rvr(width=3)", "rvr takes read, keep, add, depth, threshold, tokens, queries, reader; not 'width'")]:
         with pytest.raises(SpecError) as e:
             Pipeline.parse(spec)
         assert words in str(e.value) and "\n" not in str(e.value)

@@ -27,9 +27,11 @@ from ..judges import judge_passages
 from ..records import Hits
 from ..specs import Registry, SpecError
 from ..stance import get_stance_model, passage_string
+from ..stance.side_reader import get_side_reader
 from .aspects import ASPECT_PROBS, retrieval_probs
 from .candidates import candidate_pool, is_dense
 from .coverage import coverage_rerank, similarity_probs, stance_probs
+from .index_sides import index_side_probs
 from .mmr import mmr, normalize_scores
 from .pm2 import DEFAULT_LAMBDA as PM2_LAMBDA, pm2
 from .query_expansion import QE_SOURCES, expand_and_merge, perspectives_for
@@ -38,7 +40,8 @@ from .vectors import encode, passage_embeddings
 from .xquad import DEFAULT_LAMBDA as XQUAD_LAMBDA, xquad
 
 STAGES = Registry("diversifier")
-COVERAGE_PROBS = ("auto", "judge", "model", "stance", "similarity")
+COVERAGE_PROBS = ("auto", "judge", "model", "index", "stance", "similarity")
+RVR_READERS = ("model", "index")
 MMR_LAMBDA = 0.75
 
 
@@ -86,7 +89,8 @@ class Using:
     ``discovery.PoolIndex`` for ``source=pool``), ``stance_model`` (None: the shipped one),
     ``perspectives`` (explicit perspectives that override every stage's ``source``) and ``other_retriever``
     (the ``union`` stage's second retriever over the same corpus: BM25 beside a dense run, dense beside a BM25
-    one; :func:`.candidates.union_partner`)."""
+    one; :func:`.candidates.union_partner`); ``side_reader`` (``probs=index`` / ``reader=index``; None: the
+    shipped one, ``stance.side_reader``)."""
 
     judge: object = None
     embedder: object = None
@@ -95,6 +99,7 @@ class Using:
     stance_model: object = None
     perspectives: list | None = None
     other_retriever: object = None
+    side_reader: object = None
 
     def __post_init__(self):
         if isinstance(self.judge, str):
@@ -287,7 +292,7 @@ class Coverage(Stage):
     alpha: float = _param(0.5, float, "weight of relevance", 0.0, 1.0)
     source: str = _param("dataset", tuple(QE_SOURCES), "where the perspectives come from")
     keep: int = _param(0, int, "the first keep candidates stay on top in the retriever's order", 0)
-    mix: float = _param(1.0, float, "probs=model: relevance = mix * score + (1 - mix) * P(on the question)",
+    mix: float = _param(1.0, float, "probs=model/index: relevance = mix * score + (1 - mix) * P(on the question)",
                         0.0, 1.0)
     temperature: float | None = _param(None, float, "of the stance / similarity softmax", 0.0)
     tokens: int | None = _param(None, int, "probs=model: word pieces the stance model reads per (question, "
@@ -297,6 +302,11 @@ class Coverage(Stage):
         u, rows, scores, k = q.using, c.rows, c.scores, q.k
         if self.probs == "model":
             P = stance_matrix(q.text, q.corpus, rows, u.stance_model, self.tokens)
+            return coverage_rerank(blend_relevance(scores, P, self.mix), P[:, :2], k, self.alpha, keep=self.keep)
+        if self.probs == "index":  # the side reader on the stored passage vectors (no network per candidate)
+            P = index_side_probs(q.text, q.corpus, rows, u.embedder, q.retriever, u.side_reader)
+            if P is None:
+                return _first(q, c)
             return coverage_rerank(blend_relevance(scores, P, self.mix), P[:, :2], k, self.alpha, keep=self.keep)
         offline_sides = u.perspectives is None and self.source == "offline"
         if offline_sides and self.probs in ("auto", "stance"):
@@ -327,6 +337,8 @@ class Coverage(Stage):
                 and u.embedder is None and u.perspectives is None):
             # the offline yes/no sides of every question in one encoder call (the loop reads them from memory)
             encode(None, [s for q in questions for s in yes_no_sides(q.question) if s])
+        if self.probs == "index" and u.embedder is None and u.perspectives is None:
+            encode(None, [t for q in questions for t in yes_no_sides(q.question) if t])  # one encoder call
         if self.probs != "model":
             return
         # every (question, candidate) pair in one batched, cached pass of the stance model
@@ -398,11 +410,15 @@ class RetrieveVerifyRetrieve(Stage):
     queries: str = _param("sides", RVR_SOURCES, "second-round queries: the question's side statements, or the "
                          "dataset's generated perspectives of the missing side (their side read by the stance "
                          "model; a side with none searches its statement)")
+    reader: str = _param("model", RVR_READERS, "who reads the sides: the stance model (a network per pair, "
+                         "tokens), or the side reader on the index's stored vectors (no network per candidate)")
 
     def rerank(self, q, c):
         raise NotImplementedError("rvr brings new passages: use apply()")
 
     def _model(self, using):
+        if self.reader == "index":  # no network: the side reader reads what the stages ask (index_side_probs)
+            return None
         return get_stance_model() if using.stance_model is None else using.stance_model
 
     def side_queries(self, q, model) -> dict[int, list[str]]:
@@ -410,8 +426,13 @@ class RetrieveVerifyRetrieve(Stage):
         question's generated perspectives that the stance model reads as arguing that side, where it has any."""
         out = {s: [t] for s, t in enumerate(yes_no_sides(q.text)) if t}
         persp = [t for t in q.perspectives("dataset") if t and t.strip()] if self.queries == "dataset" else []
-        if persp:
+        if persp and model is None:  # reader=index: the perspectives' embeddings read like passages' vectors
+            reader, sides = q.using.side_reader or get_side_reader(), yes_no_sides(q.text)
+            E = encode(q.using.embedder, [*sides, *persp]) if all(sides) else None
+            P = reader.probs(E[2:], E[0], E[1]) if E is not None else np.zeros((len(persp), 3))
+        elif persp:
             P = model.sides(q.text, persp, max_length=self.tokens) if self.tokens else model.sides(q.text, persp)
+        if persp:
             found: dict[int, list[str]] = {}
             for t, pr in zip(persp, np.asarray(P, dtype=np.float64)):
                 s = side_of(pr, self.threshold)
@@ -431,6 +452,9 @@ class RetrieveVerifyRetrieve(Stage):
         def read_probs(rows):
             if not len(rows):
                 return np.zeros((0, 3))
+            if self.reader == "index":
+                P = index_side_probs(q.text, q.corpus, rows, q.using.embedder, q.retriever, q.using.side_reader)
+                return np.tile([0.0, 0.0, 1.0], (len(rows), 1)) if P is None else P
             return stance_matrix(q.text, q.corpus, rows, model, self.tokens)
 
         out = retrieve_verify(c.hits, read_probs,
@@ -449,7 +473,7 @@ class RetrieveVerifyRetrieve(Stage):
         statements = [s for pair in sides.values() if all(pair) for s in pair]
         if hasattr(batch.retriever, "text_encoder") and statements:
             batch.retriever.text_encoder.embed(statements)
-        if batch.before:
+        if batch.before or self.reader == "index":  # the side reader reads in the loop: vector operations
             return
         model = self._model(u)
         if not hasattr(model, "encode"):  # a reader without the batched pass (a stub): the loop reads as it goes
