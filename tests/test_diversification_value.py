@@ -38,6 +38,8 @@ def _config(*argv):
      "coverage", {}),
     (["--rerank", "coverage", "--rerank-probs", "model", "--candidates", "10", "--keep", "2", "--alpha", "0.1"],
      "%10>>coverage(probs=model,alpha=0.1,source=offline,keep=2)", "coverage", {}),
+    (["--rerank", "coverage", "--rerank-probs", "index", "--candidates", "20", "--mix", "0.5"],
+     "%20>>coverage(probs=index,source=offline,mix=0.5)", "coverage", {}),
     (["--rerank", "coverage", "--rerank-judge", "embedded", "--mix", "0.5", "--perspectives-from", "dataset"],
      "coverage(mix=0.5)", "coverage", {"judge": "embedded"}),
     (["--rerank", "xquad", "--aspect-probs", "judge", "--rerank-judge", "embedded"],

@@ -161,3 +161,15 @@ def test_cli_retrieve_with_probs_index(tmp_path, monkeypatch, capsys):
         (entry,) = read_run(out)
         ids = [c["id"] for c in entry["ctxs"]]
         assert len(ids) == 4 and len(set(ids)) == 4
+    # the flags say the same: --rerank coverage --rerank-probs index ranks as its pipeline does
+    runs = {}
+    for name, argv in (("flags", ["--retriever", "dense", "--rerank", "coverage", "--rerank-probs", "index",
+                                  "--candidates", "20", "--alpha", "0.2"]),
+                       ("spec", ["--pipeline", "dense%20>>coverage(probs=index,alpha=0.2)"])):
+        path = tmp_path / f"{name}.jsonl"
+        assert main(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--out", str(path),
+                     "--k", "4", "--encoding", "fp32", "--json", "--quiet", *argv]) == 0
+        runs[name] = json.loads(capsys.readouterr().out)
+        runs[name]["ids"] = [c["id"] for c in read_run(path)[0]["ctxs"]]
+    assert runs["flags"]["ids"] == runs["spec"]["ids"]
+    assert "coverage(probs=index" in runs["flags"]["diversify"]["pipeline"]

@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
 from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, find_method
 from ..diversify.pipeline import Pipeline
-from ..diversify.stages import STAGES
+from ..diversify.stages import COVERAGE_PROBS, STAGES
 from ..diversify.presets import PRESETS, as_pipeline
 from ..diversify.query_expansion import QE_SOURCES
 from ..retrieval.caching import SharedSearch
@@ -60,9 +60,10 @@ def add_diversify_args(p) -> None:
                    help="judge giving the re-ranker its probabilities (e.g. embedded); default: embedding similarity")
     g.add_argument("--perspectives-from", choices=sorted(QE_SOURCES), default="offline",
                    help="perspectives the re-ranker covers (default offline)")
-    g.add_argument("--rerank-probs", choices=("auto", "judge", "model", "stance", "similarity"), default="auto",
+    g.add_argument("--rerank-probs", choices=COVERAGE_PROBS, default="auto",
                    help="where the re-ranker's P(candidate covers a perspective) comes from: judge (--rerank-judge), "
-                        "model (the studio's stance model: the question's yes- and no-side), stance (cosine "
+                        "model (the studio's stance model: the question's yes- and no-side), index (the side "
+                        "reader on the passages' stored vectors: no network per candidate), stance (cosine "
                         "to the offline sides), similarity; auto: judge when given, else stance or similarity")
     g.add_argument("--alpha", type=float, default=None, help="re-ranker weight of relevance in [0, 1]")
     g.add_argument("--candidates-from", choices=("retriever", "union"), default="retriever",
@@ -72,7 +73,8 @@ def add_diversify_args(p) -> None:
                    help="--rerank coverage: the retriever's first N candidates stay on top; the re-ranker fills "
                         "the ranks below them (default 0)")
     g.add_argument("--mix", type=float, default=None,
-                   help="--rerank-probs model: relevance = mix * retriever score + (1 - mix) * P(on the question)")
+                   help="--rerank-probs model / index: relevance = mix * retriever score + (1 - mix) * "
+                        "P(on the question)")
     g.add_argument("--preset", choices=sorted(PRESETS), help="a named configuration: diverse = best offline found")
     g.add_argument("--pipeline", metavar="SPEC", default=None,
                    help="a diversification pipeline: [bm25|dense][%%DEPTH]>>stage(key=value,...)>>...; stages: "
