@@ -8,7 +8,7 @@ empty cache, once in one process and once with ``--ray local`` (a Ray
 instance started for the command on this machine, every core, stopped after;
 its start-up is part of the time), alternating, ``--repeat`` times; medians:
 
-- ``demo``: the built-in demo bundle (402 passages, 14 questions): ``berds index --retriever dense``
+- ``demo``: the built-in demo bundle (560 passages, 14 questions): ``berds index --retriever dense``
   then ``berds retrieve`` (k 20) and ``berds judge --judge embedded`` on the run;
 - ``synthetic index``: ``berds index --retriever dense`` over ``--passages`` synthetic passages of
   ``--words`` words (MiniLM, the CPU default precision);
@@ -104,7 +104,7 @@ def workloads(tmp: Path, args) -> dict:
             t3, c = berds(["judge", "--run", str(tmp / f"demo-{tag}.jsonl"), "--judge", "embedded",
                            "--out", str(tmp / f"demo-{tag}.judged.jsonl")], cache, ray)
             return t1 + t2 + t3, {"index": a, "judge": c}, tmp / f"demo-{tag}.judged.jsonl"
-        out["demo (index + retrieve + judge, 402 passages)"] = demo_job
+        out["demo (index + retrieve + judge, 560 passages)"] = demo_job
     if not args.skip_index:
         def index_job(cache: Path, ray: bool, tag: str):
             t, info = berds(["index", "--corpus", str(corpus), "--retriever", "dense"], cache, ray)

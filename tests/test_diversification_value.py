@@ -44,6 +44,8 @@ def _config(*argv):
      "coverage(mix=0.5)", "coverage", {"judge": "embedded"}),
     (["--rerank", "xquad", "--aspect-probs", "judge", "--rerank-judge", "embedded"],
      "xquad(source=offline,probs=judge)", "xquad", {"judge": "embedded"}),
+    (["--rerank", "xquad", "--candidates-from", "union", "--candidates", "30"],
+     "%30>>union>>xquad(source=offline)", "xquad", {}),
     (["--rerank", "pm2", "--lambda", "0.3", "--candidates", "40"], "%40>>pm2(lam=0.3,source=offline)", "pm2", {}),
     (["--pipeline", "bm25%30>>mmr(lam=0.5)"], "bm25%30>>mmr(lam=0.5)", None, {}),
     (["--pipeline", "%10>>union>>coverage(probs=judge)", "--rerank-judge", "embedded"],
@@ -69,6 +71,21 @@ def test_the_preset_is_its_saved_pipeline_itself():
     assert next(s for s in div.pipeline.stages if s.name == "coverage").tokens == 112
     assert (args.retriever, args.model) == (as_pipeline("diverse").retriever, None)
     assert div.to_json() == {"method": "preset", "preset": "diverse", "pipeline": str(as_pipeline("diverse"))}
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--qe", "offline", "--candidates", "30"], "--candidates"),
+    (["--qe", "offline", "--candidates-from", "union"], "--candidates-from"),
+    (["--preset", "diverse", "--candidates", "30"], "--candidates"),
+    (["--preset", "diverse", "--candidates-from", "union"], "--candidates-from"),
+])
+def test_candidate_flags_that_cannot_reach_the_pipeline_are_refused(tmp_path, capsys, argv, flag):
+    """Not silently ignored: one line naming the flag, exit 2, before any work (no run file)."""
+    out = tmp_path / "o.jsonl"
+    assert main(["retrieve", "--questions", str(tmp_path / "missing.jsonl"), "--corpus", str(tmp_path / "c.jsonl"),
+                 "--out", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "has no effect" in err and not out.exists()
 
 
 def test_plain_retrieval_is_none():

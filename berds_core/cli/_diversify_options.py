@@ -164,6 +164,7 @@ def diversify_config(args) -> Diversification | None:
         if args.qe == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
         # its candidates are the expanded queries' merge: --candidates and --candidates-from do not reach it
+        _no_candidate_flags(args, "--qe merges the expanded queries' own results")
         return Diversification(find_method("qe").pipeline(source=args.qe), "qe", llm=args.qe_llm, pool=pool)
     if how == "rerank" and args.rerank != "coverage":  # xQuAD, PM-2: explicit aspects
         return _explicit_config(args, pool)
@@ -188,6 +189,7 @@ def diversify_config(args) -> Diversification | None:
                                                     probs=args.rerank_probs, mix=mix, keep=keep or 0)
         return Diversification(pipeline, "coverage", judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
     preset = as_pipeline(args.preset)  # the saved pipeline itself (its stance model's tokens=112 included)
+    _no_candidate_flags(args, f"the preset sets its own candidates ({preset})")
     args.retriever, args.model, args.index = preset.retriever, None, None  # its retriever, default model, flat
     return Diversification(preset, "preset", args.preset)
 
@@ -231,6 +233,14 @@ def _pipeline_config(args, spec: str) -> Diversification:
     return Diversification(p, judge=args.rerank_judge, embedder=args.mmr_embedder, llm=args.qe_llm, pool=pool)
 
 
+def _no_candidate_flags(args, why: str) -> None:
+    """``--candidates`` / ``--candidates-from`` given where they do not reach the pipeline: one line, not ignored."""
+    for flag, value, default in (("--candidates", args.candidates, 100),
+                                 ("--candidates-from", args.candidates_from, "retriever")):
+        if value != default:
+            raise InputError(flag, None, None, f"has no effect here: {why}")
+
+
 def _explicit_config(args, pool: str | None) -> Diversification:
     """``--rerank xquad|pm2``: lambda, aspects source and where P(passage | aspect) comes from."""
     if args.alpha is not None:
@@ -243,8 +253,9 @@ def _explicit_config(args, pool: str | None) -> Diversification:
         raise InputError("--rerank-judge", None, None, "--aspect-probs judge needs a judge (e.g. embedded)")
     if probs == "retriever" and args.rerank_judge:
         raise InputError("--rerank-judge", None, None, f"--rerank {args.rerank} uses a judge only with --aspect-probs judge")
-    # their candidates are the retriever's top --candidates (--candidates-from does not reach them)
-    pipeline = find_method(args.rerank).pipeline(args.candidates, lam=lam, source=args.perspectives_from, probs=probs)
+    # their candidates: the retriever's top --candidates, or the union of both retrievers' (--candidates-from)
+    pipeline = find_method(args.rerank).pipeline(args.candidates, args.candidates_from, lam=lam,
+                                                 source=args.perspectives_from, probs=probs)
     return Diversification(pipeline, args.rerank, judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
 
 
