@@ -38,6 +38,13 @@ stored vectors``) read every candidate from its stored dense vector with the hea
 (``scripts/train_side_reader.py``, ``--side-reader-cv``; trained on the stance cross-validation's folds, so
 they need a stance row in the run), and the side-accuracy table gains its column.
 
+The shortlist row (``dense + side-reader shortlist, stance model verifies, within the CPU budget``) lets the
+side reader order the dense top 10 / 20 by coverage and the stance model read only the first 6 / 8 / 10 of
+that order at the preset's cuts (its reads are the preset's); it needs the side reader's fold heads too.
+
+A row that ranks fewer than ``K`` passages (the preset re-ranks the dense top 6) is followed by dense's own
+order (``filled``), as ``berds retrieve`` fills the ranks below the candidates.
+
 Adding a configuration: append ``Config(name, grid, rank)`` to ``CONFIGS``;
 ``rank(qc, **knobs)`` returns the top ``K`` corpus rows for one question from
 the precomputed ``QuestionCtx`` (dense / BM25 lists, embeddings, out-of-fold
@@ -240,6 +247,28 @@ def _side_reader(qc, candidates, keep, alpha, mix):
     return rows[coverage_rerank(blend_relevance(sc, P, mix), P[:, :2], K, alpha, keep=keep)]
 
 
+def _shortlist(qc, candidates, first_alpha, budget, keep, alpha, mix):
+    """Retrieve, shortlist, verify: the side reader (stored vectors, a few vector operations a candidate) orders
+    the dense top ``candidates`` by expected coverage of the two sides (``first_alpha``: its relevance weight),
+    the stance model reads only the first ``budget[0]`` of that order at ``budget[1]`` word pieces (the preset's
+    token-slot bound) and re-ranks them by coverage; the rest of the side reader's order follows. The preset
+    reads the dense top 6 whatever they argue; this reads the 6 most likely to cover both sides among the top
+    ``candidates``. A configuration of this bench (its cost: the preset's reads plus the side reader's)."""
+    from berds_core.diversify import blend_relevance, coverage_rerank
+
+    key = ("shortlist", candidates, first_alpha)
+    if key not in qc.memo:
+        rows, sc = qc.pool("dense", candidates)
+        R = qc.side_probs(rows)
+        order = coverage_rerank(sc, R[:, :2], len(rows), first_alpha)
+        qc.memo[key] = (rows[order], sc[order])
+    rows, sc = qc.memo[key]
+    read, tokens = budget
+    P = qc.stance_probs(rows[:read], tokens)
+    head = coverage_rerank(blend_relevance(sc[:read], P, mix), P[:, :2], read, alpha, keep=keep)
+    return np.concatenate([rows[:read][head], rows[read:]])[:K]
+
+
 def _rvr_index(qc, read, depth, keep, add, threshold):
     """The ``rvr`` stage with the side reader as its verifier (``rvr(reader=index)``): no token budget."""
     from berds_core.diversify.rvr import retrieve_verify
@@ -315,6 +344,8 @@ SIDE_READER = "dense + coverage, side reader on stored vectors"
 RVR_INDEX = "dense >> rvr, side reader on stored vectors"
 SIDE_READER_DEPTH = 100  # the side reader reads the dense top 100 (and the rvr row's second-round hits)
 RVR_INDEX_DEPTH = 50
+SHORTLIST = "dense + side-reader shortlist, stance model verifies, within the CPU budget"
+SHORTLIST_DEPTH = 20  # the shortlist row's deepest candidates (the stance model's cuts are read this deep)
 
 CONFIGS: list[Config] = [
     Config("BM25", _bm25),
@@ -338,6 +369,10 @@ CONFIGS: list[Config] = [
     Config(SIDE_READER, _side_reader,
            {"candidates": [6, 10, 20, 50, 100], "keep": [0, 1, 2, 3], "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
             "mix": [0.0, 0.5, 1.0]}),
+    Config(SHORTLIST, _shortlist,
+           {"candidates": [10, SHORTLIST_DEPTH], "first_alpha": [0.3, 0.5, 0.7], "budget": PRESET_BUDGETS,
+            "keep": [0, 1, 2, 3], "alpha": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "mix": [0.0, 0.5, 1.0]},
+           needs_stance=True),
     Config(RVR_INDEX, _rvr_index, {"read": [5, 10, 20], "depth": [10, 20, 50], "keep": [0, 1, 2, 3], "add": [1, 2],
                                    "threshold": [0.35, 0.45, 0.55, 0.65]}),
     Config("dense + QE (gold perspectives, upper bound)", _qe, {"source": ["oracle"]},
@@ -424,7 +459,7 @@ def rvr_pairs(qc: QuestionCtx) -> dict:
 
 
 def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int, progress: bool,
-                       full: bool = True, rvr: bool = False) -> dict:
+                       full: bool = True, rvr: bool = False, shortlist: int = 0) -> dict:
     """Fill ``qc.stance`` for the union top STANCE_DEPTH of every question with the studio's stance model of
     the question's cross-validation fold (``scripts/train_stance.py``: one model per fold, trained on the
     other folds' questions of every development source, with the calibration chosen on the other folds).
@@ -460,6 +495,7 @@ def stance_out_of_fold(qcs: list[QuestionCtx], data: Path, work: Path, jobs: int
                 for (qc, r), pr in zip(own, P):
                     qc.stance_at[(length, r)] = pr
         for cands, length in PRESET_BUDGETS:  # the preset's shorter cuts, on its dense candidates
+            cands = max(cands, shortlist)  # (the shortlist row may read any of the dense top SHORTLIST_DEPTH)
             if length >= model.max_length and full:
                 for qc in (qc for qc in qcs if fold_of[qc.question.id] == f):
                     for r in qc.pool("dense", cands)[0]:
@@ -565,6 +601,17 @@ def per_question(qc: QuestionCtx, rows) -> np.ndarray:
     return np.array([mrecall_at_k(L, 5), precision_at_k(L, 5), mrecall_at_k(L, 10), precision_at_k(L, 10)])
 
 
+def filled(qc: QuestionCtx, rows) -> np.ndarray:
+    """A configuration's ranking cut at ``K`` or, when it ranks fewer (a re-ranker of the dense top 6),
+    followed by dense's own order, as ``berds retrieve`` fills the ranks below the candidates
+    (``diversify.pipeline.fill``); @10 figures measured on the re-ranked 6 alone count ranks 7-10 as empty."""
+    rows = np.asarray(rows, dtype=int)[:K]
+    if len(rows) >= K:
+        return rows
+    seen = set(rows.tolist())
+    return np.concatenate([rows, [r for r in qc.dense_rows.tolist() if r not in seen][:K - len(rows)]]).astype(int)
+
+
 def macro(values: np.ndarray, corpora: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Mean over corpora of each corpus's mean over the questions in ``idx`` (rows: questions)."""
     names = sorted(set(corpora[idx]))
@@ -600,7 +647,7 @@ def evaluate(qcs: list[QuestionCtx], configs: list[Config], n_folds: int, progre
         S = np.zeros((len(settings), len(qcs), len(METRICS)))
         for si, knobs in enumerate(settings):
             for qi, qc in enumerate(qcs):
-                S[si, qi] = per_question(qc, cfg.rank(qc, **knobs))
+                S[si, qi] = per_question(qc, filled(qc, cfg.rank(qc, **knobs)))
         if cfg.name == DENSE:
             dense_scores = S[0]
         oof = np.zeros((len(qcs), len(METRICS)))
@@ -894,7 +941,9 @@ def main(argv=None) -> int:
             if rvr:
                 prepare_side_hits(qcs, max([d for _, d, _ in RVR_BUDGETS] + [RVR_INDEX_DEPTH]))
             results["stance"] = stance_out_of_fold(qcs, data, Path(args.stance_cv), args.jobs, progress,
-                                                   full=any(c.name == UNBOUNDED for c in configs), rvr=rvr)
+                                                   full=any(c.name == UNBOUNDED for c in configs), rvr=rvr,
+                                                   shortlist=SHORTLIST_DEPTH if any(c.name == SHORTLIST
+                                                                                    for c in configs) else 0)
             fold_of = json.loads((Path(args.stance_cv) / "folds.json").read_text())["fold"]
             scored = {f["fold"] for f in results["stance"]["folds"]}
             if len(qcs) != sum(fold_of[qc.question.id] in scored for qc in qcs):
@@ -908,7 +957,7 @@ def main(argv=None) -> int:
             results["folds"] = assign_folds(qcs, args.folds, args.seed)
         log(f"folds: {results['folds']}")
         prepare_sides(qcs)
-        if any(c.name in (SIDE_READER, RVR_INDEX) for c in configs):
+        if any(c.name in (SIDE_READER, RVR_INDEX, SHORTLIST) for c in configs):
             if "stance" not in results:  # the fold heads were trained on folds.json's folds: the knobs use them too
                 raise SystemExit("the side reader's rows need the stance folds: keep a stance row (e.g. the preset)")
             if not any(qc.side_hits for qc in qcs):

@@ -104,3 +104,90 @@ def test_the_oracle_row_covers_every_perspective_it_can():
     L = labels[top]
     assert mrecall_at_k(L, 5) == 1 and precision_at_k(L, 5) == 4 / 5
     assert mrecall_at_k(labels[:10], 5) == 0  # plain dense misses side 1 in its top 5
+
+
+def _fake_question(n=30, seed=3):
+    """A bench context over n candidates in dense order, its stance probabilities at the preset's cut
+    (``stance_at``) and its side reader's (``side_read``), with the product's pieces reading the same."""
+    from diversity import QuestionCtx
+
+    from berds_core.corpora.memory import corpus_from_passages
+    from berds_core.records import Passage
+
+    rng = np.random.default_rng(seed)
+    scores = np.sort(rng.uniform(0.2, 0.9, n))[::-1]
+    probs = rng.dirichlet([1, 1, 1], n)
+    side = rng.dirichlet([1, 1, 1], n)
+    corpus = corpus_from_passages([Passage(str(i), "", f"passage {i}") for i in range(n)])
+    qc = QuestionCtx(corpus=None, question=None, fold=0, dense_rows=np.arange(n), dense_scores=scores,
+                     bm25_rows=np.arange(n), bm25_scores=scores, qv=np.zeros(1),
+                     stance_at={(112, i): probs[i] for i in range(n)}, side_read={i: side[i] for i in range(n)})
+    return qc, corpus, scores, probs
+
+
+def test_a_ranking_of_fewer_than_k_is_filled_with_dense_order_as_the_product_fills_it():
+    """The preset's row re-ranks the dense top 6; ``berds retrieve`` puts dense's next passages below them
+    (``pipeline.fill``), and so does the bench now (its @10 figures counted ranks 7-10 as empty before)."""
+    from diversity import K, _budget_preset, filled
+
+    from berds_core.diversify import diversify
+    from berds_core.records import Question
+
+    qc, corpus, scores, probs = _fake_question()
+
+    class Retriever:
+        name = "list"
+
+        def search(self, queries, k):
+            return [[(i, float(scores[i])) for i in range(min(k, len(scores)))] for _ in queries]
+
+    class Stance:
+        def sides(self, question, passages, max_length=None):
+            assert max_length == 112
+            return np.array([probs[int(p.split()[-1])] for p in passages])
+
+    q = Question("q", "Is it so?", ["yes", "no"])
+    for alpha in (0.1, 0.5):
+        for mix in (0.5, 1.0):
+            six = _budget_preset(qc, (6, 112), alpha, mix)
+            assert len(six) == 6
+            bench = filled(qc, six).tolist()
+            assert len(bench) == K and bench[6:] == [r for r in range(30) if r not in set(six.tolist())][:4]
+            product = [r for r, _ in diversify(q, corpus, Retriever(),
+                                               f"%6>>coverage(probs=model,alpha={alpha},mix={mix},tokens=112)", K,
+                                               using=_using(Stance()))]
+            assert bench == product, (alpha, mix)
+    assert filled(qc, np.arange(12)).tolist() == list(range(K))  # a full ranking is only cut
+
+
+def _using(stance):
+    from berds_core.diversify.stages import Using
+
+    return Using(stance_model=stance)
+
+
+def test_the_shortlist_row_reads_only_its_budget_and_brings_in_the_side_readers_picks():
+    """The shortlist row: the side reader orders the dense top N by coverage, the stance model reads only the
+    first ``budget[0]`` of that order (a read outside it is a KeyError here), the rest follow; with the side
+    reader's relevance weight 1 its order is dense's and the row is the preset's row."""
+    from diversity import K, _budget_preset, _shortlist, filled
+
+    qc, *_ = _fake_question()
+    # the side reader sees every candidate of the dense top 20 on the yes side except rank 15, on the no side
+    qc.side_read = {i: np.array([0.9, 0.05, 0.05]) for i in range(30)}
+    qc.side_read[15] = np.array([0.05, 0.9, 0.05])
+    read = {(112, i): qc.stance_at[(112, i)] for i in range(30)}
+    for first_alpha in (0.3, 1.0):
+        qc.memo.clear()
+        picked = _shortlist(qc, 20, first_alpha, (6, 112), 0, 0.1, 0.5)
+        assert len(picked) == K
+        order = qc.memo[("shortlist", 20, first_alpha)][0]
+        qc.stance_at = {(112, int(r)): read[(112, int(r))] for r in order[:6]}  # only what it may read
+        assert _shortlist(qc, 20, first_alpha, (6, 112), 0, 0.1, 0.5).tolist() == picked.tolist()
+        assert sorted(picked[:6].tolist()) == sorted(order[:6].tolist())
+        assert picked[6:].tolist() == order[6:K].tolist()
+        qc.stance_at = read
+        # the side reader's pick from rank 15 is read (and with relevance weight 1, dense's top 6 are)
+        assert (15 in order[:6].tolist()) == (first_alpha < 1.0)
+    assert _shortlist(qc, 20, 1.0, (6, 112), 0, 0.1, 0.5).tolist() == \
+        filled(qc, _budget_preset(qc, (6, 112), 0.1, 0.5)).tolist()

@@ -90,7 +90,7 @@ def test_stages_are_the_diversifier_registry():
 def test_preset_is_a_saved_pipeline():
     p = get_preset("diverse")
     assert isinstance(p, Pipeline) and p.retriever == "dense" and p.depth == 6
-    assert str(p) == "dense%6>>coverage(probs=model,alpha=0.1,tokens=112)"
+    assert str(p) == "dense%6>>coverage(probs=model,alpha=0.1,mix=0.5,tokens=112)"
     assert as_pipeline("diverse") == p == as_pipeline("preset")
     with pytest.raises(ValueError, match="unknown preset 'nope'"):
         get_preset("nope")
@@ -255,10 +255,10 @@ def test_cli_pipeline_ranks_as_the_old_flags(cli_files, capsys, old, spec):
 def test_cli_pipeline_names_its_retriever_as_the_preset_does(cli_files, capsys):
     code, cap, out_old = _retrieve(capsys, cli_files, "old", "--preset", "diverse")
     assert code == 0, cap.err
-    code, cap, out_new = _retrieve(capsys, cli_files, "new", "--pipeline", "dense%6>>coverage(probs=model,alpha=0.1,tokens=112)")
+    code, cap, out_new = _retrieve(capsys, cli_files, "new", "--pipeline", "dense%6>>coverage(probs=model,alpha=0.1,mix=0.5,tokens=112)")
     assert code == 0, cap.err
     res = json.loads(cap.out)
-    assert res["retriever"].startswith("dense") and res["diversify"]["pipeline"] == "dense%6>>coverage(probs=model,alpha=0.1,tokens=112)"
+    assert res["retriever"].startswith("dense") and res["diversify"]["pipeline"] == "dense%6>>coverage(probs=model,alpha=0.1,mix=0.5,tokens=112)"
     assert out_new.read_text(encoding="utf-8") == out_old.read_text(encoding="utf-8")
 
 
@@ -284,7 +284,7 @@ def test_cli_pipeline_errors_are_one_line(cli_files, capsys, extra, words):
     ("qe", None, "offline", "qe(source=offline)"), ("rerank", None, "oracle", "coverage(source=oracle)"),
     ("coverage", None, "dataset", "coverage"), ("xquad", None, "offline", "xquad(source=offline)"),
     ("pm2", 0.4, "dataset", "pm2(lam=0.4)"), ("rvr", 0.3, "offline", "rvr"),
-    ("preset", None, "offline", "dense%6>>coverage(probs=model,alpha=0.1,tokens=112)"),
+    ("preset", None, "offline", "dense%6>>coverage(probs=model,alpha=0.1,mix=0.5,tokens=112)"),
 ])
 def test_page_columns_build_the_pipelines_of_the_old_page_calls(method, lam, source, spec):
     """``column_pipeline`` is what the pages' old ``rank`` asked diversify() for: the method, lam (where its stage
