@@ -173,3 +173,43 @@ def test_cli_retrieve_with_probs_index(tmp_path, monkeypatch, capsys):
         runs[name]["ids"] = [c["id"] for c in read_run(path)[0]["ctxs"]]
     assert runs["flags"]["ids"] == runs["spec"]["ids"]
     assert "coverage(probs=index" in runs["flags"]["diversify"]["pipeline"]
+
+
+def test_corpora_opened_and_evicted_from_many_threads_at_once(monkeypatch):
+    """Two page sessions opening a fifth corpus at once both evict the oldest: unlocked, the second pop of
+    the same key raised KeyError. A cache whose pop yields to other threads makes that interleaving likely."""
+    import threading
+    import time
+
+    import berds_core.diversify.index_sides as index_sides
+
+    class SlowPop(dict):
+        def pop(self, key, *default):
+            time.sleep(0.002)  # another thread runs between choosing the oldest key and removing it
+            return super().pop(key, *default)
+
+    monkeypatch.setattr(index_sides, "_CACHE", SlowPop())
+    r, emb = random_reader(), CountingEmbedder()
+
+    class Corpus:
+        def __init__(self, h):
+            self.hash = h
+
+    errors, got = [], {}
+
+    def open_many(t):
+        try:
+            for i in range(12):
+                c = Corpus(f"c{t}-{i}")
+                got[(t, i)] = passage_sides(r, c, emb).reader is r
+        except Exception as e:  # noqa: BLE001 - the test reports what a thread raised
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=open_many, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert all(got.values()) and len(got) == 72  # every thread got its corpus's cache
+    assert len(index_sides._CACHE) <= index_sides._MAX_CORPORA

@@ -9,6 +9,8 @@ two statements (one encoder call) and a few vector operations per candidate.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..datasets.sides import yes_no_sides
@@ -39,17 +41,19 @@ class PassageSides:
 
 
 _CACHE: dict[tuple, PassageSides] = {}
+_LOCK = threading.Lock()  # two page sessions may open (and evict) corpora at once
 
 
 def passage_sides(reader: SideReader, corpus, embedder) -> PassageSides:
     """The cache of ``reader``'s passage readings for ``corpus`` read with ``embedder``'s vectors."""
     te = get_text_encoder(embedder)
     key = (reader.key, id(reader), getattr(corpus, "hash", id(corpus)), te.key if te is not None else id(embedder))
-    if key not in _CACHE:
-        if len(_CACHE) >= _MAX_CORPORA:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = PassageSides(reader)
-    return _CACHE[key]
+    with _LOCK:  # unlocked, two threads evicting at once popped the same oldest key: KeyError in the second
+        if key not in _CACHE:
+            if len(_CACHE) >= _MAX_CORPORA:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = PassageSides(reader)
+        return _CACHE[key]
 
 
 def index_side_probs(question_text: str, corpus, rows, embedder=None, retriever=None, reader=None) -> np.ndarray:
