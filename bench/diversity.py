@@ -40,7 +40,8 @@ they need a stance row in the run), and the side-accuracy table gains its column
 
 The shortlist row (``dense + side-reader shortlist, stance model verifies, within the CPU budget``) lets the
 side reader order the dense top 10 / 20 by coverage and the stance model read only the first 6 / 8 / 10 of
-that order at the preset's cuts (its reads are the preset's); it needs the side reader's fold heads too.
+that order at the preset's cuts (its reads are the preset's); it needs the side reader's fold heads too. As a
+pipeline: ``dense%20>>coverage(probs=index,alpha=...)>>coverage(probs=model,...,tokens=112,read=6)``.
 
 A row that ranks fewer than ``K`` passages (the preset re-ranks the dense top 6) is followed by dense's own
 order (``filled``), as ``berds retrieve`` fills the ranks below the candidates.

@@ -213,3 +213,49 @@ def test_corpora_opened_and_evicted_from_many_threads_at_once(monkeypatch):
     assert errors == []
     assert all(got.values()) and len(got) == 72  # every thread got its corpus's cache
     assert len(index_sides._CACHE) <= index_sides._MAX_CORPORA
+
+
+class _Stance:
+    """A stance model stand-in: fixed P(yes), P(no), P(off) per passage; records what it reads."""
+
+    def __init__(self, n, seed=7):
+        self.P = np.random.default_rng(seed).dirichlet([1, 1, 1], n)
+        self.read, self.batched = [], []
+
+    def sides(self, question, passages, max_length=None):
+        assert max_length == 112
+        self.read += list(passages)
+        return np.array([self.P[TEXTS.index(p)] for p in passages])
+
+    def encode(self, pairs, progress=False, max_length=None):
+        self.batched += [p for _, p in pairs]
+
+
+def test_the_side_reader_shortlists_and_the_stance_model_verifies_only_what_it_reads(corpus):
+    """``coverage(probs=index)`` then ``coverage(probs=model,read=4)``: the side reader orders the candidates
+    by coverage, the stance model reads only the first 4 of that order and re-ranks them, the rest follow (the
+    bench's shortlist row, ``bench/diversity.py``)."""
+    from berds_core.diversify import Pipeline
+
+    r, emb, stance = random_reader(5), CountingEmbedder(), _Stance(len(TEXTS))
+    ret = Retriever(len(corpus))
+    spec = "%12>>coverage(probs=index,alpha=0.3)>>coverage(probs=model,alpha=0.1,keep=1,mix=0.5,tokens=112,read=4)"
+    using = Using(embedder=emb, side_reader=r, stance_model=stance)
+    got = [row for row, _ in diversify(QUESTION, corpus, ret, spec, 8, using=using)]
+    rows = list(range(12))
+    scores = np.array([1.0 - 0.01 * i for i in rows])
+    R = index_side_probs(QUESTION.question, corpus, rows, emb, None, r)
+    first = coverage_rerank(scores, R[:, :2], 8, 0.3)
+    P = stance.P[first[:4]]
+    head = coverage_rerank(blend_relevance(scores[first[:4]], P, 0.5), P[:, :2], 4, 0.1, keep=1)
+    assert got == [first[i] for i in head] + first[4:8]
+    assert sorted(stance.read) == sorted(TEXTS[i] for i in first[:4])  # four reads, the side reader's first four
+    assert first[:4] != rows[:4]  # (the side reader did move something into the reads)
+    # batched ahead of the loop: only the first `read` of the retriever's order when nothing reorders before it,
+    # nothing when a stage before it decides which candidates it reads
+    Pipeline.parse("%12>>coverage(probs=model,tokens=112,read=4)").prefetch([QUESTION], corpus, ret, using, False)
+    assert stance.batched == TEXTS[:4]
+    Pipeline.parse(spec).prefetch([QUESTION], corpus, ret, using, False)
+    assert stance.batched == TEXTS[:4]
+    with pytest.raises(Exception, match="read is for probs=model"):
+        Pipeline.parse("%12>>coverage(probs=index,read=4)")

@@ -297,12 +297,22 @@ class Coverage(Stage):
     temperature: float | None = _param(None, float, "of the stance / similarity softmax", 0.0)
     tokens: int | None = _param(None, int, "probs=model: word pieces the stance model reads per (question, "
                                 "candidate) pair (default: its trained length)", 16, 512)
+    read: int | None = _param(None, int, "probs=model: the stance model reads only the first read candidates and "
+                              "re-ranks them; the rest follow in the order they came (default: all)", 1)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.read is not None and self.probs != "model":
+            raise SpecError(f"{self.name}: read is for probs=model (the stance model's reads), got probs={self.probs}")
 
     def rerank(self, q, c):
         u, rows, scores, k = q.using, c.rows, c.scores, q.k
         if self.probs == "model":
-            P = stance_matrix(q.text, q.corpus, rows, u.stance_model, self.tokens)
-            return coverage_rerank(blend_relevance(scores, P, self.mix), P[:, :2], k, self.alpha, keep=self.keep)
+            n = len(rows) if self.read is None else min(self.read, len(rows))
+            P = stance_matrix(q.text, q.corpus, rows[:n], u.stance_model, self.tokens)
+            head = coverage_rerank(blend_relevance(scores[:n], P, self.mix), P[:, :2], min(k, n), self.alpha,
+                                   keep=self.keep)
+            return (head + list(range(n, len(rows))))[:k]
         if self.probs == "index":  # the side reader on the stored passage vectors (no network per candidate)
             P = index_side_probs(q.text, q.corpus, rows, u.embedder, q.retriever, u.side_reader)
             if P is None:
@@ -341,13 +351,15 @@ class Coverage(Stage):
             encode(None, [t for q in questions for t in yes_no_sides(q.question) if t])  # one encoder call
         if self.probs != "model":
             return
+        if self.read is not None and batch.before:
+            return  # which candidates it reads is known only after the stages before it: read per question
         # every (question, candidate) pair in one batched, cached pass of the stance model
         if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
             u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
         for q in questions:
             rows = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
-                                  u.other_retriever).rows
+                                  u.other_retriever).rows[:self.read]
             pairs += [(q.question, passage_string(batch.corpus[int(r)])) for r in rows]
         model = get_stance_model() if u.stance_model is None else u.stance_model
         model.encode(pairs, progress=batch.progress, max_length=self.tokens)
