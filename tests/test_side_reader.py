@@ -251,11 +251,20 @@ def test_the_side_reader_shortlists_and_the_stance_model_verifies_only_what_it_r
     assert got == [first[i] for i in head] + first[4:8]
     assert sorted(stance.read) == sorted(TEXTS[i] for i in first[:4])  # four reads, the side reader's first four
     assert first[:4] != rows[:4]  # (the side reader did move something into the reads)
-    # batched ahead of the loop: only the first `read` of the retriever's order when nothing reorders before it,
-    # nothing when a stage before it decides which candidates it reads
+    # batched ahead of the loop: only the first `read` of the retriever's order when nothing reorders before it;
+    # after the side reader (vector operations), the side reader's first `read` when the run's k is known
+    # (the stages before it rank to k), nothing when it is not
     Pipeline.parse("%12>>coverage(probs=model,tokens=112,read=4)").prefetch([QUESTION], corpus, ret, using, False)
     assert stance.batched == TEXTS[:4]
     Pipeline.parse(spec).prefetch([QUESTION], corpus, ret, using, False)
     assert stance.batched == TEXTS[:4]
+    stance.batched = []
+    Pipeline.parse(spec).prefetch([QUESTION], corpus, ret, using, False, k=8)
+    assert stance.batched == [TEXTS[i] for i in first[:4]]  # what the loop reads, in one batch
+    # a stage before it that calls the stance model per candidate is not run twice: it reads per question
+    stance.batched = []
+    Pipeline.parse("%12>>coverage(probs=model,tokens=112)>>coverage(probs=model,tokens=112,read=4)").prefetch(
+        [QUESTION], corpus, ret, using, False, k=8)
+    assert stance.batched == TEXTS[:12]  # the first stage's batch only
     with pytest.raises(Exception, match="read is for probs=model"):
         Pipeline.parse("%12>>coverage(probs=index,read=4)")

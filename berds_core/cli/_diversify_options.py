@@ -319,7 +319,7 @@ def diversified_run(questions, corpus, retriever, div: Diversification, k: int, 
     if pipeline.depth > len(corpus):  # as --k past the corpus does
         sys.stderr.write(f"berds retrieve: warning: the candidate depth {pipeline.depth} is more than the "
                          f"{len(corpus)} passages of the corpus: every passage is a candidate\n")
-    pipeline.prefetch(questions, corpus, retriever, using, progress)
+    pipeline.prefetch(questions, corpus, retriever, using, progress, k=k)
     label = div.method or "pipeline"
     entries = []
     for q in tqdm(questions, desc=label, disable=not progress, file=None):

@@ -98,15 +98,18 @@ class Pipeline:
         hits = candidate_pool(q.text, q.corpus, q.retriever, q.depth, "retriever")
         return Candidates(hits[:self.depth], hits[self.depth:])
 
-    def prefetch(self, questions, corpus, retriever, using: Using | None = None, progress: bool = True) -> None:
+    def prefetch(self, questions, corpus, retriever, using: Using | None = None, progress: bool = True,
+                 k: int | None = None) -> None:
         """Batch the per-question work of a run (all question embeddings in one encoder call, the stages'
-        own batches) before the per-question loop; the results are the same without it."""
+        own batches) before the per-question loop; the results are the same without it. ``k``: the run's
+        (a stage after vector-only stages batches what it will read only when it is known)."""
         if hasattr(retriever, "text_encoder"):
             retriever.text_encoder.embed([q.question for q in questions])
-        batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress)
+        batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress,
+                      k=None if k is None else int(k))
         for i, stage in enumerate(self.stages):
-            before = tuple(s.name for s in self.stages[:i] if s.reorders and not s.makes_candidates)
-            stage.prefetch(replace(batch, before=before))
+            prior = tuple(s for s in self.stages[:i] if s.reorders and not s.makes_candidates)
+            stage.prefetch(replace(batch, before=tuple(s.name for s in prior), prior=prior))
 
 
 def fill(hits: Hits, text: str, retriever, k: int, tail: Hits | None = None) -> Hits:

@@ -172,6 +172,8 @@ class Batch:
     pool: str = "retriever"
     progress: bool = True
     before: tuple[str, ...] = ()  # the re-rankers ahead of the stage being prefetched (its candidates are theirs)
+    prior: tuple = ()  # those re-rankers themselves (Stage objects)
+    k: int | None = None  # the run's k (None: not known ahead of the loop)
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,11 @@ class Stage:
     help: ClassVar[str] = ""
     makes_candidates: ClassVar[bool] = False
     reorders: ClassVar[bool] = True
+
+    def reads_stored_vectors_only(self) -> bool:
+        """It re-ranks from stored passage vectors and the question alone (no judge, LLM or stance model call
+        per candidate), so running it twice, ahead of the loop and in it, costs only vector operations."""
+        return False
 
     def __post_init__(self):
         for f in fields(self):
@@ -282,6 +289,9 @@ class MMR(Stage):
         emb = passage_embeddings(q.corpus, c.rows, q.using.embedder, q.retriever)
         return mmr(c.scores, emb, q.k, self.lam)
 
+    def reads_stored_vectors_only(self):
+        return True
+
 
 @register
 @dataclass(frozen=True)
@@ -304,6 +314,9 @@ class Coverage(Stage):
         super().__post_init__()
         if self.read is not None and self.probs != "model":
             raise SpecError(f"{self.name}: read is for probs=model (the stance model's reads), got probs={self.probs}")
+
+    def reads_stored_vectors_only(self):
+        return self.probs == "index"
 
     def rerank(self, q, c):
         u, rows, scores, k = q.using, c.rows, c.scores, q.k
@@ -351,16 +364,21 @@ class Coverage(Stage):
             encode(None, [t for q in questions for t in yes_no_sides(q.question) if t])  # one encoder call
         if self.probs != "model":
             return
-        if self.read is not None and batch.before:
+        ahead = self.read is not None and batch.k is not None and all(s.reads_stored_vectors_only() for s in batch.prior)
+        if batch.before and not ahead:
             return  # which candidates it reads is known only after the stages before it: read per question
         # every (question, candidate) pair in one batched, cached pass of the stance model
         if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
             u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
         for q in questions:
-            rows = candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
-                                  u.other_retriever).rows[:self.read]
-            pairs += [(q.question, passage_string(batch.corpus[int(r)])) for r in rows]
+            c = Candidates(candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
+                                          u.other_retriever))
+            if batch.prior:  # the stages before it are vector operations: run them here to know what it reads
+                query = Query(q, batch.corpus, batch.retriever, batch.k, max(batch.depth, batch.k), u)
+                for stage in batch.prior:
+                    c = stage.apply(query, c)
+            pairs += [(q.question, passage_string(batch.corpus[int(r)])) for r in c.rows[:self.read]]
         model = get_stance_model() if u.stance_model is None else u.stance_model
         model.encode(pairs, progress=batch.progress, max_length=self.tokens)
 
