@@ -266,5 +266,10 @@ def test_the_side_reader_shortlists_and_the_stance_model_verifies_only_what_it_r
     Pipeline.parse("%12>>coverage(probs=model,tokens=112)>>coverage(probs=model,tokens=112,read=4)").prefetch(
         [QUESTION], corpus, ret, using, False, k=8)
     assert stance.batched == TEXTS[:12]  # the first stage's batch only
+    # without read, it batches every candidate (what it reads is among them, whatever the stages before it do)
+    stance.batched = []
+    Pipeline.parse("%12>>coverage(probs=index)>>coverage(probs=model,tokens=112)").prefetch(
+        [QUESTION], corpus, ret, using, False, k=8)
+    assert stance.batched == TEXTS[:12]
     with pytest.raises(Exception, match="read is for probs=model"):
         Pipeline.parse("%12>>coverage(probs=index,read=4)")

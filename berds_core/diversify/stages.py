@@ -365,7 +365,7 @@ class Coverage(Stage):
         if self.probs != "model":
             return
         ahead = self.read is not None and batch.k is not None and all(s.reads_stored_vectors_only() for s in batch.prior)
-        if batch.before and not ahead:
+        if self.read is not None and batch.before and not ahead:
             return  # which candidates it reads is known only after the stages before it: read per question
         # every (question, candidate) pair in one batched, cached pass of the stance model
         if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
@@ -374,7 +374,7 @@ class Coverage(Stage):
         for q in questions:
             c = Candidates(candidate_pool(q.question, batch.corpus, batch.retriever, batch.depth, batch.pool,
                                           u.other_retriever))
-            if batch.prior:  # the stages before it are vector operations: run them here to know what it reads
+            if self.read is not None and batch.prior:  # vector operations: run them here to know what it reads
                 query = Query(q, batch.corpus, batch.retriever, batch.k, max(batch.depth, batch.k), u)
                 for stage in batch.prior:
                     c = stage.apply(query, c)
