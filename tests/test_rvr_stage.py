@@ -235,7 +235,7 @@ def test_behind_the_preset_shaped_pipeline(corpus):
     assert 5 in cov[:3] and both == cov
     p = Pipeline.parse("%6>>coverage(probs=model,alpha=0.3,tokens=64)>>rvr(read=3)")
     stub.read.clear()
-    p.stages[1].prefetch(Batch([QUESTION], corpus, ret, Using(stance_model=stub), 6, before=("coverage",)))
+    p.stages[1].prefetch(Batch([QUESTION], corpus, ret, Using(stance_model=stub), 6, prior=p.stages[:1]))
     assert stub.read == []
 
 

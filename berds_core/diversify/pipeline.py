@@ -109,7 +109,7 @@ class Pipeline:
                       k=None if k is None else int(k))
         for i, stage in enumerate(self.stages):
             prior = tuple(s for s in self.stages[:i] if s.reorders and not s.makes_candidates)
-            stage.prefetch(replace(batch, before=tuple(s.name for s in prior), prior=prior))
+            stage.prefetch(replace(batch, prior=prior))
 
 
 def fill(hits: Hits, text: str, retriever, k: int, tail: Hits | None = None) -> Hits:

@@ -171,9 +171,13 @@ class Batch:
     depth: int
     pool: str = "retriever"
     progress: bool = True
-    before: tuple[str, ...] = ()  # the re-rankers ahead of the stage being prefetched (its candidates are theirs)
-    prior: tuple = ()  # those re-rankers themselves (Stage objects)
+    prior: tuple = ()  # the re-rankers (Stage objects) ahead of the stage being prefetched: its candidates are theirs
     k: int | None = None  # the run's k (None: not known ahead of the loop)
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        """The names of the re-rankers ahead of the stage."""
+        return tuple(s.name for s in self.prior)
 
 
 @dataclass(frozen=True)
