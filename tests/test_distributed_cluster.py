@@ -514,3 +514,47 @@ def test_an_actor_that_dies_before_it_runs_is_replaced(cluster, tmp_path):
         got = sorted(int(v) for b in session.map_rows([{"x": i} for i in range(6)], DiesFirst,
                                                       {"marker": str(marker)}, gpu=False) for v in b["x"])
     assert marker.exists() and got == [0, 2, 4, 6, 8, 10]
+
+
+STOPPED_JOB = r'''
+import gc, sys, threading, time
+import ray
+from berds_core.distributed.runtime import ray_session
+
+class Slow:
+    def __call__(self, batch):
+        time.sleep(0.3)
+        return batch
+
+held = None
+try:
+    with ray_session(sys.argv[1], progress=False) as session:
+        rows = session.map_rows([{"i": i} for i in range(12)], Slow, {}, gpu=False)
+        for batch in rows:
+            raise KeyboardInterrupt  # as the CLI is stopped while it stores the first batch
+except KeyboardInterrupt as e:
+    held = e  # the CLI's handler keeps the exception (and with it the suspended iteration) a while
+seen = []
+for _ in range(20):  # Ray Data's executor, left running, auto-started Ray within 2 s of the shutdown
+    time.sleep(0.25)
+    seen.append(ray.is_initialized())
+held = rows = None
+gc.collect()
+for _ in range(8):
+    time.sleep(0.25)
+    seen.append(ray.is_initialized())
+print("initialized after the job:", any(seen), flush=True)
+'''
+
+
+def test_a_stopped_job_leaves_no_ray_behind(cluster, tmp_path):
+    """Root cause of the run that ended pytest itself: a job stopped in the middle of Ray Data's iteration (the
+    interrupted retrieve above) shut Ray down with the iteration suspended and Ray Data's executor still
+    running; the executor's next call to Ray auto-started a new local instance in the driver's process, and
+    when that instance's GCS went away Ray ended the process ("Failed to connect to GCS within 60 seconds").
+    The session now closes its iterations before it disconnects. Run in a subprocess, so that a regression
+    fails this test instead of ending the pytest run."""
+    p = subprocess.run([sys.executable, "-c", STOPPED_JOB, cluster], capture_output=True, text=True, timeout=240,
+                       cwd=TESTS.parent, env={**os.environ, "PYTHONPATH": str(TESTS.parent)})
+    assert "initialized after the job: False" in p.stdout, (p.stdout[-2000:], p.stderr[-3000:])
+    assert "Started a local Ray instance" not in p.stderr, p.stderr[-3000:]

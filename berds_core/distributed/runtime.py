@@ -52,6 +52,7 @@ class Session:
     progress: bool = True
     client: bool = False  # connected through Ray Client (ray://)
     stats: dict = field(default_factory=dict)
+    opened: list = field(default_factory=list, repr=False)  # the row iterations of map_rows, closed by close()
 
     def describe(self) -> dict:
         return {"address": self.address, "nodes": self.nodes, "cpus": self.cpus, "gpus": self.gpus}
@@ -62,6 +63,25 @@ class Session:
         return max(1, min(int(items), max(1, int(slots))))
 
     def map_rows(self, rows: list[dict], cls, kwargs: dict, *, gpu: bool):
+        """An iteration of :meth:`_rows` that the session closes when it ends (:meth:`close`)."""
+        it = self._rows(rows, cls, kwargs, gpu=gpu)
+        self.opened.append(it)
+        return it
+
+    def close(self) -> None:
+        """Close every iteration :meth:`map_rows` opened, while Ray is still connected.
+
+        A caller stopped in the middle of a job (Ctrl-C, an error while it stores a batch) leaves the
+        iteration suspended at its ``yield``, and Ray Data's executor running: closed only when the garbage
+        collector gets to it, after ``ray.shutdown``, its clean-up calls Ray from Ray Data's thread, and Ray's
+        auto-init then starts a new local instance in this process (one that is not this job's and that
+        nobody stops; when its GCS goes, Ray ends the process 60 s later). Closing here shuts the executor
+        down first."""
+        while self.opened:
+            with contextlib.suppress(Exception):
+                self.opened.pop().close()
+
+    def _rows(self, rows: list[dict], cls, kwargs: dict, *, gpu: bool):
         """Each row through a pool of ``cls`` actors (``cls(**kwargs)``, ``__call__(batch)`` on a one-row
         numpy batch); yields the result batches as they come back, in no set order.
 
@@ -229,8 +249,12 @@ def ray_session(address: str, *, progress: bool = True):
     try:
         cpus, gpus, nodes = _cluster_info(ray)
         _configure_data(progress)
-        yield Session(address=address, started=started, cpus=cpus, gpus=gpus, nodes=nodes, progress=progress,
-                      client=address.startswith("ray://"))
+        session = Session(address=address, started=started, cpus=cpus, gpus=gpus, nodes=nodes, progress=progress,
+                          client=address.startswith("ray://"))
+        try:
+            yield session
+        finally:
+            session.close()
     finally:
         if connected:
             ray.shutdown()  # ``local``: stops the instance this job started; otherwise disconnects
