@@ -52,6 +52,8 @@ CSS = """
         font-size:0.75rem;font-weight:700;margin-right:6px;padding:1px 4px}
 .bc-miss{font-size:0.9rem;margin:2px 0}
 .bc-stance{font-size:0.72rem;color:#5b6470;border:1px solid #cfd6de;border-radius:6px;padding:0 5px;margin-right:6px}
+/* a switch's label wraps between words on a narrow screen instead of ending in an ellipsis ("Perspective re-r...") */
+[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] div,[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] p{white-space:normal;overflow:visible;text-overflow:clip;overflow-wrap:normal;word-break:normal;line-height:1.2}
 </style>
 """
 
@@ -323,7 +325,8 @@ def main() -> None:
 
     toggles = [m for m in METHOD_TABLE if m.toggle]  # the registry's toggles, in its order
     shown = [m.name for m in METHOD_TABLE if m.shown and not m.toggle]  # plain retrieval: always shown
-    for slot, m in zip(st.columns(len(toggles)), toggles):
+    widths = [max(len(m.toggle), 10) + (12 if m.preset else 9) for m in toggles]  # the switch, the label, a help icon;
+    for slot, m in zip(st.columns(widths), toggles):  # short labels keep room for a word, long ones wrap (CSS above)
         preset = get_preset(m.preset) if m.preset else None
         tip = (f"The studio's own pipeline (berds retrieve --preset {m.preset}, `{preset}`): {preset.describe()}. "
                "Chosen by question-grouped cross-validation.") if preset else None

@@ -119,3 +119,39 @@ def test_playground_diverse_preset_switch(offline_app):
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.locator('[data-testid="stAlertContentError"]').count() == 0  # an st.error, not a word
         screenshot(page, "playground-diverse-preset")
+
+
+SWITCHES_JS = """() => {
+  const keys = Array.from(document.querySelectorAll('[class*="st-key-pg_"]'))
+    .filter(e => e.querySelector('[data-testid="stCheckbox"]'));
+  return keys.map(e => {
+    const p = e.querySelector('[data-testid="stWidgetLabel"] p');
+    const sw = e.querySelector('[data-testid="stCheckbox"]').getBoundingClientRect();
+    const r = p.getBoundingClientRect();
+    return {text: p.innerText, truncated: p.scrollWidth > p.clientWidth + 1,
+            label: [r.left, r.right, r.top], box: [sw.left, sw.top]};
+  });
+}"""
+
+
+@pytest.mark.parametrize("width", [1100, 1400])
+def test_playground_switch_labels_are_whole(offline_app, width):
+    """Every Playground switch shows its whole label, a long one on two lines on a narrow screen (it used to end
+    in an ellipsis: "Perspective re-r...", "Diverse pre..." in six equal columns), and no label runs into the
+    next switch of its row."""
+    from berds_core.diversify.methods import METHOD_TABLE
+
+    url, _ = offline_app
+    with chromium_page(viewport=(width, 1000)) as page:
+        page.goto(url)
+        wait_for_app(page)
+        page.get_by_role("link", name="Playground").first.click()
+        page.wait_for_selector(".bc-card", timeout=180_000)
+        wait_idle(page, 180_000)
+        switches = page.evaluate(SWITCHES_JS)
+        assert [s["text"] for s in switches] == [m.toggle for m in METHOD_TABLE if m.toggle]
+        for s in switches:
+            assert not s["truncated"], (width, s)
+        for a, b in zip(switches, switches[1:]):
+            if abs(a["box"][1] - b["box"][1]) < 5:  # the same row
+                assert a["label"][1] <= b["box"][0] + 1, (width, a, b)
