@@ -325,8 +325,10 @@ def main() -> None:
 
     toggles = [m for m in METHOD_TABLE if m.toggle]  # the registry's toggles, in its order
     shown = [m.name for m in METHOD_TABLE if m.shown and not m.toggle]  # plain retrieval: always shown
-    widths = [max(len(m.toggle), 10) + (12 if m.preset else 9) for m in toggles]  # the switch, the label, a help icon;
-    for slot, m in zip(st.columns(widths), toggles):  # short labels keep room for a word, long ones wrap (CSS above)
+    # column widths: the label (at least 10 characters' room, so a short one is never cut) + the switch (9) + a
+    # preset's help icon (3); a longer label wraps between words (CSS above)
+    widths = [max(len(m.toggle), 10) + (12 if m.preset else 9) for m in toggles]
+    for slot, m in zip(st.columns(widths), toggles):
         preset = get_preset(m.preset) if m.preset else None
         tip = (f"The studio's own pipeline (berds retrieve --preset {m.preset}, `{preset}`): {preset.describe()}. "
                "Chosen by question-grouped cross-validation.") if preset else None

@@ -517,7 +517,7 @@ def test_an_actor_that_dies_before_it_runs_is_replaced(cluster, tmp_path):
 
 
 STOPPED_JOB = r'''
-import gc, sys, threading, time
+import gc, sys, time
 import ray
 from berds_core.distributed.runtime import ray_session
 
@@ -547,7 +547,7 @@ print("initialized after the job:", any(seen), flush=True)
 '''
 
 
-def test_a_stopped_job_leaves_no_ray_behind(cluster, tmp_path):
+def test_a_stopped_job_leaves_no_ray_behind(cluster):
     """Root cause of the run that ended pytest itself: a job stopped in the middle of Ray Data's iteration (the
     interrupted retrieve above) shut Ray down with the iteration suspended and Ray Data's executor still
     running; the executor's next call to Ray auto-started a new local instance in the driver's process, and
