@@ -43,8 +43,11 @@ CSS = """
 .bc-chip.topical{background:#e3eefb;border-color:#6f9bd1;color:#1f4b7a;font-weight:600}
 .bc-chip.unsure{background:#fff6e0;border-color:#d9a93a;color:#6b4e00;border-style:dashed}
 .bc-chip .g{margin-left:4px;font-weight:700}
-.bc-desc{font-size:0.8rem;color:#5b6470;min-height:2.5em;line-height:1.25;margin-top:-6px}
-.bc-metrics{display:flex;gap:16px;margin:2px 0 10px 0}
+.bc-desc{font-size:0.8rem;color:#5b6470;line-height:1.25;margin:-4px 0 10px 0}
+.bc-metrics{display:flex;gap:16px;margin:0 0 8px 0}
+/* side by side, the column titles take two lines' height, bottom-aligned: a title that wraps ("+ Query expansion" in
+   a narrow column) does not push its figures below the others' */
+@media (min-width: 640px){[data-testid="stColumn"] h4{box-sizing:content-box;min-height:2.5em;line-height:1.25;display:flex;align-items:flex-end}}
 .bc-metric{font-size:0.8rem;color:#5b6470}
 .bc-metric b{display:block;font-size:1.45rem;color:#1b1f24}
 .bc-persp{font-size:0.9rem;margin:2px 0}
@@ -230,9 +233,11 @@ def _scoring_labels(res: dict, use_gold: bool) -> list[list[bool]]:
 
 
 def metrics_html(res: dict, k: int, desc: str) -> str:
-    return (f'<div class="bc-desc">{esc(desc)}</div>'
-            f'<div class="bc-metrics"><div class="bc-metric">MRecall@{k}<b>{res["mrecall"]:.0f}</b></div>'
-            f'<div class="bc-metric">Precision@{k}<b>{res["precision"]:.2f}</b></div></div>')
+    """A column's figures, then how it ranks: the figures come first, right under the title, so they line up across
+    the columns whatever the descriptions' lengths."""
+    return (f'<div class="bc-metrics"><div class="bc-metric">MRecall@{k}<b>{res["mrecall"]:.0f}</b></div>'
+            f'<div class="bc-metric">Precision@{k}<b>{res["precision"]:.2f}</b></div></div>'
+            f'<div class="bc-desc">{esc(desc)}</div>')
 
 
 def main() -> None:

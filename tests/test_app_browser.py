@@ -30,6 +30,14 @@ def test_home_then_playground_typed_question_mmr_toggle(streamlit_app_url, brows
     page.wait_for_function("() => document.querySelectorAll('.bc-card').length === 20", timeout=180_000)
     wait_idle(page)
     assert _column_heads(page) == HEADS
+    # at a laptop's width "+ Query expansion" wraps and the descriptions differ in length: the figures still line up
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1280, "height": size["height"]})
+    page.wait_for_timeout(500)
+    tops = page.evaluate("() => [...document.querySelectorAll('.bc-metrics')]"
+                         ".map(e => Math.round(e.getBoundingClientRect().top))")
+    assert len(tops) == 4 and len(set(tops)) == 1, tops
+    page.set_viewport_size(size)
     n_cards = page.locator(".bc-card").count()
     assert n_cards == 4 * 5
     chips = page.locator(".bc-card .bc-chip")
