@@ -30,9 +30,14 @@ sys.path.insert(0, str(ROOT))
 
 
 def soup_arrays(a, b) -> dict:
-    """The uniform soup of two fold models' weight files (``np.load`` objects) of the same base and LoRA rank:
+    """The uniform soup of two fold models' weight files (``np.load`` objects) of the same network config:
     adapters concatenated along the rank with each B halved (exact: ``B @ A = (B1 @ A1 + B2 @ A2) / 2``), the
     heads averaged, the rest (config, rules, meta) the first's."""
+    cfg, other = (json.loads(str(z["config"])) for z in (a, b))
+    differ = sorted(k for k in cfg.keys() | other.keys() if k != "version" and cfg.get(k) != other.get(k))
+    if differ or sorted(a.files) != sorted(b.files):
+        raise ValueError(f"{getattr(getattr(b, 'zip', None), 'filename', None) or 'the second weights'}: not the first's network "
+                         f"({', '.join(differ) or 'other adapted layers'} differ): no soup")
     out = {}
     for k in a.files:
         if k.startswith("lora_A:"):
@@ -43,7 +48,6 @@ def soup_arrays(a, b) -> dict:
             out[k] = (a[k].astype(np.float32) + b[k].astype(np.float32)) / 2
         else:
             out[k] = a[k]
-    cfg = json.loads(str(a["config"]))
     cfg["version"] = f"soup-{cfg.get('version', 'stance')}"  # its own store key: never read as the first's
     out["config"] = np.array(json.dumps(cfg))
     return out

@@ -5,19 +5,20 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from stance_soup import main, side_right, soup_arrays  # noqa: E402
 
 
-def _weights(tmp_path, name, seed):
+def _weights(tmp_path, name, seed, **config):
     g = np.random.default_rng(seed)
     arrays = {"lora_A:enc.q": g.normal(size=(4, 8)).astype(np.float16),
               "lora_B:enc.q": g.normal(size=(8, 4)).astype(np.float16),
               "lora_A:enc.o": g.normal(size=(4, 6)).astype(np.float16),
               "lora_B:enc.o": g.normal(size=(8, 4)).astype(np.float16),
               "head_W": g.normal(size=(3, 8)).astype(np.float32), "head_b": g.normal(size=3).astype(np.float32),
-              "config": np.array(json.dumps({"version": "v9", "lora_r": 4})), "meta": np.array(json.dumps({"n": seed}))}
+              "config": np.array(json.dumps({"version": "v9", "lora_r": 4, **config})), "meta": np.array(json.dumps({"n": seed}))}
     np.savez(tmp_path / name, **arrays)
     return np.load(tmp_path / name)
 
@@ -35,6 +36,12 @@ def test_the_soup_merges_to_the_mean_of_the_two_updates(tmp_path):
     np.testing.assert_allclose(s["head_b"], (a["head_b"] + b["head_b"]) / 2)
     assert json.loads(str(s["config"])) == {"version": "soup-v9", "lora_r": 4}  # a store key of its own
     assert str(s["meta"]) == str(a["meta"])
+
+
+def test_two_networks_of_other_configs_make_no_soup(tmp_path):
+    a, b = _weights(tmp_path, "a.npz", 1), _weights(tmp_path, "b.npz", 2, lora_alpha=8)
+    with pytest.raises(ValueError, match="lora_alpha differ"):
+        soup_arrays(a, b)
 
 
 def test_side_is_the_larger_of_the_first_two_logits():
