@@ -207,27 +207,71 @@ class _Chunked(ArrayVectors):
 
 
 def test_exact_search_and_refine_break_ties_by_row_whatever_the_chunking():
+    """Identical vectors score the same float32 wherever a chunk puts them, so ties go by row whatever the
+    chunking (issue 63: on an AVX2-only CPU a float32 matrix product gave them scores a last bit apart by
+    position). The reference scores each distinct vector once, in float64: ties are ties there by
+    construction, and every score is that float64 dot product rounded to float32."""
     from berds_core.retrieval.index_dir import refine
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(7, 8)).astype(np.float32)
-    x = base[rng.integers(0, 7, size=300)]  # every vector repeated ~43 times: scores tie in blocks
+    pick = rng.integers(0, 7, size=300)
+    x = base[pick]  # every vector repeated ~43 times: scores tie in blocks
     q = base[:4]
+    ref = base.astype(np.float64) @ q.astype(np.float64).T  # (distinct vector, query)
     want = None
     for size in (300, 64, 17, 5):
         s, r = exact_search(_Chunked(x, size), q, 12)
         for i in range(len(q)):  # the k best by (score desc, row asc), from the full score vector
-            full = x @ q[i]
-            order = np.lexsort((np.arange(len(x)), -full.astype(np.float64)))[:12]
+            full = ref[pick, i]
+            order = np.lexsort((np.arange(len(x)), -full))[:12]
             assert r[i].tolist() == order.tolist()
+            assert s[i].tolist() == full[order].astype(np.float32).tolist()
         want = r if want is None else want
         assert np.array_equal(r, want)
     cand = np.stack([rng.permutation(300)[:40] for _ in q])  # candidates in any order
     s2, r2 = refine(ArrayVectors(x), q, cand, 6)
     for i in range(len(q)):
         c = np.sort(cand[i])
-        sc = x[c] @ q[i]
-        assert r2[i].tolist() == c[np.lexsort((c, -sc.astype(np.float64)))[:6]].tolist()
+        sc = ref[pick[c], i]
+        top = np.lexsort((c, -sc))[:6]
+        assert r2[i].tolist() == c[top].tolist()
+        assert s2[i].tolist() == sc[top].astype(np.float32).tolist()
+
+
+@pytest.mark.parametrize("nq", [3, 25])  # NumPy's product picks the candidates below 20 queries, FAISS's above
+def test_flat_search_scores_the_same_whatever_the_shards_and_the_batch(nq):
+    """A flat search, whole or split into shards (what ``--ray`` actors hold, merged by ``merge_topk``), with a
+    few queries or many, in any batch: the same rows and the same float32 scores, bit for bit, ties by row;
+    hundreds of tied rows at the cut make the FAISS path widen its candidates."""
+    from berds_core.distributed.search import DenseSearcher
+    from berds_core.retrieval import faiss_index
+    from berds_core.retrieval.topk import merge_topk
+
+    rng = np.random.default_rng(3)
+    base = clustered(40, 48, seed=3)
+    x = np.ascontiguousarray(base[rng.integers(0, 40, size=2000)])
+    q = np.ascontiguousarray(base[rng.integers(0, 40, size=nq)] + 0.01 * rng.standard_normal((nq, 48)),
+                             dtype=np.float32)
+    k = 30
+    s, r = faiss_index.search(faiss_index.build_index(x), "flat", q, k, emb=x)
+    ref = x.astype(np.float64) @ q.astype(np.float64).T
+    for i in range(nq):
+        order = np.lexsort((np.arange(len(x)), -ref[:, i]))[:k]
+        assert r[i].tolist() == order.tolist()
+        assert s[i].tolist() == ref[order, i].astype(np.float32).tolist()
+    s1, r1 = faiss_index.search(faiss_index.build_index(x), "flat", q[:1], k, emb=x)  # a batch of one
+    assert r1[0].tolist() == r[0].tolist() and s1[0].tolist() == s[0].tolist()
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        specs = []
+        for j, (a, b) in enumerate([(0, 700), (700, 1333), (1333, 2000)]):
+            np.save(f"{d}/s{j}.npy", x[a:b])
+            specs.append({"path": f"{d}/s{j}.npy", "start": a})
+        per_shard = DenseSearcher(specs, "flat").search(q, k)
+    for i in range(nq):
+        rows, scores = merge_topk([shard[i] for shard in per_shard], k)
+        assert rows.tolist() == r[i].tolist() and scores.tolist() == s[i].tolist()
 
 
 # ------------------------------------------------------------------ prebuilt folders (Pyserini's layout)

@@ -7,8 +7,10 @@ with :func:`berds_core.retrieval.topk.merge_topk` (score descending, row
 ascending): for exact search this is the ranking of one index over all rows.
 
 - dense ``flat``: a shard's vectors in a FAISS ``IndexFlatIP`` searched with
-  ``faiss_index.search``, the very call one process makes (NumPy for a few
-  questions, FAISS for many), so the scores are the same floats;
+  ``faiss_index.search``, the very call one process makes (candidates from
+  NumPy for a few questions, from FAISS for many), ranked on exact scores
+  (:mod:`berds_core.retrieval.exact`): the same floats whatever the shard, the
+  batch, the actor's thread count or the CPU;
 - dense ``hnsw``: one HNSW graph per shard (approximate, like one HNSW graph);
 - dense ``IVF<nlist>,...``: each shard's inverted lists (one trained quantizer for all, ids = global
   rows), ``nprobe`` lists searched in each: the merged top-k is what one index holding every shard's
@@ -26,7 +28,7 @@ import numpy as np
 
 from ..files.shard_files import ShardSet
 from ..records import Hits
-from ..retrieval import faiss_index
+from ..retrieval import exact, faiss_index
 from ..retrieval.bm25 import INDEX_VERSION
 from ..retrieval.topk import merge_topk, top_k
 from .index import IVF_NPROBE, is_ivf
@@ -57,13 +59,15 @@ class DenseSearcher(_Searcher):
             index = (faiss_index.load_index(Path(s["index"])) if kind != "flat"
                      else faiss_index.build_index(emb, "flat"))
             self.shards.append((int(s["start"]), len(emb), emb, index))
+        self.xmax = [exact.max_norm(emb) if emb is not None and kind == "flat" else None
+                     for _, _, emb, _ in self.shards]
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[np.ndarray, np.ndarray]]]:
         out = []
-        for start, n, emb, index in self.shards:
+        for (start, n, emb, index), xmax in zip(self.shards, self.xmax):
             kk = min(int(k), n)
             scores, rows = faiss_index.search(index, "flat" if emb is None else self.kind, queries, kk,
-                                              emb=emb if self.kind == "flat" else None)
+                                              emb=emb if self.kind == "flat" else None, xmax=xmax)
             out.append([(r[r >= 0].astype(np.int64) + start, s[r >= 0]) for r, s in zip(rows, scores)])
         return out
 

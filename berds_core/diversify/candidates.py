@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..records import Hits
+from ..retrieval.exact import scores as exact_scores
 
 POOLS = ("retriever", "union")
 
@@ -47,6 +48,6 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     both = np.concatenate([Hits.of(dense.search_vectors(qv[None, :], n)[0]).rows,
                            Hits.of(sparse.search([text], n)[0]).rows])
     rows = both[np.sort(np.unique(both, return_index=True)[1])]  # each row once, where it first appears
-    scores = np.asarray(dense.embeddings)[rows] @ qv if len(rows) else np.zeros(0)
+    scores = exact_scores(np.asarray(dense.embeddings)[rows], qv)  # the dense search's own figures (retrieval.exact)
     order = np.argsort(-scores, kind="stable")
     return Hits(rows[order], scores[order])

@@ -20,7 +20,7 @@ from ..files.cache import cache_dir, slug
 from ..embeddings.models import model_key
 from ..embeddings.text_encoders import TextEncoder, embed_text, encode_normalized, text_encoder
 from ..records import Hits
-from . import faiss_index
+from . import exact, faiss_index
 from .base import SearchBase
 
 __all__ = ["DenseRetriever", "encode_normalized"]
@@ -59,6 +59,7 @@ class DenseRetriever(SearchBase):
         self.embeddings = self._embeddings()
         self._cpu_index = self._index()
         self._index_obj = faiss_index.to_device(self._cpu_index, index, self.device)
+        self._xmax = exact.max_norm(self.embeddings) if index == "flat" else None  # for exact scores
         self.build_seconds = time.perf_counter() - t0
 
     # ------------------------------------------------------------ encoding
@@ -103,7 +104,8 @@ class DenseRetriever(SearchBase):
         return self.search_vectors(self.encode(queries), k)
 
     def search_vectors(self, q: np.ndarray, k: int) -> list[Hits]:
-        on_cpu = self._index_obj is self._cpu_index
+        flat = self.index_kind == "flat"
         scores, rows = faiss_index.search(self._index_obj, self.index_kind, q, min(int(k), len(self.corpus)),
-                                          emb=self.embeddings if on_cpu and self.index_kind == "flat" else None)
+                                          emb=self.embeddings if flat else None, xmax=self._xmax if flat else None,
+                                          numpy_ok=self._index_obj is self._cpu_index)
         return [Hits(rr[rr >= 0], ss[rr >= 0]) for rr, ss in zip(rows, scores)]

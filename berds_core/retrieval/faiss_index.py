@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .topk import top_k
+from . import exact
 
 INDEX_KINDS = ("flat", "hnsw")
 HNSW_M = 32
@@ -77,19 +77,22 @@ def to_device(index, kind: str, device: str | None):
 SMALL_BATCH = 20  # FAISS scans a CPU flat index with one thread per query below this batch size
 
 
-def search(index, kind: str, queries: np.ndarray, k: int, emb: np.ndarray | None = None
-           ) -> tuple[np.ndarray, np.ndarray]:
+def search(index, kind: str, queries: np.ndarray, k: int, emb: np.ndarray | None = None, *, xmax: float | None = None,
+           numpy_ok: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` (scores, rows) per query; rows of -1 mean "no more results".
 
-    For a few queries against a CPU flat index, pass its vectors as ``emb``:
-    the exact scores then come from one BLAS matrix product (all cores)
-    instead of FAISS's one-thread-per-query scan; same results, lower latency.
+    A flat index given its vectors as ``emb`` ranks on exact scores (:mod:`.exact`: the same float32 on every
+    CPU, equal scores by row, whatever the batch or the shard): for a few queries (and ``numpy_ok``, a CPU
+    index) the candidates come from one BLAS matrix product (all cores) instead of FAISS's
+    one-thread-per-query scan, for more from FAISS. ``xmax``: the largest norm of a row of ``emb``, when
+    known. Without ``emb`` (HNSW, a prebuilt index), FAISS's own float32 scores.
     """
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     if kind == "hnsw":
         index.hnsw.efSearch = max(HNSW_EF_SEARCH, 4 * k)  # recall@k ~0.9 at k=100, ~1.0 at k=10
-    elif emb is not None and len(queries) < SMALL_BATCH and 0 < k <= len(emb):
-        scores = queries @ np.asarray(emb).T
-        best = [top_k(row, k) for row in scores]  # equal scores by row, lowest first (``topk``): no chance order
-        return np.stack([s for _, s in best]), np.stack([r for r, _ in best])
+    elif emb is not None and 0 < k <= len(emb) and len(queries):
+        if numpy_ok and len(queries) < SMALL_BATCH:
+            best = exact.top_k_exact(queries, emb, k, xmax=xmax)
+            return np.stack([s for _, s in best]), np.stack([r for r, _ in best])
+        return exact.settle(lambda kk: index.search(queries, kk), queries, emb, k, xmax=xmax)
     return index.search(queries, k)

@@ -35,6 +35,7 @@ from ..files.cache import cache_dir
 from ..records import Hits
 from . import faiss_index
 from .base import SearchBase
+from .exact import scores as exact_scores, top_k_exact
 from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META, folder_bytes
 from .index_plan import HNSW_EF_SEARCH, default_nprobe
 from .query_encoders import query_encoder
@@ -71,14 +72,14 @@ def is_index_folder(folder) -> bool:
 
 
 def exact_search(vectors, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` inner products of queries ``q`` over every vector, shard by shard: score descending,
-    equal scores by row (``topk``'s one total order, so the chunking never decides which tie is kept)."""
+    """Exact top-``k`` inner products of queries ``q`` over every vector, shard by shard: exact scores (the same
+    float32 whatever the chunk or the CPU, :mod:`.exact`), score descending, equal scores by row (``topk``'s one
+    total order, so the chunking never decides which tie is kept)."""
     nq = len(q)
     parts: list[list] = [[] for _ in range(nq)]
     for start, arr in vectors.chunks():
-        s = q @ np.asarray(arr).T
-        for i in range(nq):
-            parts[i] = [merge_topk(parts[i] + [top_k(s[i], k, offset=start)], k)]
+        for i, best in enumerate(top_k_exact(q, np.asarray(arr), k, offset=start)):
+            parts[i] = [merge_topk(parts[i] + [best], k)]
     best_s = np.full((nq, k), -np.inf, dtype=np.float32)
     best_r = np.zeros((nq, k), dtype=np.int64)
     width = k
@@ -90,15 +91,15 @@ def exact_search(vectors, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray
 
 
 def refine(vectors, q: np.ndarray, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Re-score candidate rows exactly from the vectors; top ``k`` per query (rows -1 are skipped), equal
-    scores by row."""
+    """Re-score candidate rows exactly from the vectors (:func:`.exact.scores`); top ``k`` per query (rows -1
+    are skipped), equal scores by row."""
     scores = np.full((len(q), k), -np.inf, dtype=np.float32)
     rows = np.full((len(q), k), -1, dtype=np.int64)
     for i in range(len(q)):
         c = np.unique(cand[i][cand[i] >= 0])  # ascending rows: top_k's ties then fall on the lowest row
         if not len(c):
             continue
-        s = vectors.get(c) @ q[i]
+        s = exact_scores(vectors.get(c), q[i])
         top, _ = top_k(s, k)
         scores[i, :len(top)], rows[i, :len(top)] = s[top], c[top]
     return scores, rows
