@@ -4,6 +4,10 @@ second node, one CPU each, so actors and tasks run in processes of both nodes). 
 Ray binds its nodes to this machine's own address (it refuses the loopback for a node), so the
 cluster stays on this machine. The cluster is started once for the module and stopped at its end
 (the test that SIGKILLs an actor gets a cluster of its own); each test stops what it starts (the CLI's ``--ray local`` stops its own instance).
+
+No Ray driver runs in the pytest process (``ray_harness``): the cluster lives in a child process, the CLI runs as
+a subprocess, and a test whose body is a driver (``ray.init``, ``ray_session``, ``main(... --ray)``) is marked
+``ray_driver`` and runs in a pytest child process; a crash there fails that test with Ray's logs, not the run.
 """
 import contextlib
 import csv
@@ -20,8 +24,9 @@ import numpy as np
 import pytest
 
 from distributed_data import run_entries, write_corpus, write_questions
+from ray_harness import from_parent, in_child, ray_logs, two_nodes
 
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 TESTS = Path(__file__).parent
@@ -30,10 +35,14 @@ TESTS = Path(__file__).parent
 @pytest.fixture(scope="module", autouse=True)
 def ray_tmpdir():
     """Ray's session files (logs, sockets) of this module's clusters and ``--ray local`` instances in a
-    folder of their own, removed at the end (short: Unix socket paths are limited to 107 bytes)."""
+    folder of their own, removed at the end (short: Unix socket paths are limited to 107 bytes). A test run
+    in a child process (``ray_driver``) uses its parent's folder."""
     import shutil
     import tempfile
 
+    if in_child():
+        yield os.environ["RAY_TMPDIR"]
+        return
     path = tempfile.mkdtemp(prefix="berds-ray-", dir="/tmp")
     old = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = path
@@ -58,29 +67,12 @@ def _free_port() -> int:
 CLIENT_PORT = {}
 
 
-@contextlib.contextmanager
-def two_nodes(client_port: int | None = None):
-    """A head (with a Ray Client server when ``client_port`` is given) and a second node, one CPU each;
-    yields the head's address, stops both at the end."""
-    from ray.cluster_utils import Cluster
-
-    head = {"num_cpus": 1, "object_store_memory": 150 * 2**20, "include_dashboard": False}
-    if client_port is not None:
-        head["ray_client_server_port"] = client_port
-    c = Cluster(initialize_head=True, head_node_args=head)
-    try:
-        c.add_node(num_cpus=1, object_store_memory=150 * 2**20)
-        c.wait_for_nodes()
-        yield c.address
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        c.shutdown()
-
-
 @pytest.fixture(scope="module")
 def cluster(ray_tmpdir):
     """The module's one cluster: a head (with a Ray Client server, for ray://) and a second node."""
+    if in_child():
+        yield from_parent("cluster")
+        return
     port = _free_port()
     with two_nodes(port) as address:
         CLIENT_PORT["port"] = port
@@ -92,6 +84,9 @@ def cluster_to_damage(ray_tmpdir):
     """A two-node cluster of the test's own, for a test that SIGKILLs Ray's processes: whatever the kill
     leaves behind (an actor restarting, a lease held) cannot reach the module's cluster and the tests
     after it."""
+    if in_child():
+        yield from_parent("cluster_to_damage")
+        return
     with two_nodes() as address:
         yield address
 
@@ -102,10 +97,11 @@ def berds(args, cache, *, check=True, ray_address=None):
     env.pop("BERDS_RAY_ADDRESS", None)
     if ray_address:
         args = [*args, "--ray", ray_address]
+    t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "berds_core", *args, "--json", "--quiet"], capture_output=True,
                        text=True, timeout=900, env=env)
     if check:
-        assert p.returncode == 0, p.stderr[-3000:]
+        assert p.returncode == 0, p.stderr[-3000:] + (ray_logs(t0) if ray_address else "")
         lines = p.stdout.splitlines()
         assert len(lines) == 1, p.stdout[-2000:]  # --json: one JSON object on stdout and nothing else
         return json.loads(lines[0]), p
@@ -216,21 +212,27 @@ def test_demo_bundle_encode_and_judge_ray_local_equals_no_ray(tmp_path):
 
 
 def _executing(actor: str = "EncodeActor") -> list[int]:
+    """The worker processes of this module's clusters (their RAY_TMPDIR: not another job's on this machine) that
+    execute an ``actor`` of a Ray Data pool."""
     import psutil
 
     pids = []
     for p in psutil.process_iter(["cmdline"]):
         title = " ".join(p.info["cmdline"] or [])
         if f"MapBatches({actor})" in title and ".submit" in title:
-            pids.append(p.pid)
+            with contextlib.suppress(psutil.Error):
+                if p.environ().get("RAY_TMPDIR") == os.environ["RAY_TMPDIR"]:
+                    pids.append(p.pid)
     return pids
 
 
+@pytest.mark.ray_driver
 def test_worker_killed_mid_judging_changes_nothing(cluster_to_damage, tmp_path, monkeypatch):
     """SIGKILL an actor process while it scores a chunk of a judging job (the embedded judge: the stance
     model on the chunk's pairs): Ray restarts it and scores the chunk again; labels and probabilities equal
     one process's bit for bit."""
     import psutil
+    import ray
 
     from berds_core.cli._ray import run_pairs
     from berds_core.distributed.judge import judge_on_cluster
@@ -283,6 +285,7 @@ def test_worker_killed_mid_judging_changes_nothing(cluster_to_damage, tmp_path, 
         [label_matrix(e, judge=judge.name).tolist() for e in mine]
 
 
+@pytest.mark.ray_driver
 def test_interrupted_job_resumes_and_writes_its_file_once(cluster, tmp_path, monkeypatch, capsys):
     """A retrieve job stopped after its first encoded part leaves no run file; run again, it encodes only
     what was not committed, and writes the one-process file. A torn vector shard is written again."""
@@ -383,12 +386,14 @@ def test_a_judge_failing_on_a_worker_is_one_line(cluster, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.ray_driver
 def test_ivf_trained_on_a_sample_and_filled_shard_by_shard(cluster, tmp_path):
     """An IVF index on the cluster: trained once on a sample read from the vector shards (a Ray task), each
     shard's lists filled by a Ray task; searching the shards and merging gives exactly what one index
     holding every shard's lists (FAISS's own merge) gives; a lost shard of lists is filled again alone;
     and ``index``/``retrieve --ray --index IVF..`` through the CLI."""
     import faiss
+    import ray
 
     from berds_core.distributed.index import IVF_NPROBE, DenseShards, build_ivf
     from berds_core.distributed.runtime import ray_session
@@ -488,6 +493,7 @@ def test_ray_client_and_auto_from_the_environment(cluster, tmp_path):
     assert (tmp_path / "auto.jsonl").read_bytes() == (tmp_path / "bm25-one.jsonl").read_bytes()
 
 
+@pytest.mark.ray_driver
 def test_an_actor_that_dies_before_it_runs_is_replaced(cluster, tmp_path):
     """Root cause of the flake the cluster tests used to re-run ("ActorDiedError: the actor never ran", 1 clean
     CI run in 3 on 2 cores): Ray Data fails a whole job on the first pool actor that dies before it runs
@@ -517,9 +523,17 @@ def test_an_actor_that_dies_before_it_runs_is_replaced(cluster, tmp_path):
 
 
 STOPPED_JOB = r'''
-import gc, sys, time
+import gc, sys, threading, time
 import ray
-from berds_core.distributed.runtime import ray_session
+import berds_core.distributed.runtime as runtime
+from berds_core.distributed.runtime import DATA_THREADS, ray_session
+
+left = []  # Ray Data's threads still running when the session has closed, the moment before Ray disconnects
+closed = runtime.Session.close
+def close(self):
+    closed(self)
+    left.extend(sorted(t.name for t in threading.enumerate() if t.name.startswith(DATA_THREADS)))
+runtime.Session.close = close
 
 class Slow:
     def __call__(self, batch):
@@ -534,6 +548,7 @@ try:
             raise KeyboardInterrupt  # as the CLI is stopped while it stores the first batch
 except KeyboardInterrupt as e:
     held = e  # the CLI's handler keeps the exception (and with it the suspended iteration) a while
+print("data threads when Ray disconnected:", left, flush=True)
 seen = []
 for _ in range(20):  # Ray Data's executor, left running, auto-started Ray within 2 s of the shutdown
     time.sleep(0.25)
@@ -553,8 +568,11 @@ def test_a_stopped_job_leaves_no_ray_behind(cluster):
     running; the executor's next call to Ray auto-started a new local instance in the driver's process, and
     when that instance's GCS went away Ray ended the process ("Failed to connect to GCS within 60 seconds").
     The session now closes its iterations before it disconnects. Run in a subprocess, so that a regression
-    fails this test instead of ending the pytest run."""
+    fails this test instead of ending the pytest run. And the cause of the crash in the same test at load 6 to 11
+    (issue 63): Ray disconnected while a Ray Data thread of the stopped iteration still fetched a block, and Ray's C++
+    core ended the process; the session now waits for those threads (``runtime.settle_data_threads``)."""
     p = subprocess.run([sys.executable, "-c", STOPPED_JOB, cluster], capture_output=True, text=True, timeout=240,
                        cwd=TESTS.parent, env={**os.environ, "PYTHONPATH": str(TESTS.parent)})
+    assert "data threads when Ray disconnected: []" in p.stdout, (p.stdout[-2000:], p.stderr[-3000:])
     assert "initialized after the job: False" in p.stdout, (p.stdout[-2000:], p.stderr[-3000:])
     assert "Started a local Ray instance" not in p.stderr, p.stderr[-3000:]

@@ -375,6 +375,7 @@ def test_the_encoder_spec_carries_the_asked_path_to_the_actors(tiny, monkeypatch
 
 
 @pytest.mark.slow
+@pytest.mark.ray_driver  # ray.init here: in a pytest child process (ray_harness), so a Ray crash fails only this test
 def test_a_ray_encode_actor_takes_the_fast_path_and_gives_one_process_vectors(tiny, tmp_path):
     """A real local Ray instance: an ``EncodeActor`` built as the pool builds it (the spec's path), its parts
     back in order, the vectors one process's fast path gives."""

