@@ -114,6 +114,12 @@ ROWS = [
      "have an empty corpus"),
     ("retrieve: --skip-empty without --corpus-per-question",
      "retrieve --questions {q} --corpus {c} --skip-empty --out {t}/o.jsonl", "--skip-empty: is for --corpus-per-question"),
+    ("retrieve: --encoding with bm25",  # issue 63: silently ignored before
+     "retrieve --questions {q} --corpus {c} --retriever bm25 --encoding int8 --out {t}/o.jsonl",
+     "--encoding: is a dense encoder's precision; bm25 has no encoder"),
+    ("retrieve: BERDS_ENCODING bogus",  # issue 63: refused after two progress lines before
+     "retrieve --questions {q} --corpus {c} --retriever dense --out {t}/o.jsonl",
+     "BERDS_ENCODING: must be one of auto, fp32, fp16, bf16, int8; got 'bogus'", {"env": {"BERDS_ENCODING": "bogus"}}),
     ("retrieve: bad --ray address", "retrieve --questions {q} --corpus {c} --out {t}/o.jsonl --ray 127.0.0.1:1",
      "cannot reach Ray"),
     ("retrieve: --ray without Ray installed", "retrieve --questions {q} --corpus {c} --out {t}/o.jsonl --ray local",
@@ -128,6 +134,7 @@ ROWS = [
      "cannot hold the"),
     ("index: bogus factory", "index --corpus {c} --retriever dense --index bogus", "is not flat, hnsw, ivfpq"),
     ("index: bm25 with a model", "index --corpus {c} --model x", "bm25 takes no model"),
+    ("index: bm25 with --encoding", "index --corpus {c} --encoding bf16", "--encoding: is a dense encoder's precision"),
     ("index: BERDS_RAY_ADDRESS wrong, BM25", "index --corpus {c}", "BERDS_RAY_ADDRESS: cannot reach Ray",
      {"env": {"BERDS_RAY_ADDRESS": "127.0.0.1:1"}}),
     ("index: --ray without Ray installed", "index --corpus {c} --ray local", "pip install -e .[ray]",
@@ -153,6 +160,12 @@ ROWS = [
      "must be 0 or more"),
     ("judge: an empty local folder as the adapter", "judge --run {run} --out {t}/j.jsonl --judge hf:{tinymodel}+{emptyadapter}",
      "the folder has no adapter_config.json"),
+    ("judge: --encoding with an hf judge",  # issue 63: silently ignored before
+     "judge --run {run} --out {t}/j.jsonl --judge hf:{tinymodel} --encoding int8",
+     "--encoding: only the embedded and argkp judges take this option"),
+    ("judge-eval: --encoding with the BERDS evaluator",
+     "judge-eval --pairs {pairs} --judge berds-evaluator --encoding bf16",
+     "--encoding: only the embedded and argkp judges take this option"),
     ("judge-eval: unterminated quote", "judge-eval --pairs {badquote}", "unterminated quote"),
     ("judge-eval: --out a dangling link", "judge-eval --pairs {pairs} --out {dangling}", "dangling"),
     ("judge-eval: bad --ray address", "judge-eval --pairs {pairs} --ray 127.0.0.1:1", "cannot reach Ray"),
@@ -231,6 +244,18 @@ ROWS = [
      "qualification pairs must be 0 to 1000"),
     ("annotations demo: qualification over the known answers",
      "annotations demo --db {t}/q.db --annotators a --n 1500 --qualification 1000", "only 100 are outside"),
+    ("annotations demo: qualification longer than the round",  # issue 63: exit 0, no word
+     "annotations demo --db {t}/q.db --annotators a,b --n 40 --qualification 1000",
+     "--qualification: 1000 qualification pairs for a round of 40 pairs"),
+    ("annotations tasks: qualification longer than the round",
+     "annotations tasks --db {t}/q.db --run {run} --n 5 --annotators a --qualification 6",
+     "--qualification: 6 qualification pairs for a round of 5 pairs"),
+    ("annotations tasks: qualification longer than the candidates",  # --n past them takes them all
+     "annotations tasks --db {t}/q.db --run {run} --n 100000 --annotators a --qualification 1000",
+     "--qualification: 1000 qualification pairs for a round of"),
+    ("annotations round: qualification longer than the round",
+     "annotations round --db {db} --task-set demo --qualification 7",
+     "--qualification: 7 qualification pairs for a round of 6 pairs"),
     ("annotations demo: time floor 1e308", "annotations demo --db {t}/tf.db --annotators a --time-floor 1e308",
      "must be at most 3600 seconds"),
     ("annotations demo: time floor nan", "annotations demo --db {t}/tf.db --annotators a --time-floor nan",
@@ -396,8 +421,8 @@ def test_a_bad_simulation_leaves_no_database_behind(spec, tmp_path, capsys):
 def test_a_refused_task_set_leaves_no_database_behind(files, tmp_path, capsys):
     """``annotations tasks`` (like ``demo``) removes a database it created when the task set is then refused;
     a database that was there before stays, unchanged."""
-    argv = ["annotations", "tasks", "--run", str(files["run"]), "--n", "5", "--annotators", "a",
-            "--qualification", "1000"]
+    argv = ["annotations", "tasks", "--run", str(files["run"]), "--n", "100", "--annotators", "a",
+            "--qualification", "100"]
     assert main([*argv, "--db", str(tmp_path / "new.db")]) == 2
     assert "only 0 are outside the round's tasks" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == []

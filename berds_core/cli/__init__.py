@@ -69,6 +69,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_environment()  # a bad setting of the operator's (BERDS_ENCODING): before any work
         check_cli_files(args)  # an unwritable output, an output that is an input: before any work
         reach.check_servers(declared_servers(args))  # a server down: before any work too
         result = args.func(args)
@@ -87,6 +88,16 @@ def main(argv=None) -> int:
         _silence_stdout()
         return 141
     return 0
+
+
+def check_environment() -> None:
+    """The environment variables every encoder reads, checked before any work (not after a corpus is read)."""
+    from ..embeddings.models import check_env_encoding
+
+    try:
+        check_env_encoding()
+    except ValueError as e:
+        raise InputError("BERDS_ENCODING", None, None, str(e).removeprefix("BERDS_ENCODING ")) from None
 
 
 def _silence_stdout() -> None:

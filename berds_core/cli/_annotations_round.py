@@ -134,6 +134,16 @@ def control_values(args) -> dict:
     return out
 
 
+def check_qualification_length(args, pairs: int | None) -> None:
+    """``--qualification N`` no longer than the round it admits to (``pairs``, its ``--n``): a qualification of
+    1,000 pairs before a round of 40 is a slip of the lead's, refused in one line before anything is built."""
+    n = getattr(args, "qualification", None)
+    if n and pairs is not None and n > pairs:
+        raise InputError("--qualification", None, None, f"{n} qualification pairs for a round of {pairs} pairs: a "
+                                                        f"qualification is at most as long as the round (at most "
+                                                        f"{pairs} here)")
+
+
 def time_floor_ms(seconds: float) -> int:
     """``--time-floor SECONDS`` in milliseconds (0 to an hour; nan and infinities refused)."""
     from ..lab.controls import MAX_TIME_FLOOR_MS
@@ -172,6 +182,7 @@ def cmd_round(args) -> dict:
 
     with open_store(args) as store:
         ts = _task_set(store, args.task_set)
+        check_qualification_length(args, store.task_set_info(ts)["params"].get("n"))
         changes = control_values(args)
         if changes:
             try:

@@ -72,6 +72,9 @@ def check_retriever_args(args) -> None:
             raise InputError("--index", None, None, "bm25 has no index kind (use --retriever dense)")
         if args.memory_budget is not None:
             raise InputError("--memory-budget", None, None, "is for dense indexes (BM25 builds in bounded memory)")
+        if args.encoding != "auto":
+            raise InputError("--encoding", None, None, "is a dense encoder's precision; bm25 has no encoder "
+                                                       "(use --retriever dense)")
     elif args.bm25_engine != "auto":
         raise InputError("--bm25-engine", None, None, "is for --retriever bm25")
     if args.retriever == "dense" and _ray_asked(args):

@@ -12,7 +12,8 @@ from pathlib import Path
 from ..errors import InputError
 from ._parsing import declare
 from ..lab.store import SKIP, StoreError
-from ._annotations_round import control_flags, register_actions, round_controls, simulate_demo
+from ._annotations_round import (check_qualification_length, control_flags, register_actions, round_controls,
+                                simulate_demo)
 from ._lab_db import add_db_args, db_input, open_store, store_to_fill
 
 
@@ -293,6 +294,7 @@ def cmd_tasks(args) -> dict:
         source = args.pairs
     if not candidates:
         raise InputError(source, None, "ctxs", "no passages to draw pairs from")
+    check_qualification_length(args, min(args.n, len(candidates)))  # --n past the candidates takes them all
     needs_judge = args.strategy == "uncertain" or args.route_uncertain is not None
     spec = args.judge or ("embedded" if needs_judge else None)
     judge = _load_judge(spec) if spec else None
@@ -323,6 +325,7 @@ def cmd_demo(args) -> dict:
     annotators = _annotator_list(args.annotators)
     rnd = _round_args(args, annotators)
     controls = round_controls(args)
+    check_qualification_length(args, args.n)
     if args.simulate is not None:  # every input checked before a database is created
         try:
             parse_simulation(args.simulate, annotators)

@@ -127,6 +127,22 @@ def check_device(device: str | None) -> None:
         raise InputError("--device", None, None, f"{device}: this machine has no CUDA device (use --device cpu)")
 
 
+def check_encoding(spec: str | None, encoding: str | None) -> None:
+    """``--encoding`` is MiniLM's precision: the embedded and argkp judges take it; any other judge would
+    ignore it, so it is one line, before anything loads."""
+    if encoding in (None, "auto"):
+        return
+    from ..judges.registry import parse_spec
+
+    try:
+        backend = parse_spec(spec)[0]
+    except ValueError:
+        return  # an unknown judge: --judge says so
+    if backend not in ("embedded", "argkp"):
+        raise InputError("--encoding", None, None, f"only the embedded and argkp judges take this option (MiniLM's "
+                                                   f"precision); {spec} has no MiniLM")
+
+
 def make_judge(args, **overrides):
     from ..judges import JudgeError, get_judge
 
@@ -137,6 +153,7 @@ def make_judge(args, **overrides):
     if opts["threshold"] is not None and not 0.0 <= opts["threshold"] <= 1.0:
         raise InputError("--threshold", None, None, "must be between 0 and 1")
     check_device(opts.get("device"))
+    check_encoding(args.judge, opts.get("encoding"))
     if opts["inference"] is not None:
         from ..generators.hf_inference import InferenceOptions
 

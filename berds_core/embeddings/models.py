@@ -115,6 +115,13 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
+def check_env_encoding() -> None:
+    """``$BERDS_ENCODING`` names a precision (or auto, or is unset); ValueError otherwise."""
+    encoding = os.environ.get("BERDS_ENCODING", "").strip() or None
+    if encoding not in (None, "auto") and encoding not in ENCODINGS:
+        raise ValueError(f"BERDS_ENCODING must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
+
+
 def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
     """The encoder precision to use.
 
@@ -129,9 +136,8 @@ def resolve_encoding(encoding: str | None, device: str | None = None) -> str:
     """
     dev = pick_device(device)
     if encoding in (None, "auto"):
+        check_env_encoding()
         encoding = os.environ.get("BERDS_ENCODING", "").strip() or None
-        if encoding not in (None, "auto") and encoding not in ENCODINGS:
-            raise ValueError(f"BERDS_ENCODING must be one of auto, {', '.join(ENCODINGS)}; got {encoding!r}")
         if encoding == "int8" and dev != "cpu" or encoding == "fp16" and dev == "cpu":
             encoding = None  # the operator's CPU (accelerator) choice does not apply to an accelerator (the CPU)
     if encoding in (None, "auto"):
