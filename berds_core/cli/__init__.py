@@ -19,6 +19,7 @@ import os
 import pkgutil
 import sys
 
+from ..embeddings.models import check_env_encoding
 from ..errors import InputError
 from ..files.outputs import check_cli_files, declared_servers, report_stream
 from ..net import reach
@@ -92,8 +93,6 @@ def main(argv=None) -> int:
 
 def check_environment() -> None:
     """The environment variables every encoder reads, checked before any work (not after a corpus is read)."""
-    from ..embeddings.models import check_env_encoding
-
     try:
         check_env_encoding()
     except ValueError as e:
