@@ -90,8 +90,7 @@ def _median(seeds: list, key: str) -> float:
 
 RULE_NAMES = {"pairwise": "each pair alone (v4's rule, refitted on the units)",
               "closer": "the closer member keeps its label (v4's probabilities, no stance)",
-              "stance-1": "one side by the stance model, one read (the first member)",
-              "stance-2": "one side by the stance model, two reads (both members)"}
+              "stance-2": "the side the stance model reads (both members read, the affirmative's prior)"}
 
 
 def judge_markdown() -> str:
@@ -131,12 +130,14 @@ def judge_markdown() -> str:
     for name, r in oof["recorded"].items():
         rows.append(f"| {name}, as recorded (seed 0) | ({r['f1']:.3f}) | ({r['kappa']:.3f}) | - | - |")
     rows.append("")
-    rows.append(f"People say \"supports\" to {j['human_rate']:.1%} of these pairs. The rule chosen in each fold and "
-                f"on all folds: {RULE_NAMES.get(rule['rule'], rule['rule'])} (threshold {rule['threshold']:.3f}, "
+    folds = [r for s in oof["fold_seeds"] for r in s["rules"]]
+    rows.append(f"People say \"supports\" to {j['human_rate']:.1%} of these pairs. The rule chosen on all folds, and "
+                f"in {folds.count(rule['rule'])} of the {len(folds)} held-out folds: "
+                f"{RULE_NAMES.get(rule['rule'], rule['rule'])} (threshold {rule['threshold']:.3f}, "
                 f"unsure band [{rule['band'][0]:.3f}, {rule['band'][1]:.3f}); pairs outside a group keep v4's "
                 f"threshold {meta['threshold']:.3f} and band [{meta['band'][0]:.3f}, {meta['band'][1]:.3f})). Unsure: "
-                f"{med['unsure_share']:.0%} of pairs (median). The stance reads are out of fold "
-                f"({oof['stance_reads']}). Trained {meta.get('trained', '?')} by `scripts/train_one_side_judge.py`.")
+                f"{med['unsure_share']:.0%} of pairs (median). The side reads are out of fold: "
+                f"{oof['stance_reads']}. Trained {meta.get('trained', '?')} by `scripts/train_one_side_judge.py`.")
     return "\n".join(rows)
 
 

@@ -15,11 +15,14 @@ perspectives). Each candidate rule gives every member a probability and decides 
 
 - ``pairwise``: v4 as shipped, each pair alone (both sides may be "supports");
 - ``closer``: v4's probabilities, the more probable member keeps its label (:func:`groups.keep_one`);
-- ``stance-1`` / ``stance-2``: P(member) = g * s. ``g`` = P(the passage supports one of the two), a logistic
-  head on the members' mean cosine (the v4 feature; gated on topicality), calibrated (none / Platt /
-  isotonic by inner log loss); ``s`` = P(this member | one of them), a Platt map of the stance model's
-  support-minus-oppose margin: of the first member only (``stance-1``, one read per unit) or the first
-  minus the second (``stance-2``, two reads). The more probable member is the one decided.
+- ``stance-2``: P(member) = g * s. ``g`` = P(the passage supports one of the two), a logistic head on the
+  members' mean cosine (the v4 feature; gated on topicality), calibrated (none / Platt / isotonic by inner
+  log loss); ``s`` = P(this member | one of them), a Platt map without intercept of the stance model's
+  support-minus-oppose margin of the first member minus the second's (two reads per unit): swapping the
+  members swaps the decision, so the order a dataset lists them in never matters. The more probable member
+  is the one decided. (``stance-1``, one read of the first member with an intercept, costs half the reads
+  but decides by the order the perspectives are listed in; not a candidate, kept for the record with
+  ``--rules``.)
 
 Everything is chosen on the training folds only (five question-grouped folds, ``devsets.grouped_folds``, the
 same seeds as ``train_judge.py``): the rule (inner out-of-fold F1 at its own best threshold; ties: the rule
@@ -54,9 +57,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import train_judge as TJ  # noqa: E402  (the v4 recipe: load, folds, head, calibration, gate)
 
 from berds_core.judges.calibration import best_f1_threshold, ece, reliability, threshold_band  # noqa: E402
-from berds_core.judges.groups import exclusive_groups  # noqa: E402
+from berds_core.judges.groups import affirmative_first, exclusive_groups  # noqa: E402
 
-RULES = ("pairwise", "closer", "stance-1", "stance-2")
+RULES = ("pairwise", "closer", "stance-2")
 OUT = ROOT / "berds_core" / "judges" / "weights" / "embedded_v5.npz"
 WORK = ROOT / "bench" / "results" / "one_side"
 SUP, OPP = 0, 1
@@ -84,12 +87,12 @@ def build_units(d: dict, rows: list[dict]) -> dict:
     for i, r in enumerate(rows):
         q = r["question"]
         j = persp[q].index(r["perspective"])
-        g = next(g for g in groups[q] if j in g)
+        g, oriented = affirmative_first(next(g for g in groups[q] if j in g), persp[q], q)
         k = (q, r["document"], g)
         if k not in key_of:
             key_of[k] = len(units)
             units.append({"question": q, "document": r["document"], "members": [persp[q][m] for m in g],
-                          "qid": d["hp"]["qid"][i], "rows": []})
+                          "qid": d["hp"]["qid"][i], "rows": [], "oriented": oriented})
         u = key_of[k]
         units[u]["rows"].append(i)
         row_unit[i], row_member[i] = u, g.index(j)
@@ -117,7 +120,7 @@ def unit_features(d: dict, U: dict, reads: dict) -> None:
         lab[U["row_unit"][i], U["row_member"][i]] = True
     # a unit is known when both members are labelled, or one is labelled as supported (then the other is not)
     known = lab.all(1) | (y.sum(1) > 0)
-    U.update(lab=lab | known[:, None], known=known, cos=cos, qcos=np.sum(Q * D, 1), margin=margin, y=y, qid=np.array([u["qid"] for u in units]))
+    U.update(oriented=np.array([u["oriented"] for u in units], float), lab=lab | known[:, None], known=known, cos=cos, qcos=np.sum(Q * D, 1), margin=margin, y=y, qid=np.array([u["qid"] for u in units]))
 
 
 # ------------------------------------------------------------------ stance reads (out of fold)
@@ -176,16 +179,27 @@ def side_input(U: dict, rule: str, idx) -> np.ndarray:
 
 
 def fit_side(U: dict, rule: str, idx) -> dict:
-    """Platt map of the side input on units with exactly one supported member: P(the first member)."""
+    """Platt map of the side input on units with exactly one supported member: P(the first member). For
+    ``stance-2``: ``logit = a * (margin first - margin second) + b * oriented``: the margin difference is
+    antisymmetric, and the only prior is the affirmative's (``oriented``: the first member is the affirmative
+    of a statement and its negation, :func:`groups.affirmative_first`); a group with no affirmative (an
+    either-or question's alternatives) is read in both orders, so which perspective a dataset lists first never
+    moves a decision."""
     from sklearn.linear_model import LogisticRegression
 
     idx = np.asarray(idx)
     one = idx[U["y"][idx].sum(1) == 1]
-    x, t = side_input(U, rule, one), U["y"][one, 0]
-    if len(np.unique(t)) < 2:
+    x, t, o = side_input(U, rule, one), U["y"][one, 0], U["oriented"][one]
+    if not len(x):
         return {"a": 0.0, "b": 0.0}
-    lr = LogisticRegression(C=1.0, max_iter=2000).fit(x[:, None], t)
-    return {"a": float(lr.coef_[0, 0]), "b": float(lr.intercept_[0])}
+    if rule == "stance-1":  # one read, an intercept: the order the perspectives are listed in decides (record)
+        lr = LogisticRegression(C=1.0, max_iter=2000).fit(x[:, None], t)
+        return {"a": float(lr.coef_[0, 0]), "b": float(lr.intercept_[0])}
+    flip = o == 0
+    X = np.concatenate([np.stack([x, o], 1), np.stack([-x[flip], o[flip]], 1)])
+    T = np.concatenate([t, 1 - t[flip]])
+    lr = LogisticRegression(C=1.0, max_iter=2000, fit_intercept=False).fit(X, T)
+    return {"a": float(lr.coef_[0, 0]), "b": float(lr.coef_[0, 1])}
 
 
 def group_x(U: dict, idx) -> np.ndarray:
@@ -249,7 +263,8 @@ def raw_outputs(U: dict, fit: dict, idx) -> tuple[np.ndarray, np.ndarray]:
     if fit["rule"] in ("pairwise", "closer"):
         return TJ.head_prob(fit["head"], U["cos"][idx].reshape(-1)).reshape(-1, 2), np.ones((len(idx), 2))
     g = TJ.head_prob(fit["head"], group_x(U, idx))
-    s = _sigmoid(fit["side"]["a"] * side_input(U, fit["rule"], idx) + fit["side"]["b"])
+    prior = 1.0 if fit["rule"] == "stance-1" else U["oriented"][idx]
+    s = _sigmoid(fit["side"]["a"] * side_input(U, fit["rule"], idx) + fit["side"]["b"] * prior)
     return np.stack([g, g], 1), np.stack([s, 1 - s], 1)
 
 
@@ -260,8 +275,12 @@ def combine(fit: dict, raw: np.ndarray, side: np.ndarray, ok) -> np.ndarray:
 
 
 def apply_rule(U: dict, fit: dict, idx) -> np.ndarray:
-    """(len(idx), 2) member probabilities of the fitted rule (gated on topicality)."""
+    """(len(idx), 2) member probabilities of the fitted rule (gated on topicality), as the judge computes them:
+    where g is below the band the side is not read (s = 1/2: ``judges.one_side``)."""
     raw, side = raw_outputs(U, fit, idx)
+    if fit["rule"] != "pairwise" and fit["rule"] != "closer" and "band" in fit:
+        g = TJ.calibrate(fit["calibration"], raw[:, 0])
+        side = np.where((g >= fit["band"][0])[:, None], side, 0.5)
     return combine(fit, raw, side, U["qcos"][np.asarray(idx)] >= fit["tau"])
 
 
@@ -361,18 +380,17 @@ def write_weights(path: Path, report: dict, stance_cv: str) -> None:
     fold seeds, each candidate's)."""
     from berds_core.files.jsonio import atomic_write
     from berds_core.judges.embedded import load_head
-    from berds_core.stance.model import WEIGHTS as STANCE
 
     fin = report["final"]
-    if fin["rule"] not in ("stance-1", "stance-2"):
+    if fin["rule"] != "stance-2":
         raise SystemExit(f"the nested choice on all folds is {fin['rule']!r}: no one-side rule to ship")
     v4 = load_head(str(TJ.OUT))
     meta = {k: v4[k] for k in ("features", "encoder", "head", "calibration", "threshold", "band", "gate")}
     s0 = report["seeds"][0]["judge"]
     meta.update(version="v5", one_side={
-        "rule": fin["rule"], "reads": "first" if fin["rule"] == "stance-1" else "both",
+        "rule": fin["rule"], "reads": "both",
         "features": ["mean cos(member perspective, passage text)", "stance margin (support - oppose logit)"],
-        "stance_model": STANCE.name, "head": fin["head"], "calibration": fin["calibration"], "side": fin["side"],
+        "stance_model": ship_side_model(stance_cv, path.parent).name, "head": fin["head"], "calibration": fin["calibration"], "side": fin["side"],
         "threshold": fin["threshold"], "band": list(fin["band"]), "inner_f1": report["final_inner"]},
         oof={"judge": {k: v for k, v in s0.items() if k != "reliability"}, "reliability": s0["reliability"],
              "median": report["median"], "fold_seeds": [r["judge"] | {"rules": [f["rule"] for f in r["folds"]]}
@@ -385,6 +403,32 @@ def write_weights(path: Path, report: dict, stance_cv: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "wb") as fh:
         np.savez(fh, meta=np.array(json.dumps(meta, default=float)))
+
+
+SIDE_MODEL = "side_stance_v1.npz"
+
+
+def ship_side_model(stance_cv: str, folder: Path) -> Path:
+    """The stance model the rule was fitted on reads the sides in the product too: the model of ``stance_cv``
+    that never saw the human pairs' questions (one fold model holding them all out), copied beside the
+    judge's weights as ``side_stance_v1.npz`` (version ``side-v1``; weights unchanged)."""
+    from berds_core.stance.network import load_weights, save_weights
+
+    work = Path(stance_cv)
+    fold_of = json.loads((work / "folds.json").read_text())["fold"]
+    folds = {f for q, f in fold_of.items() if q.startswith("human-")}
+    if len(folds) != 1:
+        raise SystemExit(f"{work}: the human pairs' questions are in {len(folds)} folds; the product reads sides "
+                         "with one model, so train one that holds them all out (docs/judge.md)")
+    (src,) = sorted(glob.glob(str(work / "models" / f"fold{folds.pop()}-*.npz")))[-1:]
+    w = load_weights(src)
+    out = folder / SIDE_MODEL
+    save_weights(out, {**{"lora_A:" + k: a for k, (a, _) in w["lora"].items()},
+                       **{"lora_B:" + k: b for k, (_, b) in w["lora"].items()}},
+                 *w["head"], {**w["config"], "version": "side-v1"}, w["uses"],
+                 {**w["meta"], "source": Path(src).name, "data": "development only: procon, PERSPECTRUM train+dev, "
+                  "demo, BERDS dev (silver); never the BERDS human pairs (their questions held out)"})
+    return out
 
 
 def v4_figures(d: dict, seeds: int) -> dict:
@@ -430,11 +474,12 @@ def main(argv=None) -> int:
     reads = stance_reads(data, rows, needed, args.stance_cv)
     unit_features(d, U, reads)
     rules = tuple(r for r in args.rules.split(",") if r)
-    bad = [r for r in rules if r not in RULES]
+    bad = [r for r in rules if r not in RULES + ("stance-1",)]
     if bad:
         raise SystemExit(f"--rules: unknown rule {bad[0]!r}; choose from {', '.join(RULES)}")
-    report = {"stance_reads": "in-sample (shipped model; not a result)" if args.stance_cv == "shipped"
-              else "out of fold (stance CV fold models)", "rules": list(rules), "seeds": [], "forced": {}}
+    report = {"stance_reads": "in-sample (the studio's stance model; not a result)" if args.stance_cv == "shipped"
+              else "a stance model trained without these questions, shipped as the side reader",
+              "rules": list(rules), "seeds": [], "forced": {}}
     for seed in range(args.fold_seeds):
         r = cross_validate(d, U, seed, rules)
         report["seeds"].append(r)

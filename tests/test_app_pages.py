@@ -563,7 +563,8 @@ def test_the_playground_and_berds_judge_give_one_side_per_passage_the_same_label
     first = md.split("#### Plain retrieval", 1)[1].split("####", 1)[0]
     cards = first.split('data-testid="passage-card"')[1:]
     chips = [re.findall(r'<span class="bc-chip[^"]*" title="([^"]*)">P(\d)', c) for c in cards]
-    page = [[("(counted" in t or "the threshold policy counts it" in t) for t, _ in cs] for cs in chips]
+    page = [[("(counted" in t or "the threshold policy counts it" in t) for t in (html.unescape(t) for t, _ in cs)]
+            for cs in chips]
     assert page and all(len(row) == 2 for row in page)
     assert not any(a and b_ for a, b_ in page)  # one side per passage
     # the same ranking as a run file, judged by the CLI

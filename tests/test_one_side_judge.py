@@ -94,7 +94,8 @@ def test_declared_sides_group_two_perspectives_and_a_line_keeps_its_groups():
 
 def _rule(**kw):
     meta = {"head": {"mean": 0.5, "scale": 0.1, "coef": 1.0, "intercept": 0.0}, "calibration": {"kind": "none"},
-            "side": {"a": 1.0, "b": 0.0}, "reads": "both", "threshold": 0.3, "band": [0.2, 0.4]}
+            "side": {"a": 1.0, "b": 0.5}, "rule": "stance-2", "threshold": 0.3, "band": [0.2, 0.4],
+            "stance_model": "side.npz"}
     meta.update(kw)
     return OneSideRule.from_meta(meta)
 
@@ -103,17 +104,31 @@ def test_member_probabilities_share_the_group_probability_and_the_side_decides()
     r = _rule()
     g = r.group_probability([0.5, 0.7])
     np.testing.assert_allclose(g, [0.5, 1 / (1 + np.exp(-2.0))])
-    s = r.side_probability([2.0, -1.0], [0.0, 1.0])
+    s = r.side_probability([2.0, -1.0], [0.0, 1.0], affirmative=False)
     np.testing.assert_allclose(s, [1 / (1 + np.exp(-2.0)), 1 / (1 + np.exp(2.0))])
+    # the affirmative's prior: only when the first member is the group's affirmative
+    np.testing.assert_allclose(r.side_probability([0.0], [0.0], affirmative=True), [1 / (1 + np.exp(-0.5))])
+    # swapping the members swaps s
+    np.testing.assert_allclose(r.side_probability([0.3], [1.2], False) + r.side_probability([1.2], [0.3], False), 1)
     M = r.member_probabilities(g, s)
     np.testing.assert_allclose(M.sum(1), g)
     assert M[0, 0] > M[0, 1] and M[1, 1] > M[1, 0]
     assert r.needs_side([0.19, 0.2, 0.9]).tolist() == [False, True, True]
-    one = _rule(reads="first")
-    np.testing.assert_allclose(one.side_probability([2.0]), [1 / (1 + np.exp(-2.0))])
-    with pytest.raises(ValueError, match="reads"):
-        _rule(reads="three")
+    with pytest.raises(ValueError, match="stance-2"):
+        _rule(rule="stance-1")
     assert _rule(threshold=0.5, band=[0.2, 0.4]).band == (0.2, 0.5)  # the band always holds the threshold
+
+
+def test_the_affirmative_is_read_off_the_texts_never_the_order():
+    from berds_core.judges.groups import affirmative_first
+
+    a, n = "Space exploration is necessary.", "Space exploration is not necessary."
+    assert affirmative_first((0, 1), [a, n]) == ((0, 1), True)
+    assert affirmative_first((0, 1), [n, a]) == ((1, 0), True)
+    q = "Has science made life easier or more difficult?"
+    e, d = "Science has made life easier.", "Science has made life more difficult."
+    assert affirmative_first((0, 1), [d, e], q) == ((1, 0), True)  # the alternative the question names first
+    assert affirmative_first((0, 1), ["Cats are best.", "Dogs are best."]) == ((0, 1), False)
 
 
 # ------------------------------------------------------------------ the shipped judge
@@ -132,15 +147,22 @@ def test_the_shipped_judge_says_supports_to_at_most_one_side_of_a_passage(cache)
     assert not (L[:, 0] & L[:, 1]).any()
     # the members' probabilities split one group probability; the recipe is off the topic: nothing
     assert P[1].sum() == 0 and not L[1].any()
-    # the side is the stance model's reading: the member whose support-minus-oppose margin is the higher
+    # the side is the side reader's: the member its margins and the affirmative's prior favour
     m = j.stance_model.logits([(s, d) for d in PASSAGES for s in PERSP]).reshape(4, 2, 3)
     margin = m[:, :, 0] - m[:, :, 1]
-    side = j.one_side.side_probability(margin[:, 0], margin[:, 1])
+    side = j.one_side.side_probability(margin[:, 0], margin[:, 1], affirmative=True)  # PERSP[0] is affirmative
     for d in (0, 2, 3):
         assert P[d].sum() > 0
-        assert (P[d, 0] >= P[d, 1]) == (side[d] >= 0.5)
-        np.testing.assert_allclose(P[d, 0] / P[d].sum(), side[d], rtol=1e-9)
+        if P[d].sum() >= j.one_side.band[0]:  # the side is read where a member may count
+            assert (P[d, 0] >= P[d, 1]) == (side[d] >= 0.5)
+            np.testing.assert_allclose(P[d, 0] / P[d].sum(), side[d], rtol=1e-9)
+        else:
+            assert P[d, 0] == P[d, 1]
         assert L[d].sum() == (P[d].max() >= j.one_side.threshold)
+    # listing the perspectives the other way round decides the same
+    Pr, Lr = judge_passages(j, PASSAGES, PERSP[::-1], QUESTION)
+    np.testing.assert_allclose(Pr[:, ::-1], P, rtol=1e-12)
+    np.testing.assert_array_equal(Lr[:, ::-1], L)
     # each pair alone (no groups) is v4's closeness, both sides nearly equal
     P0, L0 = judge_passages(j, PASSAGES, PERSP, QUESTION, groups=[])
     assert abs(P0[0, 0] - P0[0, 1]) < 0.1
@@ -157,7 +179,7 @@ def test_the_stance_model_reads_only_passages_that_may_support_a_side(cache, mon
     monkeypatch.setattr(m, "logits", lambda pairs, **kw: (asked.extend(pairs), logits(pairs, **kw))[1])
     judge_passages(j, PASSAGES, PERSP, QUESTION)
     assert asked and all(t != PASSAGES[1] for _, t in asked)  # never the recipe (off the topic: g is 0)
-    assert {p for p, _ in asked} == set(PERSP)  # reads: both members of each passage it reads
+    assert {p for p, _ in asked} == set(PERSP)  # both members of each passage it reads
     again = m.n_encoded
     judge_passages(j, PASSAGES, PERSP, QUESTION)
     assert m.n_encoded == again  # read once: the embedding store and memory keep the stance encodings

@@ -35,6 +35,7 @@ import numpy as np
 from ..embeddings.models import resolve_encoding
 from ..embeddings.text_encoders import embed_text, text_encoder
 from .base import Judge, JudgeError
+from .groups import affirmative_first
 from .one_side import OneSideRule, stance_margin
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded_v5.npz"
@@ -74,6 +75,7 @@ class EmbeddedJudge(Judge):
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
         self.meta = load_head(str(weights or WEIGHTS))
+        self.weights_dir = Path(weights or WEIGHTS).parent
         try:
             self.encoding = resolve_encoding(encoding, device)
         except ValueError as e:
@@ -149,10 +151,11 @@ class EmbeddedJudge(Judge):
     # -------------------------------------------------------------- one passage, one side
     @property
     def stance_model(self):
-        """The stance model that reads which side (the process-wide one at the judge's precision)."""
+        """The one-side rule's side reader (its weights beside the judge's, at the judge's precision)."""
         from ..stance.model import get_stance_model
 
-        return get_stance_model(device=self.device, encoding=self.encoding)
+        return get_stance_model(str(self.weights_dir / self.one_side.stance_model), device=self.device,
+                                encoding=self.encoding)
 
     def decide(self, question, docs, perspectives, probs, labels, groups):
         """The one-side rule (:mod:`.one_side`) on the members of ``groups``; other pairs as they are."""
@@ -163,32 +166,28 @@ class EmbeddedJudge(Judge):
         enc = self.encoder
         C = enc.embed(list(docs)) @ enc.embed(list(perspectives)).T
         on = self.topical(question, list(docs)) if question is not None else np.ones(len(docs), bool)
-        gs, reads = [], []
-        for i, j in groups:
+        todo, reads = [], []
+        for group in groups:
+            (i, j), affirmative = affirmative_first(tuple(group), perspectives, question)
             g = np.where(on, rule.group_probability((C[:, i] + C[:, j]) / 2.0), 0.0)
             need = np.flatnonzero(rule.needs_side(g))
-            gs.append((i, j, g, need))
-            members = (i, j) if rule.reads == "both" else (i,)
-            reads += [(perspectives[k], docs[r]) for r in need for k in members]
+            todo.append((i, j, affirmative, g, need))
+            reads += [(perspectives[k], docs[r]) for r in need for k in (i, j)]
         try:
-            margins = iter(stance_margin(self.stance_model.logits(reads))) if reads else iter(())
+            M = stance_margin(self.stance_model.logits(reads)).reshape(-1, 2) if reads else np.zeros((0, 2))
         except (OSError, ValueError) as e:
-            raise JudgeError(f"embedded judge: cannot load the stance model: {e}".splitlines()[0]) from None
-        for i, j, g, need in gs:
+            raise JudgeError(f"embedded judge: cannot load its side reader: {e}".splitlines()[0]) from None
+        at = 0
+        for i, j, affirmative, g, need in todo:
             s = np.full(len(docs), 0.5)
-            if len(need):
-                mi = np.zeros(len(need))
-                mj = np.zeros(len(need)) if rule.reads == "both" else None
-                for n in range(len(need)):
-                    mi[n] = next(margins)
-                    if mj is not None:
-                        mj[n] = next(margins)
-                s[need] = rule.side_probability(mi, mj)
-            M = rule.member_probabilities(g, s)
-            first = M[:, 0] >= M[:, 1]
-            P[:, i], P[:, j] = M[:, 0], M[:, 1]
-            L[:, i] = first & (M[:, 0] >= rule.threshold)
-            L[:, j] = ~first & (M[:, 1] >= rule.threshold)
+            s[need] = rule.side_probability(M[at:at + len(need), 0], M[at:at + len(need), 1], affirmative)
+            at += len(need)
+            both = rule.member_probabilities(g, s)
+            P[:, i], P[:, j] = both[:, 0], both[:, 1]
+            # the more probable member; equal: the lower perspective index
+            pick_i = (both[:, 0] > both[:, 1]) | ((both[:, 0] == both[:, 1]) & (i < j))
+            L[:, i] = pick_i & (both[:, 0] >= rule.threshold)
+            L[:, j] = ~pick_i & (both[:, 1] >= rule.threshold)
         return P, L
 
     def __getstate__(self):  # a Ray actor gets the weights, not this process's encoder

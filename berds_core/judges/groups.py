@@ -81,13 +81,14 @@ def _contains(seq: Sequence[str], sub: Sequence[str]) -> bool:
     return n > 0 and any(tuple(seq[i:i + n]) == tuple(sub) for i in range(len(seq) - n + 1))
 
 
-def alternatives_of(question: str, a: str, b: str) -> bool:
-    """The question offers ``x or y`` and ``a`` / ``b`` differ only in ``x`` / ``y`` (the **either-or** rule)."""
+def _alternatives(question: str, a: str, b: str) -> int:
+    """0: ``a`` / ``b`` are not the question's two alternatives; 1: they are, ``a``'s named first in the
+    question; 2: they are, ``b``'s first."""
     if not question:
-        return False
+        return 0
     ta, tb, tq = _tokens(a), _tokens(b), _tokens(question)
     if "or" not in tq:
-        return False
+        return 0
     p = 0
     while p < min(len(ta), len(tb)) and ta[p] == tb[p]:
         p += 1
@@ -96,8 +97,13 @@ def alternatives_of(question: str, a: str, b: str) -> bool:
         s += 1
     xa, xb = ta[p:len(ta) - s], tb[p:len(tb) - s]
     if not xa or not xb or "or" in xa or "or" in xb:
-        return False
-    return _contains(tq, xa + ["or"] + xb) or _contains(tq, xb + ["or"] + xa)
+        return 0
+    return 1 if _contains(tq, xa + ["or"] + xb) else 2 if _contains(tq, xb + ["or"] + xa) else 0
+
+
+def alternatives_of(question: str, a: str, b: str) -> bool:
+    """The question offers ``x or y`` and ``a`` / ``b`` differ only in ``x`` / ``y`` (the **either-or** rule)."""
+    return _alternatives(question, a, b) > 0
 
 
 def opposite(a: str, b: str, question: str | None = None) -> bool:
@@ -128,6 +134,23 @@ def exclusive_groups(perspectives: Sequence[str], question: str | None = None,
     return groups
 
 
+def affirmative_first(group: tuple[int, ...], perspectives: Sequence[str], question: str | None = None
+                      ) -> tuple[tuple[int, ...], bool]:
+    """``(the group with its affirmative member first, whether it has one)``: of a statement and its negation,
+    the one with fewer negations; of an either-or question's two alternatives, the one the question names first
+    ("easier or more difficult"); other groups (declared sides) have none: the group as it is, False. The
+    one-side rule's prior reads this order, read off the texts, never the order a dataset lists the
+    perspectives in."""
+    i, j = group
+    a, b = perspectives[i], perspectives[j]
+    if negations_of_each_other(a, b):
+        return ((i, j) if _core(a)[1] < _core(b)[1] else (j, i)), True
+    alt = _alternatives(question or "", a, b)
+    if alt:
+        return ((i, j) if alt == 1 else (j, i)), True
+    return (i, j), False
+
+
 def record_groups(entry: dict) -> Groups:
     """The groups of a run line or question record: those it records (``perspective_groups``, checked by
     :func:`berds_core.runs.line_groups`), else :func:`exclusive_groups` of its own fields."""
@@ -137,5 +160,5 @@ def record_groups(entry: dict) -> Groups:
     return exclusive_groups(entry.get("perspectives") or [], entry.get("question"), entry.get("stances"))
 
 
-__all__ = ["GROUPS_KEY", "Groups", "exclusive_groups", "negations_of_each_other", "alternatives_of", "opposite",
-           "record_groups"]
+__all__ = ["GROUPS_KEY", "Groups", "affirmative_first", "exclusive_groups", "negations_of_each_other",
+           "alternatives_of", "opposite", "record_groups"]
