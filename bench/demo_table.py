@@ -9,7 +9,7 @@ and Precision@5 by the gold labels, and how many of the 14 questions each config
 perspective in its top 5. Every command runs as a subprocess of this Python, exactly as typed.
 
 **Judge table.** The embedded judge's out-of-fold figures as ``scripts/train_judge.py`` stored them in its
-weights (``berds_core/judges/weights/embedded_v4.npz``), beside the earlier judges under the same protocol.
+weights (``berds_core/judges/weights/embedded_v5.npz``), beside the earlier judges under the same protocol.
 
 ``--write-readme`` replaces the text between ``<!-- demo-table:begin -->`` / ``<!-- demo-table:end -->`` and
 ``<!-- judge-table:begin -->`` / ``<!-- judge-table:end -->`` in README.md.
@@ -88,40 +88,56 @@ def _median(seeds: list, key: str) -> float:
     return statistics.median(s[key] for s in seeds)
 
 
+RULE_NAMES = {"pairwise": "each pair alone (v4's rule, refitted on the units)",
+              "closer": "the closer member keeps its label (v4's probabilities, no stance)",
+              "stance-2": "the side the stance model reads (both members read, the affirmative's prior)"}
+
+
 def judge_markdown() -> str:
+    """The README's judge table, printed from the shipped weights' out-of-fold report (v5: medians over the
+    fold assignments, seed 0 in brackets)."""
     from berds_core.judges.embedded import WEIGHTS, load_head
 
     meta = load_head(str(WEIGHTS))
-    oof = meta["oof"]
-    j, e = oof["judge"], oof["earlier_cosine"]
-    rows = ["| judge (BERDS human pairs, dev half: 276 pairs, 15 questions, out of fold) | F1 | kappa | AUC | "
-            "calibration error |", "|---|---|---|---|---|",
-            f"| **embedded** (shipped: calibrated cosine, topicality gate) | **{j['f1']:.3f}** | **{j['kappa']:.3f}** | "
-            f"{j['auc']:.3f} | **{j['ece']:.3f}** |",
-            f"| earlier cosine judge (embedded-minilm-v2's rule), same folds | {e['f1']:.3f} | {e['kappa']:.3f} | "
-            f"{e['auc']:.3f} | - |"]
+    oof, rule = meta["oof"], meta["one_side"]
+    j, med, v4 = oof["judge"], oof["median"], oof["v4"]
+    v40 = v4["seeds"][0]
+    rows = ["| judge (BERDS human pairs, dev half: 276 pairs, 15 questions, out of fold; median over 5 fold "
+            "assignments, seed 0 in brackets) | F1 | kappa | calibration error | says \"supports\" |",
+            "|---|---|---|---|---|",
+            f"| **embedded v5** (shipped: a passage counts for at most one of two opposite perspectives, the side "
+            f"the stance model reads; calibrated cosine, topicality gate) | **{med['f1']:.3f}** ({j['f1']:.3f}) | "
+            f"**{med['kappa']:.3f}** ({j['kappa']:.3f}) | **{med['ece']:.3f}** ({j['ece']:.3f}) | "
+            f"{med['positive_rate']:.1%} ({j['positive_rate']:.1%}) |",
+            f"| embedded v4 (each pair alone: the judge main shipped before), same folds | {v4['median']['f1']:.3f} "
+            f"({v40['f1']:.3f}) | {v4['median']['kappa']:.3f} ({v40['kappa']:.3f}) | {v4['median']['ece']:.3f} "
+            f"({v40['ece']:.3f}) | {v4['median']['positive_rate']:.1%} ({v40['positive_rate']:.1%}) |"]
+    for name, r in oof["forced"].items():
+        if name != rule["rule"]:
+            rows.append(f"| candidate: {RULE_NAMES.get(name, name)}, not chosen | {r['f1']:.3f} "
+                        f"({r['seed0']['f1']:.3f}) | {r['kappa']:.3f} ({r['seed0']['kappa']:.3f}) | {r['ece']:.3f} | "
+                        f"{r['positive_rate']:.1%} |")
     from berds_core.judges.cross_encoder import HEAD_WEIGHTS
 
     ce = load_head(str(HEAD_WEIGHTS))["oof"] if HEAD_WEIGHTS.exists() else None
     if ce:
         a = ce["judge"]
-        rows.append(f"| argkp (`--judge argkp`, not the default: ArgKP cross-encoder logit + cosine, docs/judge.md) "
-                    f"| {a['f1']:.3f} | {a['kappa']:.3f} | {a['auc']:.3f} | {a['ece']:.3f} |")
+        seeds = ce.get("fold_seeds") or []
+        m = (f"{_median(seeds, 'f1'):.3f} ({a['f1']:.3f}) | {_median(seeds, 'kappa'):.3f} ({a['kappa']:.3f})"
+             if seeds else f"({a['f1']:.3f}) | ({a['kappa']:.3f})")
+        rows.append(f"| argkp (`--judge argkp`, not the default: ArgKP cross-encoder logit + cosine, each pair alone, "
+                    f"docs/judge.md) | {m} | ({a['ece']:.3f}) | - |")
     for name, r in oof["recorded"].items():
-        rows.append(f"| {name}, as recorded | {r['f1']:.3f} | {r['kappa']:.3f} | {r['auc']:.3f} | - |")
-    seeds = oof.get("fold_seeds") or []
-    if seeds:
-        f1 = sorted(s["f1"] for s in seeds)
-        ef1 = sorted(s["earlier_f1"] for s in seeds)
-        rows.append("")
-        rows.append(f"Over {len(seeds)} fold assignments the shipped judge's F1 ranges {f1[0]:.3f} to {f1[-1]:.3f} "
-                    f"(earlier cosine judge {ef1[0]:.3f} to {ef1[-1]:.3f}). Unsure (inside the band "
-                    f"[{meta['band'][0]:.3f}, {meta['band'][1]:.3f})): {j['unsure_share']:.0%} of pairs. "
-                    f"Trained {meta.get('trained', '?')} by `scripts/train_judge.py`."
-                    + (f" Medians over the fold assignments: F1 {_median(seeds, 'f1'):.3f}, kappa "
-                       f"{_median(seeds, 'kappa'):.3f}" + (f"; argkp {_median(ce['fold_seeds'], 'f1'):.3f}, "
-                                                           f"{_median(ce['fold_seeds'], 'kappa'):.3f}"
-                                                           if ce and ce.get("fold_seeds") else "") + "."))
+        rows.append(f"| {name}, as recorded (seed 0) | ({r['f1']:.3f}) | ({r['kappa']:.3f}) | - | - |")
+    rows.append("")
+    folds = [r for s in oof["fold_seeds"] for r in s["rules"]]
+    rows.append(f"People say \"supports\" to {j['human_rate']:.1%} of these pairs. The rule chosen on all folds, and "
+                f"in {folds.count(rule['rule'])} of the {len(folds)} held-out folds: "
+                f"{RULE_NAMES.get(rule['rule'], rule['rule'])} (threshold {rule['threshold']:.3f}, "
+                f"unsure band [{rule['band'][0]:.3f}, {rule['band'][1]:.3f}); pairs outside a group keep v4's "
+                f"threshold {meta['threshold']:.3f} and band [{meta['band'][0]:.3f}, {meta['band'][1]:.3f})). Unsure: "
+                f"{med['unsure_share']:.0%} of pairs (median). The side reads are out of fold: "
+                f"{oof['stance_reads']}. Trained {meta.get('trained', '?')} by `scripts/train_one_side_judge.py`.")
     return "\n".join(rows)
 
 

@@ -34,7 +34,9 @@ from .eval.evaluation import DEFAULT_KS, scores
 from .eval.leaning import bucket, exposure, query_for, rank_leaning, shares_summary, side_shares
 from .judges import judge_passages
 from .judges.calibration import YES, verdicts
-from .runs import DEFAULT_POLICY, POLICIES, gold_matrix, label_matrix, prob_matrix, set_judgments, stored_band
+from .judges.verdicts import judge_groups
+from .runs import (DEFAULT_POLICY, POLICIES, gold_matrix, label_matrix, pair_band, prob_matrix, set_judgments,
+                   stored_band)
 
 GOLD = "gold"  # the policy name of a report scored with gold labels (every label counts)
 
@@ -48,12 +50,13 @@ def check_policy(name: str) -> str:
 
 def decide(probs, labels, band, policy: str) -> tuple[np.ndarray, int]:
     """The labels that count under ``policy`` and how many pairs were unsure: ``labels`` are the judge's
-    threshold decisions (after its topic gate), ``probs`` its probabilities, ``band`` its unsure band."""
+    threshold decisions (after its topic gate and one-side rule), ``probs`` its probabilities, ``band`` its
+    unsure band (``(lo, hi)``, or per pair arrays: :func:`berds_core.runs.pair_band`)."""
     labels = np.asarray(labels, dtype=bool)
     if check_policy(policy) == "threshold" or band is None or probs is None or not labels.size:
         return labels, 0
     p = np.nan_to_num(np.asarray(probs, dtype=float).reshape(labels.shape), nan=0.0)
-    v = verdicts(p, band, min(band[1], 1.0))
+    v = verdicts(p, band, np.minimum(band[1], 1.0))
     return labels & (v == YES), int((labels & (v != YES)).sum())
 
 
@@ -64,13 +67,21 @@ def run_labels(entry: dict, judge: str, policy: str) -> tuple[np.ndarray, int]:
     return decide(prob_matrix(entry, judge), L, stored_band(entry, judge), policy)
 
 
-def labelled_passages(judge, passages, perspectives, question: str | None, policy: str
+def labelled_passages(judge, passages, perspectives, question: str | None, policy: str, groups=None
                       ) -> tuple[np.ndarray, np.ndarray, int]:
     """Probabilities and the labels that count under ``policy`` of passages the judge reads now (gated on
-    ``question``'s topic, as ``berds judge`` does), and how many pairs were unsure."""
-    probs, labels = judge_passages(judge, list(passages), list(perspectives), question)
-    L, unsure = decide(probs, labels, getattr(judge, "band", None), policy)
+    ``question``'s topic, one side of opposite perspectives, as ``berds judge`` does), and how many pairs were
+    unsure."""
+    perspectives = list(perspectives)
+    groups = judge_groups(judge, perspectives, question) if groups is None else groups
+    probs, labels = judge_passages(judge, list(passages), perspectives, question, groups)
+    L, unsure = decide(probs, labels, judge_band(judge, groups, labels.shape), policy)
     return probs, L, unsure
+
+
+def judge_band(judge, groups, shape):
+    """The unsure band of each pair a judge decides (its one-side rule's band for group members)."""
+    return pair_band(getattr(judge, "band", None), getattr(judge, "group_band", None), groups, shape)
 
 
 def policy_entries(entries: list[dict], judge: str, policy: str) -> tuple[list[dict], int]:
@@ -159,8 +170,9 @@ def top_labels(question, query: str, corpus, retriever, pipeline, k: int, labels
     ids = [corpus.ids[r] for r in rows]
     if labels.gold is not None:
         return ids, gold_matrix(labels.gold, question.id, len(question.perspectives), ids)
+    groups = judge_groups(labels.judge, question.perspectives, question.question, question.stances)
     _, L, _ = labelled_passages(labels.judge, [corpus[r] for r in rows], question.perspectives, question.question,
-                                labels.policy)
+                                labels.policy, groups)
     return ids, L
 
 

@@ -39,6 +39,8 @@ POLICIES = {
 DEFAULT_POLICY = "threshold"
 BAND_SUFFIX = "-band"  # a judged line's unsure band of its judge: [lo, hi] (berds_core.experiment's policies)
 POLICY_SUFFIX = "-policy"  # the rule a judged line's -preds follow: "threshold"
+GROUP_BAND_SUFFIX = "-group-band"  # the unsure band of a judge's one-side rule, for the members of the line's groups
+GROUPS_KEY = "perspective_groups"  # a line's groups of perspectives one passage supports at most one of
 AUTHORS_JUDGES = {".mistralpred": "mistral", ".gpt4pred": "gpt4"}  # file-name marker -> judge name
 
 
@@ -328,21 +330,66 @@ def set_judgments(entry: dict, judge: str, labels, probs=None) -> dict:
     return entry
 
 
-def set_band(entry: dict, judge: str, band) -> dict:
+def set_band(entry: dict, judge: str, band, group_band=None, groups=None) -> dict:
     """Record next to a judged line what scoring it under either label policy needs (``berds_core.experiment``):
     the judge's unsure band (``<judge>-band``, when it has one) and the rule its ``-preds`` follow
-    (``<judge>-policy``: ``threshold``, the decision at the judge's threshold)."""
+    (``<judge>-policy``: ``threshold``, the decision at the judge's threshold); for a judge with a one-side rule,
+    the line's groups of opposite perspectives (``perspective_groups``) and the rule's band for their members
+    (``<judge>-group-band``)."""
     entry.pop(judge + BAND_SUFFIX, None)
+    entry.pop(judge + GROUP_BAND_SUFFIX, None)
     if band is not None:
         entry[judge + BAND_SUFFIX] = [round(float(band[0]), 6), round(float(band[1]), 6)]
+    if group_band is not None and groups:
+        entry[judge + GROUP_BAND_SUFFIX] = [round(float(group_band[0]), 6), round(float(group_band[1]), 6)]
+        entry[GROUPS_KEY] = [list(map(int, g)) for g in groups]
     entry[judge + POLICY_SUFFIX] = "threshold"
     return entry
 
 
-def stored_band(entry: dict, judge: str) -> tuple[float, float] | None:
-    """The unsure band recorded with a judged line (None: none recorded, e.g. a judge without one)."""
+def line_groups(entry: dict) -> list[tuple[int, ...]] | None:
+    """The groups a line records (``perspective_groups``; None when it records none), checked against its
+    perspectives: ValueError naming the field when a group names a perspective the line lacks or twice."""
+    if GROUPS_KEY not in entry:
+        return None
+    m = len(entry.get("perspectives") or [])
+    out, seen = [], set()
+    for g in entry[GROUPS_KEY] or []:
+        try:
+            g = tuple(int(i) for i in g)
+        except (TypeError, ValueError):
+            raise ValueError(f"{GROUPS_KEY}: {g!r} is not a list of perspective indices") from None
+        if len(g) < 2 or any(not 0 <= i < m for i in g) or seen & set(g) or len(set(g)) != len(g):
+            raise ValueError(f"{GROUPS_KEY}: {list(g)} does not name two or more of the line's {m} perspectives, "
+                             "each in one group")
+        seen |= set(g)
+        out.append(g)
+    return out
+
+
+def pair_band(band, group_band, groups, shape):
+    """The unsure band of every pair (passages x perspectives) as ``(lo, hi)`` arrays: ``group_band`` for the
+    members of ``groups``, ``band`` for the other perspectives; ``band`` itself when there is no group band."""
+    if band is None or group_band is None or not groups:
+        return band
+    lo, hi = np.full(shape, float(band[0])), np.full(shape, float(band[1]))
+    for g in groups:
+        lo[:, list(g)], hi[:, list(g)] = float(group_band[0]), float(group_band[1])
+    return lo, hi
+
+
+def stored_band(entry: dict, judge: str):
+    """The unsure band recorded with a judged line (None: none recorded, e.g. a judge without one); with a
+    recorded group band, ``(lo, hi)`` arrays per pair (:func:`pair_band`)."""
     band = entry.get(judge + BAND_SUFFIX)
-    return None if band is None else (float(band[0]), float(band[1]))
+    if band is None:
+        return None
+    band = (float(band[0]), float(band[1]))
+    gb = entry.get(judge + GROUP_BAND_SUFFIX)
+    if gb is None:
+        return band
+    return pair_band(band, (float(gb[0]), float(gb[1])), line_groups(entry),
+                     (len(entry.get("ctxs") or []), len(entry.get("perspectives") or [])))
 
 
 def gold_matrix(gold: Gold, question_id, m: int, passage_ids) -> np.ndarray:

@@ -12,7 +12,7 @@ from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
 from berds_core.diversify.methods import HEADINGS, METHOD_TABLE, PERSPECTIVE_METHODS
-from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
+from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result, question_groups
 from studio_ui.config import Config, choose_policy, embedder_model, LABEL_SOURCES
 from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
 from studio_ui.shell import ensure_shell
@@ -55,6 +55,7 @@ CSS = """
         font-size:0.75rem;font-weight:700;margin-right:6px;padding:1px 4px}
 .bc-miss{font-size:0.9rem;margin:2px 0}
 .bc-stance{font-size:0.72rem;color:#5b6470;border:1px solid #cfd6de;border-radius:6px;padding:0 5px;margin-right:6px}
+.bc-pair{font-size:0.72rem;color:#5b6470;border:1px dashed #cfd6de;border-radius:6px;padding:0 5px;margin-left:6px;white-space:nowrap}
 /* a switch's label wraps between words on a narrow screen instead of ending in an ellipsis ("Perspective re-r...") */
 [data-testid="stCheckbox"] [data-testid="stWidgetLabel"] div,[data-testid="stCheckbox"] [data-testid="stWidgetLabel"] p{white-space:normal;overflow:visible;text-overflow:clip;overflow-wrap:normal;word-break:normal;line-height:1.2}
 </style>
@@ -62,12 +63,14 @@ CSS = """
 
 
 def _question_key(q: Question) -> tuple:
-    return (q.id, q.question, tuple(q.perspectives), tuple(q.generated_perspectives or ()), q.subset)
+    return (q.id, q.question, tuple(q.perspectives), tuple(q.generated_perspectives or ()), q.subset,
+            None if q.stances is None else tuple(q.stances))
 
 
 def _question_from_key(key: tuple) -> Question:
-    qid, text, persp, gen, subset = key
-    return Question(qid, text, list(persp), subset=subset, generated_perspectives=list(gen))
+    qid, text, persp, gen, subset, stances = key
+    return Question(qid, text, list(persp), subset=subset, generated_perspectives=list(gen),
+                    stances=None if stances is None else list(stances))
 
 
 def _engine(cfg_key: tuple, qid: str, method: str = "none", pool_id: str | None = None
@@ -209,14 +212,25 @@ def chip_html(j: int, prob: float, verdict: int, gold: bool | None, stance: bool
     return f'<span class="{cls}" title="{esc(tip)}">P{j + 1} {shown}{g}</span>'
 
 
-def card_html(p: dict, words: int = 32, stance: bool = True, use_gold: bool = False) -> str:
+def group_html(j: int, others: list[int]) -> str:
+    """The mark beside a perspective that excludes others: a passage counts for at most one of them."""
+    names = " and ".join(f"P{k + 1}" for k in others)
+    tip = (f"P{j + 1} and {names} exclude each other (a statement and its negation): the judge decides each "
+           "passage for at most one of them, by which side it argues.")
+    return f'<span class="bc-pair" data-testid="perspective-group" title="{esc(tip)}">⇄ {names}</span>'
+
+
+def card_html(p: dict, words: int = 32, stance=True, use_gold: bool = False) -> str:
+    """A passage card with one chip per perspective; ``stance``: whether the judge reads sides, for every
+    perspective (a bool) or per perspective (a list: the embedded judge reads sides of opposite perspectives)."""
     tokens = p["text"].split()
     text = esc(" ".join(tokens[:words]))
     if len(tokens) > words:
         text += f'… <details><summary>more</summary>{esc(" ".join(tokens[words:]))}</details>'
     verdicts = p.get("verdicts") or [1 if lb else -1 for lb in p["labels"]]
     counted = p.get("counted") or [v > 0 for v in verdicts]
-    chips = "".join(chip_html(j, pr, v, None if p["gold"] is None else p["gold"][j], stance, use_gold, c)
+    sides = [stance] * len(verdicts) if isinstance(stance, bool) else list(stance)
+    chips = "".join(chip_html(j, pr, v, None if p["gold"] is None else p["gold"][j], sides[j], use_gold, c)
                     for j, (pr, v, c) in enumerate(zip(p["probs"], verdicts, counted)))
     score = "" if p["score"] is None else f'<span class="bc-score" title="retriever score">{p["score"]:.2f}</span>'
     title = esc(p["title"]) if p["title"] else "&#160;"
@@ -252,7 +266,8 @@ def main() -> None:
                   "blue = close to the perspective by the judge, which cannot tell sides apart; green = supports "
                   "by the gold labels when *Labels from* is gold; ")
                + "? = too close to the judge's threshold to count, not counted by the judge's metrics; "
-                 "G✓ = the dataset's gold label says it supports).")
+                 "G✓ = the dataset's gold label says it supports; ⇄ = perspectives that exclude each other, a "
+                 "passage counted for at most one of them).")
     judge_caveat(cfg.judge)
     cfg_key = tuple(cfg.as_dict().items())
 
@@ -343,9 +358,11 @@ def main() -> None:
     st.caption(f"Metrics for this question, scored with the {'gold' if use_gold else 'judge'} labels"
                + ("." if use_gold else f" (policy {policy})."))
     stance_of = list(question.stances or []) + [None] * len(question.perspectives)
+    partner = {j: [k for k in g if k != j] for g in question_groups(judge, question) for j in g}
     st.markdown("".join(f'<div class="bc-persp" data-testid="perspective-line"><span class="bc-tag">P{j + 1}</span>'
                         + (f'<span class="bc-stance">{esc(stance_of[j])}</span>' if stance_of[j] else "")
-                        + f'{esc(p)}</div>' for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
+                        + f'{esc(p)}' + (group_html(j, partner[j]) if j in partner else "") + '</div>'
+                        for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
 
     qkey = _question_key(question)
     results = {}
@@ -370,7 +387,9 @@ def main() -> None:
             if "error" in res:
                 show_error(res["error"])
                 continue
-            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=stance,
+            # a judge that reads closeness still decides the side of opposite perspectives: those chips read sides
+            sides = [stance or j in partner for j in range(len(question.perspectives))]
+            st.markdown(metrics_html(res, k, desc) + "".join(card_html(p, stance=sides,
                                                                        use_gold=res["labels_from"] == "gold")
                                                              for p in res["passages"]),
                         unsafe_allow_html=True)

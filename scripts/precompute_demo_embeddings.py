@@ -12,7 +12,8 @@ source, with BM25 and with dense, and the look-up of missing perspectives), thro
 page runs (``berds_core.studio.columns.column_result`` / ``best_ranks``), the diverse preset's column
 included. Written: every vector the embedding store then holds for the encoder, keyed by the sha1 of its
 text, as the float32 the encoder computed (bit for bit what the store would hold); the stance model's
-encodings of the preset's (question, candidate) pairs (float32); and the
+encodings of the preset's (question, candidate) pairs (float32) and of the (perspective, passage) pairs the
+embedded judge's one-side rule read (the members of opposite perspectives); and the
 embedded judge's probabilities of every pair the page judged (its prediction cache, float32), keyed as
 the caches key them.
 """
@@ -45,6 +46,7 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     from berds_core.corpora.memory import corpus_from_passages
     from berds_core.embeddings.text_encoders import embedding_store, text_encoder
     from berds_core.judges import get_judge
+    from berds_core.judges.verdicts import judge_groups
     from berds_core.retrieval import get_retriever
     from berds_core.studio.warmup import warm_passages
     from berds_core.retrieval.caching import SharedSearch
@@ -92,13 +94,23 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
         questions = {text_hash_pair(q.question, p) for q in b.questions for p in _candidates(pools[q.id])}
         srows = [(h, v) for h, v in con.execute("SELECT text, vec FROM emb WHERE model = ?", (skey,))
                  if h in questions]
+    # the stance model's encodings of the (perspective, passage) pairs the judge's one-side rule read: the
+    # members of each demo question's opposite perspectives, at the stance model's trained length
+    jkey = judge.stance_model.key_for(None) if getattr(judge, "one_side", None) else None
+    members = {text_hash_pair(q.perspectives[k], pools[q.id].texts[i]) for q in b.questions
+               for g in judge_groups(judge, q.perspectives, q.question, q.stances) for k in g
+               for i in range(len(pools[q.id]))}
+    with sqlite3.connect(store.path) as con:
+        jsrows = [(h, v) for h, v in con.execute("SELECT text, vec FROM emb WHERE model = ?", (jkey,))
+                  if h in members] if jkey else []
     with sqlite3.connect(prediction_cache().path) as con:
         jrows = con.execute("SELECT passage, perspective, prob FROM preds WHERE judge = ?",
                             (judge.cache_key,)).fetchall()
-    print(f"{encoding}: {len(rows)} vectors ({te.key}), {len(srows)} stance pairs ({skey}), {len(jrows)} "
-          f"judged pairs ({judge.cache_key})", file=sys.stderr)
+    print(f"{encoding}: {len(rows)} vectors ({te.key}), {len(srows)} stance pairs ({skey}), {len(jsrows)} "
+          f"one-side pairs ({jkey}), {len(jrows)} judged pairs ({judge.cache_key})", file=sys.stderr)
     return {"text": ({h: np.frombuffer(v, dtype=np.float32) for h, v in rows}, te.key),
             "stance": ({h: np.frombuffer(v, dtype=np.float32) for h, v in srows}, skey),
+            "sides": ({h: np.frombuffer(v, dtype=np.float32) for h, v in jsrows}, jkey),
             "judge": ({(a, c): float(p) for a, c, p in jrows}, judge.cache_key)}, corpus.hash
 
 
@@ -153,6 +165,11 @@ def main(argv=None) -> int:
         arrays[f"stance_key_{e}"] = np.array(per[e]["stance"][1])
         arrays[f"stance_hashes_{e}"] = np.array(stance_parts[e])
         arrays[f"stance_{e}"] = np.stack([per[e]["stance"][0][h] for h in stance_parts[e]]).astype(np.float32)
+        sides, jkey = per[e]["sides"]
+        if jkey:  # the one-side rule's stance reads of the demo's opposite perspectives
+            arrays[f"sides_key_{e}"] = np.array(jkey)
+            arrays[f"sides_hashes_{e}"] = np.array(sorted(sides))
+            arrays[f"sides_{e}"] = np.stack([sides[h] for h in sorted(sides)]).astype(np.float32)
         arrays[f"judge_ns_{e}"] = np.array(per[e]["judge"][1])
         arrays[f"judge_{e}"] = np.array([per[e]["judge"][0][k] for k in parts["judge"]], np.float32)
     with atomic_write(args.out, "wb") as fh:

@@ -534,3 +534,54 @@ def test_evaluate_headline_is_the_mean_over_questions_that_berds_evaluate_gives(
     assert macro == pytest.approx(cli["macro"]["5"]["mrecall"], abs=5e-4)
     chart = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"][0]
     assert chart["y"][chart["x"].index("MRecall@5")] == pytest.approx(cli["at"]["5"]["mrecall"])
+
+
+def test_the_playground_and_berds_judge_give_one_side_per_passage_the_same_labels(playground, tmp_path):
+    """Issue 62: the Playground's chips and `berds judge` on a run of the same passages read one decision: a
+    demo question of two opposite perspectives (⇄ on the page), no passage counted for both, the page's counted
+    chips equal to the CLI's -preds pair for pair."""
+    import subprocess
+    import sys
+
+    from berds_core import datasets
+    from berds_core.corpora.memory import corpus_from_passages
+    from berds_core.judges import get_judge
+    from berds_core.retrieval import get_retriever
+    from berds_core.retrieval.caching import SharedSearch
+    from berds_core.runs import question_entry, read_run, write_run
+    from berds_core.studio.columns import Engine, column_pipeline, column_result
+
+    b = datasets.load_demo()
+    q = next(x for x in b.questions if x.id == "a-q03")
+    assert len(q.perspectives) == 2
+    at = playground
+    at.selectbox(key="pg_qid").set_value(q.id).run()
+    at.radio(key="pg_labels").set_value("judge").run()
+    assert not at.exception, [e.value for e in at.exception]
+    md = _md(at)
+    assert md.count('data-testid="perspective-group"') == 2  # ⇄ beside each of the two
+    first = md.split("#### Plain retrieval", 1)[1].split("####", 1)[0]
+    cards = first.split('data-testid="passage-card"')[1:]
+    chips = [re.findall(r'<span class="bc-chip[^"]*" title="([^"]*)">P(\d)', c) for c in cards]
+    page = [[("(counted" in t or "the threshold policy counts it" in t) for t in (html.unescape(t) for t, _ in cs)]
+            for cs in chips]
+    assert page and all(len(row) == 2 for row in page)
+    assert not any(a and b_ for a, b_ in page)  # one side per passage
+    # the same ranking as a run file, judged by the CLI
+    by_id = {p.id: p for p in b.passages}
+    pool = corpus_from_passages([by_id[i] for i in b.pools[q.id]], f"demo:{q.id}")
+    k = at.slider(key="pg_k").value
+    assert at.session_state["config"].retriever == "bm25"  # the sidebar's default
+    judge = get_judge("embedded")
+    res = column_result(Engine(pool, SharedSearch(get_retriever("bm25", pool, progress=False)), judge), q,
+                        column_pipeline("none"), k)
+    assert [p["counted"] for p in res["passages"]] == page  # the page draws the engine's column
+    hits = [(p["row"], p["score"]) for p in res["passages"]]
+    run, out = tmp_path / "run.jsonl", tmp_path / "judged.jsonl"
+    write_run(run, [question_entry(q, pool, hits)])
+    r = subprocess.run([sys.executable, "-m", "berds_core", "judge", "--run", str(run), "--judge", "embedded",
+                        "--out", str(out), "--json", "--quiet"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    (line,) = read_run(out)
+    assert line["perspective_groups"] == [[0, 1]]
+    assert [c[judge.name + "-preds"] for c in line["ctxs"]] == page

@@ -36,7 +36,7 @@ def test_judge_is_the_calibrated_cosine_of_the_shipped_weights(tmp_path, monkeyp
     cos = np.array([float(enc.embed([d])[0] @ enc.embed([s])[0]) for d, s in _pairs()])
     np.testing.assert_allclose(probs, j.probabilities(cos), rtol=1e-5)
     np.testing.assert_array_equal(labels, probs >= j.threshold)
-    assert j.name.startswith("embedded-cos-v4") and j.status()["ok"]
+    assert j.name.startswith("embedded-cos-v5") and j.status()["ok"]
     again = get_judge("embedded")
     p2, _ = again.predict(_pairs())
     assert again.forward_calls == 0  # the prediction cache
@@ -103,7 +103,7 @@ def test_encodings_agree_and_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path))
     fp32 = get_judge("embedded", encoding="fp32")
     int8 = get_judge("embedded", encoding="int8")
-    assert fp32.name.startswith("embedded-cos-v4-t") and int8.name.startswith("embedded-cos-v4-int8-t")
+    assert fp32.name.startswith("embedded-cos-v5-t") and int8.name.startswith("embedded-cos-v5-int8-t")
     a, _ = fp32.predict(_pairs())
     b, _ = int8.predict(_pairs())
     np.testing.assert_allclose(a, b, atol=0.05)
@@ -125,18 +125,23 @@ def test_bad_encoding_and_bad_weights_are_judge_errors(tmp_path):
 
 
 def test_the_shipped_judge_meets_its_bar_and_the_app_says_what_it_measures():
-    """The shipped weights' out-of-fold report (scripts/train_judge.py): never below the earlier judges under the
-    same protocol, calibrated; the app's label and caveat are printed from that report."""
+    """The shipped weights' out-of-fold report (scripts/train_one_side_judge.py, issue 62): the medians over the
+    five fold assignments beat v4's (each pair alone) on F1 and kappa, calibrated (ECE at most 0.05), saying
+    "supports" closer to the people's rate; the app's label and caveat are printed from that report."""
     from berds_core.judges.embedded import judge_report, load_head, WEIGHTS
 
-    cv = judge_report()
+    cv, med = judge_report(), judge_report(part="median")
     oof = load_head(str(WEIGHTS))["oof"]
-    assert cv["f1"] >= oof["earlier_cosine"]["f1"] and cv["kappa"] >= oof["earlier_cosine"]["kappa"]
-    assert all(cv["f1"] >= r["f1"] for r in oof["recorded"].values())
-    assert cv["ece"] <= 0.05
+    v4 = oof["v4"]["median"]
+    assert med["f1"] > v4["f1"] and med["kappa"] > v4["kappa"] and med["ece"] <= 0.05
+    human = cv["human_rate"]
+    assert abs(med["positive_rate"] - human) < abs(v4["positive_rate"] - human)
+    assert "in-sample" not in oof["stance_reads"]  # the stance model's reads of these questions are out of fold
+    assert len(oof["fold_seeds"]) == 5
     d = describe_judge("embedded")
     assert not d["stance"] and d["label"] == "close"
     assert f"F1 {cv['f1']:.2f}" in d["caveat"] and "out of fold" in d["caveat"].lower() and "cannot" in d["caveat"]
+    assert f"F1 {med['f1']:.2f}" in d["caveat"] and "at most one" in d["caveat"]
     assert describe_judge(get_judge("embedded").name) == d  # a stored judge name reads the same
     old = describe_judge("embedded-minilm-v2-bf16-t0.22")  # runs judged by the earlier cosine judge
     assert not old["stance"] and old["label"] == "on topic"

@@ -146,9 +146,9 @@ def test_speed_modes_are_opt_in_and_named(monkeypatch):
     for fast in (True, False):
         monkeypatch.setattr(embed, "cpu_has_fast_bf16", lambda v=fast: v)
         assert TextEncoder(None, device="cpu", store=False).encoding == "fp32"
-    assert get_judge("embedded", device="cpu").name.startswith("embedded-cos-v4-t")
+    assert get_judge("embedded", device="cpu").name.startswith("embedded-cos-v5-t")
     for enc in ("bf16", "int8"):
-        assert get_judge("embedded", device="cpu", encoding=enc).name.startswith(f"embedded-cos-v4-{enc}-t")
+        assert get_judge("embedded", device="cpu", encoding=enc).name.startswith(f"embedded-cos-v5-{enc}-t")
         assert f"|{enc}|" in TextEncoder(None, device="cpu", encoding=enc, store=False).key
 
 

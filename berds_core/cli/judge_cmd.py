@@ -274,19 +274,43 @@ def table(rows: list[tuple[str, dict]]) -> str:
     return "\n".join(out)
 
 
-def gate_rows(judge, rows, probs, preds):
-    """Topicality first, as ``judge_run`` does: a document the judge finds off its row's question supports
-    nothing (judges with a gate: ``embedded``)."""
-    from ..judges import gate
+def question_grids(rows, grouped: bool) -> list[tuple[str, list[str], list[str]]]:
+    """Per question of human-pair rows (in file order): its documents and its perspectives, each once, in the
+    order the rows first name them: the (documents x perspectives) grid the judge decides together. A judge
+    without a one-side rule reads each row alone: one grid per row."""
+    if not grouped:
+        return [(r["question"], [r["document"]], [r["perspective"]]) for r in rows]
+    grids: dict[str, tuple[list[str], list[str]]] = {}
+    for r in rows:
+        docs, persp = grids.setdefault(r["question"], ([], []))
+        if r["document"] not in docs:
+            docs.append(r["document"])
+        if r["perspective"] not in persp:
+            persp.append(r["perspective"])
+    return [(q, d, p) for q, (d, p) in grids.items()]
 
-    probs, preds = np.array(probs, copy=True), np.array(preds, copy=True)
-    by_q: dict[str, list[int]] = {}
-    for i, r in enumerate(rows):
-        by_q.setdefault(r["question"], []).append(i)
-    for q, idx in by_q.items():
-        P, L = gate(judge, q, [rows[i]["document"] for i in idx], probs[idx][:, None], preds[idx][:, None])
-        probs[idx], preds[idx] = P[:, 0], L[:, 0]
-    return probs, preds
+
+def grid_pairs(grids) -> list[tuple[str, str]]:
+    return [(d, p) for _, docs, persp in grids for d in docs for p in persp]
+
+
+def rows_verdicts(judge, rows, grids, probs, preds):
+    """Each row's probability and decision as ``berds judge`` decides a run line (``judges.question_verdicts``:
+    topicality first, one side of opposite perspectives), from the judge's ``probs`` / ``preds`` of
+    :func:`grid_pairs`: every document of a question against every perspective of it."""
+    from ..judges.verdicts import judge_groups, question_verdicts
+
+    cell, i = {}, 0
+    for q, docs, persp in grids:
+        n, m = len(docs), len(persp)
+        P, L = question_verdicts(judge, q, docs, persp, np.asarray(probs[i:i + n * m], float).reshape(n, m),
+                                 np.asarray(preds[i:i + n * m], bool).reshape(n, m), judge_groups(judge, persp, q))
+        i += n * m
+        for a, d in enumerate(docs):
+            for b, s in enumerate(persp):
+                cell[(q, d, s)] = (P[a, b], L[a, b])
+    got = [cell[(r["question"], r["document"], r["perspective"])] for r in rows]
+    return np.array([g[0] for g in got], dtype=float), np.array([g[1] for g in got], dtype=bool)
 
 
 def run_eval(args):
@@ -296,11 +320,13 @@ def run_eval(args):
     judge = make_judge(args)
     check_judge_ray(args, judge)  # before any work, even when every pair turns out cached
     pairs = [(r["document"], r["perspective"]) for r in rows]
+    # a passage's opposite perspectives are decided together, labelled or not (judges with a one-side rule)
+    grids = question_grids(rows, getattr(judge, "group_band", None) is not None)
+    grid = grid_pairs(grids)
     from ._ray import judge_on_ray
 
-    ray_info = judge_on_ray(args, judge, pairs)  # --ray: the cluster fills the cache
-    probs, preds = _predict(judge, pairs, args, "--judge")
-    probs, preds = gate_rows(judge, rows, probs, preds)
+    ray_info = judge_on_ray(args, judge, grid)  # --ray: the cluster fills the cache
+    probs, preds = rows_verdicts(judge, rows, grids, *_predict(judge, grid, args, "--judge"))
     labels = np.array([r["label"].strip() == "1" for r in rows])
     result = {**agreement(labels, preds), "judge": judge.name, **_decided_by(judge)}
     if ray_info is not None:

@@ -31,13 +31,18 @@ def describe_judge(spec_or_judge) -> dict:
         backend = "embedded"  # a spec, or a judge name as stored in runs and annotation databases
     if backend == "embedded":
         cv = judge_report()
+        one_side = judge_report(part="median")
         fig = (f" Out of fold on the BERDS human pairs' development half: F1 {cv['f1']:.2f}, precision "
                f"{cv['precision']:.2f}, recall {cv['recall']:.2f}, Cohen's kappa {cv['kappa']:.2f}, calibration "
-               f"error {cv['ece']:.2f} (the paper's fine-tuned evaluator: F1 0.62).") if cv else ""
+               f"error {cv['ece']:.2f}" + (f" (medians over five fold assignments: F1 {one_side['f1']:.2f}, kappa "
+                                          f"{one_side['kappa']:.2f})" if one_side else "")
+               + " (the paper's fine-tuned evaluator: F1 0.62).") if cv else ""
+        sides = (" Of two opposite perspectives (a statement and its negation) it counts a passage for at most "
+                 "one: the side the studio's stance model reads.") if one_side else ""
         return {"stance": False, "label": "close",
                 "caveat": "The offline embedded judge reads how close a passage is to a perspective (MiniLM "
-                          "cosine, calibrated; passages off the question's topic support nothing): it cannot "
-                          "tell a passage for a perspective from one against it." + fig +
+                          "cosine, calibrated; passages off the question's topic support nothing): alone it cannot "
+                          "tell a passage for a perspective from one against it." + sides + fig +
                           " For the paper's figures, use berds-evaluator (the paper's evaluator), hf:<model> or "
                           "openai:<model>@<url>."}
     if backend is None and (text == "argkp" or text.startswith("argkp-ce-")):

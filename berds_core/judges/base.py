@@ -56,6 +56,7 @@ class Judge:
     backend = "base"
     commit_every = 256
     band: tuple[float, float] | None = None  # probabilities it cannot tell from its threshold ("unsure"); None: none
+    group_band: tuple[float, float] | None = None  # the same for members of opposite perspectives (a one-side rule)
 
     def __init__(self, threshold: float = 0.5):
         self.threshold = float(threshold)
@@ -93,6 +94,13 @@ class Judge:
         """Per passage text: is it about ``question``? A passage that is not supports nothing (``gate``).
         None: this judge has no topicality gate (an LLM judge reads the passage itself)."""
         return None
+
+    def decide(self, question: str | None, docs: Sequence[str], perspectives: Sequence[str], probs: np.ndarray,
+               labels: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray]:
+        """One passage, one side: probabilities and labels (passages x perspectives) after the judge's rule for
+        the ``groups`` of perspectives that exclude each other (:mod:`berds_core.judges.groups`). A judge
+        without such a rule (the LLM judges: the paper's evaluator reads each pair) keeps every pair's."""
+        return probs, labels
 
     def document(self, ctx: dict) -> str:
         """The text this judge reads for a run passage ``{text, title?}``: by default what the BERDS

@@ -1,27 +1,28 @@
-"""``embedded``: the offline CPU judge: a calibrated cosine head, gated on topicality.
+"""``embedded``: the offline CPU judge: a calibrated cosine head, gated on topicality, one side of opposite
+perspectives.
 
 P(the passage supports the perspective) is read from the cosine of the packaged MiniLM's embeddings of the
 perspective and the passage text (the vectors dense retrieval stores: one embedding per passage, shared)
 through a logistic head and the calibration map chosen by question-grouped nested cross-validation on the
-BERDS human pairs' development half (``scripts/train_judge.py``; weights and out-of-fold report in
-``weights/embedded_v4.npz``, figures in ``docs/judge.md``). It measures closeness, not stance: it cannot
-tell a passage for a perspective from one against it (``describe_judge`` says so wherever it is shown).
+BERDS human pairs' development half (``scripts/train_judge.py``). Alone that measures closeness, not stance:
+a passage gets nearly the same value for a statement and its negation.
 
-Two more rules come with the weights:
+Three more rules come with the weights (``weights/embedded_v5.npz``, figures in ``docs/judge.md``):
 
 - **topicality first** (:meth:`EmbeddedJudge.topical`): a passage whose cosine with the *question* is below
   the gate's ``tau`` supports nothing (``judge_run`` and ``judge_passages`` apply it when they know the
   question);
-- **unsure** (:attr:`EmbeddedJudge.band`): probabilities inside the band of thresholds the development
-  questions cannot tell apart are drawn as "unsure" and not counted as covering a perspective
-  (``judges.calibration.verdicts``).
-
-The stance model (``berds_core.stance``) measured below this head as a judge out of fold (F1 0.29 against
-0.39; ``docs/judge.md``): it serves the preset and discovery, where it is better.
+- **one passage, one side** (:meth:`EmbeddedJudge.decide`, :mod:`.one_side`, v5): of two perspectives that
+  exclude each other (:mod:`.groups`: a statement and its negation) a passage supports at most one, the side
+  the stance model (``berds_core.stance``) reads, with the group's own threshold and unsure band; chosen by
+  ``scripts/train_one_side_judge.py`` (nested cross-validation, the stance reads out of fold);
+- **unsure** (:attr:`EmbeddedJudge.band`, :attr:`EmbeddedJudge.group_band`): probabilities inside the band of
+  thresholds the development questions cannot tell apart are drawn as "unsure" and not counted as covering a
+  perspective (``judges.calibration.verdicts``).
 
 ``encoding`` (default ``auto``: fp32, the reference, on every device unless ``$BERDS_ENCODING`` names a
 speed mode; ``berds_core.embeddings.models.resolve_encoding``) picks the encoder's precision; any but fp32
-is part of the name (``embedded-cos-v4-bf16``), so its verdicts are cached and labelled apart.
+is part of the name (``embedded-cos-v5-bf16``), so its verdicts are cached and labelled apart.
 """
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ import numpy as np
 from ..embeddings.models import resolve_encoding
 from ..embeddings.text_encoders import embed_text, text_encoder
 from .base import Judge, JudgeError
+from .groups import affirmative_first
+from .one_side import OneSideRule, stance_margin
 
-WEIGHTS = Path(__file__).with_name("weights") / "embedded_v4.npz"
+WEIGHTS = Path(__file__).with_name("weights") / "embedded_v5.npz"
 
 
 @lru_cache(maxsize=4)
@@ -72,6 +75,7 @@ class EmbeddedJudge(Judge):
     def __init__(self, threshold: float | None = None, device: str | None = None, batch_size: int = 64,
                  weights: str | None = None, encoding: str | None = "auto"):
         self.meta = load_head(str(weights or WEIGHTS))
+        self.weights_dir = Path(weights or WEIGHTS).parent
         try:
             self.encoding = resolve_encoding(encoding, device)
         except ValueError as e:
@@ -82,6 +86,11 @@ class EmbeddedJudge(Judge):
         # the band always holds the threshold, so a label and its verdict never disagree
         self.band = (min(lo, self.threshold), max(hi, self.threshold))
         self.tau = float(self.meta["gate"]["tau"])
+        try:  # v5: the rule for perspectives that exclude each other (None: every pair alone, as v4)
+            self.one_side = OneSideRule.from_meta(self.meta["one_side"]) if self.meta.get("one_side") else None
+        except (KeyError, TypeError, ValueError) as e:
+            raise JudgeError(f"embedded judge weights {weights or WEIGHTS}: one_side rule unreadable ({e})") from None
+        self.group_band = self.one_side.band if self.one_side else None
 
     @property
     def encoder(self):
@@ -139,13 +148,56 @@ class EmbeddedJudge(Judge):
         q = enc.embed([question])[0]
         return enc.embed(list(docs)) @ q >= self.tau
 
+    # -------------------------------------------------------------- one passage, one side
+    @property
+    def stance_model(self):
+        """The one-side rule's side reader (its weights beside the judge's, at the judge's precision)."""
+        from ..stance.model import get_stance_model
+
+        return get_stance_model(str(self.weights_dir / self.one_side.stance_model), device=self.device,
+                                encoding=self.encoding)
+
+    def decide(self, question, docs, perspectives, probs, labels, groups):
+        """The one-side rule (:mod:`.one_side`) on the members of ``groups``; other pairs as they are."""
+        rule = self.one_side
+        if rule is None or not groups or not len(docs):
+            return probs, labels
+        P, L = np.array(probs, dtype=float, copy=True), np.array(labels, dtype=bool, copy=True)
+        enc = self.encoder
+        C = enc.embed(list(docs)) @ enc.embed(list(perspectives)).T
+        on = self.topical(question, list(docs)) if question is not None else np.ones(len(docs), bool)
+        todo, reads = [], []
+        for group in groups:
+            (i, j), affirmative = affirmative_first(tuple(group), perspectives, question)
+            g = np.where(on, rule.group_probability((C[:, i] + C[:, j]) / 2.0), 0.0)
+            need = np.flatnonzero(rule.needs_side(g))
+            todo.append((i, j, affirmative, g, need))
+            reads += [(perspectives[k], docs[r]) for r in need for k in (i, j)]
+        try:
+            M = stance_margin(self.stance_model.logits(reads)).reshape(-1, 2) if reads else np.zeros((0, 2))
+        except (OSError, ValueError) as e:
+            raise JudgeError(f"embedded judge: cannot load its side reader: {e}".splitlines()[0]) from None
+        at = 0
+        for i, j, affirmative, g, need in todo:
+            s = np.full(len(docs), 0.5)
+            s[need] = rule.side_probability(M[at:at + len(need), 0], M[at:at + len(need), 1], affirmative)
+            at += len(need)
+            both = rule.member_probabilities(g, s)
+            P[:, i], P[:, j] = both[:, 0], both[:, 1]
+            # the more probable member; equal: the lower perspective index
+            pick_i = (both[:, 0] > both[:, 1]) | ((both[:, 0] == both[:, 1]) & (i < j))
+            L[:, i] = pick_i & (both[:, 0] >= rule.threshold)
+            L[:, j] = ~pick_i & (both[:, 1] >= rule.threshold)
+        return P, L
+
     def __getstate__(self):  # a Ray actor gets the weights, not this process's encoder
         return dict(self.__dict__)
 
 
-def judge_report(weights: str | None = None) -> dict:
-    """The out-of-fold judge figures stored with the weights (``{}`` when absent)."""
+def judge_report(weights: str | None = None, part: str = "judge") -> dict:
+    """The out-of-fold figures stored with the weights (``{}`` when absent): ``judge`` (the project's fold
+    assignment, seed 0) or ``median`` (medians over the fold assignments, v5's one-side rule)."""
     try:
-        return (load_head(str(weights or WEIGHTS)).get("oof") or {}).get("judge") or {}
+        return (load_head(str(weights or WEIGHTS)).get("oof") or {}).get(part) or {}
     except JudgeError:
         return {}

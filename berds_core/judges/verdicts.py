@@ -1,25 +1,51 @@
 """Judge passages and runs: the text a judge reads for a passage, the (passages x perspectives) verdicts of one
 question, and a whole run's verdicts stored inside each passage (``<name>-preds`` / ``<name>-probs``, the BERDS
-authors' layout)."""
+authors' layout).
+
+:func:`question_verdicts` is the one decision every face reads: topicality first (:func:`base.gate`), then the
+judge's rule for perspectives that exclude each other (``Judge.decide`` over :func:`groups.exclusive_groups`:
+one passage supports at most one of two opposite perspectives)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..runs import passage_text, set_band, set_judgments
 from .base import Judge, gate
+from .groups import exclusive_groups, record_groups
 
 
-def judge_passages(judge: Judge, passages, perspectives, question: str | None = None, **predict_opts
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def question_verdicts(judge: Judge, question: str | None, docs, perspectives, probs, labels, groups=None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """One question's verdicts from the judge's pair probabilities and labels (passages x perspectives): passages
+    off the question's topic support nothing, then the judge decides each passage's groups of opposite
+    perspectives (``groups``; None: :func:`groups.exclusive_groups` of ``perspectives`` and ``question``)."""
+    docs, perspectives = list(docs), list(perspectives)
+    probs, labels = gate(judge, question, docs, probs, labels)
+    if groups is None:
+        groups = exclusive_groups(perspectives, question)
+    return judge.decide(question, docs, perspectives, probs, labels, groups)
+
+
+def judge_passages(judge: Judge, passages, perspectives, question: str | None = None, groups=None,
+                   **predict_opts) -> tuple[np.ndarray, np.ndarray]:
     """Probabilities and labels, shaped (passages x perspectives), for run ctxs, corpus passages or texts;
-    with ``question``, passages the judge finds off its topic support nothing (:func:`base.gate`)."""
+    with ``question``, passages the judge finds off its topic support nothing; of opposite perspectives
+    (``groups``, None: found from the perspectives and the question) a passage supports at most one
+    (:func:`question_verdicts`)."""
     n, m = len(passages), len(perspectives)
     if n == 0 or m == 0:
         return np.zeros((n, m)), np.zeros((n, m), dtype=bool)
     docs = [passage_text(p, judge) for p in passages]
     probs, labels = judge.predict([(d, s) for d in docs for s in perspectives], **predict_opts)
-    return gate(judge, question, docs, np.asarray(probs, dtype=float).reshape(n, m),
-                np.asarray(labels, dtype=bool).reshape(n, m))
+    return question_verdicts(judge, question, docs, perspectives, np.asarray(probs, dtype=float).reshape(n, m),
+                             np.asarray(labels, dtype=bool).reshape(n, m), groups)
+
+
+def judge_groups(judge: Judge, perspectives, question: str | None = None, stances=None) -> list:
+    """The groups ``judge`` decides together (none for a judge without a one-side rule)."""
+    if getattr(judge, "group_band", None) is None:
+        return []
+    return exclusive_groups(list(perspectives), question, stances)
 
 
 def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[dict]:
@@ -29,7 +55,8 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
 
     All pairs of the run go through one cached ``predict`` call, so an
     interrupted run resumes where it stopped. Passages the judge finds off the
-    question's topic support nothing (:func:`base.gate`).
+    question's topic support nothing, and of two opposite perspectives a passage
+    supports at most one (:func:`question_verdicts`; the line records the groups).
     """
     pairs = [(passage_text(c, judge), p) for e in entries for c in e["ctxs"] for p in e["perspectives"]]
     probs, labels = judge.predict(pairs, progress=progress, desc=f"judge {judge.name}")
@@ -38,8 +65,11 @@ def judge_run(entries: list[dict], judge: Judge, progress: bool = True) -> list[
         shape = (len(e["ctxs"]), len(e["perspectives"]))
         n = shape[0] * shape[1]
         docs = [pairs[i + r * shape[1]][0] for r in range(shape[0])] if shape[1] else []
-        P, L = gate(judge, e.get("question"), docs, probs[i:i + n].reshape(shape), labels[i:i + n].reshape(shape))
+        groups = record_groups(e) if getattr(judge, "group_band", None) is not None else []
+        P, L = question_verdicts(judge, e.get("question"), docs, e["perspectives"], probs[i:i + n].reshape(shape),
+                                 labels[i:i + n].reshape(shape), groups)
         set_judgments(e, judge.name, L, P)
-        set_band(e, judge.name, getattr(judge, "band", None))  # what the confident label policy reads
+        # what the confident label policy reads: the bands, and the groups the one-side rule decided
+        set_band(e, judge.name, getattr(judge, "band", None), getattr(judge, "group_band", None), groups)
         i += n
     return entries

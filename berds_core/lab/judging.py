@@ -27,6 +27,8 @@ def judge_labelled_pairs(store: Store, judge) -> dict:
     ids = labelled_pair_ids(store)
     done = store.judge_preds(judge.name)
     pairs = store.pairs([pid for pid in ids if pid not in done])
-    if pairs:
-        store.set_judge_preds(judge.name, judge_probabilities(pairs, judge.predict))
+    if pairs:  # the store's other pairs of those questions name the perspectives a group's members are read with
+        keys = {p.question_key for p in pairs}
+        context = [p for p in store.pairs() if p.question_key in keys]
+        store.set_judge_preds(judge.name, judge_probabilities(pairs, judge, context))
     return {"judge": judge.name, "labelled": len(ids), "judged": len(pairs)}

@@ -159,16 +159,49 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     return pairs, dict(stored)
 
 
-def judge_probabilities(pairs: Sequence[Pair], judge) -> dict[str, tuple[float, int]]:
+def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = ()) -> dict[str, tuple[float, int]]:
     """``{pair_id: (prob, label)}`` from a judge (or its bound ``predict``) over ``(passage, perspective)``.
 
-    The passage is what that judge reads (:meth:`Pair.judge_text`): the same
-    text as when it judges a run, so a pair's verdict equals the run's.
+    The passage is what that judge reads (:meth:`Pair.judge_text`): the same text as when it judges a run, and
+    a judge (a :class:`~berds_core.judges.Judge`) decides as it decides a run line
+    (:func:`berds_core.judges.verdicts.question_verdicts`: a passage off its question's topic supports nothing;
+    of two opposite perspectives a passage supports at most one), so a pair's verdict equals the run's. The
+    question's perspectives come from ``pairs`` and ``context`` (other pairs of the same questions, e.g. the
+    store's): a member of a group of opposite perspectives is decided with its partner, labelled or not.
     """
     predict = judge.predict if hasattr(judge, "predict") else judge
     owner = judge if hasattr(judge, "predict") else getattr(judge, "__self__", None)
-    probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
-    return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
+    if not hasattr(owner, "decide"):  # a bare scorer: each pair alone
+        probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
+        return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
+    from ..judges.verdicts import judge_groups, question_verdicts
+
+    grouped = getattr(owner, "group_band", None) is not None
+    persp: dict[str, dict[str, int]] = defaultdict(dict)  # question -> perspective -> its index (file order)
+    for p in sorted([*pairs, *(c for c in context if grouped)],
+                    key=lambda p: (p.perspective_index is None, p.perspective_index or 0)):
+        persp[p.question_key].setdefault(p.perspective, len(persp[p.question_key]))
+    by_q: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_q[p.question_key].append(p)
+    grids = []
+    for q, ps in by_q.items():
+        docs = list(dict.fromkeys(p.judge_text(owner) for p in ps))
+        names = list(persp[q]) if grouped else list(dict.fromkeys(p.perspective for p in ps))
+        grids.append((q, ps[0].question, docs, names))
+    flat = [(d, s) for _, _, docs, names in grids for d in docs for s in names]
+    probs, labels = predict(flat)
+    out, i = {}, 0
+    for q, text, docs, names in grids:
+        n, m = len(docs), len(names)
+        P, L = question_verdicts(owner, text, docs, names, np.asarray(probs[i:i + n * m], float).reshape(n, m),
+                                 np.asarray(labels[i:i + n * m], bool).reshape(n, m),
+                                 judge_groups(owner, names, text) if grouped else [])
+        i += n * m
+        for p in by_q[q]:
+            a, b = docs.index(p.judge_text(owner)), names.index(p.perspective)
+            out[p.pair_id] = (float(P[a, b]), int(bool(L[a, b])))
+    return out
 
 
 def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by: str = "subset",
@@ -385,7 +418,7 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
         raise ValueError("calibration must be 0 or more")
     preds = probs = None
     if judge is not None:
-        preds = judge_probabilities(candidates, judge.predict)
+        preds = judge_probabilities(candidates, judge)
         probs = {pid: pr for pid, (pr, _) in preds.items()}
     picked = sample_pairs(candidates, n, strategy, by=by, probs=probs, seed=seed)
     if probs is not None:

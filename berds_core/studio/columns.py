@@ -18,9 +18,10 @@ import numpy as np
 from ..diversify import Pipeline, as_pipeline, diversify
 from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, find_method, stage_keywords
 from ..eval.measures import mrecall_at_k, precision_at_k
-from ..experiment import decide, policy_name
+from ..experiment import decide, judge_band, policy_name
 from ..judges import judge_passages, judge_run
 from ..judges.calibration import verdicts
+from ..judges.verdicts import judge_groups
 from ..records import Hits
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
 from ..runs import DEFAULT_POLICY, gold_matrix as matrix, question_entry
@@ -66,20 +67,34 @@ def rank(engine: Engine, question, pipeline, k: int) -> Hits:
                      embedder=engine.embedder)
 
 
-def judge_matrix(judge, passages: list, perspectives: list[str], question: str | None = None
+def judge_matrix(judge, passages: list, perspectives: list[str], question: str | None = None, groups=None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Judge probabilities and labels, shaped (passages x perspectives).
 
     ``passages``: corpus ``Passage`` objects (the judge reads them as it reads run passages:
     text + " " + title for the LLM judges, text for the embedded one) or plain texts (read as is).
-    ``question``: passages the judge finds off its topic support nothing (``judges.gate``).
+    ``question``: passages the judge finds off its topic support nothing (``judges.gate``); ``groups``: the
+    perspectives of which a passage supports at most one (None: found from the perspectives).
     """
-    return judge_passages(judge, list(passages), list(perspectives), question)
+    return judge_passages(judge, list(passages), list(perspectives), question, groups)
 
 
-def judge_verdicts(judge, probs: np.ndarray) -> np.ndarray:
-    """``+1`` supports, ``0`` unsure, ``-1`` does not (``judges.calibration.verdicts`` with the judge's band)."""
-    return verdicts(probs, getattr(judge, "band", None), judge.threshold).reshape(np.shape(probs))
+def question_groups(judge, question) -> list:
+    """The groups of opposite perspectives ``judge`` decides together for a ``Question`` (its stances read)."""
+    return judge_groups(judge, question.perspectives, question.question, getattr(question, "stances", None))
+
+
+def judge_verdicts(judge, probs: np.ndarray, groups=(), labels=None) -> np.ndarray:
+    """``+1`` supports, ``0`` unsure, ``-1`` does not (``judges.calibration.verdicts`` with the judge's band,
+    its one-side rule's band for the members of ``groups``); a pair the judge did not label (the other side
+    of a passage's opposite perspectives) is never drawn as supporting."""
+    probs = np.asarray(probs, dtype=float)
+    band = judge_band(judge, list(groups), probs.shape)
+    # with a band the threshold inside it decides nothing (below the band: no); per pair, its own band's
+    v = verdicts(probs, band, judge.threshold if band is None else band[0]).reshape(probs.shape)
+    if labels is not None:
+        v = np.where((v == 1) & ~np.asarray(labels, dtype=bool).reshape(probs.shape), 0, v).astype(np.int8)
+    return v
 
 
 def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
@@ -90,14 +105,16 @@ def gold_matrix(gold, question, ids: list[str]) -> np.ndarray | None:
     return matrix(gold, question.id, len(question.perspectives), ids)
 
 
-def counted_labels(judge, probs: np.ndarray, labels: np.ndarray, policy: str) -> tuple[np.ndarray, np.ndarray]:
+def counted_labels(judge, probs: np.ndarray, labels: np.ndarray, policy: str, groups=()
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """(the labels that count under ``policy``, each pair's verdict as the chips draw it). The verdict is the
     judge's three-way one under either policy (0: inside its unsure band), so a chip says "unsure" whatever
     counts; under ``confident`` an unsure pair never counts, under ``threshold`` it counts by the threshold's
-    decision (``berds_core.experiment.decide``). A judge without a band: +1 / -1 by what counts."""
-    counted, _ = decide(probs, labels, getattr(judge, "band", None), policy)
+    decision (``berds_core.experiment.decide``). A judge without a band: +1 / -1 by what counts. ``groups``:
+    the opposite perspectives the judge decided together (their members read its one-side rule's band)."""
+    counted, _ = decide(probs, labels, judge_band(judge, list(groups), np.shape(labels)), policy)
     if getattr(judge, "band", None) is not None and np.size(probs):
-        return counted, judge_verdicts(judge, probs)
+        return counted, judge_verdicts(judge, probs, groups, labels)
     return counted, np.where(counted, 1, -1).astype(np.int8).reshape(np.shape(labels))
 
 
@@ -111,8 +128,9 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     texts = [corpus.texts[r] for r in rows]
     ids = [corpus.ids[r] for r in rows]
     m = len(question.perspectives)
-    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question)
-    counted, verdict = counted_labels(judge, probs, labels, policy)
+    groups = question_groups(judge, question)
+    probs, labels = judge_matrix(judge, [corpus[r] for r in rows], question.perspectives, question.question, groups)
+    counted, verdict = counted_labels(judge, probs, labels, policy, groups)
     g = gold_matrix(gold, question, ids)
     by_gold = use_gold and g is not None
     # the judge's metrics count what the policy counts; perspectives it is unsure about are said apart
@@ -134,6 +152,7 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
         "unsure": unsure.tolist(),
         "labels_from": "gold" if by_gold else "judge",
         "policy": policy_name(by_gold, policy),
+        "groups": [list(g) for g in groups],
     }
 
 
@@ -149,10 +168,11 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     rows = Hits.of(engine.retriever.search([question.question], depth)[0]).rows.tolist()
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
-    else:  # what the policy counts, as the columns count it
-        probs, labels = judge_matrix(engine.judge, [corpus[r] for r in rows],
-                                     [question.perspectives[j] for j in which], question.question)
-        L = decide(probs, labels, getattr(engine.judge, "band", None), policy)[0]
+    else:  # what the policy counts, as the columns count it: every perspective judged, the groups decided together
+        groups = question_groups(engine.judge, question)
+        probs, labels = judge_matrix(engine.judge, [corpus[r] for r in rows], question.perspectives,
+                                     question.question, groups)
+        L = decide(probs, labels, judge_band(engine.judge, groups, labels.shape), policy)[0][:, which]
     out = {}
     for col, j in enumerate(which):
         hit = np.nonzero(L[:, col])[0]

@@ -50,8 +50,9 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
     """Put the shipped embeddings of the demo into the caches when ``corpus`` is the demo's and the shipped
     file has the precision this process encodes in (``embed.resolve_encoding``: fp32, the reference, on
     every CPU; a speed mode finds nothing shipped and computes its own): the sentence embeddings
-    of the default encoder, the stance model's pair encodings (the preset's (question, candidate) pairs)
-    and, for the ``embedded`` ``judge``, its probabilities of the pairs the Playground judges. Returns how
+    of the default encoder, the stance model's pair encodings (the preset's (question, candidate) pairs, and
+    the (perspective, passage) pairs the embedded judge's one-side rule reads) and, for the ``embedded``
+    ``judge``, its probabilities of the pairs the Playground judges. Returns how
     many entries were added (0: not the demo, another precision or model, or already there)."""
     path = path or shipped_path()
     try:
@@ -79,6 +80,14 @@ def seed_shipped(corpus, path=None, judge=None) -> int:
             have = store.get_many(skey, sh)
             todo = [(h, v.astype(np.float32)) for h, v in zip(sh, z[f"stance_{enc}"]) if h not in have]
             store.put_many(skey, todo)
+            added += len(todo)
+    if f"sides_key_{enc}" in z.files:  # the stance reads of the judge's one-side rule (opposite perspectives)
+        shipped = str(z[f"sides_key_{enc}"])
+        if get_stance_model().key_for(None) == shipped:
+            sh = [str(h) for h in z[f"sides_hashes_{enc}"]]
+            have = store.get_many(shipped, sh)
+            todo = [(h, v.astype(np.float32)) for h, v in zip(sh, z[f"sides_{enc}"]) if h not in have]
+            store.put_many(shipped, todo)
             added += len(todo)
     if judge is not None and f"judge_ns_{enc}" in z.files and judge.cache_key == str(z[f"judge_ns_{enc}"]):
         keys = [(str(a), str(b)) for a, b in z["judge_keys"]]
