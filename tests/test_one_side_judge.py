@@ -12,9 +12,8 @@ from berds_core.judges import get_judge, judge_passages, judge_run
 from berds_core.judges.groups import alternatives_of, exclusive_groups, negations_of_each_other, record_groups
 from berds_core.judges.one_side import OneSideRule
 
-QUESTION = "Is nuclear power a good solution to climate change?"
-PERSP = ["Nuclear power should be expanded to fight climate change.",
-         "Nuclear power should not be expanded to fight climate change."]
+from test_judges_embedded import PERSP, QUESTION  # the statement and its negation v4 read alone
+
 PASSAGES = [
     "Nuclear plants produce almost no carbon dioxide while running, and France cut its emissions by "
     "building them. Expanding nuclear power is the fastest way to decarbonise electricity.",
@@ -277,3 +276,17 @@ def test_chips_read_each_pairs_own_band_and_never_say_supports_for_the_side_not_
         assert judge_verdicts(j, np.array([[between, 0.0]]), [(0, 1)])[0, 0] == -1
     counted, verdict = counted_labels(j, probs, labels, "confident", [(0, 1)])
     assert counted.tolist() == [[True, False, True], [False, False, False]]
+
+
+def test_the_v4_judge_stays_reachable_by_its_spec_and_a_wrong_variant_is_one_line():
+    from berds_core.judges import get_judge, parse_spec
+    from berds_core.specs import SpecError
+
+    assert parse_spec("embedded") == parse_spec("embedded:v5") == ("embedded", {"variant": None})
+    v4, v5 = get_judge("embedded:v4"), get_judge("embedded")
+    v4.load(), v5.load()
+    assert v4.name.startswith("embedded-cos-v4-") and v5.name.startswith("embedded-cos-v5-")
+    assert v4.one_side is None and v5.one_side is not None  # v4 reads each pair alone
+    with pytest.raises(SpecError) as e:
+        parse_spec("embedded:v9")
+    assert "v9" in str(e.value) and "\n" not in str(e.value)

@@ -295,7 +295,7 @@ def grid_pairs(grids) -> list[tuple[str, str]]:
 
 
 def rows_verdicts(judge, rows, grids, probs, preds):
-    """Each row's probability and decision as ``berds judge`` decides a run line (``judges.question_verdicts``:
+    """Each row's probability and decision as ``berds judge`` decides a run line (``judges.verdicts.question_verdicts``:
     topicality first, one side of opposite perspectives), from the judge's ``probs`` / ``preds`` of
     :func:`grid_pairs`: every document of a question against every perspective of it."""
     from ..judges.verdicts import judge_groups, question_verdicts

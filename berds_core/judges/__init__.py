@@ -6,7 +6,9 @@
   perspective and passage, gated on the question's topic (opts: ``threshold``,
   ``device``, ``batch_size``, ``encoding`` fp32|bf16|int8|auto); chosen by
   nested cross-validation (``scripts/train_judge.py``), its out-of-fold
-  agreement with the BERDS human pairs in its weights' report (``describe_judge``);
+  agreement with the BERDS human pairs in its weights' report (``describe_judge``); of two opposite
+  perspectives (:mod:`.groups`) a passage supports at most one, the stance model reading the side
+  (:mod:`.one_side`, v5); ``embedded:v4`` is the judge before that rule (each pair alone, cheaper cold);
 - ``argkp``: offline CPU judge, a MiniLM cross-encoder trained on IBM ArgKP (does this argument express this
   key point?) read through a calibrated head with the same unsure band and topicality gate
   (:mod:`.cross_encoder`; same options as ``embedded``);

@@ -85,7 +85,7 @@ def verdicts(probs, band: tuple[float, float] | None, threshold: float) -> np.nd
     return out
 
 
-__all__ = ["ece", "reliability", "f1_at", "best_f1_threshold", "threshold_band", "verdicts", "YES", "UNSURE", "NO"]
+__all__ = ["apply_calibration", "ece", "reliability", "f1_at", "best_f1_threshold", "threshold_band", "verdicts", "YES", "UNSURE", "NO"]
 
 
 def head_probability(h: dict, x) -> np.ndarray:
@@ -98,3 +98,14 @@ def head_probability(h: dict, x) -> np.ndarray:
         X = x[:, None] if x.ndim == 1 else x
         z = ((X - np.asarray(h["mean"])) / np.asarray(h["scale"])) @ np.asarray(h["coef"]) + h["intercept"]
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def apply_calibration(c: dict, p: np.ndarray) -> np.ndarray:
+    """The calibration map ``c`` (``none`` | ``platt`` | ``isotonic``) applied to head probabilities."""
+    p = np.asarray(p, dtype=np.float64)
+    if c["kind"] == "platt":
+        q = np.clip(p, 1e-6, 1 - 1e-6)
+        return 1.0 / (1.0 + np.exp(-(c["a"] * np.log(q / (1 - q)) + c["b"])))
+    if c["kind"] == "isotonic":
+        return np.interp(p, np.asarray(c["x"]), np.asarray(c["y"]))
+    return p

@@ -34,7 +34,9 @@ import numpy as np
 
 from ..embeddings.models import resolve_encoding
 from ..embeddings.text_encoders import embed_text, text_encoder
+from ..stance.model import get_stance_model
 from .base import Judge, JudgeError
+from .calibration import apply_calibration
 from .groups import affirmative_first
 from .one_side import OneSideRule, stance_margin
 
@@ -54,17 +56,6 @@ def load_head(path: str = str(WEIGHTS)) -> dict:
     except (OSError, ValueError, KeyError) as e:
         raise JudgeError(f"embedded judge weights {p}: unreadable ({type(e).__name__}: {e})") from None
     return meta
-
-
-def apply_calibration(c: dict, p: np.ndarray) -> np.ndarray:
-    """The calibration map ``c`` (``none`` | ``platt`` | ``isotonic``) applied to head probabilities."""
-    p = np.asarray(p, dtype=np.float64)
-    if c["kind"] == "platt":
-        q = np.clip(p, 1e-6, 1 - 1e-6)
-        return 1.0 / (1.0 + np.exp(-(c["a"] * np.log(q / (1 - q)) + c["b"])))
-    if c["kind"] == "isotonic":
-        return np.interp(p, np.asarray(c["x"]), np.asarray(c["y"]))
-    return p
 
 
 class EmbeddedJudge(Judge):
@@ -152,8 +143,6 @@ class EmbeddedJudge(Judge):
     @property
     def stance_model(self):
         """The one-side rule's side reader (its weights beside the judge's, at the judge's precision)."""
-        from ..stance.model import get_stance_model
-
         return get_stance_model(str(self.weights_dir / self.one_side.stance_model), device=self.device,
                                 encoding=self.encoding)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration import head_probability
+from .calibration import apply_calibration, head_probability
 
 @dataclass(frozen=True)
 class OneSideRule:
@@ -49,8 +49,6 @@ class OneSideRule:
 
     def group_probability(self, mean_cos) -> np.ndarray:
         """g: P(the passage supports one member) from the members' mean cosine with it."""
-        from .embedded import apply_calibration
-
         return apply_calibration(self.calibration, head_probability(self.head, np.asarray(mean_cos, float)))
 
     def needs_side(self, g) -> np.ndarray:

@@ -40,6 +40,7 @@ from ..files.jsonio import read_text
 from ..datasets import load_demo
 from ..eval.leaning import infer_sides
 from ..files.csvio import explain
+from ..judges.verdicts import judge_groups, question_verdicts
 from ..runs import judged_mask, judges_in, label_matrix
 from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
@@ -174,8 +175,6 @@ def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = 
     if not hasattr(owner, "decide"):  # a bare scorer: each pair alone
         probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
         return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
-    from ..judges.verdicts import judge_groups, question_verdicts
-
     grouped = getattr(owner, "group_band", None) is not None
     persp: dict[str, dict[str, int]] = defaultdict(dict)  # question -> perspective -> its index (file order)
     for p in sorted([*pairs, *(c for c in context if grouped)],
