@@ -154,7 +154,7 @@ def test_a_version_2_database_keeps_its_sessions_after_the_upgrade(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == 5
+        assert s.schema_version == 6
         assert Accounts(s, hasher=hasher).session_user("old-token").name == "fay"
 
 
