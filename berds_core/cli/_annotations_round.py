@@ -176,12 +176,9 @@ def cmd_round(args) -> dict:
         ts = _task_set(store, args.task_set)
         changes = control_values(args)
         pool = store.check_pool_counts(ts).get(ts, 0)
-        try:
-            refuse_empty_pool(store, ts, changes)
-        except ValueError as e:
-            raise InputError("--check-rate", None, None, str(e)) from None
         if changes:
             try:
+                refuse_empty_pool(store, ts, changes)
                 set_controls(store, ts, by=args.by, **changes)
             except ValueError as e:
                 raise InputError("--" + next(iter(changes)).replace("_", "-"), None, None, str(e)) from None

@@ -60,7 +60,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .controls import RoundControls, get_controls
+from .controls import RoundControls, changed_controls, get_controls
 
 log = logging.getLogger("berds.lab.checks")
 
@@ -126,8 +126,8 @@ def seen_pairs(store, annotator: str) -> set[str]:
 def refuse_empty_pool(store, task_set: str, changes: dict) -> None:
     """Refuse (ValueError, one line) to turn gold checks on for a task set whose pool is empty: every slot would
     run dry and nobody would notice (the pool is set aside when the set is built with a check rate)."""
-    if float(changes.get("check_rate") or 0) > 0 and not get_controls(store, task_set).checks_on \
-            and not store.check_pool_counts(task_set).get(task_set):
+    new = changed_controls(store, task_set, **changes)  # a bad value is refused first, as itself
+    if new.checks_on and not get_controls(store, task_set).checks_on and not store.check_pool_counts(task_set).get(task_set):
         raise ValueError(f"task set {task_set!r} has no pool of gold checks (it was built without checks): build the "
                          "round with a check rate, or type answers for some of its pairs first (berds annotations "
                          "answer)")
