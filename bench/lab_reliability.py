@@ -16,10 +16,13 @@ each qualification pair from the previous one's feedback.
 gets part of each stratified block; the annotator models are fitted), ``one`` (each annotator a task set of
 their own, ``--n`` pairs: whole blocks) or ``pair`` (the annotators two by two, in the order named, each pair a
 task set of ``--n`` pairs at redundancy 2: whole blocks, both the same order). ``--shapes one,pair,many`` runs
-each in turn and prints one summary per shape.
+each in turn and prints one summary per shape. ``--whole-queue`` also runs each round with no floor and counts
+the attackers' flags over their whole queues (as the audit read queues offline): as played, an attacker the
+floor pauses early is measured on the few pairs it was served.
 
     python bench/lab_reliability.py --rounds 20 --first-seed 20 --check-rate 0.1 --shapes one,pair,many \
-        --simulate "ann1=0.95,ann2=0.75,order=order,timing=timing,skip=skipper,strat=strategic" --markdown
+        --simulate "ann1=0.95,ann2=0.75,order=order,timing=timing,skip=skipper,strat=strategic" --whole-queue \
+        --markdown
 
 Each round is ``berds annotations demo --simulate`` with another seed: the built-in demo bundle's pairs (its
 gold labels are the truth and the pool of gold checks), every pair to ``--redundancy`` annotators, gold
@@ -71,9 +74,11 @@ SHAPES = ("many", "one", "pair")
 NAMES = {"mace": "MACE (shipped)", "dawid-skene": "Dawid-Skene", "crowdkit-mace": "crowd-kit MACE"}
 
 
-def build_shape(store, names: list[str], seed: int, args) -> None:
-    """The round's task sets in the queue shape ``args.shape`` (see the module docstring)."""
-    controls = RoundControls(check_rate=args.check_rate, check_floor=args.floor, check_min=args.check_min, seed=seed)
+def build_shape(store, names: list[str], seed: int, args, *, floor="round") -> None:
+    """The round's task sets in the queue shape ``args.shape`` (see the module docstring); ``floor`` None: no
+    floor (nobody is paused: the attackers read their whole queues)."""
+    controls = RoundControls(check_rate=args.check_rate, check_floor=args.floor if floor == "round" else floor,
+                             check_min=args.check_min, seed=seed)
     if args.shape == "many":
         build_demo_task_set(store, names, n=args.n, overlap=1.0, per_shared=args.redundancy, seed=seed,
                             controls=controls)
@@ -100,6 +105,8 @@ def one_round(seed: int, args) -> dict:
         scores = check_scores(store)
         out["check_accuracy"] = {a: scores[a]["accuracy"] if a in scores else None for a in names}
         out["checks_skipped"] = {a: scores[a]["skipped"] if a in scores else 0 for a in names}
+        if out["attack"] and args.whole_queue:
+            out["attack_whole"] = whole_queues(names, seed, args, Path(tmp))
         if args.shape != "many":  # no pair has two annotators' labels to fit a model on (or too few)
             store.close()
             return out
@@ -127,16 +134,27 @@ def one_round(seed: int, args) -> dict:
     return out
 
 
-def attack_summary(rounds: list[dict]) -> dict:
+def whole_queues(names: list[str], seed: int, args, tmp: Path) -> dict:
+    """The same round with no floor: every attacker reads its whole queue (as the audit read queues offline), so
+    what a channel flags is measured on every check and task pair, not only on those served before a pause."""
+    store = Store(tmp / "whole.db")
+    build_shape(store, names, seed, args, floor=None)
+    sim = simulate_round(store, parse_simulation(args.simulate, names), store.reference_labels(), seed=seed)
+    store.close()
+    return {a: st["attack"] for a, st in sim["annotators"].items() if "attack" in st}
+
+
+def attack_summary(rounds: list[dict], key: str = "attack") -> dict:
     """Per attacker (its kind) and channel, pooled over the rounds: checks and tasks served and flagged, the share
-    of each flagged and their ratio (checks / tasks); and the rounds each kind was paused in."""
+    of each flagged and their ratio (checks / tasks); and the rounds each kind was paused in. ``key``: ``attack``
+    (the round as played, the floor pausing) or ``attack_whole`` (:func:`whole_queues`)."""
     kinds = rounds[0]["kinds"]
     out = {}
-    for a in (x for x in kinds if any(x in r["attack"] for r in rounds)):
+    for a in (x for x in kinds if any(x in r.get(key, {}) for r in rounds)):
         served = {"check": 0, "task": 0}
         flagged: dict[str, dict[str, int]] = {}
         for r in rounds:
-            rep = r["attack"].get(a)
+            rep = r.get(key, {}).get(a)
             if rep is None:
                 continue
             for k in served:
@@ -150,7 +168,7 @@ def attack_summary(rounds: list[dict]) -> dict:
             f["task_rate"] = f["tasks"] / served["task"] if served["task"] else None
             f["ratio"] = (f["check_rate"] / f["task_rate"]) if f["task_rate"] else None
         out[a] = {"kind": kinds[a], "served": served, "flagged": flagged,
-                  "skipped": sum(r["attack"].get(a, {}).get("skipped", 0) for r in rounds),
+                  "skipped": sum(r.get(key, {}).get(a, {}).get("skipped", 0) for r in rounds),
                   "paused": sum(a in r["paused"] for r in rounds)}
     return out
 
@@ -166,7 +184,8 @@ def shape_summary(rounds: list[dict], args) -> dict:
             "check_accuracy_median": {a: med([r["check_accuracy"][a] for r in rounds
                                               if r["check_accuracy"][a] is not None] or [float("nan")])
                                       for a in kinds},
-            "attacks": attack_summary(rounds), "labels_median": med(r["labels"] for r in rounds)}
+            "attacks": attack_summary(rounds), "attacks_whole_queue": attack_summary(rounds, "attack_whole"),
+            "labels_median": med(r["labels"] for r in rounds)}
 
 
 def summary(rounds: list[dict], args) -> dict:
@@ -202,25 +221,34 @@ def summary(rounds: list[dict], args) -> dict:
 
 
 def attack_markdown(s: dict) -> str:
-    """The attackers' table of one shape (docs/annotation-lab.md)."""
+    """The attackers' tables of one shape (docs/annotation-lab.md): as played, and over whole queues."""
+    out = [_attack_table(s, "attacks", "as played (the floor pauses)")]
+    if s.get("attacks_whole_queue"):
+        out.append(_attack_table(s, "attacks_whole_queue", "whole queues (no floor: every check and task pair read)"))
+    r = s["rounds"]
+    honest = {a: n for a, n in s["paused"].items() if a not in s["attacks"]}
+    out.append(f"Paused (rounds of {r}): " + ", ".join(f"{a} {n}" for a, n in honest.items()) +
+               "; check accuracy (median): " + ", ".join(f"{a} {v:.2f}" for a, v in s["check_accuracy_median"].items()))
+    return "\n\n".join(out)
+
+
+def _attack_table(s: dict, key: str, what: str) -> str:
     r = s["rounds"]
     seeds = f"seeds {s['seeds'][0]}-{s['seeds'][-1]}"
-    lines = [f"Shape `{s['shape']}`, {r} rounds ({seeds}), check rate {s['check_rate']}, floor {s['floor']}:", "",
-             "| annotator (kind) | channel | checks flagged | task pairs flagged | ratio | skipped | paused (rounds) |",
+    lines = [f"Shape `{s['shape']}`, {r} rounds ({seeds}), check rate {s['check_rate']}, floor {s['floor']}, {what}:",
+             "", "| annotator (kind) | channel | checks flagged | task pairs flagged | ratio | skipped | paused (rounds) |",
              "|---|---|---|---|---|---|---|"]
-    for a, x in s["attacks"].items():
+    for a, x in s[key].items():
+        paused = f"{x['paused']} of {r}" if key == "attacks" else "–"
         chans = x["flagged"] or {"–": None}
         for ch, f in chans.items():
             if f is None:
-                lines.append(f"| {a} ({x['kind']}) | – | – | – | – | {x['skipped']} | {x['paused']} of {r} |")
+                lines.append(f"| {a} ({x['kind']}) | – | – | – | – | {x['skipped']} | {paused} |")
                 continue
             cr = "–" if f["check_rate"] is None else f"{f['checks']} of {x['served']['check']} ({f['check_rate']:.1%})"
             tr = "–" if f["task_rate"] is None else f"{f['tasks']} of {x['served']['task']} ({f['task_rate']:.1%})"
             ratio = "–" if f["ratio"] is None else f"{f['ratio']:.2f}"
-            lines.append(f"| {a} ({x['kind']}) | {ch} | {cr} | {tr} | {ratio} | {x['skipped']} | {x['paused']} of {r} |")
-    honest = {a: n for a, n in s["paused"].items() if a not in s["attacks"]}
-    lines += ["", f"Paused (rounds of {r}): " + ", ".join(f"{a} {n}" for a, n in honest.items()) +
-              f"; check accuracy (median): " + ", ".join(f"{a} {v:.2f}" for a, v in s["check_accuracy_median"].items())]
+            lines.append(f"| {a} ({x['kind']}) | {ch} | {cr} | {tr} | {ratio} | {x['skipped']} | {paused} |")
     return "\n".join(lines)
 
 
@@ -290,6 +318,8 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--shape", choices=SHAPES, default="many", help="the queue shape (module docstring)")
     ap.add_argument("--shapes", default=None, help="comma-separated shapes, each in turn (overrides --shape)")
+    ap.add_argument("--whole-queue", action="store_true",
+                    help="also run each round with no floor and count the attackers' flags over whole queues")
     ap.add_argument("--qualification-bot", type=int, default=0, metavar="N",
                     help="instead: N qualification attempts by a bot reading the previous pair's feedback")
     ap.add_argument("--qualification", type=int, default=10, help="pairs of the bot's qualification")

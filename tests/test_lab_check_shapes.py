@@ -186,17 +186,11 @@ def test_checks_come_from_the_runs_own_candidates_or_the_build_is_refused(tmp_pa
                  "--check-rate", "0.25", "--k", "4", "--strategy", "stratified", "--name", "r")
     assert res["check_pool"] >= 4
     with Store(db) as s:
-        lab = Lab(s, Actor("a", "annotator"))
-        revealed = {}
-        for _ in range(40):
-            nxt = lab.next_pairs(6)
-            if not nxt:
-                break
-            lab.label(nxt[0], 0)
-            revealed[nxt[0]] = bool(lab.judge_answers(nxt[0]))
+        served = _label_round(s, ["a"], lambda name, pid: 0)["a"]
         checks = [a["pair_id"] for a in s.assignments("r") if a["kind"] == "check"]
         assert checks and all(p.startswith("bm25:") for p in checks)  # the run's own pairs
-        assert all(revealed.values())  # every pair shows a judge answer after deciding, checks too
+        lab = Lab(s, Actor("a", "annotator"))
+        assert all(lab.judge_answers(p) for p in served)  # every pair shows a judge answer after deciding, checks too
     # turning checks on later for a set built without a pool: refused with one line
     _jcall(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "6", "--annotators", "b",
            "--name", "plain")
@@ -225,3 +219,21 @@ def test_an_upgraded_round_keeps_drawing_its_checks(tmp_path):
         for _ in range(12):
             lab.label(lab.next_pairs(6)[0], 1)
         assert any(a["kind"] == "check" for a in s.assignments("demo"))
+
+
+def test_a_lower_check_rate_mid_round_places_nothing_twice_and_logs_nothing(tmp_path, caplog):
+    """Slots filled at the old rate outnumber the new rate's: decisions go on, no slot is filled twice."""
+    from berds_core.lab.controls import set_controls
+
+    s = Store(tmp_path / "lab.db")
+    build_demo_task_set(s, ["ann"], n=60, seed=5, controls=RoundControls(check_rate=0.3, seed=5))
+    lab = Lab(s, Actor("ann", "annotator"))
+    for _ in range(30):
+        lab.label(lab.next_pairs(6)[0], 1)
+    set_controls(s, "demo", check_rate=0.02)
+    with caplog.at_level("ERROR", logger="berds.lab.checks"):
+        _label_round(s, ["ann"], lambda name, pid: 1)
+    assert not caplog.records
+    slots = [a for a in s.assignments("demo") if a["kind"] == "check"]
+    assert len(slots) == len(s.slots_done("demo", "ann")) - sum(
+        n for a, state, n in s.slot_state_counts("demo") if state != "placed") >= 3

@@ -300,8 +300,8 @@ def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, v
             return 0
         due, passed = due_slots(rows, store.decided_by(annotator), points, done_slots, lookahead, reach)
         candidates = None
-        if steady and not due:  # what placing the next slot reads and draws, done and dropped
-            k = next(k for k in range(1, len(points) + 1) if k not in done_slots)
+        k = next((k for k in range(1, len(points) + 1) if k not in done_slots), None)
+        if steady and not due and k is not None:  # what placing the next slot reads and draws, done and dropped
             others = [i for i, (_, kind) in enumerate(rows) if kind != "check"]
             at = others[points[k - 1]] if points[k - 1] < len(others) else None
             traits = store.pair_traits(task_set, rows[at][0]) if at is not None else None
