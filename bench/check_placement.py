@@ -3,7 +3,8 @@
     python bench/check_placement.py [--reference 552,20000] [--n 200] [--annotators 2] [--check-rate 0.2]
         [--dir DIR] [--repeats 1]
 
-One *run* is what a keypress in the keyboard widget costs the server (``studio_ui/annotator_widget.py``): a
+``--reference`` sizes below what the round itself holds (its task pairs and pool carry reference labels) give
+the round alone: the demo's about 570. One *run* is what a keypress in the keyboard widget costs the server (``studio_ui/annotator_widget.py``): a
 :class:`~berds_core.lab.access.Lab` made for the request (``per_request=True``, as ``lab_for_page`` makes it),
 the decision stored (``Lab.label``: the label's transaction, the gold-check floor), the round's gate
 (``round_states``), the next six pairs (``next_pairs(6)``: check slots within reach filled), the five sent to
@@ -17,8 +18,9 @@ a large labelled set has, and what made placement slow (it read every known answ
 disk (``--dir``, default the system's temporary folder) with the lab's settings (WAL, ``synchronous=FULL``).
 
 Prints one JSON object: per reference size, the median (and p90) of placing and plain runs in ms, their ratio
-(placing / plain; measured in the same run, same process), and the counts. Timings depend on the machine and
-its load: quote them with ``lscpu`` and the load average.
+(placing / plain; measured in the same run, same process), and the counts, per repeat and pooled over the
+``--repeats`` (the sizes alternate within each repeat). Timings depend on the machine, its disk (a commit waits
+for fsync) and its load: quote them with ``lscpu`` and the load average.
 """
 from __future__ import annotations
 
@@ -56,6 +58,20 @@ def _placed(store: Store) -> int:
     return sum(n for _, state, n in store.slot_state_counts() if state == "placed")
 
 
+def _stats(timings: dict) -> dict:
+    med = statistics.median
+
+    def p90(xs):
+        return sorted(xs)[int(0.9 * (len(xs) - 1))] if xs else None
+
+    out = {"runs": {k: len(v) for k, v in timings.items()},
+           "median_ms": {k: round(med(v), 3) if v else None for k, v in timings.items()},
+           "p90_ms": {k: round(p90(v), 3) if v else None for k, v in timings.items()}}
+    if timings["placing"] and timings["plain"]:
+        out["ratio"] = round(med(timings["placing"]) / med(timings["plain"]), 3)
+    return out
+
+
 def one_size(reference: int, args) -> dict:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         store = Store(Path(tmp) / "lab.db")
@@ -86,17 +102,7 @@ def one_size(reference: int, args) -> dict:
                 ms = (time.perf_counter() - t0) * 1000
                 timings["placing" if _placed(store) > before else "plain"].append(ms)
         store.close()
-    med = statistics.median
-
-    def p90(xs):
-        return sorted(xs)[int(0.9 * (len(xs) - 1))] if xs else None
-
-    out = {"reference_labels": got, "runs": {k: len(v) for k, v in timings.items()},
-           "median_ms": {k: round(med(v), 3) if v else None for k, v in timings.items()},
-           "p90_ms": {k: round(p90(v), 3) if v else None for k, v in timings.items()}}
-    if timings["placing"] and timings["plain"]:
-        out["ratio"] = round(med(timings["placing"]) / med(timings["plain"]), 3)
-    return out
+    return {"reference_labels": got, "timings": timings, **_stats(timings)}
 
 
 def main() -> None:
@@ -111,14 +117,24 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(x) for x in args.reference.split(",") if x.strip()]
     results = []
-    for size in sizes:
-        for r in range(args.repeats):
+    for r in range(args.repeats):  # the sizes in turn within each repeat: a burst of load falls on both
+        for size in sizes:
             res = one_size(size, argparse.Namespace(**{**vars(args), "seed": args.seed + 100 * r}))
-            res["repeat"] = r
+            res["repeat"], res["asked"] = r, size
             results.append(res)
-            print(f"{size} reference labels: {res}", file=sys.stderr)
-    print(json.dumps({"results": results, "n": args.n, "annotators": args.annotators, "check_rate": args.check_rate,
-                      "dir": args.dir or tempfile.gettempdir(), "load_average": os.getloadavg()}, indent=1))
+            print(f"{size} reference labels, repeat {r}: ratio {res.get('ratio')}, medians {res['median_ms']}",
+                  file=sys.stderr)
+    pooled = {}
+    for size in sizes:
+        mine = [x for x in results if x["asked"] == size]
+        timings = {k: [t for x in mine for t in x["timings"][k]] for k in ("placing", "plain")}
+        pooled[size] = {**_stats(timings), "ratios_by_repeat": [x.get("ratio") for x in mine]}
+        print(f"{size} reference labels, {len(mine)} repeats pooled: {pooled[size]}", file=sys.stderr)
+    for x in results:
+        x.pop("timings")
+    print(json.dumps({"pooled": pooled, "results": results, "n": args.n, "annotators": args.annotators,
+                      "check_rate": args.check_rate, "dir": args.dir or tempfile.gettempdir(),
+                      "load_average": os.getloadavg()}, indent=1))
 
 
 if __name__ == "__main__":

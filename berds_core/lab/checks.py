@@ -16,8 +16,8 @@ whenever an annotator's next pairs are served): with a check rate ``r``
 set comes after the ``T_k``-th of their other items, ``T_k`` the sum of ``k`` gaps drawn
 uniformly from about ``[g/2, 3g/2]`` (:func:`gap_bounds`) with ``g = (1 - r) / r`` the mean
 gap (so one item in ``1/r`` is a check, at places nobody can count on). A slot is filled
-only when the annotator is about to reach it (past the next items the page holds), so
-adjudications made meanwhile are in the pool. The check **takes the place** of the task
+only when the annotator is about to reach it (past the next items the page holds, at a
+distance drawn per slot: :func:`slot_reach`), so adjudications made meanwhile are in the pool. The check **takes the place** of the task
 that was there (:func:`pick_check`: a pool pair of that task's stratum and with the same
 judge reveal, a stored judge answer or none), and that task moves to the end of the
 annotator's queue: the strata an annotator meets, in the order they meet them, are those
@@ -27,10 +27,12 @@ are balanced in random order (:func:`balanced_classes`: three of each in every s
 so an annotator who always presses the same key scores one half). Never a pair the
 annotator was given, labelled or qualified on. No such pair left: the slot is ``dry``
 (the round's report says so; in a stratified set a check of another stratum would stand
-out in its block, so none is placed). The work is one read of the set's pool and two
-small writes (:meth:`~berds_core.lab.round_tables.CheckTables.check_candidates`), whatever
-the number of reference labels in the store, inside the decision's own transaction: a run
-that places a check costs what a run that places none costs (``bench/check_placement.py``).
+out in its block, so none is placed). The work is one read of the set's pool
+(:meth:`~berds_core.lab.round_tables.CheckTables.check_candidates`), whatever the number of
+reference labels in the store, and three small writes, inside the decision's own
+transaction; every decision makes the same reads whether it places a check or not
+(:func:`place_after_decision`), so a run that places one costs what any run costs
+(``bench/check_placement.py``).
 The check is an ordinary assignment of kind ``check``: the annotator's page shows it like
 any pair, and the progress counts every planned slot from the start, so its total does
 not grow when a check arrives.
@@ -41,7 +43,7 @@ new label never change a score); a skipped check counts as a wrong answer (and
 is counted apart, ``skipped``), so skipping what looks like a check never
 escapes the floor; running accuracy and its 95% Wilson interval.
 
-**Pausing** (:func:`after_label`): once an annotator has answered ``check_min``
+**Pausing** (:func:`after_label`): once an annotator has decided ``check_min``
 checks since their last resume, and those checks make it likely
 (``check_confidence``, 0.9) that their accuracy is below the lead's
 ``check_floor`` (:func:`prob_below`: ``P(accuracy < floor)`` after ``k`` of ``n``
