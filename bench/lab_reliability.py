@@ -144,6 +144,16 @@ def whole_queues(names: list[str], seed: int, args, tmp: Path) -> dict:
     return {a: st["attack"] for a, st in sim["annotators"].items() if "attack" in st}
 
 
+def median_or_none(values):
+    """The median of the values that are not None (None when there is none: an annotator who decided no check)."""
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
+def _f(x, fmt: str = ".2f") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
 def attack_summary(rounds: list[dict], key: str = "attack") -> dict:
     """Per attacker (its kind) and channel, pooled over the rounds: checks and tasks served and flagged, the share
     of each flagged and their ratio (checks / tasks); and the rounds each kind was paused in. ``key``: ``attack``
@@ -181,9 +191,7 @@ def shape_summary(rounds: list[dict], args) -> dict:
             "simulate": args.simulate, "n": args.n, "check_rate": args.check_rate, "floor": args.floor,
             "check_min": args.check_min, "paused": {a: sum(a in r["paused"] for r in rounds) for a in kinds},
             "honest_paused": sum(any(a in r["paused"] for a in kinds if kinds[a] == "competence") for r in rounds),
-            "check_accuracy_median": {a: med([r["check_accuracy"][a] for r in rounds
-                                              if r["check_accuracy"][a] is not None] or [float("nan")])
-                                      for a in kinds},
+            "check_accuracy_median": {a: median_or_none(r["check_accuracy"][a] for r in rounds) for a in kinds},
             "attacks": attack_summary(rounds), "attacks_whole_queue": attack_summary(rounds, "attack_whole"),
             "labels_median": med(r["labels"] for r in rounds)}
 
@@ -211,10 +219,9 @@ def summary(rounds: list[dict], args) -> dict:
            "beats_majority": {m: sum(r["accuracy"][m]["accuracy"] > r["accuracy"]["majority"]["accuracy"]
                                      for r in rounds) for m in ALL},
            "ordered_as_true": {m: sum(r["ordered"][m] for r in rounds) for m in ALL},
-           "competence_median": {m: {a: med(r["competence"][m][a] for r in rounds if r["competence"][m][a] is not None)
+           "competence_median": {m: {a: median_or_none(r["competence"][m][a] for r in rounds)
                                      for a in names} for m in ALL},
-           "check_accuracy_median": {a: med(r["check_accuracy"][a] for r in rounds if r["check_accuracy"][a] is not None)
-                                     for a in names},
+           "check_accuracy_median": {a: median_or_none(r["check_accuracy"][a] for r in rounds) for a in names},
            "fit_seconds_median": {m: med(r["fit_seconds"][m] for r in rounds) for m in ALL}}
     out.update({k: v for k, v in shape_summary(rounds, args).items() if k not in out})
     return out
@@ -228,7 +235,7 @@ def attack_markdown(s: dict) -> str:
     r = s["rounds"]
     honest = {a: n for a, n in s["paused"].items() if a not in s["attacks"]}
     out.append(f"Paused (rounds of {r}): " + ", ".join(f"{a} {n}" for a, n in honest.items()) +
-               "; check accuracy (median): " + ", ".join(f"{a} {v:.2f}" for a, v in s["check_accuracy_median"].items()))
+               "; check accuracy (median): " + ", ".join(f"{a} {_f(v)}" for a, v in s["check_accuracy_median"].items()))
     return "\n\n".join(out)
 
 
@@ -262,8 +269,8 @@ def markdown(s: dict) -> str:
     spec = dict(x.split("=") for x in s["simulate"].split(","))
     for a in names:
         c = s["competence_median"]
-        lines.append(f"| {a} ({spec[a]}) | {s['check_accuracy_median'][a]:.2f} | {c['mace'][a]:.2f} | "
-                     f"{c['dawid-skene'][a]:.2f} | {c['crowdkit-mace'][a]:.2f} |")
+        lines.append(f"| {a} ({spec[a]}) | {_f(s['check_accuracy_median'][a])} | {_f(c['mace'][a])} | "
+                     f"{_f(c['dawid-skene'][a])} | {_f(c['crowdkit-mace'][a])} |")
     r = s["rounds"]
     lines += ["", f"| estimate ({r} rounds, {seeds}) | rounds with all five in the order of true quality | "
                   "label accuracy against the truth (median) | rounds with labels better than majority vote | "
