@@ -54,7 +54,9 @@ def test_the_placement_timer_marks_what_came_into_view_in_a_slow_run():
     for i in range(12):  # runs of the usual length: nothing marked, whatever comes into view
         assert t.run(0.010, [f"p{j}" for j in range(i, i + 6)]) == []
     assert t.run(0.050, [f"p{j}" for j in range(12, 18)]) == ["p17"]  # a slow run: what it brought into view
-    assert t.flags("p17") and not t.flags("p16")
+    assert t.run(0.010, [f"p{j}" for j in range(13, 19)]) == ["p18"]  # and the run after it (placed past the view)
+    assert t.run(0.010, [f"p{j}" for j in range(14, 20)]) == []
+    assert t.flags("p17") and t.flags("p18") and not t.flags("p16") and not t.flags("p19")
 
 
 SHAPES = {"one": 1, "pair": 2}

@@ -9,8 +9,8 @@ issue 63 did it: the simulated attackers :mod:`berds_core.lab.simulate` lets lab
   insertion. A dynamic programme over (position, subsets of the open block): ``2^S`` states a step.
 - :class:`PlacementTimer` (the placement-timing attacker): times each run (a decision sent, the next pairs
   back) and flags the pairs that came into its look-ahead in a run slower than ``factor`` times the median
-  of its recent runs: where a check used to be placed, and what the run that placed it cost (every known
-  answer read).
+  of its recent runs, or in the run after it: a check used to be placed just past the pairs the page holds
+  (it came into view one decision later) by a run that read every known answer.
 
 Each keeps what it flagged; whether a flagged pair was a check is counted by the simulation, which knows.
 """
@@ -74,15 +74,18 @@ class PlacementTimer:
     runs: list = field(default_factory=list)
     window: list = field(default_factory=list)
     marked: set = field(default_factory=set)
+    armed: bool = False  # the last run was slow: what this one brings into view is marked too
 
     def run(self, seconds: float, window: list) -> list:
         """One run took ``seconds`` and left ``window`` (the pairs the page holds, in order); returns the pairs
-        it marks (those new in the window, when the run was slow)."""
+        it marks: those new in the window when this run or the one before it was slow."""
         new = [p for p in window if p not in self.window]
         slow = len(self.runs) >= 10 and seconds > self.factor * statistics.median(self.runs[-50:])
         self.runs.append(seconds)
         self.window = list(window)
-        if slow:
+        hit = slow or self.armed
+        self.armed = slow
+        if hit:
             self.marked.update(new)
             return new
         return []

@@ -16,7 +16,7 @@ Kinds that quality control must catch:
   the rest at random;
 - ``timing``: the placement-timing attacker (:class:`~berds_core.lab.attacks.PlacementTimer`):
   times each run (decision sent, next pairs back) and reads the pairs that came into its
-  look-ahead in a slow run; the rest at random;
+  look-ahead in a slow run or the run after it; the rest at random;
 - ``skipper``: skips exactly the checks (as if it could tell them) and answers the rest at
   random (a skipped check used to be neither scored nor reported);
 - ``strategic``: a gamer who has only what an annotator has and uses every channel: before
