@@ -5,9 +5,24 @@ the annotators by their true quality, are the annotator models' labels closer to
         [--simulate "ann1=0.95,ann2=0.75,ann3=0.5,ann4=spammer,ann5=gamer"] [--check-rate 0.05] [--floor 0.7]
     python bench/lab_reliability.py --qualification-bot 200 [--qualification 10] [--first-seed 20]
 
-``strategic`` in ``--simulate`` is the gamer who has only an annotator's channels (lab/simulate.py); the
-summary counts the rounds where the checks paused it and what each channel marked. ``--qualification-bot``
-measures a bot that answers each qualification pair from the previous one's feedback.
+``strategic`` in ``--simulate`` is the gamer who has only an annotator's channels (lab/simulate.py); ``order``,
+``timing`` and ``skipper`` are the order attacker (fewest insertions, five pairs ahead, subsets known), the
+placement-timing attacker and the skipper of issue 63's audit. The summary counts the rounds where the checks
+paused each of them, and, per attacker and channel, the share of the checks and of the task pairs it was served
+that it flagged (pooled over the rounds) and their ratio. ``--qualification-bot`` measures a bot that answers
+each qualification pair from the previous one's feedback.
+
+``--shape`` is the queue shape: ``many`` (one task set, every pair to ``--redundancy`` of the annotators: each
+gets part of each stratified block; the annotator models are fitted), ``one`` (each annotator a task set of
+their own, ``--n`` pairs: whole blocks) or ``pair`` (the annotators two by two, in the order named, each pair a
+task set of ``--n`` pairs at redundancy 2: whole blocks, both the same order). ``--shapes one,pair,many`` runs
+each in turn and prints one summary per shape. ``--whole-queue`` also runs each round with no floor and counts
+the attackers' flags over their whole queues (as the audit read queues offline): as played, an attacker the
+floor pauses early is measured on the few pairs it was served.
+
+    python bench/lab_reliability.py --rounds 20 --first-seed 20 --check-rate 0.1 --shapes one,pair,many \
+        --simulate "ann1=0.95,ann2=0.75,order=order,timing=timing,skip=skipper,strat=strategic" --whole-queue \
+        --markdown
 
 Each round is ``berds annotations demo --simulate`` with another seed: the built-in demo bundle's pairs (its
 gold labels are the truth and the pool of gold checks), every pair to ``--redundancy`` annotators, gold
@@ -55,25 +70,52 @@ def crowdkit_mace(rows):
 
 
 ALL = (*METHODS, "crowdkit-mace")
+SHAPES = ("many", "one", "pair")
 NAMES = {"mace": "MACE (shipped)", "dawid-skene": "Dawid-Skene", "crowdkit-mace": "crowd-kit MACE"}
+
+
+def build_shape(store, names: list[str], seed: int, args, *, floor="round") -> None:
+    """The round's task sets in the queue shape ``args.shape`` (see the module docstring); ``floor`` None: no
+    floor (nobody is paused: the attackers read their whole queues)."""
+    controls = RoundControls(check_rate=args.check_rate, check_floor=args.floor if floor == "round" else floor,
+                             check_min=args.check_min, seed=seed)
+    if args.shape == "many":
+        build_demo_task_set(store, names, n=args.n, overlap=1.0, per_shared=args.redundancy, seed=seed,
+                            controls=controls)
+        return
+    size = 1 if args.shape == "one" else 2
+    for i in range(0, len(names), size):
+        group = names[i:i + size]
+        extra = {"overlap": 1.0, "per_shared": 2} if len(group) == 2 else {}
+        build_demo_task_set(store, group, name=f"set{i // size}", n=args.n, seed=seed, controls=controls, **extra)
 
 
 def one_round(seed: int, args) -> dict:
     names = [x.split("=")[0].strip() for x in args.simulate.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "round.db")
-        build_demo_task_set(store, names, n=args.n, overlap=1.0, per_shared=args.redundancy, seed=seed,
-                            controls=RoundControls(check_rate=args.check_rate, check_floor=args.floor,
-                                                   check_min=args.check_min, seed=seed))
+        build_shape(store, names, seed, args)
         people = parse_simulation(args.simulate, names)
         truth = store.reference_labels()
         sim = simulate_round(store, people, truth, seed=seed)
+        out = {"seed": seed, "shape": args.shape, "kinds": {a: p.kind for a, p in people.items()},
+               "paused": sorted(a for a, s in sim["annotators"].items() if s["paused"]),
+               "attack": {a: st["attack"] for a, st in sim["annotators"].items() if "attack" in st},
+               "labels": sim["labels"]}
+        scores = check_scores(store)
+        out["check_accuracy"] = {a: scores[a]["accuracy"] if a in scores else None for a in names}
+        out["checks_skipped"] = {a: scores[a]["skipped"] if a in scores else 0 for a in names}
+        if out["attack"] and args.whole_queue:
+            out["attack_whole"] = whole_queues(names, seed, args, Path(tmp))
+        if args.shape != "many":  # no pair has two annotators' labels to fit a model on (or too few)
+            store.close()
+            return out
         rows = model_labels(store)
         maj = majority(rows)
         task_truth = {p: truth[p] for p in maj}
-        out = {"seed": seed, "labels": len(rows), "paused": sorted(a for a, s in sim["annotators"].items() if s["paused"]),
-               "accuracy": {"majority": accuracy_against(task_truth, {p: v["label"] for p, v in maj.items()})},
-               "ordered": {}, "competence": {}, "fit_seconds": {}}
+        out.update({"labels": len(rows),
+                    "accuracy": {"majority": accuracy_against(task_truth, {p: v["label"] for p, v in maj.items()})},
+                    "ordered": {}, "competence": {}, "fit_seconds": {}})
         true_q = {a: p.quality for a, p in people.items()}
         for m in METHODS:
             t0 = time.perf_counter()
@@ -88,21 +130,82 @@ def one_round(seed: int, args) -> dict:
         out["accuracy"]["crowdkit-mace"] = accuracy_against(task_truth, labels)
         out["competence"]["crowdkit-mace"] = {a: comp.get(a) for a in names}
         out["ordered"]["crowdkit-mace"] = true_order_agrees(true_q, comp)
-        scores = check_scores(store)
-        out["check_accuracy"] = {a: scores[a]["accuracy"] if a in scores else None for a in names}
-        out["kinds"] = {a: p.kind for a, p in people.items()}
-        out["strategic"] = {a: st["strategic"] for a, st in sim["annotators"].items() if "strategic" in st}
         store.close()
     return out
 
 
+def whole_queues(names: list[str], seed: int, args, tmp: Path) -> dict:
+    """The same round with no floor: every attacker reads its whole queue (as the audit read queues offline), so
+    what a channel flags is measured on every check and task pair, not only on those served before a pause."""
+    store = Store(tmp / "whole.db")
+    build_shape(store, names, seed, args, floor=None)
+    sim = simulate_round(store, parse_simulation(args.simulate, names), store.reference_labels(), seed=seed)
+    store.close()
+    return {a: st["attack"] for a, st in sim["annotators"].items() if "attack" in st}
+
+
+def median_or_none(values):
+    """The median of the values that are not None (None when there is none: an annotator who decided no check)."""
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
+def _f(x, fmt: str = ".2f") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def attack_summary(rounds: list[dict], key: str = "attack") -> dict:
+    """Per attacker (its kind) and channel, pooled over the rounds: checks and tasks served and flagged, the share
+    of each flagged and their ratio (checks / tasks); and the rounds each kind was paused in. ``key``: ``attack``
+    (the round as played, the floor pausing) or ``attack_whole`` (:func:`whole_queues`)."""
+    kinds = rounds[0]["kinds"]
+    out = {}
+    for a in (x for x in kinds if any(x in r.get(key, {}) for r in rounds)):
+        served = {"check": 0, "task": 0}
+        flagged: dict[str, dict[str, int]] = {}
+        for r in rounds:
+            rep = r.get(key, {}).get(a)
+            if rep is None:
+                continue
+            for k in served:
+                served[k] += rep["served"].get(k, 0)
+            for ch, f in rep["flagged"].items():
+                got = flagged.setdefault(ch, {"checks": 0, "tasks": 0})
+                got["checks"] += f["checks"]
+                got["tasks"] += f["tasks"]
+        for f in flagged.values():
+            f["check_rate"] = f["checks"] / served["check"] if served["check"] else None
+            f["task_rate"] = f["tasks"] / served["task"] if served["task"] else None
+            f["ratio"] = (f["check_rate"] / f["task_rate"]) if f["task_rate"] else None
+        out[a] = {"kind": kinds[a], "served": served, "flagged": flagged,
+                  "skipped": sum(r.get(key, {}).get(a, {}).get("skipped", 0) for r in rounds),
+                  "paused": sum(a in r["paused"] for r in rounds)}
+    return out
+
+
+def shape_summary(rounds: list[dict], args) -> dict:
+    """What every shape reports: pauses per annotator, check accuracy and skips, the attackers' flags."""
+    kinds = rounds[0]["kinds"]
+    med = statistics.median
+    return {"shape": rounds[0]["shape"], "rounds": len(rounds), "seeds": [r["seed"] for r in rounds],
+            "simulate": args.simulate, "n": args.n, "check_rate": args.check_rate, "floor": args.floor,
+            "check_min": args.check_min, "paused": {a: sum(a in r["paused"] for r in rounds) for a in kinds},
+            "honest_paused": sum(any(a in r["paused"] for a in kinds if kinds[a] == "competence") for r in rounds),
+            "check_accuracy_median": {a: median_or_none(r["check_accuracy"][a] for r in rounds) for a in kinds},
+            "attacks": attack_summary(rounds), "attacks_whole_queue": attack_summary(rounds, "attack_whole"),
+            "labels_median": med(r["labels"] for r in rounds)}
+
+
 def summary(rounds: list[dict], args) -> dict:
+    if rounds[0]["shape"] != "many":
+        return shape_summary(rounds, args)
     names = list(rounds[0]["kinds"])
     kinds = rounds[0]["kinds"]
     spam = [a for a in names if kinds[a] == "spammer"]
     gamer = [a for a in names if kinds[a] == "gamer"]
     med = statistics.median
-    out = {"rounds": len(rounds), "seeds": [r["seed"] for r in rounds], "simulate": args.simulate, "n": args.n, "redundancy": args.redundancy,
+    out = {"shape": "many", "rounds": len(rounds), "seeds": [r["seed"] for r in rounds], "simulate": args.simulate,
+           "n": args.n, "redundancy": args.redundancy,
            "check_rate": args.check_rate, "floor": args.floor, "check_min": args.check_min,
            "labels_median": med(r["labels"] for r in rounds),
            "spammer_paused": sum(all(a in r["paused"] for a in spam) for r in rounds) if spam else None,
@@ -110,25 +213,55 @@ def summary(rounds: list[dict], args) -> dict:
            "good_paused": sum(any(a in r["paused"] for a in names if kinds[a] == "competence") for r in rounds),
            "strategic_paused": (sum(any(a in r["paused"] for a in names if kinds[a] == "strategic") for r in rounds)
                                 if "strategic" in kinds.values() else None),
-           "strategic_flags": {ch: sum(g["flags"].get(ch, 0) for r in rounds for g in r["strategic"].values())
-                               for ch in ("order", "export", "reveal", "timing")},
-           "strategic_flags_on_checks": {ch: sum(g["checks_among_flags"].get(ch, 0) for r in rounds
-                                                 for g in r["strategic"].values())
-                                         for ch in ("order", "export", "reveal", "timing")},
+
            "best_paused": {a: sum(a in r["paused"] for r in rounds) for a in names if kinds[a] == "competence"},
            "accuracy_median": {k: med(r["accuracy"][k]["accuracy"] for r in rounds) for k in ("majority", *ALL)},
            "beats_majority": {m: sum(r["accuracy"][m]["accuracy"] > r["accuracy"]["majority"]["accuracy"]
                                      for r in rounds) for m in ALL},
            "ordered_as_true": {m: sum(r["ordered"][m] for r in rounds) for m in ALL},
-           "competence_median": {m: {a: med(r["competence"][m][a] for r in rounds if r["competence"][m][a] is not None)
+           "competence_median": {m: {a: median_or_none(r["competence"][m][a] for r in rounds)
                                      for a in names} for m in ALL},
-           "check_accuracy_median": {a: med(r["check_accuracy"][a] for r in rounds if r["check_accuracy"][a] is not None)
-                                     for a in names},
+           "check_accuracy_median": {a: median_or_none(r["check_accuracy"][a] for r in rounds) for a in names},
            "fit_seconds_median": {m: med(r["fit_seconds"][m] for r in rounds) for m in ALL}}
+    out.update({k: v for k, v in shape_summary(rounds, args).items() if k not in out})
     return out
 
 
+def attack_markdown(s: dict) -> str:
+    """The attackers' tables of one shape (docs/annotation-lab.md): as played, and over whole queues."""
+    out = [_attack_table(s, "attacks", "as played (the floor pauses)")]
+    if s.get("attacks_whole_queue"):
+        out.append(_attack_table(s, "attacks_whole_queue", "whole queues (no floor: every check and task pair read)"))
+    r = s["rounds"]
+    honest = {a: n for a, n in s["paused"].items() if a not in s["attacks"]}
+    out.append(f"Paused (rounds of {r}): " + ", ".join(f"{a} {n}" for a, n in honest.items()) +
+               "; check accuracy (median): " + ", ".join(f"{a} {_f(v)}" for a, v in s["check_accuracy_median"].items()))
+    return "\n\n".join(out)
+
+
+def _attack_table(s: dict, key: str, what: str) -> str:
+    r = s["rounds"]
+    seeds = f"seeds {s['seeds'][0]}-{s['seeds'][-1]}"
+    lines = [f"Shape `{s['shape']}`, {r} rounds ({seeds}), check rate {s['check_rate']}, floor {s['floor']}, {what}:",
+             "", "| annotator (kind) | channel | checks flagged | task pairs flagged | ratio | skipped | paused (rounds) |",
+             "|---|---|---|---|---|---|---|"]
+    for a, x in s[key].items():
+        paused = f"{x['paused']} of {r}" if key == "attacks" else "–"
+        chans = x["flagged"] or {"–": None}
+        for ch, f in chans.items():
+            if f is None:
+                lines.append(f"| {a} ({x['kind']}) | – | – | – | – | {x['skipped']} | {paused} |")
+                continue
+            cr = "–" if f["check_rate"] is None else f"{f['checks']} of {x['served']['check']} ({f['check_rate']:.1%})"
+            tr = "–" if f["task_rate"] is None else f"{f['tasks']} of {x['served']['task']} ({f['task_rate']:.1%})"
+            ratio = "–" if f["ratio"] is None else f"{f['ratio']:.2f}"
+            lines.append(f"| {a} ({x['kind']}) | {ch} | {cr} | {tr} | {ratio} | {x['skipped']} | {paused} |")
+    return "\n".join(lines)
+
+
 def markdown(s: dict) -> str:
+    if s["shape"] != "many" or "competence_median" not in s:
+        return attack_markdown(s)
     names = list(s["check_accuracy_median"])
     seeds = f"seeds {s['seeds'][0]}-{s['seeds'][-1]}"
     lines = [f"| annotator (true quality) | gold-check accuracy | competence, MACE θ (shipped) | "
@@ -136,8 +269,8 @@ def markdown(s: dict) -> str:
     spec = dict(x.split("=") for x in s["simulate"].split(","))
     for a in names:
         c = s["competence_median"]
-        lines.append(f"| {a} ({spec[a]}) | {s['check_accuracy_median'][a]:.2f} | {c['mace'][a]:.2f} | "
-                     f"{c['dawid-skene'][a]:.2f} | {c['crowdkit-mace'][a]:.2f} |")
+        lines.append(f"| {a} ({spec[a]}) | {_f(s['check_accuracy_median'][a])} | {_f(c['mace'][a])} | "
+                     f"{_f(c['dawid-skene'][a])} | {_f(c['crowdkit-mace'][a])} |")
     r = s["rounds"]
     lines += ["", f"| estimate ({r} rounds, {seeds}) | rounds with all five in the order of true quality | "
                   "label accuracy against the truth (median) | rounds with labels better than majority vote | "
@@ -149,8 +282,9 @@ def markdown(s: dict) -> str:
     lines += ["", f"Spammer paused by the checks: {s['spammer_paused']} of {r}; gamer paused: {s['gamer_paused']} of "
                   f"{r}; strategic gamer paused: {s['strategic_paused']} of {r}; an honest annotator paused: "
                   f"{s['good_paused']} of {r} (each: {s['best_paused']}); about {s['labels_median']:.0f} labels "
-                  f"a round. The strategic gamer's channels marked {s['strategic_flags']} pairs, of which checks: "
-                  f"{s['strategic_flags_on_checks']}."]
+                  "a round."]
+    if s["attacks"]:
+        lines += ["", attack_markdown(s)]
     return "\n".join(lines)
 
 
@@ -189,6 +323,10 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.7)
     ap.add_argument("--check-min", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--shape", choices=SHAPES, default="many", help="the queue shape (module docstring)")
+    ap.add_argument("--shapes", default=None, help="comma-separated shapes, each in turn (overrides --shape)")
+    ap.add_argument("--whole-queue", action="store_true",
+                    help="also run each round with no floor and count the attackers' flags over whole queues")
     ap.add_argument("--qualification-bot", type=int, default=0, metavar="N",
                     help="instead: N qualification attempts by a bot reading the previous pair's feedback")
     ap.add_argument("--qualification", type=int, default=10, help="pairs of the bot's qualification")
@@ -196,14 +334,23 @@ def main() -> None:
     if args.qualification_bot:
         print(json.dumps(qualification_bot(args), indent=1))
         return
-    rounds = []
-    for seed in range(args.first_seed, args.first_seed + args.rounds):
-        rounds.append(one_round(seed, args))
-        print(f"round {seed}: paused {rounds[-1]['paused']}, ordered {rounds[-1]['ordered']}", file=sys.stderr)
-    s = summary(rounds, args)
-    print(json.dumps({"summary": s, "rounds": rounds}, indent=1))
+    shapes = [x.strip() for x in args.shapes.split(",")] if args.shapes else [args.shape]
+    bad = [x for x in shapes if x not in SHAPES]
+    if bad:
+        ap.error(f"--shapes: {bad[0]!r} is not one of {', '.join(SHAPES)}")
+    results = []
+    for shape in shapes:
+        args.shape = shape
+        rounds = []
+        for seed in range(args.first_seed, args.first_seed + args.rounds):
+            rounds.append(one_round(seed, args))
+            print(f"{shape} round {seed}: paused {rounds[-1]['paused']}, ordered {rounds[-1].get('ordered')}",
+                  file=sys.stderr)
+        results.append({"summary": summary(rounds, args), "rounds": rounds})
+    print(json.dumps(results[0] if len(results) == 1 else {"shapes": results}, indent=1))
     if args.markdown:
-        print(markdown(s), file=sys.stderr)
+        for res in results:
+            print(markdown(res["summary"]) + "\n", file=sys.stderr)
 
 
 if __name__ == "__main__":

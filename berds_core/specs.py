@@ -23,12 +23,32 @@ without ``parts``, so a new component cannot fall through to another's reading.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 
 class SpecError(ValueError):
     """An unknown or malformed spec string; the message lists the choices."""
+
+
+_URL_AT = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+def split_model_url(arg: str, usage: str = "openai:<model>@<base_url>") -> tuple[str, str]:
+    """``<model>@<base_url>`` -> ``(model, base_url)``: split at the first ``@`` that starts a URL (``@http://``,
+    ``@https://``, any ``scheme://``), else at the last ``@`` (a server written without its scheme); the model
+    may itself hold ``@``. A server address that still holds an ``@`` (in a user name, a query or a fragment:
+    ``m@http://a/v1#@b/v1`` names ``a`` to the parser and ``b`` to a reader) is refused, in one line."""
+    arg = arg or ""
+    m = _URL_AT.search(arg)
+    model, url = (arg[:m.start()], arg[m.end():]) if m else arg.rpartition("@")[::2]
+    if not model or not url or (m is None and "@" not in arg):
+        raise SpecError(f"needs a model and a URL: {usage}")
+    if "@" in url:
+        raise SpecError(f"the server address holds an '@' (a user name, a query or a fragment): write {usage} "
+                        "with a plain http(s) address (an API key goes in OPENAI_API_KEY)")
+    return model, url
 
 
 @dataclass(frozen=True)

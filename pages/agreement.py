@@ -9,7 +9,7 @@ side and question; the paper-style table (human vs each judge, human vs
 human); Krippendorff's alpha; each annotator against reference labels.
 Annotators: each one's estimated competence (MACE / Dawid-Skene), gold checks,
 agreement with the others, time per label, drift. Round health: pace, queues,
-checks failed, paused queues (resume), qualification, the round's controls.
+checks failed and skipped, paused queues (resume), qualification, the round's controls.
 Judge failures: per passage source, perspective length and question.
 Disagreements: ordered by judge vs reliability-weighted humans.
 Lab mode: reviewers and admins only (refused and logged for annotators).
@@ -379,11 +379,15 @@ def health_tab(lab: Lab) -> None:
         st.plotly_chart(fig, key="agr_pace")
     st.dataframe([{"annotator": a, "done": q["done"], "total": q["total"], "left": q["remaining"],
                    "last hour": pace["last_hour"].get(a, 0),
-                   "checks answered": h["checks"].get(a, {}).get("answered", 0),
+                   "checks decided": h["checks"].get(a, {}).get("answered", 0),
                    "checks failed": h["checks"].get(a, {}).get("failed", 0),
+                   "checks skipped": h["checks"].get(a, {}).get("skipped", 0),
                    "check slots without a pair": h["checks"].get(a, {}).get("dry", 0),
                    "state": ", ".join(f"{k}: {v}" for k, v in q["sets"].items())} for a, q in h["queues"].items()],
                  hide_index=True, key="agr_health")
+    if ts and lab.round_controls(ts).checks_on and not h["check_pool"].get(ts):
+        st.warning(esc(f"{ts} has an empty pool of gold checks: every check slot runs dry until an "
+                       "adjudication or a typed answer of one of its pairs joins the pool."))
     if ts and lab.allowed("run_round"):
         controls_form(lab, ts)
 

@@ -11,7 +11,7 @@ import streamlit as st
 from berds_core.errors import InputError
 from berds_core.retrieval.caching import SharedSearch
 from berds_core.runtime.background import MEMO
-from berds_core.studio.data import Data, load_data
+from berds_core.studio.data import Data, load_data, without_subsets
 from studio_ui.config import Config, config_key, embedder_model
 from studio_ui.text import show_error
 
@@ -110,9 +110,14 @@ def _remote_status(spec: str) -> dict:
 
 
 def get_data(cfg: Config) -> Data | None:
-    """The loaded dataset, or None after showing the InputError line."""
+    """The loaded dataset, or None after showing the InputError line. In lab mode, without its subsets unless a
+    reviewer or an admin is signed in (:func:`studio_ui.lab_ui.sees_subsets`): a round's queues are stratified by
+    them, and annotators are not told which subset a question is in."""
+    from studio_ui.lab_ui import sees_subsets
+
     try:
-        return cached_data(config_key(cfg), cfg)
+        data = cached_data(config_key(cfg), cfg)
+        return data if sees_subsets() else without_subsets(data)
     except InputError as e:
         shown = st.session_state.get(f"_upload_name_{e.path}")  # name the uploaded file, not its cache copy
         show_error(InputError(f"uploaded {shown}", e.line, e.field, e.message) if shown else e)

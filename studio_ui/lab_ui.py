@@ -308,6 +308,16 @@ def account_bar(lab: Lab, slot=None) -> None:
         st.rerun()
 
 
+ROLE_KEY = "lab_role"  # the signed-in user's role, as app.py's gate read it this run
+LEADS = ("reviewer", "admin")
+
+
+def sees_subsets() -> bool:
+    """Whether this run may show the dataset's subsets: open mode, or a lab session of a reviewer or an admin
+    (an annotator's queue is stratified by subset; a run whose gate did not say who is signed in: no)."""
+    return not lab_mode() or st.session_state.get(ROLE_KEY) in LEADS
+
+
 def signed_in() -> bool:
     """Whether this run may see the app (open mode, or a live lab session), deciding only: nothing drawn."""
     if not lab_mode():
@@ -338,7 +348,9 @@ def gate() -> bool:
         return False
     actor = current_actor(store)
     if actor is None:
+        st.session_state.pop(ROLE_KEY, None)
         return False
+    st.session_state[ROLE_KEY] = actor.role
     cookie_bridge()
     with st.sidebar:
         c = st.columns([3, 2], vertical_alignment="center")
@@ -357,6 +369,7 @@ def lab_for_page(store: Store, *, ask_name: bool = True) -> Lab:
     return Lab(store, actor, per_request=True)  # one page run: the actor's round is read once
 
 
-__all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate", "signed_in",
+__all__ = ["AccessDenied", "StoreError", "account_bar", "cookie_bridge", "current_actor", "error_line", "gate", "sees_subsets",
+           "signed_in",
            "get_store", "lab_for_page", "login_form", "page_store", "refuse", "safe_markdown", "session_token",
            "sign_out"]

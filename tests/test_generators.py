@@ -41,6 +41,24 @@ def test_spec_errors():
         get_generator("openai:modelonly")
 
 
+def test_an_openai_spec_splits_at_the_first_at_that_starts_a_url_and_refuses_an_at_after_it():
+    """``m@http://a/v1#@b/v1`` named ``b`` as the server (the last '@'), while any reader sees ``a``."""
+    from berds_core.generators import split_openai_spec
+    from berds_core.judges import parse_spec
+    from berds_core.net.reach import server_url
+
+    assert split_openai_spec("org/m@v1@http://h:8000/v1") == ("org/m@v1", "http://h:8000/v1")
+    assert split_openai_spec("m@x@localhost:8000") == ("m@x", "localhost:8000")  # no scheme: the last '@'
+    for spec in ("m@http://127.0.0.1:9999/v1#@127.0.0.1:9/v1", "m@http://h/v1?x=@y", "m@http://user:secret@h/v1"):
+        with pytest.raises(SpecError) as got:
+            split_openai_spec(spec)
+        msg = str(got.value)
+        assert "holds an '@'" in msg and "\n" not in msg and "secret" not in msg and "127.0.0.1" not in msg
+        with pytest.raises(SpecError, match="openai judge the server address holds an '@'"):
+            parse_spec(f"openai:{spec}")
+        assert server_url(f"openai:{spec}") is None  # nothing to probe: the spec itself is refused
+
+
 def test_hf_generate_is_greedy_batched_and_cached(tiny):
     gen = HFGenerator(str(tiny), device="cpu", batch_size=3)
     prompts = ["Should school be free ?", "Is the law good for people ?", "Yes or no ?", "Does science help ?"]

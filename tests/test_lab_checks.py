@@ -117,22 +117,25 @@ def test_floor_pauses_the_queue_with_messages_and_the_lead_resumes(tmp_path):
 
 def test_adjudicated_and_typed_answers_join_the_pool(tmp_path):
     s = Store(tmp_path / "lab.db")
-    s.add_pairs(_pairs(40))
-    s.create_task_set("r1", {"ann": [f"p{i}" for i in range(20)], "bob": [f"p{i}" for i in range(20, 40)]})
+    s.add_pairs(_pairs(80))
+    s.create_task_set("r1", {"ann": [f"p{i}" for i in range(40)], "bob": [f"p{i}" for i in range(40, 80)]})
     set_controls(s, "r1", check_rate=0.1)
     # no known answer anywhere: slots run dry, the queue goes on
     lab = Lab(s, Actor("ann", "annotator"))
     first = lab.next_pairs(15)
     assert len(first) == 15 and slot_summary(s)["ann"]["dry"] >= 1
-    # bob's pairs adjudicated, and a typed answer: they can be ann's checks (never bob's own)
-    Lab(s, Actor("rita", "reviewer")).adjudicate("p25", 1)
-    Lab(s, Actor("rita", "reviewer")).add_check_answers({"p30": 0})
-    assert known_answers(s)["p25"] == (1, "adjudicated") and known_answers(s)["p30"][1] == "typed by rita"
+    # bob's pairs adjudicated, and a typed answer: they join r1's pool and can be ann's checks (never bob's own)
+    Lab(s, Actor("rita", "reviewer")).adjudicate("p45", 1)
+    got = Lab(s, Actor("rita", "reviewer")).add_check_answers({"p50": 0})
+    assert got == {"stored": 1, "pools": ["r1"]}
+    assert known_answers(s)["p45"] == (1, "adjudicated") and known_answers(s)["p50"][1] == "typed by rita"
+    assert s.check_pool_counts() == {"r1": 2}
     with pytest.raises(AccessDenied):
-        lab.add_check_answers({"p31": 1})
+        lab.add_check_answers({"p51": 1})
     _label_all(lab, lambda pid: 1)
     checks = {a["pair_id"] for a in s.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"}
-    assert checks and checks <= {"p25", "p30"}
+    assert checks == {"p45", "p50"}
+    assert not {a["pair_id"] for a in s.assignments("r1") if a["annotator"] == "bob" and a["kind"] == "check"}
 
 
 def test_reviewer_figures_are_refused_to_annotators(tmp_path):
@@ -226,13 +229,13 @@ def test_a_version_2_database_is_upgraded_without_losing_anything(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == SCHEMA_VERSION == 5
+        assert s.schema_version == SCHEMA_VERSION == 6
         lab = s.get_label("ann", "p0")
         assert lab.note == "kept" and lab.time_ms == 1200
         assert check_scores(s)["ann"]["accuracy"] == 1.0  # an old calibration pair counts as a check
         assert pauses(s) == [] and get_controls(s, "old") == RoundControls()
         tables = {r[0] for r in s.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {"check_slots", "pauses", "qualification", "qualification_results"} <= tables
+        assert {"check_slots", "check_pool", "pauses", "qualification", "qualification_results"} <= tables
 
 
 def test_check_classes_are_balanced_in_random_order_not_alternating():

@@ -6,6 +6,7 @@
 - A crafted name in ``?annotator=`` is rendered as text in the reviewer's heading (no link, no image fetched).
 - The session survives a reload and a new tab (HttpOnly, SameSite=Strict cookie holding the token); sign-out
   ends it everywhere, a copy of the cookie taken to another browser is refused, and so is a disabled user's.
+- An annotator's Playground lists the dataset's questions without their subsets; a reviewer's with them.
 """
 import hashlib
 from urllib.parse import quote
@@ -213,3 +214,42 @@ def test_the_session_survives_a_reload_and_sign_out_ends_it_everywhere(lab, brow
     wait_for_app(page)
     _form_only(page)
     ctx.close()
+
+
+def _question_choices(page) -> list[str]:
+    """The Playground's dataset questions as its list shows them (the list opened, read, closed)."""
+    page.get_by_role("heading", name="Plain retrieval").first.wait_for(timeout=240_000)  # models loaded, drawn
+    wait_idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    box = main.locator('[data-testid="stSelectbox"]').first
+    for attempt in range(4):  # a rerun may close the list under us
+        try:
+            box.get_by_role("button", name="Open").click(timeout=15_000)
+            page.get_by_role("option").first.wait_for(timeout=10_000)
+            got = [o.inner_text() for o in page.get_by_role("option").all()]
+            page.keyboard.press("Escape")
+            return got
+        except Exception:
+            if attempt == 3:
+                raise
+            page.keyboard.press("Escape")
+            wait_idle(page)
+    return []
+
+
+def test_an_annotator_is_not_shown_which_subset_a_question_is_in(lab, browser):
+    """Issue 63: a round's queue is stratified by subset, and the Playground listed ``question · subset``. In lab mode
+    an annotator's tool pages carry no subset; a reviewer's still do."""
+    seen = {}
+    for name in ("ann1", "rev"):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = ctx.new_page()
+        page.goto(f"{lab['url']}/playground")
+        wait_for_app(page)
+        _sign_in(page, name)
+        seen[name] = _question_choices(page)
+        ctx.close()
+    assert len(seen["ann1"]) == len(seen["rev"]) >= 5
+    assert all("·" in label for label in seen["rev"])  # the lead's view: question · subset
+    assert not any("·" in label for label in seen["ann1"])
+    assert [x.split("·")[0].strip() for x in seen["rev"]] == [x.strip() for x in seen["ann1"]]

@@ -154,7 +154,7 @@ def test_a_version_2_database_keeps_its_sessions_after_the_upgrade(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == 5
+        assert s.schema_version == 6
         assert Accounts(s, hasher=hasher).session_user("old-token").name == "fay"
 
 
@@ -244,7 +244,8 @@ def test_vllm_judge_specs_go_through_the_folder_check(tmp_path, monkeypatch):
 @pytest.mark.browser
 @pytest.mark.slow
 def test_media_downloads_need_a_session_on_a_real_server(tmp_path):
-    """A download drawn for an admin is at /media/<hash> for a while: without the lab cookie it is 403."""
+    """A download drawn for an admin is at /media/<hash> for a while: without the lab cookie it is 403. Streamlit's
+    metrics: 403 to a visitor and to a signed-in annotator, served to an admin."""
     import urllib.error
     import urllib.request
 
@@ -257,7 +258,9 @@ def test_media_downloads_need_a_session_on_a_real_server(tmp_path):
     with Store(db) as s:
         acc = Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
         acc.add("root1", "admin", SECRET)
+        acc.add("ann1", "annotator", SECRET)
         token, _ = acc.login("root1", SECRET)
+        ann_token, _ = acc.login("ann1", SECRET)
     with streamlit_server(ROOT / "serve.py", timeout=180,
                           env={"BERDS_ANNOTATIONS_DB": str(db), "BERDS_AUTH": "lab"}) as url:
         def get(path, cookie=None):
@@ -275,6 +278,10 @@ def test_media_downloads_need_a_session_on_a_real_server(tmp_path):
         assert get("/_stcore/health")[0] == 200  # nothing else is gated by it
         status, body = get("/_stcore/metrics")  # the lab's activity: not for visitors
         assert status == 403 and b"sign in" in body
+        status, body = get("/_stcore/metrics", f"berds_session={ann_token}")  # nor for annotators
+        assert status == 403 and b"reviewers and admins" in body
+        status, _ = get("/_stcore/metrics", f"berds_session={token}")  # a lead's
+        assert status == 200
 
 
 def test_the_guard_covers_uploads_media_and_metrics_only():
@@ -332,6 +339,43 @@ def test_a_media_file_is_served_only_to_the_user_whose_tab_holds_it(tmp_path, mo
         assert get(f"/media/{'f' * 56}.csv", alice).status_code == 404
         monkeypatch.setitem(lab_session._MEDIA, "owners", None)
         assert get(f"/media/{fid}.csv", alice).status_code == 404  # no lookup: closed, not open
+
+
+def test_the_metrics_are_for_leads_only(tmp_path, monkeypatch):
+    """The lab's guard in front of ``/_stcore/metrics`` over HTTP: a visitor and a signed-in annotator get 403, a
+    reviewer and an admin the metrics."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from berds_core.lab import session as lab_session
+
+    db = tmp_path / "lab.db"
+    with Store(db) as s:
+        acc = Accounts(s, hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        tokens = {}
+        for name, role in (("alice", "annotator"), ("rita", "reviewer"), ("root1", "admin")):
+            acc.add(name, role, SECRET)
+            tokens[name], _ = acc.login(name, SECRET)
+    monkeypatch.setenv("BERDS_ANNOTATIONS_DB", str(db))
+    monkeypatch.setenv("BERDS_AUTH", "lab")
+
+    async def metrics(request):
+        return PlainTextResponse("session_state_count 4")
+
+    app = Starlette(routes=[Route("/_stcore/metrics", metrics)], middleware=lab_session.middleware())
+    with TestClient(app) as client:
+        def get(token=None):
+            client.cookies.clear()
+            if token:
+                client.cookies.set(lab_session.COOKIE, token)
+            return client.get("/_stcore/metrics")
+
+        assert get().status_code == 403
+        r = get(tokens["alice"])
+        assert r.status_code == 403 and "session_state" not in r.text
+        assert get(tokens["rita"]).text == get(tokens["root1"]).text == "session_state_count 4"
 
 
 def test_media_owners_reads_which_tabs_hold_a_file_from_streamlits_media_manager(monkeypatch):

@@ -61,7 +61,7 @@ class Counter:
 
 @pytest.fixture()
 def lab_round(annotation_db_path, monkeypatch):
-    """Lab mode; alice has 20 task pairs, a check rate of 1 in 4 drawn from 12 known answers, and a floor."""
+    """Lab mode; alice has 20 task pairs, a check rate of 1 in 4 drawn from a pool of 12 known answers, and a floor."""
     path = annotation_db_path
     monkeypatch.setenv("BERDS_AUTH", "lab")
     with Store(path) as s:
@@ -70,6 +70,7 @@ def lab_round(annotation_db_path, monkeypatch):
         s.create_task_set("round", {"alice": [f"p{i}" for i in range(20)], "bob": [f"p{i}" for i in range(10, 28)]})
         s.set_judge_preds("judgeX", {f"p{i}": (0.025 * i, int(i >= 20)) for i in range(40)})
         s.set_reference_labels({f"p{i}": i % 2 for i in range(28, 40)})
+        s.add_to_check_pool("round", [f"p{i}" for i in range(28, 40)], "test")
         set_controls(s, "round", check_rate=0.25, check_floor=0.6, check_min=3)
         Accounts(s).add("alice", "annotator", PASSWORD)
     return path

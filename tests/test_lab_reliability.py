@@ -216,8 +216,9 @@ def test_simulation_spec_is_checked():
 def test_the_strategic_gamer_finds_no_channel_and_its_time_is_the_servers(tmp_path):
     s, people, _, res = _round_with(tmp_path, "good=0.95,strat=strategic,ok=0.8", n=120, seed=0)
     st = res["annotators"]["strat"]
-    assert st["strategic"]["flags"].get("order", 0) == 0 and st["strategic"]["flags"].get("export", 0) == 0
-    assert st["strategic"]["flags"].get("reveal", 0) == 0
+    flagged = st["attack"]["flagged"]  # (the placement timer's flags follow this machine's noise: not asserted)
+    assert not {"order", "export", "reveal"} & set(flagged)  # one stratum: no block to break
+    assert st["attack"]["served"]["check"] >= 3 and st["attack"]["served"]["task"] >= 30
     assert st["paused"] and not res["annotators"]["good"]["paused"]  # the checks caught it
     assert check_scores(s)["strat"]["accuracy"] < 0.7
     t = reliability_report(s, task_set="sim")["annotators"]["strat"]["time"]

@@ -288,7 +288,7 @@ def test_version_1_database_is_upgraded_in_place(tmp_path):
     con.commit()
     con.close()
     with Store(path) as s:
-        assert s.schema_version == SCHEMA_VERSION == 5
+        assert s.schema_version == SCHEMA_VERSION == 6
         lab = s.get_label("ann", "p0")
         assert lab.label == 1 and lab.note == "old note" and lab.time_ms is None and lab.app_version is None
         assert s.pair("p0").title is None

@@ -21,7 +21,8 @@ def register_actions(acts) -> None:
     p.set_defaults(func=cmd_round)
     declare(p, more_inputs=db_input)
 
-    p = acts.add_parser("checks", help="each annotator's gold checks: answered, accuracy (95%% Wilson interval), pauses")
+    p = acts.add_parser("checks", help="each annotator's gold checks: decided, skipped, accuracy (95%% Wilson "
+                                       "interval), pauses")
     add_db_args(p)
     p.add_argument("--task-set")
     p.add_argument("--annotator", help="also list this annotator's answered checks")
@@ -178,14 +179,17 @@ def _task_set(store, name):
 
 
 def cmd_round(args) -> dict:
+    from ..lab.checks import refuse_empty_pool
     from ..lab.controls import get_controls, set_controls
 
     with open_store(args) as store:
         ts = _task_set(store, args.task_set)
         check_qualification_length(args, store.task_set_info(ts)["params"].get("n"))
         changes = control_values(args)
+        pool = store.check_pool_counts(ts).get(ts, 0)
         if changes:
             try:
+                refuse_empty_pool(store, ts, changes)
                 set_controls(store, ts, by=args.by, **changes)
             except ValueError as e:
                 raise InputError("--" + next(iter(changes)).replace("_", "-"), None, None, str(e)) from None
@@ -193,7 +197,7 @@ def cmd_round(args) -> dict:
                         detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
         c = get_controls(store, ts)
         return {"db": str(store.path), "task_set": ts, "controls": c.to_json(), "changed": sorted(changes),
-                "qualification_passed_by_guessing": c.chance_pass}
+                "check_pool": pool, "qualification_passed_by_guessing": c.chance_pass}
 
 
 def cmd_checks(args) -> dict:
@@ -255,10 +259,11 @@ def cmd_answer(args) -> dict:
 
     with open_store(args) as store:
         try:
-            add_typed_answers(store, {args.pair: int(args.label)}, args.by)
+            got = add_typed_answers(store, {args.pair: int(args.label)}, args.by)
         except StoreError as e:
             raise InputError(store.path, None, "pair", str(e)) from None
-        return {"db": str(store.path), "pair": args.pair, "answer": int(args.label), "by": args.by}
+        return {"db": str(store.path), "pair": args.pair, "answer": int(args.label), "by": args.by,
+                "check_pools": got["pools"]}
 
 
 def cmd_reliability(args) -> dict:

@@ -115,7 +115,8 @@ def register(sub) -> None:
     control_flags(p)
     p.add_argument("--simulate", metavar="SPEC",
                    help="let simulated annotators of known quality label the round, e.g. "
-                        "'ann1=0.95,ann2=0.75,ann3=spammer,ann4=gamer' (competence, or spammer / gamer)")
+                        "'ann1=0.95,ann2=0.75,ann3=spammer,ann4=gamer' (competence, or spammer / gamer / strategic / "
+                        "order / timing / skipper: the attackers of docs/annotation-lab.md)")
     p.set_defaults(func=cmd_demo)
     declare(p, more_inputs=db_input)
 

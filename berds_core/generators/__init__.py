@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..files.cache import text_hash
 from ..files.safepaths import resolve_user_model
 from ..net.endpoints import check_endpoint
-from ..specs import Registry, SpecError
+from ..specs import Registry, SpecError, split_model_url
 from .base import GenerationError, Generator, ScoredText, as_messages, generation_cache, truncate_ids
 from .hf import HFGenerator
 from .openai import OpenAIGenerator
@@ -35,11 +35,12 @@ __all__ = ["GENERATORS", "GenerationError", "Generator", "ScoredText", "SpecErro
 
 
 def split_openai_spec(arg: str) -> tuple[str, str]:
-    """``<model>@<base_url>`` -> (model, base_url); the model may itself contain '@'."""
-    model, at, url = (arg or "").rpartition("@")
-    if not at or not model or not url:
-        raise SpecError("openai generator needs a model and a URL: openai:<model>@<base_url>")
-    return model, url
+    """``<model>@<base_url>`` -> (model, base_url) (:func:`berds_core.specs.split_model_url`: the first ``@`` that
+    starts a URL; the model may itself contain '@'; an '@' left in the address is refused)."""
+    try:
+        return split_model_url(arg)
+    except SpecError as e:
+        raise SpecError(f"openai generator {e}") from None
 
 
 @GENERATORS.register("hf", usage="hf:<model>[+<adapter>]", needs_arg=True,

@@ -9,9 +9,8 @@ docstring (:mod:`berds_core.judges`).
 from __future__ import annotations
 
 from ..files.safepaths import resolve_user_model
-from ..generators import split_openai_spec
 from ..net.endpoints import check_endpoint
-from ..specs import Registry, SpecError
+from ..specs import Registry, SpecError, split_model_url
 from .base import Judge
 from .cross_encoder import CrossEncoderJudge
 from .embedded import WEIGHTS, EmbeddedJudge
@@ -63,7 +62,10 @@ def _hf_parts(arg):
 
 
 def _openai_parts(arg):
-    model, url = split_openai_spec(arg)
+    try:
+        model, url = split_model_url(arg)
+    except SpecError as e:
+        raise SpecError(f"openai judge {e}") from None
     return "openai", {"model": model, "base_url": url}
 
 
@@ -168,7 +170,7 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
         parts = [resolve_user_model(p, what=f"{what} model path") for p in (model, adapter) if p]
         return f"{name}:" + "+".join(parts)
     if name == "openai":
-        check_endpoint(split_openai_spec(arg)[1], what=f"{what} server address")
+        check_endpoint(_openai_parts(arg)[1]["base_url"], what=f"{what} server address")
     elif name == "berds-evaluator" and arg:
         check_endpoint(arg, what=f"{what} server address")
     return spec

@@ -228,9 +228,11 @@ class Lab:
         if why and not (client_id is not None and self.store.applied_client_ids([client_id])):
             raise StoreError(f"{why}; this decision was not saved")
         seen = bool(judge_visible) or pair_id in view.judge_seen
-        event = self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
-                                 judge_visible=seen, client_id=client_id)
-        view.decide(pair_id, value == SKIP)
+        with self.store.batch():  # the decision and the checks it brings within reach: one transaction
+            event = self.store.label(self.actor.name, pair_id, value, unsure=unsure, note=note, time_ms=time_ms,
+                                     judge_visible=seen, client_id=client_id)
+            view.decide(pair_id, value == SKIP)
+            checks.place_after_decision(self.store, self.actor.name, pair_id, view, rounds.LOOKAHEAD)
         self._reads = None  # the labels read for this request changed
         rounds.after_label(self.store, self.actor.name, pair_id, view=view)
         return event
@@ -350,6 +352,7 @@ class Lab:
 
     def set_round_controls(self, task_set: str, **changes) -> controls.RoundControls:
         self.require("run_round", task_set, what="change a round's quality controls")
+        checks.refuse_empty_pool(self.store, task_set, changes)
         new = controls.set_controls(self.store, task_set, by=self.actor.name, **changes)
         self._changed()
         self.store.audit(self.actor.name, self.actor.role, "round.controls", task_set, allowed=True,
@@ -374,8 +377,9 @@ class Lab:
         self._changed()
         return qualification.allow_retry(self.store, task_set, annotator, self.actor.name)
 
-    def add_check_answers(self, answers: dict[str, int]) -> int:
-        """Answers the lead typed for pairs: they join the gold checks' pool."""
+    def add_check_answers(self, answers: dict[str, int]) -> dict:
+        """Answers the lead typed for pairs: each joins the gold checks' pool of the task sets that hold it
+        (``{"stored": n, "pools": [task sets]}``)."""
         self.require("run_round", "check answers", what="add answers for gold checks")
         self._changed()
         return checks.add_typed_answers(self.store, answers, self.actor.name)

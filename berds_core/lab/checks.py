@@ -2,33 +2,48 @@
 
 **Known answers** (:func:`known_answers`): a dataset's gold and other reference
 labels (imported, or typed by a lead: :func:`add_typed_answers`), overridden by
-adjudicated labels (the ``gold`` table grows while the round runs, and every
-adjudicated pair becomes a possible check).
+adjudicated labels.
 
-**Placement** (:func:`ensure_checks`, called whenever an annotator's next pairs
-are served): with a check rate ``r`` (:class:`~berds_core.lab.controls.RoundControls`),
-check ``k`` of an annotator in a task set goes after the ``T_k``-th of their other
-items, ``T_k`` the sum of ``k`` gaps drawn uniformly from about ``[g/2, 3g/2]``
-(:func:`gap_bounds`) with ``g = (1 - r) / r`` the mean gap (so one item in ``1/r``
-is a check, at places nobody can count on). A slot is filled only when
-the annotator is about to reach it (within the next items the page sends ahead),
-so adjudications made meanwhile are in the pool. Its pair is drawn at random from
-the known answers this annotator has never been given (no assignment, label or
-qualification item: the same check never reaches a person twice), classes
-balanced in random order (:func:`balanced_classes`: three of each in every six
-slots, so an annotator who always presses the same key scores one half and no
-alternation can be read), and among the pairs whose judge reveal looks like
-that of the annotator's task pairs (:func:`same_reveal`).
-No unseen pair left: the slot is ``dry`` (and the round's report says so). The
-check is an ordinary assignment of kind ``check``: the annotator's page shows it
-like any pair, and the progress counts every planned slot from the start, so its
-total does not grow when a check arrives.
+**The pool** of a task set's checks (the store's ``check_pool``): candidates of the set
+with a known answer, set aside when it is built (stratified like its task pairs, both
+classes: :func:`berds_core.lab.tasks.build_task_set`), so checks come from the same
+candidates as the task pairs; adjudicated labels and typed answers join the pool of
+every set that holds the pair as the round runs.
 
-**Scores** (:func:`check_scores`): per annotator, answered checks (kinds
-``check`` and ``calibration``), each scored on its first answer (undo and a
-new label never change a score), running accuracy and its 95% Wilson interval.
+**Placement** (:func:`ensure_checks`, called in the transaction of each decision and
+whenever an annotator's next pairs are served): with a check rate ``r``
+(:class:`~berds_core.lab.controls.RoundControls`), check ``k`` of an annotator in a task
+set comes after the ``T_k``-th of their other items, ``T_k`` the sum of ``k`` gaps drawn
+uniformly from about ``[g/2, 3g/2]`` (:func:`gap_bounds`) with ``g = (1 - r) / r`` the mean
+gap (so one item in ``1/r`` is a check, at places nobody can count on). A slot is filled
+only when the annotator is about to reach it (past the next items the page holds, at a
+distance drawn per slot: :func:`slot_reach`), so adjudications made meanwhile are in the pool. The check **takes the place** of the task
+that was there (:func:`pick_check`: a pool pair of that task's stratum and with the same
+judge reveal, a stored judge answer or none), and that task moves to the end of the
+annotator's queue: the strata an annotator meets, in the order they meet them, are those
+of their queue without checks, in every queue shape (one annotator, every pair to two,
+part of each block to many), and the reveal after deciding reads the same. Its classes
+are balanced in random order (:func:`balanced_classes`: three of each in every six slots,
+so an annotator who always presses the same key scores one half). Never a pair the
+annotator was given, labelled or qualified on. No such pair left: the slot is ``dry``
+(the round's report says so; in a stratified set a check of another stratum would stand
+out in its block, so none is placed). The work is one read of the set's pool
+(:meth:`~berds_core.lab.round_tables.CheckTables.check_candidates`), whatever the number of
+reference labels in the store, and three small writes, inside the decision's own
+transaction; every decision makes the same reads whether it places a check or not
+(:func:`place_after_decision`), so a run that places one costs what any run costs
+(``bench/check_placement.py``).
+The check is an ordinary assignment of kind ``check``: the annotator's page shows it like
+any pair, and the progress counts every planned slot from the start, so its total does
+not grow when a check arrives.
 
-**Pausing** (:func:`after_label`): once an annotator has answered ``check_min``
+**Scores** (:func:`check_scores`): per annotator, decided checks (kinds
+``check`` and ``calibration``), each scored on its first decision (undo and a
+new label never change a score); a skipped check counts as a wrong answer (and
+is counted apart, ``skipped``), so skipping what looks like a check never
+escapes the floor; running accuracy and its 95% Wilson interval.
+
+**Pausing** (:func:`after_label`): once an annotator has decided ``check_min``
 checks since their last resume, and those checks make it likely
 (``check_confidence``, 0.9) that their accuracy is below the lead's
 ``check_floor`` (:func:`prob_below`: ``P(accuracy < floor)`` after ``k`` of ``n``
@@ -43,10 +58,11 @@ import hashlib
 import logging
 import math
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 
-from .controls import RoundControls, get_controls
+from .controls import RoundControls, changed_controls, get_controls
 
 log = logging.getLogger("berds.lab.checks")
 
@@ -89,38 +105,54 @@ def known_answers(store) -> dict[str, tuple[int, str]]:
     return out
 
 
-def add_typed_answers(store, answers: dict[str, int], by: str) -> int:
-    """Answers a lead typed for pairs (they join the pool of checks); stored as reference labels."""
-    return store.set_reference_labels(answers, source=f"typed by {by}")
+def add_typed_answers(store, answers: dict[str, int], by: str) -> dict:
+    """Answers a lead typed for pairs, stored as reference labels; each pair joins the check pool of every task
+    set that holds it. Returns ``{"stored": n, "pools": [task sets]}``."""
+    with store.batch():
+        n = store.set_reference_labels(answers, source=f"typed by {by}")
+        sets = store.join_check_pools(list(answers), "typed")
+    return {"stored": n, "pools": sets}
 
 
 def unseen_answers(store, annotator: str) -> dict[str, int]:
-    """``{pair_id: answer}`` of the known answers this annotator was never given (the pool of their checks)."""
+    """``{pair_id: answer}`` of the known answers this annotator was never given (qualification draws here)."""
     seen = seen_pairs(store, annotator)
     return {pid: lab for pid, (lab, _) in known_answers(store).items() if pid not in seen}
-
-
-def judged_pairs(store, pair_ids) -> set[str]:
-    """The pairs of ``pair_ids`` for which a judge answer is stored (what "reveal the judge" would show)."""
-    return store.judged_among(pair_ids)
-
-
-def same_reveal(store, task_set: str, annotator: str, pool: dict[str, int]) -> dict[str, int]:
-    """The part of ``pool`` whose judge reveal looks like that of most of the annotator's task pairs (a judge
-    answer stored, or none): revealing the judge after deciding never tells a check apart. Falls back to the
-    whole pool when that part is empty (the round's report then shows the slots it fills)."""
-    tasks = store.task_pairs(task_set, annotator)
-    if not tasks or not pool:
-        return pool
-    judged = judged_pairs(store, list(pool) + tasks)
-    want = 2 * sum(t in judged for t in tasks) >= len(tasks)
-    part = {pid: lab for pid, lab in pool.items() if (pid in judged) == want}
-    return part or pool
 
 
 def seen_pairs(store, annotator: str) -> set[str]:
     """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
     return store.pairs_seen_by(annotator)
+
+
+def refuse_empty_pool(store, task_set: str, changes: dict) -> None:
+    """Refuse (ValueError, one line) to turn gold checks on for a task set whose pool is empty: every slot would
+    run dry and nobody would notice (the pool is set aside when the set is built with a check rate)."""
+    new = changed_controls(store, task_set, **changes)  # a bad value is refused first, as itself
+    if new.checks_on and not get_controls(store, task_set).checks_on and not store.check_pool_counts(task_set).get(task_set):
+        raise ValueError(f"task set {task_set!r} has no pool of gold checks (it was built without checks): build the "
+                         "round with a check rate, or type answers for some of its pairs first (berds annotations "
+                         "answer)")
+
+
+def pick_check(candidates, traits, want: int, rng: np.random.Generator) -> str | None:
+    """The pair of ``candidates`` (rows ``pair_id, answer, stratum, judged`` of the annotator's unseen pool) a
+    check takes in place of a task with ``traits`` (``stratum, judged, strategy``; None: no task there, the check
+    goes at the end): one with the task's judge reveal (a stored answer, or none) and of its stratum, of class
+    ``want`` where there is one (:func:`draw_balanced`). Outside a stratified set, where order tells no stratum
+    apart, another stratum with the same reveal will do. None: nothing fits (the slot runs dry)."""
+    cands = list(candidates)
+    if traits is None:
+        tiers = [cands]
+    else:
+        reveal = [x for x in cands if bool(x["judged"]) == bool(traits["judged"])]
+        same = [x for x in reveal if x["stratum"] == traits["stratum"]]
+        tiers = [same] if traits["strategy"] == "stratified" else [same, reveal]
+    for tier in tiers:
+        pid = draw_balanced({x["pair_id"]: int(x["answer"]) for x in tier}, rng, want)
+        if pid is not None:
+            return pid
+    return None
 
 
 CLASS_BLOCK = 6  # checks' classes: each run of 6 consecutive slots holds 3 of each class, in random order
@@ -139,7 +171,12 @@ def balanced_classes(rng: np.random.Generator, n: int, block: int = CLASS_BLOCK)
 def slot_class(seed: int, task_set: str, annotator: str, k: int) -> int:
     """The class wanted for check slot ``k`` (1-based) of an annotator: :func:`balanced_classes` per block."""
     b, i = divmod(k - 1, CLASS_BLOCK)
-    return balanced_classes(rng_for(seed, "class", task_set, annotator, b), CLASS_BLOCK)[i]
+    return _class_block(int(seed), task_set, annotator, b)[i]
+
+
+@lru_cache(maxsize=16384)
+def _class_block(seed: int, task_set: str, annotator: str, b: int) -> tuple[int, ...]:
+    return tuple(balanced_classes(rng_for(seed, "class", task_set, annotator, b), CLASS_BLOCK))
 
 
 def draw_balanced(pool: dict[str, int], rng: np.random.Generator, want: int) -> str | None:
@@ -166,88 +203,159 @@ def slot_points(c: RoundControls, task_set: str, annotator: str, upto: int) -> l
     """``[T_1, T_2, ...]`` up to ``upto`` other items: check ``k`` goes after the ``T_k``-th other item."""
     if not c.checks_on or upto < 1:
         return []
-    lo, hi = gap_bounds(c.check_rate)
-    rng = rng_for(c.seed, "gaps", task_set, annotator)
+    return list(_points(int(c.seed), float(c.check_rate), task_set, annotator, int(upto)))
+
+
+@lru_cache(maxsize=4096)
+def _points(seed: int, rate: float, task_set: str, annotator: str, upto: int) -> tuple[int, ...]:
+    lo, hi = gap_bounds(rate)
+    rng = rng_for(seed, "gaps", task_set, annotator)
     out, t = [], 0
     while True:
         t += int(rng.integers(lo, hi + 1))
         if t > upto:
-            return out
+            return tuple(out)
         out.append(t)
 
 
-def due_slots(kinds: list[tuple[str, str]], decided, points: list[int], done_slots, lookahead: int
-               ) -> tuple[list[tuple[int, int]], int | None]:
+def reach_span(rate: float) -> int:
+    """How much farther than the look-ahead a slot may be filled: about one mean gap, 4 to 40 items."""
+    return int(min(40, max(4, round((1 - rate) / rate))))
+
+
+@lru_cache(maxsize=65536)
+def _reach(seed: int, rate: float, task_set: str, annotator: str, k: int) -> int:
+    return int(rng_for(seed, "reach", task_set, annotator, k).integers(0, reach_span(rate) + 1))
+
+
+def slot_reach(c: RoundControls, task_set: str, annotator: str, k: int) -> int:
+    """The extra reach of slot ``k`` (0 to :func:`reach_span`, drawn per slot): the slot is filled once the annotator
+    is within ``lookahead + slot_reach`` undecided items of it, so the run that fills it (whatever it costs)
+    points at no item: the check is somewhere past the look-ahead, at a distance nobody can count on."""
+    return _reach(int(c.seed), float(c.check_rate), task_set, annotator, int(k))
+
+
+def due_slots(kinds: list[tuple[str, str]], decided, points: list[int], done_slots, lookahead: int,
+              reach=None) -> tuple[list[tuple[int, int]], int | None]:
     """The check slots to fill or mark now, ``[(k, T_k)]``, and how many other items the annotator has passed
     (None: none undecided). ``kinds``: ``[(pair, kind)]`` of the queue in order; ``decided``: the pairs they
-    decided; ``done_slots``: the slots filled, dry or missed already."""
-    nc, passed, horizon, undecided_seen = 0, None, None, 0
+    decided; ``done_slots``: the slots filled, dry or missed already. Slot ``k`` is due once ``T_k`` is within
+    the other items up to the ``lookahead + reach(k)``-th undecided one (``reach``: None, no extra reach)."""
     n_other = sum(kind != "check" for _, kind in kinds)
-    horizon = n_other
+    extras = {k: (reach(k) if reach is not None else 0) for k in range(1, len(points) + 1) if k not in done_slots}
+    far = lookahead + max(extras.values(), default=0)
+    nc, passed, marks = 0, None, []  # marks[j - 1]: other items up to the j-th undecided one
     for pid, kind in kinds:
-        if pid not in decided:
-            if passed is None:
-                passed = nc
-            undecided_seen += 1
+        undecided = pid not in decided
+        if undecided and passed is None:
+            passed = nc
         if kind != "check":
             nc += 1
-        if undecided_seen >= lookahead:
-            horizon = nc
-            break
+        if undecided:
+            marks.append(nc)
+            if len(marks) >= far:
+                break
     due = []
     for k, t in enumerate(points, start=1):
         if k in done_slots:
             continue
+        reach_k = lookahead + extras[k]
+        horizon = marks[reach_k - 1] if len(marks) >= reach_k else n_other
         if t > horizon:
-            break
+            continue
         due.append((k, t))
     return due, passed
 
 
-def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, view=None) -> int:
-    """Fill the check slots the annotator reaches within their next ``lookahead`` undecided items.
+def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, view=None, steady: bool = False) -> int:
+    """Fill the check slots the annotator reaches within their next ``lookahead`` undecided items (each slot a
+    little farther, :func:`slot_reach`): each check takes the place of the task there, which moves to the end of
+    the queue (:func:`pick_check`).
 
-    One transaction (two tabs of one annotator never fill a slot twice). Returns how many checks
-    were placed now. With a request's ``view`` (:class:`~berds_core.lab.round_view.RoundView`), nothing is
-    read when the view shows no slot to fill, and the view gets the queue the transaction left.
+    One transaction (two tabs of one annotator never fill a slot twice; inside a decision's transaction, that
+    one). Returns how many checks were placed now. With a request's ``view``
+    (:class:`~berds_core.lab.round_view.RoundView`), nothing is read when the view shows no slot to fill, and the
+    view gets the queue the transaction left. ``steady`` (after every decision): the same reads whether a slot is
+    due or not (the queue, the slots, the pool, the next slot's task and draw), so a run that places a check
+    reads what any run reads; only the two writes differ.
     """
     c = view.controls(task_set) if view is not None else get_controls(store, task_set)
     if not c.checks_on:
         return 0
-    if view is not None:
+
+    def reach(k):
+        return slot_reach(c, task_set, annotator, k)
+
+    if view is not None and not steady:
         kinds = view.rows.get(task_set, [])
         points = slot_points(c, task_set, annotator, sum(kind != "check" for _, kind in kinds))
-        if not due_slots(kinds, view.decided, points, view.slots.get(task_set, set()), lookahead)[0]:
+        if not due_slots(kinds, view.decided, points, view.slots.get(task_set, set()), lookahead, reach)[0]:
             return 0
     placed = 0
     with store.batch():
-        rows = store.queue_rows(task_set, annotator)
-        n_other = sum(r["kind"] != "check" for r in rows)
-        points = slot_points(c, task_set, annotator, n_other)
+        queue = store.queue_rows(task_set, annotator)
+        rows = [(r["pair_id"], r["kind"]) for r in queue]
+        pos = [int(r["position"]) for r in queue]
+        points = slot_points(c, task_set, annotator, sum(kind != "check" for _, kind in rows))
         done_slots = store.slots_done(task_set, annotator)
         if len(done_slots) >= len(points):
             return 0
-        decided = store.decided_by(annotator)
-        due, passed = due_slots([(r["pair_id"], r["kind"]) for r in rows], decided, points, done_slots, lookahead)
-        pool = None
+        due, passed = due_slots(rows, store.decided_by(annotator), points, done_slots, lookahead, reach)
+        candidates = None
+        k = next((k for k in range(1, len(points) + 1) if k not in done_slots), None)
+        if steady and not due and k is not None:  # what placing the next slot reads and draws, done and dropped
+            others = [i for i, (_, kind) in enumerate(rows) if kind != "check"]
+            at = others[points[k - 1]] if points[k - 1] < len(others) else None
+            traits = store.pair_traits(task_set, rows[at][0]) if at is not None else None
+            pick_check([dict(r) for r in store.check_candidates(task_set, annotator)], traits,
+                       slot_class(c.seed, task_set, annotator, k), rng_for(c.seed, "pair", task_set, annotator, k))
         for k, t in due:
             now = store.now()
             if passed is None or t < passed:  # the annotator is past this point already
                 store.mark_slot(task_set, annotator, k, "missed", now)
                 continue
-            if pool is None:
-                pool = same_reveal(store, task_set, annotator, unseen_answers(store, annotator))
-            pid = draw_balanced(pool, rng_for(c.seed, "pair", task_set, annotator, k),
-                                slot_class(c.seed, task_set, annotator, k))
+            others = [i for i, (_, kind) in enumerate(rows) if kind != "check"]
+            at = others[t] if t < len(others) else None  # the task after the T_k-th other item
+            instead = rows[at][0] if at is not None else None
+            if candidates is None:
+                candidates = [dict(r) for r in store.check_candidates(task_set, annotator)]
+            traits = store.pair_traits(task_set, instead) if instead is not None else None
+            pid = pick_check(candidates, traits, slot_class(c.seed, task_set, annotator, k),
+                             rng_for(c.seed, "pair", task_set, annotator, k))
             if pid is None:
                 store.mark_slot(task_set, annotator, k, "dry", now)
                 continue
-            pool.pop(pid)
-            store.place_check(task_set, annotator, k, pid, t, now)
+            candidates = [x for x in candidates if x["pair_id"] != pid]
+            end = max(pos, default=-1) + 1
+            store.place_check(task_set, annotator, k, pid, pos[at] if at is not None else end, instead, end, now)
+            if at is None:
+                rows.append((pid, "check"))
+                pos.append(end)
+            else:  # the check where the task was, the task at the end
+                rows.append(rows[at])
+                pos.append(end)
+                rows[at] = (pid, "check")
             placed += 1
-        if view is not None:  # what this transaction left, read inside it
-            view.set_queue(store.round_queue(annotator))
+        if view is not None:  # what this transaction left
+            view.replace_rows(task_set, rows)
             view.slots[task_set] = done_slots | {k for k, _ in due}
+    return placed
+
+
+def place_after_decision(store, annotator: str, pair_id: str, view, lookahead: int) -> int:
+    """Inside a decision's transaction: fill the slots the decision brought within reach, in each open set that
+    gives the pair (so the run that places a check writes what any decision writes, in one transaction). A check
+    that cannot be placed is undone alone (:meth:`~berds_core.lab.db.Database.attempt`) and logged; the decision
+    stays."""
+    placed = 0
+    for ts in view.sets_of(str(pair_id)):
+        if view.state(ts)["state"] != "open":
+            continue
+        try:
+            with store.attempt():
+                placed += ensure_checks(store, annotator, ts, lookahead, view=view, steady=True)
+        except Exception:  # noqa: BLE001 - never lose the label to a check; the next run places it
+            log.exception("placing a gold check for %s in %s failed; the label is kept", annotator, ts)
     return placed
 
 
@@ -273,13 +381,14 @@ def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]
 
 
 def check_answers(store, annotator: str | None = None, task_set: str | None = None) -> list[dict]:
-    """Answered checks in the order they were answered: ``task_set, annotator, pair_id, kind, label,
+    """Decided checks in the order they were decided: ``task_set, annotator, pair_id, kind, label, skipped,
     expected, correct, at, time_ms, server_ms``.
 
-    A check is scored on the annotator's **first** label of it (the history is append-only): undoing it
-    and labelling again changes their label, never their score. Skips are not answers; pairs without a
-    known answer are left out. Reads only this annotator's check rows (an index finds each first
-    answer), so the work after a label does not grow with the number of reference labels.
+    A check is scored on the annotator's **first** decision of it (the history is append-only): undoing it
+    and labelling again changes their label, never their score. A skip is a decision and scores as wrong
+    (``label`` None, ``skipped`` True): an annotator who skips what looks like a check does not escape the
+    floor. Pairs without a known answer are left out. Reads only this annotator's check rows (an index finds
+    each first decision), so the work after a label does not grow with the number of reference labels.
     """
     out, seen = [], set()
     for r in store.check_answer_rows(annotator, task_set):
@@ -288,22 +397,25 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
             continue
         seen.add(key)
         exp = int(r["expected"])
+        skipped = bool(r["skipped"])
+        label = None if skipped or r["label"] is None else int(r["label"])
         out.append({"task_set": r["task_set"], "annotator": r["annotator"], "pair_id": r["pair_id"], "kind": r["kind"],
-                    "label": int(r["label"]), "expected": exp, "correct": int(r["label"]) == exp,
+                    "label": label, "skipped": skipped, "expected": exp, "correct": label == exp,
                     "at": r["at"], "time_ms": r["time_ms"], "server_ms": r["server_ms"]})
     return out
 
 
 def summarise(answers: list[dict]) -> dict:
-    """``n``, ``correct``, ``failed``, ``accuracy``, ``ci95`` (Wilson) and ``running`` (accuracy after each)."""
+    """``n`` (decided checks, skips included), ``correct``, ``failed`` (wrong or skipped), ``skipped``,
+    ``accuracy``, ``ci95`` (Wilson) and ``running`` (accuracy after each)."""
     n = len(answers)
     k = sum(a["correct"] for a in answers)
     running, hits = [], 0
     for i, a in enumerate(answers, start=1):
         hits += a["correct"]
         running.append(hits / i)
-    return {"n": n, "correct": k, "failed": n - k, "accuracy": (k / n) if n else None,
-            "ci95": wilson_interval(k, n), "running": running}
+    return {"n": n, "correct": k, "failed": n - k, "skipped": sum(bool(a.get("skipped")) for a in answers),
+            "accuracy": (k / n) if n else None, "ci95": wilson_interval(k, n), "running": running}
 
 
 def check_scores(store, task_set: str | None = None) -> dict[str, dict]:
@@ -378,7 +490,8 @@ def evaluate_floor(store, task_set: str, annotator: str, *, view=None) -> int | 
     if below < c.check_confidence:
         return None
     lo, hi = s["ci95"]
-    lead = (f"{annotator}: {s['correct']} of {s['n']} gold checks right ({_pct(s['accuracy'])}, 95% CI "
+    skipped = f", {s['skipped']} of them skipped" if s["skipped"] else ""
+    lead = (f"{annotator}: {s['correct']} of {s['n']} gold checks right{skipped} ({_pct(s['accuracy'])}, 95% CI "
             f"{_pct(lo)} to {_pct(hi)}) {'since the last resume' if since else 'in this round'}; the chance that "
             f"their accuracy is below the floor of {_pct(c.check_floor)} is {_pct(below)}; their queue in {task_set} "
             f"is paused. Resume it on the Agreement page (Round health) or with `berds annotations resume`.")

@@ -107,11 +107,16 @@ def controls_of(raw: dict | None) -> RoundControls:
     return RoundControls(**_coerce({k: v for k, v in raw.items() if k in _FIELDS}))
 
 
-def set_controls(store, task_set: str, by: str | None = None, **changes) -> RoundControls:
-    """Change some controls of a task set (validated first; the others are kept)."""
+def changed_controls(store, task_set: str, **changes) -> RoundControls:
+    """The task set's controls with ``changes`` applied, validated (ValueError, one line), not saved."""
     if store.task_set_info(task_set) is None:
         raise ValueError(f"no task set named {task_set!r}")
-    new = replace(get_controls(store, task_set), **_coerce(changes))
+    return replace(get_controls(store, task_set), **_coerce(changes))
+
+
+def set_controls(store, task_set: str, by: str | None = None, **changes) -> RoundControls:
+    """Change some controls of a task set (validated first; the others are kept)."""
+    new = changed_controls(store, task_set, **changes)
     store.set_setting(PREFIX + task_set, new.to_json(), by=by)
     return new
 

@@ -24,7 +24,7 @@ Layout (schema version in ``schema_version``; :data:`MIGRATIONS` upgrades old fi
 - ``gold``: the adjudicated label of a pair; ``reference_labels``: labels known
   in advance (e.g. imported BERDS human labels), used for calibration.
 - ``settings``: guidelines and label definitions of the project.
-- ``check_slots``, ``pauses``, ``qualification``, ``qualification_results``: the
+- ``check_slots``, ``check_pool``, ``pauses``, ``qualification``, ``qualification_results``: the
   round's quality controls (:mod:`berds_core.lab.round_schema`).
 - ``users``, ``sessions``, ``login_attempts``, ``audit``: lab accounts (see
   :mod:`berds_core.lab.accounts`) and the log of allowed and refused actions (see
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .records import StoreError
-from .round_schema import SCHEMA_V4, SCHEMA_V5
+from .round_schema import SCHEMA_V4, SCHEMA_V5, SCHEMA_V6
 
 DEFAULT_DB = Path("annotations") / "berds.db"
 ENV_DB = "BERDS_ANNOTATIONS_DB"
@@ -202,7 +202,8 @@ UPDATE sessions SET uid = (SELECT uid FROM users WHERE users.name = sessions.use
 # version -> SQL that upgrades from version-1; applied in order inside one transaction each.
 # Version 4: gold checks placed as the round runs, paused queues, qualification rounds (lab/round_schema.py).
 # Version 5: the server's time per label, the index of first answers (lab/round_schema.py).
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4, 5: SCHEMA_V5}
+# Version 6: each task set's pool of gold checks (lab/round_schema.py).
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V1, 2: SCHEMA_V2, 3: SCHEMA_V3, 4: SCHEMA_V4, 5: SCHEMA_V5, 6: SCHEMA_V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 ASSIGNMENT_KINDS = ("task", "calibration", "routed", "check")
 
@@ -319,6 +320,26 @@ class Database:
     def batch(self):
         """``with store.batch(): ...``: every write inside is one transaction (all or nothing)."""
         return self.transaction()
+
+    @contextmanager
+    def attempt(self) -> Iterator[None]:
+        """``with store.attempt(): ...`` inside a transaction: the writes inside are kept or, when it raises, undone
+        alone (a SQLite savepoint), and the exception goes on; what the transaction wrote before stays (a label
+        is never lost to a gold check that could not be placed in its transaction). Outside a transaction: one
+        transaction of its own."""
+        with self._lock:
+            if not self._depth:
+                with self.transaction():
+                    yield
+                return
+            self._conn.execute("SAVEPOINT berds_attempt")
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK TO berds_attempt")
+                self._conn.execute("RELEASE berds_attempt")
+                raise
+            self._conn.execute("RELEASE berds_attempt")
 
     def query(self, sql: str, params=()) -> list[sqlite3.Row]:
         """Rows of one read statement, under the store's lock (the lab modules' way in besides the methods)."""

@@ -9,9 +9,10 @@ annotations health --json``):
 - ``queues``: per annotator, done / total / left (planned gold checks
   included, :func:`berds_core.lab.rounds.progress`) and the state of each of
   their task sets (open, qualify, failed, paused);
-- ``checks``: answered, failed and accuracy (95% Wilson interval) per
-  annotator, and the check slots left empty because no unseen pair with a
-  known answer was left (``dry``);
+- ``checks``: decided (``answered``, skips included), failed (wrong or
+  skipped), ``skipped`` and accuracy (95% Wilson interval) per annotator, and
+  the check slots left empty because no unseen pair of the pool fitted
+  (``dry``); ``check_pool``: the pool's size per task set;
 - ``pauses``: open pauses with the message to the lead; ``resumed``: how many
   were resumed;
 - ``qualification``: per (task set, annotator) the state and score;
@@ -84,10 +85,11 @@ def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> d
         queues[a] = {**view.progress(task_set), "sets": {s["task_set"]: s["state"] for s in view.states(task_set)}}
     scores = check_scores(store, task_set)
     dry = slot_summary(store, task_set)
-    checks = {a: {"answered": s["n"], "failed": s["failed"], "accuracy": s["accuracy"], "ci95": s["ci95"],
-                  **{k: dry.get(a, {}).get(k, 0) for k in ("placed", "dry", "missed")}} for a, s in scores.items()}
+    checks = {a: {"answered": s["n"], "failed": s["failed"], "skipped": s["skipped"], "accuracy": s["accuracy"],
+                  "ci95": s["ci95"], **{k: dry.get(a, {}).get(k, 0) for k in ("placed", "dry", "missed")}}
+              for a, s in scores.items()}
     for a, d in dry.items():
-        checks.setdefault(a, {"answered": 0, "failed": 0, "accuracy": None, "ci95": [None, None], **d})
+        checks.setdefault(a, {"answered": 0, "failed": 0, "skipped": 0, "accuracy": None, "ci95": [None, None], **d})
     allp = [p for p in pauses(store) if task_set is None or p["task_set"] == task_set]
     backlog = adjudication_backlog(store, task_set)
     p = pace(store, task_set, max_bins=max_bins)
@@ -96,6 +98,7 @@ def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> d
             "checks_failed": sum(c["failed"] for c in checks.values()),
             "pauses": [x for x in allp if x["resumed_at"] is None], "resumed": sum(x["resumed_at"] is not None
                                                                                    for x in allp),
+            "check_pool": store.check_pool_counts(task_set),
             "qualification": qualification.overview(store, task_set),
             "adjudication": {"waiting": len(backlog), "pairs": backlog[:50]},
             "labels": p["total"]}

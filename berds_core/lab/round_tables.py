@@ -10,6 +10,9 @@ when there is one.
 from __future__ import annotations
 
 from .db import Database
+from .round_schema import STRATUM_SQL
+
+JUDGED_SQL = ("({p}.judge_prob IS NOT NULL OR EXISTS (SELECT 1 FROM judge_preds j WHERE j.pair_id = {p}.pair_id))")
 
 
 class QualificationTables(Database):
@@ -90,17 +93,72 @@ class CheckTables(Database):
         """``pair_id, label, source`` of every reference label (a dataset's gold, typed answers)."""
         return self.query("SELECT pair_id, label, source FROM reference_labels")
 
-    def judged_among(self, pair_ids) -> set[str]:
-        """The pairs of ``pair_ids`` for which a judge answer is stored (a judge's prediction or the pair's
-        own judge probability)."""
-        ids, out = sorted({str(p) for p in pair_ids}), set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ", ".join("?" * len(chunk))
-            out.update(r[0] for r in self.query(f"SELECT pair_id FROM judge_preds WHERE pair_id IN ({marks}) UNION "
-                                                f"SELECT pair_id FROM pairs WHERE judge_prob IS NOT NULL AND pair_id IN "
-                                                f"({marks})", chunk + chunk))
-        return out
+    def add_to_check_pool(self, task_set: str, pair_ids, source: str) -> int:
+        """Put pairs into the task set's pool of gold checks (with their stratum in the set); returns how many
+        were new there."""
+        ids = sorted({str(p) for p in pair_ids})
+        added = 0
+        with self.transaction() as c:
+            for pid in ids:
+                added += c.execute(
+                    "INSERT OR IGNORE INTO check_pool (task_set, pair_id, stratum, source, at) SELECT t.name, "
+                    f"p.pair_id, {STRATUM_SQL.format(t='t', p='p')}, ?, ? FROM task_sets t JOIN pairs p ON "
+                    "p.pair_id = ? WHERE t.name = ?", (source, self.now(), pid, task_set)).rowcount
+        return added
+
+    def join_check_pools(self, pair_ids, source: str) -> list[str]:
+        """Put pairs into the pool of every task set that holds them (as a task of anyone's, or in its pool
+        already): an adjudicated label or a typed answer becomes a check of the same round. Returns the sets."""
+        sets: set[str] = set()
+        with self.transaction() as c:
+            for pid in sorted({str(p) for p in pair_ids}):
+                for (ts,) in c.execute("SELECT DISTINCT task_set FROM assignments WHERE pair_id = ? AND kind != "
+                                       "'check' UNION SELECT task_set FROM check_pool WHERE pair_id = ?",
+                                       (pid, pid)).fetchall():
+                    sets.add(ts)
+                    self.add_to_check_pool(ts, [pid], source)
+        return sorted(sets)
+
+    def known_answer_texts(self) -> list:
+        """``question, document, perspective, answer`` of every pair with a known answer (an adjudication over a
+        reference label): what a task set's candidates are matched against when their ids differ."""
+        return self.query("SELECT p.question, p.document, p.perspective, COALESCE(g.label, r.label) AS answer FROM "
+                          "pairs p LEFT JOIN gold g ON g.pair_id = p.pair_id LEFT JOIN reference_labels r ON "
+                          "r.pair_id = p.pair_id WHERE COALESCE(g.label, r.label) IS NOT NULL")
+
+    def check_pool_counts(self, task_set: str | None = None) -> dict[str, int]:
+        """``{task_set: pairs in its pool of gold checks}`` (those with a known answer)."""
+        sql = ("SELECT c.task_set, COUNT(*) FROM check_pool c WHERE (EXISTS (SELECT 1 FROM gold g WHERE g.pair_id = "
+               "c.pair_id) OR EXISTS (SELECT 1 FROM reference_labels r WHERE r.pair_id = c.pair_id))")
+        rows = self.query(sql + (" AND c.task_set = ?" if task_set else "") + " GROUP BY c.task_set",
+                          (task_set,) if task_set else ())
+        return {r[0]: r[1] for r in rows}
+
+    def check_candidates(self, task_set: str, annotator: str) -> list:
+        """``pair_id, answer, stratum, judged`` of the pairs of the set's check pool with a known answer (an
+        adjudication over a reference label) that the annotator was never given, labelled or qualified on, by
+        pair id: one statement over the set's pool (its primary key), whatever the store's number of reference
+        labels."""
+        return self.query(
+            "SELECT c.pair_id, COALESCE(g.label, r.label) AS answer, c.stratum, "
+            f"{JUDGED_SQL.format(p='p')} AS judged FROM check_pool c JOIN pairs p ON p.pair_id = c.pair_id "
+            "LEFT JOIN gold g ON g.pair_id = c.pair_id LEFT JOIN reference_labels r ON r.pair_id = c.pair_id "
+            "WHERE c.task_set = :ts AND COALESCE(g.label, r.label) IS NOT NULL AND c.pair_id NOT IN "
+            "(SELECT pair_id FROM assignments WHERE annotator = :a UNION SELECT pair_id FROM labels WHERE "
+            "annotator = :a UNION SELECT pair_id FROM qualification WHERE annotator = :a) ORDER BY c.pair_id",
+            {"ts": task_set, "a": annotator})
+
+    def pair_traits(self, task_set: str, pair_id: str):
+        """``stratum, judged, strategy`` of a pair in a task set: its stratum as the set's queue was stratified,
+        whether a judge answer is stored for it (what the reveal after deciding shows), the set's strategy."""
+        rows = self.query(f"SELECT {STRATUM_SQL.format(t='t', p='p')} AS stratum, {JUDGED_SQL.format(p='p')} AS "
+                          "judged, t.strategy FROM task_sets t JOIN pairs p ON p.pair_id = ? WHERE t.name = ?",
+                          (str(pair_id), task_set))
+        return rows[0] if rows else None
+
+    def set_strategy(self, task_set: str) -> str | None:
+        rows = self.query("SELECT strategy FROM task_sets WHERE name = ?", (task_set,))
+        return rows[0][0] if rows else None
 
     def task_pairs(self, task_set: str, annotator: str) -> list[str]:
         """The annotator's pairs in the set that are not checks."""
@@ -138,15 +196,17 @@ class CheckTables(Database):
         with self.transaction() as c:
             c.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, ?, ?)", (task_set, annotator, k, state, at))
 
-    def place_check(self, task_set: str, annotator: str, k: int, pair_id: str, after: int, at: str) -> None:
-        """Put a check right after the annotator's ``after``-th other item in the set (slot ``k``)."""
+    def place_check(self, task_set: str, annotator: str, k: int, pair_id: str, position: int,
+                    instead_of: str | None, end: int, at: str) -> None:
+        """Put a check (slot ``k``) at ``position`` of the annotator's queue in the set, where their item
+        ``instead_of`` was, which moves to ``end`` (a position after every other; ``instead_of`` None: the
+        check goes at ``position``, the end). Writes only: the caller read the queue in this transaction."""
         with self.transaction() as c:
-            pos = c.execute("SELECT position FROM assignments WHERE task_set = ? AND annotator = ? AND kind != 'check' "
-                            "ORDER BY position LIMIT 1 OFFSET ?", (task_set, annotator, after - 1)).fetchone()[0] + 1
-            c.execute("UPDATE assignments SET position = position + 1 WHERE task_set = ? AND annotator = ? "
-                      "AND position >= ?", (task_set, annotator, pos))
+            if instead_of is not None:
+                c.execute("UPDATE assignments SET position = ? WHERE task_set = ? AND annotator = ? AND pair_id = ?",
+                          (end, task_set, annotator, instead_of))
             c.execute("INSERT INTO assignments (task_set, pair_id, annotator, position, kind) "
-                      "VALUES (?, ?, ?, ?, 'check')", (task_set, pair_id, annotator, pos))
+                      "VALUES (?, ?, ?, ?, 'check')", (task_set, pair_id, annotator, position))
             c.execute("INSERT INTO check_slots VALUES (?, ?, ?, ?, 'placed', ?)", (task_set, annotator, k, pair_id, at))
 
     def slot_count(self, task_set: str, annotator: str) -> int:

@@ -68,6 +68,12 @@ class RoundView:
             if skipped is not None:
                 self.decided[pid] = bool(skipped)
 
+    def replace_rows(self, task_set: str, rows: list[tuple[str, str]]) -> None:
+        """The set's queue, ``[(pair, kind)]`` in order, as a write of this request left it (checks placed)."""
+        if task_set not in self.rows:
+            self.sets.append(task_set)
+        self.rows[task_set] = list(rows)
+
     def controls(self, task_set: str) -> RoundControls:
         return controls_of(self.settings.get(PREFIX + task_set))
 

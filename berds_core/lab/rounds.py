@@ -22,7 +22,10 @@ from __future__ import annotations
 from . import checks, qualification
 from .round_view import OPEN, RoundView, read, state_message
 
-__all__ = ["OPEN", "RoundView", "after_label", "next_pairs", "progress", "read", "refusal", "set_state", "states"]
+__all__ = ["LOOKAHEAD", "OPEN", "RoundView", "after_label", "next_pairs", "progress", "read", "refusal", "set_state",
+           "states"]
+
+LOOKAHEAD = 6  # undecided items within reach: the keyboard widget's pair on screen and the 5 it holds ahead
 
 
 def set_state(store, task_set: str, annotator: str) -> dict:
@@ -35,7 +38,7 @@ def states(store, annotator: str, task_set: str | None = None, *, view: RoundVie
     return (view or read(store, annotator)).states(task_set)
 
 
-def next_pairs(store, annotator: str, n: int = 1, task_set: str | None = None, *, lookahead: int = 6,
+def next_pairs(store, annotator: str, n: int = 1, task_set: str | None = None, *, lookahead: int = LOOKAHEAD,
                view: RoundView | None = None) -> list[str]:
     """The first ``n`` undecided pairs of the annotator's open task sets (checks placed first)."""
     view = view or read(store, annotator)

@@ -33,7 +33,8 @@ it (HttpOnly), another site never sends it (SameSite=Strict).
   tab's files; the app tells whose tab is whose through :func:`set_media_owners`,
   :func:`studio_ui.guards.media_owners`): another user who has the URL gets 404,
   as for a file that is not there. Without that lookup installed, no media file
-  is served in lab mode.
+  is served in lab mode. Streamlit's metrics (``/_stcore/metrics``: the lab's
+  activity) go to reviewers and admins only: a signed-in annotator gets 403.
 
 Starlette only (a Streamlit dependency); no Streamlit import.
 """
@@ -197,21 +198,29 @@ def _media(scope) -> bool:
     return "/media/" in scope.get("path", "") and scope.get("method") in ("GET", "HEAD")
 
 
+def _metrics(scope) -> bool:
+    return scope.get("path", "").rstrip("/").endswith("/_stcore/metrics")
+
+
+LEAD_ROLES = ("reviewer", "admin")  # who reads Streamlit's metrics: the lab's activity, like Round health
+
+
 def _guarded(scope) -> bool:
     """Requests that need a live session in lab mode: uploads, the media files (downloads) Streamlit
     serves (``/media/...``, under any base path), and Streamlit's metrics (``/_stcore/metrics``: they show
-    the lab's activity)."""
+    the lab's activity; a lead's session, not an annotator's)."""
     path = scope.get("path", "")
     if "/_stcore/upload_file/" in path and scope.get("method") == "PUT":
         return True
-    if path.rstrip("/").endswith("/_stcore/metrics"):
+    if _metrics(scope):
         return True
     return _media(scope)
 
 
 class UploadGuard:
-    """ASGI middleware: in lab mode, file uploads and media downloads need a live session cookie (403
-    otherwise), and a media file is served only to a user one of whose tabs holds it (404 otherwise)."""
+    """ASGI middleware: in lab mode, file uploads, media downloads and the metrics need a live session cookie
+    (403 otherwise), a media file is served only to a user one of whose tabs holds it (404 otherwise), and the
+    metrics only to a reviewer or an admin (403 for an annotator)."""
 
     def __init__(self, app):
         self.app = app
@@ -226,6 +235,9 @@ class UploadGuard:
             user = await run_in_threadpool(session_user, token) if token else None
             if user is None:
                 await Response("sign in first", status_code=403)(scope, receive, send)
+                return
+            if _metrics(scope) and user.role not in LEAD_ROLES:
+                await Response("for reviewers and admins only", status_code=403)(scope, receive, send)
                 return
             if _media(scope) and not await run_in_threadpool(may_fetch_media, scope.get("path", ""), user):
                 await Response("File not found", status_code=404)(scope, receive, send)

@@ -3,22 +3,29 @@
 The annotator model is MACE's own generative story (Hovy et al. 2013): on each
 pair an annotator with competence ``c`` knows the true label with probability
 ``c`` and gives it; otherwise they answer at random (``P(supports) = bias``).
-Two kinds that quality control must catch:
+Kinds that quality control must catch:
 
 - ``spammer``: competence 0 (every answer at random), fast (about 1.2 s a label):
   the gold checks see it and pause their queue;
 - ``gamer``: answers every gold check right (as if they could tell checks
   apart) and everything else at random, fast: the checks alone miss them, the
   estimate across redundant labels must not.
-- ``strategic``: a gamer who has only what an annotator has (:class:`StrategicGamer`):
-  it reads a pair carefully (answers it right) only when a channel marks it as
-  a check, and otherwise answers at random, fast, telling the browser it took
-  6.5 s. Before deciding, the queue's order (a pair whose stratum breaks a
-  round-robin cycle of strata, once the order has shown such a cycle); after
-  deciding, its own export (a column that sets the row apart), the judge
-  reveal (a pair whose reveal differs from most), and the server's time (a
-  label that took far longer than its others), each followed by undo and the
-  right answer. Whether the checks paused it is in the round's report.
+- ``order``: the order attacker of issue 63 (:class:`~berds_core.lab.attacks.OrderReader`: the
+  fewest-insertions explanation of the queue, the pair on screen and the five the page holds
+  ahead, every pair's subset known): reads a pair it flags (answers it right), answers
+  the rest at random;
+- ``timing``: the placement-timing attacker (:class:`~berds_core.lab.attacks.PlacementTimer`):
+  times each run (decision sent, next pairs back) and reads the pairs that came into its
+  look-ahead in a slow run or the run after it; the rest at random;
+- ``skipper``: skips exactly the checks (as if it could tell them) and answers the rest at
+  random (a skipped check used to be neither scored nor reported);
+- ``strategic``: a gamer who has only what an annotator has and uses every channel: before
+  deciding, the order and the placement timing, and it **skips** a pair they flag; after
+  deciding, its own export (a column that sets the row apart), the judge reveal (a pair
+  whose reveal differs from most) and the server's time of the label (far longer than its
+  others), each followed by undo and the right answer (:class:`StrategicGamer`). Everything
+  else at random, fast, its browser claiming 6.5 s a label. Whether the checks paused it is
+  in the round's report.
 
 :func:`simulate_round` lets each simulated annotator take their next pair from
 :class:`~berds_core.lab.access.Lab` (role checks, qualification, check placement,
@@ -38,10 +45,15 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 
 from .access import Actor, Lab
+from .attacks import OrderReader, PlacementTimer
 from .checks import known_answers, rng_for
-from .store import StoreError
+from .rounds import LOOKAHEAD
+from .store import SKIP, StoreError
 
-KINDS = {"spammer": (0.0, "same", 1.2), "gamer": (0.0, "right", 1.5), "strategic": (0.0, "strategic", 1.5)}
+KINDS = {"spammer": (0.0, "same", 1.2), "gamer": (0.0, "right", 1.5), "strategic": (0.0, "strategic", 1.5),
+         "order": (0.0, "order", 1.5), "timing": (0.0, "timing", 1.5), "skipper": (0.0, "skip", 1.5)}
+ATTACKS = ("order", "timing", "skip", "strategic")  # the kinds that look for checks (their flags are counted)
+CHANNELS = ("order", "placement", "export", "reveal", "timing")
 BREAK_S = 0.25  # mean seconds between a decision and the next pair's reading
 SPOOFED_MS = 6500  # what the strategic gamer's browser claims each label took
 
@@ -50,7 +62,7 @@ SPOOFED_MS = 6500  # what the strategic gamer's browser claims each label took
 class SimAnnotator:
     name: str
     competence: float
-    checks: str = "same"  # "same": like any pair; "right": every check right; "strategic": :class:`StrategicGamer`
+    checks: str = "same"  # "same": like any pair; "right": every check right; one of ATTACKS: see the module
     seconds: float = 8.0  # median time per label
     bias: float = 0.5  # P(supports) when answering at random
     kind: str = "competence"
@@ -63,7 +75,7 @@ class SimAnnotator:
 
 def parse_simulation(text: str, annotators) -> dict[str, SimAnnotator]:
     """``"ann1=0.95,ann2=0.8,ann3=spammer,ann4=gamer,ann5=strategic"`` -> simulated annotators (names must be in
-    the round, each named once)."""
+    the round, each named once; kinds: :data:`KINDS`)."""
     names = list(annotators)
     out = {}
     for item in (t.strip() for t in str(text).split(",")):
@@ -72,7 +84,7 @@ def parse_simulation(text: str, annotators) -> dict[str, SimAnnotator]:
         name, sep, what = item.partition("=")
         name, what = name.strip(), what.strip().lower()
         if not sep or not name or not what:
-            raise ValueError(f"write NAME=COMPETENCE or NAME=spammer|gamer|strategic, got {item!r}")
+            raise ValueError(f"write NAME=COMPETENCE or NAME={'|'.join(KINDS)}, got {item!r}")
         if name not in names:
             raise ValueError(f"{name!r} is not one of the round's annotators ({', '.join(names)})")
         if name in out:
@@ -84,7 +96,7 @@ def parse_simulation(text: str, annotators) -> dict[str, SimAnnotator]:
         try:
             comp = float(what)
         except ValueError:
-            raise ValueError(f"{name}: competence is a number between 0 and 1, or spammer / gamer / strategic") from None
+            raise ValueError(f"{name}: competence is a number between 0 and 1, or {' / '.join(KINDS)}") from None
         if not 0.0 <= comp <= 1.0:  # nan fails this too
             raise ValueError(f"{name}: competence is between 0 and 1")
         out[name] = SimAnnotator(name, comp, seconds=round(4.0 + 8.0 * comp, 1))
@@ -99,36 +111,13 @@ SAFE_COLUMNS = {"label", "note", "updated_at", "time_ms", "server_ms", "unsure",
 
 @dataclass
 class StrategicGamer:
-    """What a gamer can learn about a pair from the channels an annotator has, without reading it.
+    """What a gamer can learn about a pair just decided, without reading it: :meth:`after` (its own export, the
+    judge reveal, the server's time of the label) says whether to undo and relabel it. Before deciding it reads
+    the order and the placement timing (:mod:`berds_core.lab.attacks`)."""
 
-    :meth:`before` (the queue's order) decides whether to read a pair before labelling it; :meth:`after`
-    (its own export, the judge reveal, the server's time) whether to undo and relabel it. ``flags``
-    counts the pairs each channel marked, ``hits`` those of them that were checks.
-    """
-
-    strata: list = field(default_factory=list)
-    predictions: list = field(default_factory=list)
     reveals: list = field(default_factory=list)
     latencies: list = field(default_factory=list)
-    flags: Counter = field(default_factory=Counter)
-    hits: Counter = field(default_factory=Counter)
     undone: int = 0
-
-    def before(self, stratum: str) -> bool:
-        """Whether ``stratum`` breaks the round-robin cycle the queue has shown so far (then: a check)."""
-        cycle = list(dict.fromkeys(self.strata))
-        if len(cycle) < 2:
-            self.strata.append(stratum)
-            return False
-        predicted = cycle[(cycle.index(self.strata[-1]) + 1) % len(cycle)]
-        recent = self.predictions[-30:]
-        active = len(recent) >= 20 and sum(recent) >= 0.8 * len(recent)
-        hit = stratum == predicted
-        if active and not hit:
-            return True  # the cycle holds and this pair breaks it: read it
-        self.predictions.append(hit)
-        self.strata.append(stratum)
-        return False
 
     def after(self, rows: list[dict], revealed: bool, seconds: float) -> str | None:
         """The channel that marks the pair just labelled as a check (None when none does): ``rows`` is the
@@ -157,28 +146,67 @@ class StrategicGamer:
         return why
 
 
-def _strategic_step(store, lab: Lab, pid: str, true: int, is_check: bool, gamer: StrategicGamer, rng) -> None:
-    """One pair for the strategic gamer: read it if the order marks it, else answer at random; then undo
-    and answer right if its export, the reveal or the server's time marks it."""
-    stratum = store.pair(pid).subset or "(none)"
-    if gamer.before(stratum):
-        gamer.flags["order"] += 1
-        gamer.hits["order"] += int(is_check)
-        lab.label(pid, true, time_ms=SPOOFED_MS)
-        return
+@dataclass
+class Attacker:
+    """One simulated annotator's ways of looking for checks (:data:`ATTACKS`), and what they found: per channel,
+    the pairs it flagged that were checks and that were tasks, beside the checks and tasks it was served."""
+
+    kind: str
+    order: OrderReader
+    timer: PlacementTimer = field(default_factory=PlacementTimer)
+    gamer: StrategicGamer = field(default_factory=StrategicGamer)
+    served: Counter = field(default_factory=Counter)
+    flagged: Counter = field(default_factory=Counter)  # (channel, "check" | "task")
+    skipped: int = 0
+    last_label_s: float = 0.0
+
+    def report(self) -> dict:
+        """``served``, ``flagged`` per channel (checks, tasks) and the flag rates on each, ``skipped``, ``undone``."""
+        out = {"served": dict(self.served), "skipped": self.skipped, "undone": self.gamer.undone, "flagged": {}}
+        for ch in CHANNELS:
+            c, t = self.flagged[(ch, "check")], self.flagged[(ch, "task")]
+            if c or t:
+                out["flagged"][ch] = {"checks": c, "tasks": t,
+                                      "check_rate": c / self.served["check"] if self.served["check"] else None,
+                                      "task_rate": t / self.served["task"] if self.served["task"] else None}
+        return out
+
+
+def _attack_step(lab: Lab, a: Attacker, window: list[str], strata: dict, true: int, is_check: bool, rng) -> None:
+    """One decision of an attacker (:data:`ATTACKS`) on ``window[0]``, the page's pair on screen (``window``: it
+    and the pairs the page holds ahead; ``strata``: every pair's subset, known to it)."""
+    pid = window[0]
+    what = "check" if is_check else "task"
+    a.served[what] += 1
+    marks = []
+    if a.kind in ("order", "strategic") and a.order.flags([strata.get(p) for p in window]):
+        marks.append("order")
+    if a.kind in ("timing", "strategic") and a.timer.flags(pid):
+        marks.append("placement")
+    for ch in marks:
+        a.flagged[(ch, what)] += 1
+    if a.kind == "skip":
+        value = SKIP if is_check else int(rng.random() < 0.5)
+    elif marks:
+        value = SKIP if a.kind == "strategic" else true  # the strategic gamer skips it, the others read it
+    else:
+        value = int(rng.random() < 0.5)
+    a.skipped += value == SKIP
     t0 = time.perf_counter()
-    lab.label(pid, int(rng.random() < 0.5), time_ms=SPOOFED_MS)
-    seconds = time.perf_counter() - t0
+    lab.label(pid, value, time_ms=SPOOFED_MS)
+    a.last_label_s = time.perf_counter() - t0
+    a.order.seen(strata.get(pid))
+    if a.kind != "strategic" or value == SKIP:
+        return
     rows = lab.export_rows("labels", include_skips=True)
-    why = gamer.after(rows, bool(lab.judge_answers(pid)), seconds)
+    why = a.gamer.after(rows, bool(lab.judge_answers(pid)), a.last_label_s)
     if why is None:
         return
-    gamer.flags[why] += 1
-    gamer.hits[why] += int(is_check)
+    a.flagged[(why, what)] += 1
     try:
         if lab.undo() == pid:
             lab.label(pid, true, time_ms=SPOOFED_MS)
-            gamer.undone += 1
+            a.gamer.undone += 1
     except StoreError:  # paused meanwhile: nothing is undone, nothing relabelled
         pass
 
@@ -222,7 +250,9 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
     heap = [(t0, i, n) for i, n in enumerate(sorted(people))]
     heapq.heapify(heap)
     answers = known_answers(store)
-    gamers: dict[str, StrategicGamer] = {}
+    strata = {p.pair_id: p.subset or "(none)" for p in store.pairs()}
+    attackers = {n: Attacker(p.checks, OrderReader(set(strata.values()))) for n, p in people.items()
+                 if p.checks in ATTACKS}
     steps = 0
     try:
         while heap:
@@ -237,16 +267,19 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                     if _qualify_step(lab, sim, rng, task_set, answers, secs, stats[name]):
                         heapq.heappush(heap, (when + timedelta(seconds=secs + 2.0), i, name))
                         continue
-                    nxt = lab.next_pairs(1, task_set)
+                    t0 = time.perf_counter()
+                    nxt = lab.next_pairs(LOOKAHEAD, task_set)  # the pair on screen and the five the page holds
+                    served_s = time.perf_counter() - t0
                     if not nxt:
                         stats[name]["paused"] = any(s["state"] == "paused" for s in lab.round_states(task_set))
                         continue
                     pid = nxt[0]
                     is_check = store.is_check_for(name, pid)
                     true = answers[pid][0] if is_check and pid in answers else int(truth.get(pid, 0))
-                    if sim.checks == "strategic":
-                        _strategic_step(store, lab, pid, true, is_check, gamers.setdefault(name, StrategicGamer()),
-                                        rng)
+                    if name in attackers:
+                        a = attackers[name]
+                        a.timer.run(a.last_label_s + served_s, nxt)  # the run: the last decision, these pairs
+                        _attack_step(lab, a, nxt, strata, true, is_check, rng)
                     else:
                         lab.label(pid, _answer(sim, true, is_check, rng), time_ms=int(secs * 1000))
                     stats[name]["labels"] += 1
@@ -257,8 +290,8 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                     heapq.heappush(heap, (when + timedelta(seconds=secs + float(rng.exponential(BREAK_S))), i, name))
     finally:
         store.now = old_now
-    for name, g in gamers.items():
-        stats[name]["strategic"] = {"flags": dict(g.flags), "checks_among_flags": dict(g.hits), "undone": g.undone}
+    for name, a in attackers.items():
+        stats[name]["attack"] = a.report()
     return {"annotators": stats, "labels": steps, "ended_at": clock["now"].isoformat(timespec="seconds")}
 
 

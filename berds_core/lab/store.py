@@ -281,19 +281,22 @@ class RoundReads(Database):
         return {"queue": queue, "state": state}
 
     def check_answer_rows(self, annotator: str | None = None, task_set: str | None = None) -> list:
-        """Rows of the answered gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
-        at, time_ms, server_ms, seq, expected``), each with its first label (``seq``: its event) where the history
-        has one, in the order they were answered; :func:`berds_core.lab.checks.check_answers` keeps the first."""
-        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, COALESCE(e.label, l.label) AS label, "
+        """Rows of the decided gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
+        skipped, at, time_ms, server_ms, seq, expected``), each with its first decision (``seq``: its event; a
+        skip is a decision, label NULL) where the history has one, in the order they were decided;
+        :func:`berds_core.lab.checks.check_answers` keeps the first."""
+        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, "
+               "CASE WHEN e.event_id IS NULL THEN l.label ELSE e.label END AS label, "
+               "CASE WHEN e.event_id IS NULL THEN l.skipped ELSE e.kind = 'skip' END AS skipped, "
                "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
                "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
                "COALESCE(g.label, r.label) AS expected FROM assignments a "
                "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = "
-               "a.annotator AND x.pair_id = a.pair_id AND x.kind = 'label') "
-               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator AND l.skipped = 0 "
+               "a.annotator AND x.pair_id = a.pair_id AND x.kind IN ('label', 'skip')) "
+               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator "
                "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
                "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
-               "AND COALESCE(e.label, l.label) IS NOT NULL")  # a label without its event: a file older than events
+               "AND (e.event_id IS NOT NULL OR l.pair_id IS NOT NULL)")  # a label without its event: an older file
         params: list = []
         if annotator is not None:
             sql += " AND a.annotator = ?"
@@ -509,7 +512,8 @@ class Adjudication(Database):
     """The gold label of a pair, set by an adjudicator (kept in the history; a later call overrides)."""
 
     def adjudicate(self, pair_id: str, label: int, adjudicator: str, note: str | None = None) -> None:
-        """Set the gold label of a pair (kept in history; a later call overrides)."""
+        """Set the gold label of a pair (kept in history; a later call overrides); the pair joins the gold
+        checks' pool of every task set that holds it, in the same transaction."""
         adjudicator = check_annotator(adjudicator)
         if label not in (0, 1, "0", "1"):
             raise StoreError(f"gold label must be 0 or 1, got {label!r}")
@@ -522,6 +526,7 @@ class Adjudication(Database):
             c.execute("INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?)", (str(pair_id), label, adjudicator, note, at))
             c.execute("INSERT INTO events (at, kind, pair_id, annotator, label, note, previous) VALUES (?, 'adjudicate', ?, ?, ?, ?, ?)",
                       (at, str(pair_id), adjudicator, label, note, json.dumps(dict(prev)) if prev else None))
+            self.join_check_pools([pair_id], "adjudicated")  # a gold check of the sets that hold it (CheckTables)
 
     def gold(self) -> dict[str, int]:
         return {r["pair_id"]: r["label"] for r in self.query("SELECT pair_id, label FROM gold")}

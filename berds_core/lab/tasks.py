@@ -441,7 +441,9 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
         calib_pairs = [pool[i] for i in sorted(rng.choice(len(pool), size=calibration, replace=False).tolist())]
         plan = mix_calibration(plan, [p.pair_id for p in calib_pairs], seed=seed)
     ids = {p.pair_id for p in picked}
-    pool_pairs, warnings = _check_pool(candidates, ref, ids | {p.pair_id for p in calib_pairs}, plan, spec)
+    answers, by_text = candidate_answers(store, candidates, ref) if _wants_pool(spec) else ({}, set())
+    pool_pairs, warnings = _check_pool(candidates, answers, ids | {p.pair_id for p in calib_pairs}, plan, spec, picked)
+    ref.update({p.pair_id: answers[p.pair_id] for p in pool_pairs if p.pair_id in by_text})  # under its own id
     if probs is not None:
         pool_pairs = [replace(p, judge_prob=probs[p.pair_id]) if p.pair_id in probs else p for p in pool_pairs]
     q = spec.controls.qualification_n if spec.controls is not None else 0
@@ -475,6 +477,8 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
                               calibration=[p.pair_id for p in calib_pairs])
         if spec.controls is not None:
             store.set_setting(CONTROLS_PREFIX + name, spec.controls.to_json(), by="build_task_set")
+        if pool_pairs:
+            store.add_to_check_pool(name, [p.pair_id for p in pool_pairs], "build")
     shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
     out = {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
            "shared": shared, "routed_uncertain": len(routed), "calibration": len(calib_pairs),
@@ -484,31 +488,115 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
     return out
 
 
-def _check_pool(candidates: Sequence[Pair], ref: dict[str, int], taken: set[str], plan: dict[str, list[str]],
-                spec: TaskSetSpec) -> tuple[list[Pair], list[str]]:
-    """Candidates with a reference label, not in the round, set aside as gold checks and qualification pairs.
-
-    The pool needs, for the annotator with the longest queue, about ``1.5 x`` their expected checks
-    (``L·r/(1 − r)``, the gaps vary) plus two qualification attempts; every annotator draws from the same
-    pool (never twice the same pair). Fewer available: all of them, and a warning.
-    """
+def _wants_pool(spec: TaskSetSpec) -> bool:
     c = spec.controls
-    if c is None or (not c.checks_on and c.qualification_n == 0):
+    return c is not None and (c.checks_on or c.qualification_n > 0)
+
+
+def _text_key(p) -> tuple[str, str, str]:
+    return tuple(" ".join(str(x or "").split()) for x in (p.question, p.document, p.perspective))
+
+
+def candidate_answers(store, candidates: Sequence[Pair], reference: dict[str, int]) -> tuple[dict[str, int], set[str]]:
+    """``({pair_id: 0/1}, ids known by text)`` of the candidates whose answer is known: given with the build
+    (``reference``), else in the store (an adjudication over a reference label) under the same pair id, else in
+    the store for a pair with the same question, passage and perspective (an imported labelled set whose ids
+    differ from a run's; texts with two different answers are left out): those are the second element."""
+    out = {pid: int(v) for pid, v in reference.items()}
+    stored = store.reference_labels()
+    stored.update(store.gold())
+    left = [p for p in candidates if p.pair_id not in out]
+    for p in left:
+        if p.pair_id in stored:
+            out[p.pair_id] = int(stored[p.pair_id])
+    left, texts = [p for p in left if p.pair_id not in out], set()
+    if left:
+        by_text: dict[tuple, int | None] = {}
+        for r in store.known_answer_texts():
+            key = _text_key(Pair(pair_id="", question=r["question"], document=r["document"],
+                                 perspective=r["perspective"]))
+            by_text[key] = int(r["answer"]) if by_text.get(key, int(r["answer"])) == int(r["answer"]) else None
+        for p in left:
+            got = by_text.get(_text_key(p))
+            if got is not None:
+                out[p.pair_id] = got
+                texts.add(p.pair_id)
+    return out, texts
+
+
+def _check_pool(candidates: Sequence[Pair], known: dict[str, int], taken: set[str], plan: dict[str, list[str]],
+                spec: TaskSetSpec, picked: Sequence[Pair]) -> tuple[list[Pair], list[str]]:
+    """Candidates with a known answer, not in the round, set aside as gold checks and qualification pairs.
+
+    The pool comes from the set's own candidates (the distribution its task pairs come from), stratified like
+    the task pairs (strata by ``spec.by``, each in proportion to its share of the task pairs, at least two) and
+    half of each class within a stratum where the candidates allow: a check takes the place of a task of its
+    stratum (:func:`berds_core.lab.checks.pick_check`), with classes balanced. Its size: for the annotator with
+    the longest queue, their expected checks (``L·r/(1 − r)``) and two qualification attempts, about ``1.5 x``
+    in all and per stratum its share ``λ`` plus ``3√λ + 2`` (where the slots land varies); every annotator
+    draws from the same pool (never twice the same pair). Fewer available: all of them, and a warning. Checks asked for and no candidate with a known answer: refused
+    (checks from other pairs would stand out: another length, no judge answer)."""
+    c = spec.controls
+    if not _wants_pool(spec):
         return [], []
     longest = max((len(v) for v in plan.values()), default=0)
     expected = int(np.ceil(longest * c.check_rate / (1 - c.check_rate))) if c.checks_on else 0
     need = spec.check_pool if spec.check_pool is not None else int(np.ceil(1.5 * expected)) + 2 * c.qualification_n + 5
-    avail = sorted(pid for pid in ref if pid not in taken)
-    by_id = {p.pair_id: p for p in candidates}
-    avail = [pid for pid in avail if pid in by_id]
+    by_id: dict[str, Pair] = {}
+    for p in candidates:
+        if p.pair_id in known and p.pair_id not in taken:
+            by_id.setdefault(p.pair_id, p)
+    if c.checks_on and not by_id:
+        raise ValueError(f"no gold checks can be drawn: none of the {len(candidates)} candidate pairs outside the "
+                         "round's tasks has a known answer (import reference labels for these pairs, or pairs with "
+                         "the same question, passage and perspective, with --labels-are reference; or set no "
+                         "--check-rate)")
+
+    def stratum(p):
+        return getattr(p, spec.by, None) or "(none)"
+
+    groups: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for pid in sorted(by_id):
+        groups[(stratum(by_id[pid]), int(known[pid]))].append(pid)
     rng = np.random.default_rng(spec.seed + 15485863)
-    chosen = [avail[i] for i in sorted(rng.choice(len(avail), size=min(need, len(avail)), replace=False).tolist())]
+    for key in sorted(groups):
+        groups[key] = [groups[key][i] for i in rng.permutation(len(groups[key]))]
+    shares = defaultdict(int)
+    for p in picked:
+        shares[stratum(p)] += 1
+    strata = sorted(set(shares) | {s for s, _ in groups})
+    total = max(1, len(picked))
+    # a stratum's checks in the longest queue: about lam = expected x its share, more by chance (the slots land
+    # where they land): lam + 3 sqrt(lam) + 2, or its share of an explicit --check-pool
+    spread = (lambda lam: int(np.ceil(lam + 3 * np.sqrt(lam))) + 2) if spec.check_pool is None else \
+        (lambda lam: int(np.ceil(lam)))
+    target = {s: (max(2, spread(need * shares[s] / total if spec.check_pool is not None else
+                                (expected + 2 * c.qualification_n) * shares[s] / total)) if shares[s] else 0)
+              for s in strata}
+    need = max(need, sum(target.values()))
+    chosen: list[str] = []
+    for s in strata:  # half of each class in the stratum, the other class making up a shortfall
+        pos, neg = groups.get((s, 1), []), groups.get((s, 0), [])
+        want_pos = min(len(pos), (target[s] + 1) // 2)
+        want_neg = min(len(neg), target[s] - want_pos)
+        want_pos = min(len(pos), target[s] - want_neg)
+        chosen += pos[:want_pos] + neg[:want_neg]
+        groups[(s, 1)], groups[(s, 0)] = pos[want_pos:], neg[want_neg:]
+    spare = [pid for key in sorted(groups) for pid in groups[key]]
+    if len(chosen) < need and spare:  # a stratum short of pairs: others make up the count
+        extra = need - len(chosen)
+        chosen += [spare[i] for i in sorted(rng.choice(len(spare), size=min(extra, len(spare)), replace=False))]
     warnings = []
     if len(chosen) < need:
-        warnings.append(f"only {len(chosen)} candidate pairs with a reference label are left for gold checks and "
+        warnings.append(f"only {len(chosen)} candidate pairs with a known answer are left for gold checks and "
                         f"qualification (about {need} wanted); adjudicated and typed answers join the pool as the "
                         "round runs")
-    return [by_id[pid] for pid in chosen], warnings
+    have = {stratum(by_id[pid]) for pid in chosen}
+    short = sorted(s for s in shares if s not in have)
+    if c.checks_on and short and spec.strategy == "stratified":
+        warnings.append(f"no gold check for the stratum {', '.join(short[:5])}{' ...' if len(short) > 5 else ''}: "
+                        "a check takes the place of a task of its own stratum, so slots before those tasks run dry")
+    return [by_id[pid] for pid in sorted(chosen)], warnings
 
 
 # --------------------------------------------------------------------------- the demo task set

@@ -16,6 +16,7 @@ command (its own retries and errors).
 from __future__ import annotations
 
 from ..errors import InputError
+from ..specs import SpecError, split_model_url
 from .hub import locate
 from .openai_api import api_key, headers, normalize_base_url
 
@@ -29,10 +30,10 @@ def server_url(spec) -> str | None:
     if not sep or not arg:
         return None
     if name == "openai":
-        model, at, url = arg.rpartition("@")
-        if not (at and model):
+        try:
+            return split_model_url(arg)[1].strip() or None
+        except SpecError:  # the spec's own parser refuses it, in one line
             return None
-        return url.strip() or None
     if name in ("berds-evaluator", "searxng"):
         return arg.strip() or None
     return None

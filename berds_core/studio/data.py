@@ -4,11 +4,12 @@ what :func:`load_data` returns.
 
 ``load_data(source)`` reads the fields of the sidebar's ``Config`` (``dataset``, ``dataset_path``,
 ``dataset_format``, ``gold_path``, ``corpus``, ``corpus_path``, ``retriever``); any object with them will do.
+:func:`without_subsets` is the same data with the subsets taken off (a lab annotator's view).
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import datasets
@@ -87,3 +88,11 @@ def load_data(cfg) -> Data:
     key = hashlib.sha1(repr((cfg.dataset, cfg.dataset_path, cfg.dataset_format, cfg.gold_path,
                              cfg.corpus, cfg.corpus_path)).encode()).hexdigest()[:12]
     return Data(name, list(questions), corpus, gold, key, subsets, pools)
+
+
+def without_subsets(data: Data) -> Data:
+    """``data`` with no question's subset (and no list of subsets): what a lab annotator's tool pages show, so
+    the subsets a round's queue is stratified by are not theirs to read (the Playground's question list wrote
+    ``question · subset``). The same questions, corpus, gold and key."""
+    return replace(data, questions=[replace(q, subset=None) for q in data.questions], subsets=[])
+
