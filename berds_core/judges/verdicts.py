@@ -21,9 +21,12 @@ def question_verdicts(judge: Judge, question: str | None, docs, perspectives, pr
     perspectives (``groups``; None: :func:`groups.exclusive_groups` of ``perspectives`` and ``question``)."""
     docs, perspectives = list(docs), list(perspectives)
     probs, labels = gate(judge, question, docs, probs, labels)
+    decide = getattr(judge, "decide", None)  # a scorer with the judges' predict only: each pair alone
+    if decide is None:
+        return probs, labels
     if groups is None:
         groups = exclusive_groups(perspectives, question)
-    return judge.decide(question, docs, perspectives, probs, labels, groups)
+    return decide(question, docs, perspectives, probs, labels, groups)
 
 
 def judge_passages(judge: Judge, passages, perspectives, question: str | None = None, groups=None,
