@@ -107,6 +107,7 @@ def _serve_cluster(client_port: int) -> None:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    os.environ.setdefault("RAY_worker_niceness", "0")  # as `--ray local` runs them (runtime.WORKER_NICENESS)
     head = {"num_cpus": 1, "object_store_memory": 150 * 2**20, "include_dashboard": False}
     if client_port:
         head["ray_client_server_port"] = client_port

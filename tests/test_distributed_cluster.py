@@ -576,3 +576,21 @@ def test_a_stopped_job_leaves_no_ray_behind(cluster):
     assert "data threads when Ray disconnected: []" in p.stdout, (p.stdout[-2000:], p.stderr[-3000:])
     assert "initialized after the job: False" in p.stdout, (p.stdout[-2000:], p.stderr[-3000:])
     assert "Started a local Ray instance" not in p.stderr, p.stderr[-3000:]
+
+
+@pytest.mark.ray_driver
+def test_a_local_cluster_runs_its_workers_at_the_drivers_priority(monkeypatch):
+    """``--ray local`` starts its own cluster: its workers run at the driver's priority, not Ray's nice 15, which
+    starved a run behind any other job on the machine (issue 63); RAY_worker_niceness, when set, still wins."""
+    import ray
+
+    from berds_core.distributed.runtime import WORKER_NICENESS, ray_session
+
+    monkeypatch.delenv(WORKER_NICENESS, raising=False)
+
+    @ray.remote
+    def niceness():
+        return os.nice(0)
+
+    with ray_session("local", progress=False):
+        assert ray.get(niceness.remote()) == os.nice(0)

@@ -239,6 +239,9 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         raise InputError("--ray", None, None, f"cannot reach Ray at {address!r} ({hostport}: {why})") from None
 
 
+WORKER_NICENESS = "RAY_worker_niceness"  # read by the raylet a local cluster starts (Ray's default: 15)
+
+
 @contextmanager
 def ray_session(address: str, *, progress: bool = True):
     """A :class:`Session` on ``address`` (``local``, ``auto``, ``ray://host:port`` or ``host:port``)."""
@@ -251,6 +254,11 @@ def ray_session(address: str, *, progress: bool = True):
                     configure_logging=True)
         try:
             if address == "local":
+                # Ray runs its workers at nice 15 by default: beside any other job on the machine (a browser, a
+                # second run) the --ray local run then crawls, where one process would not (issue 63: a Ray
+                # test starved behind two CPU-bound processes). The workers of a cluster this run starts get
+                # the driver's priority, as Ray's own job manager gives them; RAY_worker_niceness still wins.
+                os.environ.setdefault(WORKER_NICENESS, "0")
                 ray.init(address="local", include_dashboard=False, **opts)  # a new instance, never a stale one
                 started = True
             else:
