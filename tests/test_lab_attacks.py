@@ -79,7 +79,13 @@ def test_every_queue_shape_pauses_the_skipper_and_the_strategic_gamer_and_not_th
             build_demo_task_set(s, names[i:i + size], name=f"set{i}", n=240, seed=4, controls=controls, **extra)
     res = simulate_round(s, parse_simulation(spec, names), s.reference_labels(), seed=4)["annotators"]
     assert res["skip"]["paused"] and res["strat"]["paused"] and not res["good"]["paused"]
-    assert res["skip"]["attack"]["skipped"] >= 5 and res["strat"]["attack"]["skipped"] >= 1
+    assert res["skip"]["attack"]["skipped"] >= 5
+    # the strategic gamer skips each pair its before-decision channels flag, once (a pair both flag counts in
+    # both); how many: the placement timer reads the machine's own run times, not the same from run to run
+    strat = res["strat"]["attack"]
+    before = [f["checks"] + f["tasks"] for f in (strat["flagged"].get(c, {"checks": 0, "tasks": 0})
+                                                 for c in ("order", "placement"))]
+    assert max(before) <= strat["skipped"] <= sum(before)
     order = res["order"]["attack"]
     flagged = order["flagged"].get("order", {"checks": 0, "tasks": 0})
     if shape != "many":  # whole blocks: what it flags are the tasks a check moved to the end, and the checks there
