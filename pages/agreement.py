@@ -163,7 +163,7 @@ def main() -> None:
     # the selected tab is in the address (?tab=...); the four tabs that fit annotator models are drawn only
     # when open, so the other tabs cost what they did before
     tabs = st.tabs(["Paper table", "Human vs judge", "Breakdowns", "Between humans", "Calibration",
-                    "Annotators", "Round health", "Judge failures", "Disagreements", "Export"],
+                    "Annotators", "Round health", "Judge failures", "Disagreements", "Export", "Teach the judge"],
                    key="tab", bind="query-params")
     with tabs[0]:
         if report["table"]:
@@ -192,6 +192,11 @@ def main() -> None:
                 draw()
     with tabs[9]:
         export_tab(lab, report, judge)
+    with tabs[10]:
+        if tabs[10].open:
+            from studio_ui.teach_judge import teach_tab
+
+            teach_tab(lab)
 
 
 def judge_tab(report: dict, judge: str | None, n_boot: int) -> None:

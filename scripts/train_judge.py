@@ -56,9 +56,10 @@ sys.path.insert(0, str(ROOT))
 
 from berds_core.judges.calibration import (best_f1_threshold, ece, f1_at, reliability,  # noqa: E402
                                            threshold_band)
+from berds_core.judges.fitting import (CALIBRATIONS, choose_calibration, fit_calibration,  # noqa: E402,F401
+                                       fit_head, log_loss)
 
 N_FOLDS = 5
-CALIBRATIONS = ("none", "platt", "isotonic")
 GATE_QUANTILE = 1.0  # percent of supporting passages the gate may lose on the training folds
 OUT = ROOT / "berds_core" / "judges" / "weights" / "embedded_v4.npz"
 OUT_CE = ROOT / "berds_core" / "judges" / "weights" / "argkp_judge_v1.npz"
@@ -76,56 +77,16 @@ def log(msg: str) -> None:
 
 # ------------------------------------------------------------------ the head and its calibration
 
-def fit_head(x, y) -> dict:
-    """A logistic head on one feature (``x`` a vector: scalars stored, as v4's weights) or several (columns)."""
-    from sklearn.linear_model import LogisticRegression
-
-    x = np.asarray(x, float)
-    X = x[:, None] if x.ndim == 1 else x
-    mu, sd = X.mean(0), X.std(0)
-    sd = np.where(sd > 0, sd, 1.0)
-    m = LogisticRegression(C=1.0, max_iter=2000).fit((X - mu) / sd, y)
-    if x.ndim == 1:
-        return {"mean": float(mu[0]), "scale": float(sd[0]), "coef": float(m.coef_[0, 0]),
-                "intercept": float(m.intercept_[0])}
-    return {"mean": mu.tolist(), "scale": sd.tolist(), "coef": m.coef_[0].tolist(), "intercept": float(m.intercept_[0])}
-
-
 def head_prob(h: dict, x) -> np.ndarray:
     from berds_core.judges.calibration import head_probability
 
     return head_probability(h, x)
 
 
-def fit_calibration(kind: str, p, y) -> dict:
-    if kind == "none":
-        return {"kind": "none"}
-    if kind == "platt":
-        from sklearn.linear_model import LogisticRegression
-
-        z = _logit(p)[:, None]
-        m = LogisticRegression(C=1e6, max_iter=2000).fit(z, y)
-        return {"kind": "platt", "a": float(m.coef_[0, 0]), "b": float(m.intercept_[0])}
-    from sklearn.isotonic import IsotonicRegression
-
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(p, y)
-    return {"kind": "isotonic", "x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}
-
-
 def calibrate(c: dict, p) -> np.ndarray:
     from berds_core.judges.embedded import apply_calibration
 
     return apply_calibration(c, np.asarray(p, float))
-
-
-def _logit(p):
-    p = np.clip(np.asarray(p, float), 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
-
-
-def log_loss(y, p) -> float:
-    p = np.clip(np.asarray(p, float), 1e-6, 1 - 1e-6)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
 
 # ------------------------------------------------------------------ one nested choice
@@ -141,22 +102,12 @@ def inner_oof(x, y, folds) -> np.ndarray:
 def choose(x, y, folds, qids, gate_ok) -> dict:
     """Everything chosen on these folds only: calibration kind, head, calibrator, threshold, band."""
     raw = inner_oof(x, y, folds)
-    best = None
-    for kind in CALIBRATIONS:
-        # the calibrator's own out-of-fold outputs (fitted on the other inner folds' head outputs)
-        cal_oof = np.zeros(len(y))
-        for k in np.unique(folds):
-            m = folds == k
-            cal_oof[m] = calibrate(fit_calibration(kind, raw[~m], y[~m]), raw[m])
-        ll = log_loss(y, cal_oof)
-        if best is None or ll < best[0] - 1e-9:
-            best = (ll, kind)
-    kind = best[1]
-    cal = fit_calibration(kind, raw, y)
+    # the calibrator's own out-of-fold outputs (fitted on the other inner folds' head outputs) choose the kind
+    kind, cal, inner_ll = choose_calibration(raw, y, folds)
     p = np.where(gate_ok, calibrate(cal, raw), 0.0)
     t = best_f1_threshold(y, p)
     lo, hi = threshold_band(y, p, qids)
-    return {"kind": kind, "inner_log_loss": best[0], "head": fit_head(x, y), "calibration": cal, "threshold": t,
+    return {"kind": kind, "inner_log_loss": inner_ll, "head": fit_head(x, y), "calibration": cal, "threshold": t,
             "band": (min(lo, t), max(hi, t))}
 
 

@@ -80,11 +80,17 @@ def sidebar(*, warms: bool = True) -> Config:
                                  help="Sentence-transformers id or local path; used by dense retrieval and MMR.")
 
         st.markdown("### Judge")
-        choice = st.selectbox("Judge", JUDGE_CHOICES, key="sb_judge",
+        from berds_core.lab.judge_folder import lab_judge_names
+
+        # the lab's own judges (berds agreement --fit NAME) beside the shipped ones
+        choices = JUDGE_CHOICES[:-1] + [f"lab:{n}" for n in lab_judge_names()] + JUDGE_CHOICES[-1:]
+        choice = st.selectbox("Judge", choices, key="sb_judge",
                               help="Decides whether a passage supports a perspective. embedded: offline, a small "
                                    "stance model (below the paper's evaluator). berds-evaluator: the BERDS paper's "
                                    "fine-tuned Mistral "
-                                   "(needs its weights, a GPU advised); berds-evaluator:<url> for a vLLM server.")
+                                   "(needs its weights, a GPU advised); berds-evaluator:<url> for a vLLM server. "
+                                   "lab:NAME: the embedded judge refitted on your lab's labels (Agreement page, "
+                                   "Teach the judge).")
         spec = choice if choice != "custom spec" else "embedded"
         if choice == "custom spec":
             spec = st.text_input("Judge spec", key="sb_judge_spec",

@@ -90,12 +90,14 @@ def register(sub) -> None:
     src.add_argument("--run", action="append", help="run file (repeat for several retrievers)")
     src.add_argument("--pairs", help="human-pairs TSV (labels in it are ignored)")
     p.add_argument("--n", type=int, required=True, help="number of pairs")
-    p.add_argument("--strategy", choices=["random", "stratified", "uncertain"], default="random")
+    p.add_argument("--strategy", choices=["random", "stratified", "uncertain", "active"], default="random",
+                   help="active: half the pairs the judge is unsure of (inside its band), half random, interleaved; "
+                        "each pair's weight recorded so the fit and its agreement stay unbiased")
     p.add_argument("--by", choices=["subset", "retriever"], default="subset", help="strata for --strategy stratified")
     p.add_argument("--annotators", required=True, help="comma-separated names")
     _round_flags(p)
     p.add_argument("--k", type=int, default=10, help="top-k passages per question to draw from (0 = all)")
-    p.add_argument("--judge", default=None, help="judge spec for probabilities (needed by 'uncertain' and "
+    p.add_argument("--judge", default=None, help="judge spec for probabilities (needed by 'uncertain', 'active' and "
                                                  "--route-uncertain; default embedded there)")
     p.add_argument("--route-uncertain", type=float, default=None, metavar="BAND",
                    help="give pairs with |judge probability - 0.5| <= BAND to --per-shared annotators")
@@ -133,6 +135,17 @@ def register(sub) -> None:
     p.add_argument("--judge", default=None, help="judge name in the store, or a judge spec to run on the labelled pairs")
     p.add_argument("--n-boot", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fit", metavar="NAME",
+                   help="refit the judge on this database's adjudicated (or reference) labels: its map, threshold and "
+                        "band, question-grouped cross-validation, agreement before and after out of fold; writes "
+                        "judges/NAME.json beside the database when it beats the base judge (--judge lab:NAME)")
+    p.add_argument("--base", default="embedded", help="with --fit: the judge refitted (embedded or embedded:v4)")
+    p.add_argument("--labels", default="auto", choices=["auto", "adjudicated", "reference"],
+                   help="with --fit: the labels fitted on (auto: adjudicated when there are any, else reference)")
+    p.add_argument("--task-set", default=None, help="with --fit: only this task set's pairs")
+    p.add_argument("--fold-seeds", type=int, default=5, help="with --fit: fold assignments the medians are over")
+    p.add_argument("--keep-anyway", action="store_true",
+                   help="with --fit: write the judge even when it does not beat the base judge out of fold")
     p.set_defaults(func=cmd_agreement)
     declare(p, more_inputs=db_input)  # --judge may name answers already stored: no server is asked for them
 
@@ -296,7 +309,7 @@ def cmd_tasks(args) -> dict:
     if not candidates:
         raise InputError(source, None, "ctxs", "no passages to draw pairs from")
     check_qualification_length(args, min(args.n, len(candidates)))  # --n past the candidates takes them all
-    needs_judge = args.strategy == "uncertain" or args.route_uncertain is not None
+    needs_judge = args.strategy in ("uncertain", "active") or args.route_uncertain is not None
     spec = args.judge or ("embedded" if needs_judge else None)
     judge = _load_judge(spec) if spec else None
     if judge is not None:
@@ -375,6 +388,8 @@ def cmd_agreement(args) -> dict:
         raise InputError("--n-boot", None, None, "must be 0 or more")
     if args.seed < 0:
         raise InputError("--seed", None, None, "must be 0 or more")
+    if args.fit is not None:
+        return _fit_judge(args)
     with open_store(args) as store:
         judge_name = args.judge
         if judge_name and judge_name not in store.judges():
@@ -393,5 +408,24 @@ def cmd_agreement(args) -> dict:
             except JudgeError as e:  # a server that is down, a model that failed
                 raise InputError("--judge", None, None, " ".join(str(e).split())) from None
         report = agreement_report(store, judge_name, n_boot=args.n_boot, seed=args.seed)
+        report["db"] = str(store.path)
+        return report
+
+
+def _fit_judge(args) -> dict:
+    """``berds agreement --fit NAME``: :func:`berds_core.lab.judge_fit.fit_lab_judge`, refusals in one line."""
+    from ..judges import JudgeError
+    from ..lab.judge_fit import FitRefused, fit_lab_judge
+
+    if args.judge:
+        raise InputError("--judge", None, None, "--fit refits --base (embedded or embedded:v4); --judge is not read")
+    if args.fold_seeds < 1:
+        raise InputError("--fold-seeds", None, None, "must be 1 or more")
+    with open_store(args) as store:
+        try:
+            report = fit_lab_judge(store, args.fit, base=args.base, source=args.labels, task_set=args.task_set,
+                                   keep_anyway=args.keep_anyway, fold_seeds=args.fold_seeds, n_boot=args.n_boot)
+        except (FitRefused, JudgeError) as e:
+            raise InputError("--fit", None, None, " ".join(str(e).split())) from None
         report["db"] = str(store.path)
         return report

@@ -75,8 +75,10 @@ class KeyValueCache:
     def _where(self, n: int) -> str:
         if len(self.keys) == 1:
             return f"{self.keys[0]} IN ({','.join('?' * n)})"
-        one = "(" + " AND ".join(f"{c}=?" for c in self.keys) + ")"
-        return " OR ".join([one] * n)
+        # row values: one membership test per row (SQLite 3.15+); an OR of n (a=? AND b=?) terms was planned
+        # term by term: 5,000 two-column keys took 6.1 s against 0.25 s (bench/kvcache_lookup.py)
+        one = "(" + ",".join("?" * len(self.keys)) + ")"
+        return f"({', '.join(self.keys)}) IN (VALUES {','.join([one] * n)})"
 
     def get_many(self, namespace: str, keys: Sequence[Hashable]) -> dict:
         """``{key: value}`` for the ``keys`` stored under ``namespace`` (absent keys are left out)."""

@@ -38,7 +38,7 @@ from ..stance.model import get_stance_model
 from .base import Judge, JudgeError
 from .calibration import apply_calibration
 from .groups import affirmative_first
-from .one_side import OneSideRule, stance_margin
+from .one_side import OneSideRule, picked, stance_margin
 
 WEIGHTS = Path(__file__).with_name("weights") / "embedded_v5.npz"
 
@@ -171,12 +171,10 @@ class EmbeddedJudge(Judge):
             s = np.full(len(docs), 0.5)
             s[need] = rule.side_probability(M[at:at + len(need), 0], M[at:at + len(need), 1], affirmative)
             at += len(need)
-            both = rule.member_probabilities(g, s)
-            P[:, i], P[:, j] = both[:, 0], both[:, 1]
-            # the more probable member; equal: the lower perspective index
-            pick_i = (both[:, 0] > both[:, 1]) | ((both[:, 0] == both[:, 1]) & (i < j))
-            L[:, i] = pick_i & (both[:, 0] >= rule.threshold)
-            L[:, j] = ~pick_i & (both[:, 1] >= rule.threshold)
+            P[:, [i, j]] = rule.member_probabilities(g, s)
+        # of each group the more probable member (equal: the lower perspective index) at the rule's threshold
+        members = sorted({k for group in groups for k in group})
+        L[:, members] = (picked(P, groups) & (P >= rule.threshold))[:, members]
         return P, L
 
     def __getstate__(self):  # a Ray actor gets the weights, not this process's encoder

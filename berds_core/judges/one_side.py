@@ -67,6 +67,20 @@ class OneSideRule:
         return np.stack([g * s, g * (1.0 - s)], axis=1)
 
 
+def picked(P, groups) -> np.ndarray:
+    """(passages x perspectives) bool: where a column is decided by its own probability: every column outside
+    ``groups``, and in each group (two members) the more probable member (equal: the lower perspective index),
+    the one the rule decides "supports" or not; its partner is "does not support" whatever its probability."""
+    P = np.asarray(P, float)
+    out = np.ones(P.shape, dtype=bool)
+    for group in groups:
+        i, j = sorted(group)
+        first = P[:, i] >= P[:, j]  # i < j: equal goes to the lower index
+        out[:, i] &= first
+        out[:, j] &= ~first
+    return out
+
+
 def stance_margin(logits) -> np.ndarray:
     """The stance model's support-minus-oppose logit per ``(target, text)`` read (classes: support, oppose,
     unrelated)."""
@@ -74,4 +88,4 @@ def stance_margin(logits) -> np.ndarray:
     return Z[:, 0] - Z[:, 1]
 
 
-__all__ = ["OneSideRule", "stance_margin"]
+__all__ = ["OneSideRule", "picked", "stance_margin"]

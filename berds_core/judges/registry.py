@@ -11,10 +11,11 @@ from __future__ import annotations
 from ..files.safepaths import resolve_user_model
 from ..net.endpoints import check_endpoint
 from ..specs import Registry, SpecError, split_model_url
-from .base import Judge
+from .base import Judge, JudgeError
 from .cross_encoder import CrossEncoderJudge
 from .embedded import WEIGHTS, EmbeddedJudge
 from .hf import HFJudge
+from .lab_judge import LabJudge, check_name, lab_judge_path
 from .openai_compat import OpenAIJudge
 from .vllm_batch import VLLMJudge
 
@@ -52,6 +53,18 @@ def _embedded_parts(arg):
     return "embedded", {"variant": EMBEDDED_VARIANTS.get(arg)}
 
 
+def _lab_parts(arg):
+    arg = (arg or "").strip()
+    if not arg:
+        raise SpecError("lab judge needs a name: lab:<name> (written by berds agreement --fit <name>) or lab:<file>.json")
+    if not arg.endswith(".json"):
+        try:
+            check_name(arg)
+        except JudgeError as e:
+            raise SpecError(str(e)) from None
+    return "lab", {"file": arg}
+
+
 def _argkp_parts(arg):
     return "argkp", {}
 
@@ -86,6 +99,8 @@ def _build(parts, opts: dict) -> Judge:
     if backend == "embedded":
         weights = {"weights": str(WEIGHTS.with_name(p["variant"]))} if p.get("variant") else {}
         return EmbeddedJudge(**weights, **_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
+    if backend == "lab":
+        return LabJudge(lab_judge_path(p["file"]), **_pick(opts, {"threshold", "device", "batch_size", "encoding"}))
     if backend == "argkp":
         return CrossEncoderJudge(**_pick(opts, {"threshold", "device", "batch_size", "encoding", "weights",
                                                 "cross_encoder"}))
@@ -110,6 +125,13 @@ def _embedded(parts, **opts):
 
 
 JUDGES.register("default", parts=_embedded_parts, help="the embedded judge")(_embedded)
+
+
+@JUDGES.register("lab", usage="lab:<name>", needs_arg=True, parts=_lab_parts,
+                 help="offline: the embedded judge refitted on a lab's own labels by berds agreement --fit <name> "
+                      "(its file in the lab folder: judges/<name>.json beside the annotation database)")
+def _lab(parts, **opts):
+    return _build(parts, opts)
 
 
 @JUDGES.register("argkp", parts=_argkp_parts,
@@ -169,6 +191,8 @@ def app_judge_spec(spec: str, what: str = "judge") -> str:
         model, adapter = _split_hf(arg)
         parts = [resolve_user_model(p, what=f"{what} model path") for p in (model, adapter) if p]
         return f"{name}:" + "+".join(parts)
+    if name == "lab" and (arg or "").strip().endswith(".json"):  # the app reads the lab folder's judges only
+        raise SpecError(f"{what} {spec!r}: in the app a lab judge is named, not a file: lab:<name>")
     if name == "openai":
         check_endpoint(_openai_parts(arg)[1]["base_url"], what=f"{what} server address")
     elif name == "berds-evaluator" and arg:

@@ -53,6 +53,7 @@ PERMISSIONS: dict[str, tuple[str, ...]] = {
     "export_labels": ("admin",),
     "edit_guidelines": ("admin",),
     "manage_users": ("admin",),
+    "fit_judge": ("admin",),  # a lead refits the judge on the round's labels (berds agreement --fit)
 }
 DEFAULT_DEFINITIONS = {
     "1": "Supports: the passage argues for the perspective or gives evidence for it.",
@@ -314,6 +315,16 @@ class Lab:
         self.require("agreement", judge)
 
         return agreement_report(self.reads(), judge, **kw)
+
+    def fit_judge(self, name: str, **opts) -> dict:
+        """Refit the judge on this database's labels (:func:`berds_core.lab.judge_fit.fit_lab_judge`): leads only."""
+        from .judge_fit import fit_lab_judge
+
+        self.require("fit_judge", name, what="fit a judge on the round's labels")
+        out = fit_lab_judge(self.store, name, **opts)
+        self.store.audit(self.actor.name, self.actor.role, "judge.fit", name, allowed=True,
+                         detail=f"written={bool(out['written'])}")
+        return out
 
     def disagreements(self, judge: str | None = None) -> list[dict]:
         self.require("adjudicate", judge, what="see disagreements")

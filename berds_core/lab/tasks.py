@@ -40,15 +40,17 @@ from ..files.jsonio import read_text
 from ..datasets import load_demo
 from ..eval.leaning import infer_sides
 from ..files.csvio import explain
+from ..judges.one_side import picked
 from ..judges.verdicts import judge_groups, question_verdicts
-from ..runs import judged_mask, judges_in, label_matrix
+from ..runs import judged_mask, judges_in, label_matrix, pair_band
 from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
 from .records import Pair
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
 OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
-STRATEGIES = ("random", "stratified", "uncertain")
+STRATEGIES = ("random", "stratified", "uncertain", "active")
+WEIGHTS_PREFIX = "sample_weights:"  # a setting per task set built with the active strategy
 LABELS_AS = ("annotator", "reference", "ignore")
 
 
@@ -160,7 +162,8 @@ def pairs_from_runs(runs: Sequence[tuple[str, list[dict]]], k: int | None = None
     return pairs, dict(stored)
 
 
-def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = ()) -> dict[str, tuple[float, int]]:
+def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = (), picks: dict | None = None,
+                        unsure: set | None = None) -> dict[str, tuple[float, int]]:
     """``{pair_id: (prob, label)}`` from a judge (or its bound ``predict``) over ``(passage, perspective)``.
 
     The passage is what that judge reads (:meth:`Pair.judge_text`): the same text as when it judges a run, and
@@ -169,11 +172,20 @@ def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = 
     of two opposite perspectives a passage supports at most one), so a pair's verdict equals the run's. The
     question's perspectives come from ``pairs`` and ``context`` (other pairs of the same questions, e.g. the
     store's): a member of a group of opposite perspectives is decided with its partner, labelled or not.
+    ``picks`` (a dict, filled): per pair, whether its own probability decides it (not a group's less probable
+    member: :func:`berds_core.judges.one_side.picked`), what a lab's refit reads (:mod:`.judge_fit`);
+    ``unsure`` (a set, filled): the pairs whose probability lies inside the judge's unsure band (a group
+    member's: the group band), what the ``active`` strategy puts first.
     """
     predict = judge.predict if hasattr(judge, "predict") else judge
     owner = judge if hasattr(judge, "predict") else getattr(judge, "__self__", None)
     if not hasattr(owner, "decide"):  # a bare scorer: each pair alone
         probs, labels = predict([(p.judge_text(owner), p.perspective) for p in pairs])
+        if picks is not None:
+            picks.update({p.pair_id: True for p in pairs})
+        band = getattr(owner, "band", None)
+        if unsure is not None and band is not None:
+            unsure.update(p.pair_id for p, pr in zip(pairs, probs) if band[0] <= pr < band[1])
         return {p.pair_id: (float(pr), int(bool(lb))) for p, pr, lb in zip(pairs, probs, labels)}
     grouped = getattr(owner, "group_band", None) is not None
     persp: dict[str, dict[str, int]] = defaultdict(dict)  # question -> perspective -> its index (file order)
@@ -193,18 +205,26 @@ def judge_probabilities(pairs: Sequence[Pair], judge, context: Sequence[Pair] = 
     out, i = {}, 0
     for q, text, docs, names in grids:
         n, m = len(docs), len(names)
+        groups = judge_groups(owner, names, text) if grouped else []
         P, L = question_verdicts(owner, text, docs, names, np.asarray(probs[i:i + n * m], float).reshape(n, m),
-                                 np.asarray(labels[i:i + n * m], bool).reshape(n, m),
-                                 judge_groups(owner, names, text) if grouped else [])
+                                 np.asarray(labels[i:i + n * m], bool).reshape(n, m), groups)
+        own = picked(P, groups)
+        pb = pair_band(getattr(owner, "band", None), getattr(owner, "group_band", None), groups, P.shape)
+        lo, hi = (None, None) if pb is None else (np.broadcast_to(pb[0], P.shape), np.broadcast_to(pb[1], P.shape))
         i += n * m
         for p in by_q[q]:
             a, b = docs.index(p.judge_text(owner)), names.index(p.perspective)
             out[p.pair_id] = (float(P[a, b]), int(bool(L[a, b])))
+            if picks is not None:
+                picks[p.pair_id] = bool(own[a, b])
+            if unsure is not None and lo is not None and lo[a, b] <= P[a, b] < hi[a, b]:
+                unsure.add(p.pair_id)
     return out
 
 
 def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by: str = "subset",
-                 probs: dict[str, float] | None = None, seed: int = 0) -> list[Pair]:
+                 probs: dict[str, float] | None = None, seed: int = 0, unsure: set[str] | None = None,
+                 weights: dict | None = None) -> list[Pair]:
     """Pick ``min(n, len(pairs))`` pairs, in queue order.
 
     - ``random``: a uniform sample without replacement, in random order.
@@ -214,6 +234,11 @@ def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by:
       random order within each block (balanced as it goes, with no cycle for a gold check to break).
     - ``uncertain``: ascending ``|p - 0.5|`` of the judge probability ``probs``
       (ties in random order), so the judge's hardest pairs come first.
+    - ``active``: half of ``n`` from the pairs the judge is unsure of (``unsure``: inside its band), half at
+      random from the others, interleaved (an unsure pair, then another), so the first labels teach the judge
+      where it is unsure while the round's estimate stays unbiased: ``weights`` (a dict, filled) gets each
+      pair's inverse inclusion probability (stratum size / sample size, scaled to mean 1), which the fit and
+      its agreement figures read (:mod:`berds_core.lab.judge_fit`).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})")
@@ -225,6 +250,20 @@ def sample_pairs(pairs: Sequence[Pair], n: int, strategy: str = "random", *, by:
     n = min(n, len(pairs))
     if strategy == "random":
         return shuffled[:n]
+    if strategy == "active":
+        if unsure is None:
+            raise ValueError("the active strategy needs the judge's unsure pairs (a judge with an unsure band)")
+        U = [p for p in shuffled if p.pair_id in unsure]
+        R = [p for p in shuffled if p.pair_id not in unsure]
+        nr = min(len(R), n - min(len(U), n // 2))
+        nu = min(len(U), n - nr)
+        out = [x for pair in zip(U[:nu], R[:nr]) for x in pair]
+        out += U[min(nu, nr):nu] + R[min(nu, nr):nr]
+        if weights is not None:
+            w = {p.pair_id: len(U) / nu for p in U[:nu]} | {p.pair_id: len(R) / nr for p in R[:nr]}
+            mean = sum(w.values()) / len(w)
+            weights.update({k: v / mean for k, v in w.items()})
+        return out
     if strategy == "uncertain":
         if probs is None:
             raise ValueError("the uncertain strategy needs judge probabilities")
@@ -416,10 +455,14 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
     if calibration < 0:
         raise ValueError("calibration must be 0 or more")
     preds = probs = None
+    unsure: set[str] = set()
+    weights: dict[str, float] = {}
+    if strategy == "active" and judge is None:
+        raise ValueError("the active strategy needs a judge (its unsure band)")
     if judge is not None:
-        preds = judge_probabilities(candidates, judge)
+        preds = judge_probabilities(candidates, judge, unsure=unsure)
         probs = {pid: pr for pid, (pr, _) in preds.items()}
-    picked = sample_pairs(candidates, n, strategy, by=by, probs=probs, seed=seed)
+    picked = sample_pairs(candidates, n, strategy, by=by, probs=probs, seed=seed, unsure=unsure, weights=weights)
     if probs is not None:
         picked = [replace(p, judge_prob=probs[p.pair_id]) for p in picked]
     routed = [p.pair_id for p in picked if route_uncertain is not None and abs(probs[p.pair_id] - 0.5) <= route_uncertain]
@@ -477,6 +520,9 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
                               calibration=[p.pair_id for p in calib_pairs])
         if spec.controls is not None:
             store.set_setting(CONTROLS_PREFIX + name, spec.controls.to_json(), by="build_task_set")
+        if weights:  # the active strategy: each pair's inverse inclusion probability (the fit's weights)
+            store.set_setting(WEIGHTS_PREFIX + name, {k: round(v, 9) for k, v in weights.items()},
+                              by="build_task_set")
         if pool_pairs:
             store.add_to_check_pool(name, [p.pair_id for p in pool_pairs], "build")
     shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
@@ -485,6 +531,18 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
            "assignments": {a: len(v) for a, v in plan.items()}, "judge": getattr(judge, "name", None)}
     if spec.controls is not None:
         out.update({"controls": spec.controls.to_json(), "check_pool": len(pool_pairs), "warnings": warnings})
+    if strategy == "active":
+        out["active"] = {"unsure_candidates": len(unsure), "unsure_picked": sum(p.pair_id in unsure for p in picked),
+                         "weights": "recorded (the fit and its agreement figures read them)"}
+    return out
+
+
+def sample_weights(store, task_set: str | None = None) -> dict[str, float]:
+    """The weights the ``active`` strategy recorded (``{pair_id: weight}``; one task set's, or every set's)."""
+    names = [task_set] if task_set else store.task_sets()
+    out: dict[str, float] = {}
+    for name in names:
+        out.update({k: float(v) for k, v in (store.setting(WEIGHTS_PREFIX + name, {}) or {}).items()})
     return out
 
 
