@@ -214,6 +214,11 @@ def judge_tab(report: dict, judge: str | None, n_boot: int) -> None:
     m[3].metric("Accuracy", fmt(report["accuracy"]))
     m[4].metric("F1 (supports)", fmt(report["f1"]), help=f"95% CI {ci(report, 'f1')}")
     judge_caveat(judge)
+    w = report.get("weighted")
+    if w:  # a round built with --strategy active: the unbiased figures count each pair's weight
+        st.caption(esc(f"Pairs chosen actively (the judge's unsure pairs first): weighted by each pair's inverse "
+                       f"inclusion probability, kappa {fmt(w['kappa'])} {ci(w, 'kappa')}, F1 {fmt(w['f1'])}, "
+                       f"judge says supports {fmt(w['positive_rate'])} against {fmt(w['human_positive_rate'])}."))
     st.dataframe(table4_rows(report), hide_index=True, key="agr_table4")
     left, right = st.columns(2)
     (tn, fp), (fn, tp) = report["confusion"]

@@ -305,3 +305,39 @@ def test_the_agreement_page_lets_a_lead_teach_the_judge_and_the_sidebar_offers_i
     from berds_core.lab.judge_folder import lab_judge_names
 
     assert lab_judge_names() == ["town"]  # what the sidebar's judge picker lists as lab:town
+    from studio_ui.engines import cached_judge
+
+    assert cached_judge("lab:town").name.startswith("lab-town-")  # what every page builds from the sidebar's spec
+
+
+def test_an_active_task_set_records_its_weights_and_the_agreement_counts_them(tmp_path, monkeypatch):
+    """``annotations tasks --strategy active``: the judge's unsure pairs first, interleaved with random ones; the
+    weights are recorded with the set, and the agreement report gives the weighted figures beside the plain."""
+    from berds_core.lab.agreement import agreement_report
+    from berds_core.lab.sample_weights import sample_weights
+    from berds_core.lab.store import Store
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    ref = _small_round(tmp_path / "src.db", questions=12)
+    with Store(tmp_path / "src.db") as s:
+        rows = ["question\tid\tdocument\tperspective"] + [f"{p.question}\t{p.pair_id}\t{p.document}\t{p.perspective}"
+                                                          for p in s.pairs()]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("\n".join(rows) + "\n")
+    db = tmp_path / "lab.db"
+    r = berds("annotations", "tasks", "--db", db, "--pairs", tsv, "--n", 30, "--strategy", "active", "--judge",
+              "embedded", "--annotators", "ann", "--name", "act", "--json", "--quiet", env={**os.environ})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["pairs"] == 30 and out["active"]["unsure_picked"] == min(15, out["active"]["unsure_candidates"])
+    with Store(db) as s:
+        w = sample_weights(s, "act")
+        assert len(w) == 30 and np.mean(list(w.values())) == pytest.approx(1.0)
+        queue = s.task_pairs("act", "ann")
+        for pid in queue:
+            s.label("ann", pid, ref[pid])
+        rep = agreement_report(s, out["judge"], n_boot=100)
+        assert rep["weighted"]["n"] == 30 and rep["weighted"]["weighted"] is True
+        assert rep["weighted"]["kappa"] is not None
+        # every weight 1 would give the plain figures; these weights are not all 1
+        assert len(set(round(v, 6) for v in w.values())) == 2

@@ -185,6 +185,29 @@ def scores_with_ci(human, pred, *, groups=None, n_boot: int = 1000, seed: int = 
     return s
 
 
+def weighted_block(y, labels, questions, weights, n_boot: int = 1000) -> dict:
+    """The same figures from weighted confusion counts (a pair counts its inverse inclusion probability), the
+    intervals over question resamples."""
+    y, d, w = np.asarray(y, int), np.asarray(labels, int), np.asarray(weights, float)
+    qs = np.asarray([str(q) for q in questions])
+    names, inv = np.unique(qs, return_inverse=True)
+    cells = np.stack([w * (y & d), w * ((1 - y) & d), w * (y & (1 - d)), w * ((1 - y) & (1 - d))], 1)
+    per_q = np.zeros((len(names), 4))
+    np.add.at(per_q, inv, cells)
+    tot = per_q.sum(0)
+    point = {k: float(v) for k, v in _from_counts(*tot).items()}
+    ci = {}
+    if len(names) > 1 and n_boot > 0:
+        rng = np.random.default_rng(0)
+        reps = per_q[rng.integers(0, len(names), size=(n_boot, len(names)))].sum(1)
+        R = _from_counts(reps[:, 0], reps[:, 1], reps[:, 2], reps[:, 3])
+        ci = {k: [float(np.nanpercentile(R[k], 2.5)), float(np.nanpercentile(R[k], 97.5))]
+              for k in ("kappa", "f1", "positive_rate")}
+    return {"n": int(len(y)), "questions": int(len(names)), "weighted": True,
+            **{k: point[k] for k in ("kappa", "f1", "precision", "recall", "positive_rate", "human_positive_rate")},
+            "ci95": ci}
+
+
 def calibration_bins(probs, human, n_bins: int = 10) -> list[dict]:
     """Judge probability bins vs the human positive rate.
 
@@ -487,6 +510,15 @@ def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed:
                      for k, v in judges.items()}
     out["iaa"] = inter_annotator(ratings, groups={pid: p.question_key for pid, p in info.items()},
                                  n_boot=n_boot, seed=seed)
+    from .sample_weights import sample_weights
+
+    weights = sample_weights(store)
+    if judge_name and weights:  # pairs chosen actively: the round's estimate counts each pair's weight
+        preds = store.judge_preds(judge_name)
+        have = [(l.pair_id, int(l.label)) for l in labels if l.pair_id in preds]
+        out["weighted"] = weighted_block([y for _, y in have], [int(preds[p][1]) for p, _ in have],
+                                         [info[p].question_key for p, _ in have],
+                                         [weights.get(p, 1.0) for p, _ in have], n_boot) if have else None
     out["calibration_scores"] = calibration_scores(store)
     out["table"] = paper_table(out)
     out["warnings"] = small_n_warnings(out)

@@ -39,7 +39,7 @@ import numpy as np
 from ..judges.calibration import apply_calibration, best_f1_threshold, ece, threshold_band
 from ..judges.fitting import CALIBRATIONS, choose_calibration, fit_calibration
 from ..judges.lab_judge import BASE_WEIGHTS, FORMAT, check_name, lab_judges_dir
-from .agreement import scores_with_ci
+from .agreement import scores_with_ci, weighted_block
 from .tasks import judge_probabilities
 
 MIN_QUESTIONS = 10
@@ -185,31 +185,6 @@ def agreement_block(y, labels, questions, probs=None, weights=None, n_boot: int 
     return out
 
 
-def weighted_block(y, labels, questions, weights, n_boot: int = 1000) -> dict:
-    """The same figures from weighted confusion counts (a pair counts its inverse inclusion probability), the
-    intervals over question resamples."""
-    from .agreement import _from_counts
-
-    y, d, w = np.asarray(y, int), np.asarray(labels, int), np.asarray(weights, float)
-    qs = np.asarray([str(q) for q in questions])
-    names, inv = np.unique(qs, return_inverse=True)
-    cells = np.stack([w * (y & d), w * ((1 - y) & d), w * (y & (1 - d)), w * ((1 - y) & (1 - d))], 1)
-    per_q = np.zeros((len(names), 4))
-    np.add.at(per_q, inv, cells)
-    tot = per_q.sum(0)
-    point = {k: float(v) for k, v in _from_counts(*tot).items()}
-    ci = {}
-    if len(names) > 1 and n_boot > 0:
-        rng = np.random.default_rng(0)
-        reps = per_q[rng.integers(0, len(names), size=(n_boot, len(names)))].sum(1)
-        R = _from_counts(reps[:, 0], reps[:, 1], reps[:, 2], reps[:, 3])
-        ci = {k: [float(np.nanpercentile(R[k], 2.5)), float(np.nanpercentile(R[k], 97.5))]
-              for k in ("kappa", "f1", "positive_rate")}
-    return {"n": int(len(y)), "questions": int(len(names)), "weighted": True,
-            **{k: point[k] for k in ("kappa", "f1", "precision", "recall", "positive_rate", "human_positive_rate")},
-            "ci95": ci}
-
-
 def fit_report(data: RoundData, fold_seeds: int = FOLD_SEEDS, n_boot: int = 1000) -> dict:
     """Before (the base judge) and after (the refit, out of fold) on the round's labels."""
     runs = [cross_validate(data, s) for s in range(fold_seeds)]
@@ -306,7 +281,7 @@ def fit_lab_judge(store, name: str, *, base: str = "embedded", source: str = "au
         raise FitRefused(f"{what}: no labels to fit on")
     judge = get_judge(base)
     if weights is None:  # pairs chosen actively count their inverse inclusion probability
-        from .tasks import sample_weights
+        from .sample_weights import sample_weights
 
         recorded = sample_weights(store, task_set)
         weights = recorded if any(pid in recorded for pid in labels) else None

@@ -46,11 +46,11 @@ from ..runs import judged_mask, judges_in, label_matrix, pair_band
 from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
 from .records import Pair
+from .sample_weights import WEIGHTS_PREFIX, sample_weights  # noqa: F401 (re-exported)
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
 OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
 STRATEGIES = ("random", "stratified", "uncertain", "active")
-WEIGHTS_PREFIX = "sample_weights:"  # a setting per task set built with the active strategy
 LABELS_AS = ("annotator", "reference", "ignore")
 
 
@@ -536,14 +536,6 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
                          "weights": "recorded (the fit and its agreement figures read them)"}
     return out
 
-
-def sample_weights(store, task_set: str | None = None) -> dict[str, float]:
-    """The weights the ``active`` strategy recorded (``{pair_id: weight}``; one task set's, or every set's)."""
-    names = [task_set] if task_set else store.task_sets()
-    out: dict[str, float] = {}
-    for name in names:
-        out.update({k: float(v) for k, v in (store.setting(WEIGHTS_PREFIX + name, {}) or {}).items()})
-    return out
 
 
 def _wants_pool(spec: TaskSetSpec) -> bool:
