@@ -357,3 +357,33 @@ def test_the_chance_of_passing_a_qualification_by_guessing_is_reported(tmp_path)
     assert RoundControls().chance_pass is None
     _, res, _ = _round(tmp_path, controls=RoundControls(qualification_n=5, seed=2))
     assert any("19% of annotators who guess" in w for w in res["warnings"])
+
+
+def test_the_cli_progress_and_the_annotators_page_agree_with_checks_and_a_pause(tmp_path, capsys):
+    """issue 64: ``berds annotations progress`` answers from the round view the page reads: the check slots still
+    to come in the total, and no next pair in a paused queue (it used to count the plain queue and name one)."""
+    import json
+
+    from berds_core.cli import main
+
+    s, _, ref = _round(tmp_path, controls=RoundControls(check_rate=0.2, seed=3))
+    lab = Lab(s, Actor("ann", "annotator"))
+
+    def cli():
+        assert main(["annotations", "progress", "--db", str(s.path), "--annotator", "ann", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    for _ in range(12):  # label through the server path: checks are placed as the annotator reaches them
+        lab.label(lab.next_pairs(6)[0], 1)
+    page_next = lab.next_pairs(1)[0]  # what the page shows next (checks within reach placed)
+    page = lab.progress()
+    got = cli()
+    assert {k: got[k] for k in page} == page
+    assert got["total"] > len(s.queue("ann"))  # the check slots still to come are counted, as the page counts them
+    assert got["states"] == {"r1": "open"} and got["next"] == page_next
+    Lab(s, Actor("lead", "admin")).pause("r1", "ann")
+    got = cli()
+    assert got["states"] == {"r1": "paused"} and got["next"] is None and lab.next_pairs(1) == []
+    assert {k: got[k] for k in page} == Lab(s, Actor("ann", "annotator")).progress()
+    assert main(["annotations", "progress", "--db", str(s.path), "--annotator", "ann", "--task-set", "nope"]) == 2
+    assert "no task set named 'nope'" in capsys.readouterr().err

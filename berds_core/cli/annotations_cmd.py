@@ -207,7 +207,7 @@ def cmd_import(args) -> dict:
 
 
 def cmd_label(args) -> dict:
-    from ..lab.rounds import after_label
+    from ..lab.rounds import after_label, summary
 
     with open_store(args) as store:
         if not args.unassigned and store.has_pair(args.pair) and not store.is_assigned(args.annotator, args.pair) \
@@ -222,7 +222,7 @@ def cmd_label(args) -> dict:
         except StoreError as e:
             raise InputError(store.path, None, "pair" if "pair" in str(e) else "annotator", str(e)) from None
         return {"db": str(store.path), "pair": args.pair, "annotator": args.annotator, "label": args.label,
-                "event": event, "next": store.next_pair(args.annotator)}
+                "event": event, "next": summary(store, args.annotator)["next"]}
 
 
 def cmd_undo(args) -> dict:
@@ -241,9 +241,13 @@ def cmd_adjudicate(args) -> dict:
 
 
 def cmd_progress(args) -> dict:
+    """What the annotator's page says (:func:`berds_core.lab.rounds.summary`, read only)."""
+    from ..lab.rounds import summary
+
     with open_store(args) as store:
-        return {"annotator": args.annotator, **store.progress(args.annotator, args.task_set),
-                "next": store.next_pair(args.annotator, args.task_set)}
+        if args.task_set is not None and args.task_set not in store.task_sets():
+            raise InputError("--task-set", None, None, f"no task set named {args.task_set!r} in {store.path}")
+        return {"annotator": args.annotator, **summary(store, args.annotator, args.task_set)}
 
 
 def cmd_export(args) -> dict | None:

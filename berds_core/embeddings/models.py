@@ -187,11 +187,6 @@ def quantize_int8(embedder):
     return q
 
 
-def to_bf16(embedder):
-    """A bfloat16 copy of a SentenceTransformer (outputs are cast back to float32 by callers)."""
-    return to_half(embedder, "bf16")
-
-
 def to_half(embedder, encoding: str):
     """A bfloat16 (``bf16``) or float16 (``fp16``) copy of a SentenceTransformer (outputs are cast back to
     float32 and re-normalised by callers)."""

@@ -311,16 +311,6 @@ class Accounts:
         digest = hmac.new(bytes.fromhex(key), name.encode("utf-8"), hashlib.sha256).hexdigest()
         return f"unknown-name:{digest[:12]}"
 
-    def name_delay(self, name: str) -> float:
-        """Seconds an attempt for ``name`` waits now before its password is checked (0: none).
-
-        ``NAME_FREE_FAILURES`` wrong passwords in the window are free; then
-        the n-th waits 2**(n - free) seconds after the latest one (1, 2, 4 ...,
-        at most ``NAME_MAX_DELAY``). Nobody is refused because of a name.
-        """
-        now = self.clock()
-        return self._hold(self._failures("user", self._name_key(str(name or "").strip()), now), now)
-
     @staticmethod
     def _hold(fails: list[float], now: float) -> float:
         if len(fails) < NAME_FREE_FAILURES:

@@ -119,8 +119,3 @@ def set_controls(store, task_set: str, by: str | None = None, **changes) -> Roun
     new = changed_controls(store, task_set, **changes)
     store.set_setting(PREFIX + task_set, new.to_json(), by=by)
     return new
-
-
-def rounds_with_controls(store) -> dict[str, RoundControls]:
-    """Every task set's controls."""
-    return {name: get_controls(store, name) for name in store.task_sets()}

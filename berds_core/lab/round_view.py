@@ -85,7 +85,7 @@ class RoundView:
     # ---- the gate ----
 
     def state(self, task_set: str) -> dict:
-        """``{task_set, state, message}`` (:func:`berds_core.lab.rounds.set_state`, from what was read)."""
+        """``{task_set, state, message}`` (from what was read: qualification and open pause)."""
         if task_set not in self._states:
             att = self.attempts.get(task_set, {})
             latest = max(att, default=0)

@@ -6,7 +6,7 @@ functions, so the server decides (a page can only draw what it is given):
 Each reads a :class:`~berds_core.lab.round_view.RoundView` (the annotator's round read in two statements);
 a request passes its one view to all of them.
 
-- :func:`set_state`: a task set is ``open`` for an annotator, or waiting for
+- :func:`states`: each task set is ``open`` for an annotator, or waiting for
   their qualification (``qualify``), closed after a failed qualification
   (``failed``), or ``paused`` by the gold checks or the lead; with the message
   to show them (which never says which pairs were checks).
@@ -15,23 +15,19 @@ a request passes its one view to all of them.
   (:func:`berds_core.lab.checks.ensure_checks`).
 - :func:`progress`: the store's progress plus the check slots still to be
   filled, so the total an annotator sees never grows when a check arrives.
+- :func:`summary`: the progress, the states and the next task pair, read only (``berds annotations progress``
+  answers with it, so the CLI and the annotator's page agree).
 - :func:`refusal`: why a label for a pair is refused (all its sets closed).
 """
 from __future__ import annotations
 
-from . import checks, qualification
-from .round_view import OPEN, RoundView, read, state_message
+from . import checks
+from .round_view import OPEN, RoundView, read
 
-__all__ = ["LOOKAHEAD", "OPEN", "RoundView", "after_label", "next_pairs", "progress", "read", "refusal", "set_state",
-           "states"]
+__all__ = ["LOOKAHEAD", "OPEN", "RoundView", "after_label", "next_pairs", "progress", "read", "refusal", "states",
+           "summary"]
 
 LOOKAHEAD = 6  # undecided items within reach: the keyboard widget's pair on screen and the 5 it holds ahead
-
-
-def set_state(store, task_set: str, annotator: str) -> dict:
-    """``{task_set, state, message}`` for one task set and one annotator."""
-    return state_message(task_set, qualification.status(store, task_set, annotator),
-                         checks.open_pause(store, task_set, annotator))
 
 
 def states(store, annotator: str, task_set: str | None = None, *, view: RoundView | None = None) -> list[dict]:
@@ -57,6 +53,21 @@ def next_pairs(store, annotator: str, n: int = 1, task_set: str | None = None, *
 def progress(store, annotator: str, task_set: str | None = None, *, view: RoundView | None = None) -> dict:
     """The queue's progress with the check slots still to be filled counted in ``total`` and ``remaining``."""
     return (view or read(store, annotator)).progress(task_set)
+
+
+def summary(store, annotator: str, task_set: str | None = None, *, view: RoundView | None = None) -> dict:
+    """What the annotator's page shows, read only (``berds annotations progress``): :func:`progress` (the check
+    slots still to come counted), each task set's state (open, qualify, failed, paused) and the next task pair
+    of an open set (None when every set is paused, waiting or done; a gold check may be placed before it)."""
+    view = view or read(store, annotator)
+    states = view.states(task_set)
+    nxt = None
+    for st in states:
+        got = view.undecided(st["task_set"], 1) if st["state"] == OPEN else []
+        if got:
+            nxt = got[0]
+            break
+    return {**view.progress(task_set), "states": {st["task_set"]: st["state"] for st in states}, "next": nxt}
 
 
 def refusal(store, annotator: str, pair_id: str, *, view: RoundView | None = None) -> str | None:
