@@ -339,22 +339,23 @@ def annotators_tab(lab: Lab) -> None:
                          key="agr_qual")
 
 
-def _resume(lab: Lab, ts: str, who: str) -> None:
+def _lead_action(act, done_text: str, nothing_text: str) -> None:
+    """A lead's button (resume a queue, allow a retry): the action, then one flash line (a refusal says so)."""
     try:
-        done = lab.resume(ts, who)
+        done = act()
     except AccessDenied as e:
         st.session_state["agr_flash"] = f"Refused: {e}"
         return
-    st.session_state["agr_flash"] = f"Resumed {who} in {ts}" if done else "That queue was not paused"
+    st.session_state["agr_flash"] = done_text if done else nothing_text
+
+
+def _resume(lab: Lab, ts: str, who: str) -> None:
+    _lead_action(lambda: lab.resume(ts, who), f"Resumed {who} in {ts}", "That queue was not paused")
 
 
 def _retry(lab: Lab, ts: str, who: str) -> None:
-    try:
-        done = lab.allow_retry(ts, who)
-    except AccessDenied as e:
-        st.session_state["agr_flash"] = f"Refused: {e}"
-        return
-    st.session_state["agr_flash"] = f"{who} may try the qualification of {ts} again" if done else "Nothing to retry"
+    _lead_action(lambda: lab.allow_retry(ts, who), f"{who} may try the qualification of {ts} again",
+                 "Nothing to retry")
 
 
 def health_tab(lab: Lab) -> None:

@@ -387,10 +387,15 @@ class Coverage(Stage):
         model.encode(pairs, progress=batch.progress, max_length=self.tokens)
 
 
+@dataclass(frozen=True)
 class _Explicit(Stage):
-    """xQuAD and PM-2: explicit diversification with the perspectives of ``source`` as aspects."""
+    """xQuAD and PM-2: explicit diversification with the perspectives of ``source`` as aspects (each subclass
+    gives ``lam`` its own default and meaning; the fields keep the order lam, source, probs)."""
 
     kernel: ClassVar = None
+    lam: float = _param(0.0, float, "weight of diversity", 0.0, 1.0)
+    source: str = _param("dataset", tuple(QE_SOURCES), "where the aspects (perspectives) come from")
+    probs: str = _param("retriever", tuple(ASPECT_PROBS), "P(passage | aspect): retriever scores or the judge")
 
     def rerank(self, q, c):
         aspects = [a for a in q.perspectives(self.source) if a and a.strip()]
@@ -412,8 +417,6 @@ class XQuAD(_Explicit):
     help: ClassVar[str] = "xQuAD (Santos et al.): one expanded query per perspective as the aspects"
     kernel: ClassVar = staticmethod(xquad)
     lam: float = _param(XQUAD_LAMBDA, float, "weight of diversity (0 = the retriever's order)", 0.0, 1.0)
-    source: str = _param("dataset", tuple(QE_SOURCES), "where the aspects (perspectives) come from")
-    probs: str = _param("retriever", tuple(ASPECT_PROBS), "P(passage | aspect): retriever scores or the judge")
 
 
 @register
@@ -423,8 +426,6 @@ class PM2(_Explicit):
     help: ClassVar[str] = "PM-2 (Dang & Croft): proportional seats for the perspectives"
     kernel: ClassVar = staticmethod(pm2)
     lam: float = _param(PM2_LAMBDA, float, "weight of the aspect that holds the seat", 0.0, 1.0)
-    source: str = _param("dataset", tuple(QE_SOURCES), "where the aspects (perspectives) come from")
-    probs: str = _param("retriever", tuple(ASPECT_PROBS), "P(passage | aspect): retriever scores or the judge")
 
 
 @register
