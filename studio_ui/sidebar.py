@@ -80,7 +80,7 @@ def sidebar(*, warms: bool = True) -> Config:
                                  help="Sentence-transformers id or local path; used by dense retrieval and MMR.")
 
         st.markdown("### Judge")
-        from berds_core.lab.judge_folder import lab_judge_names
+        from berds_core.files.lab_folder import lab_judge_names
 
         # the lab's own judges (berds agreement --fit NAME) beside the shipped ones
         choices = JUDGE_CHOICES[:-1] + [f"lab:{n}" for n in lab_judge_names()] + JUDGE_CHOICES[-1:]

@@ -302,7 +302,7 @@ def test_the_agreement_page_lets_a_lead_teach_the_judge_and_the_sidebar_offers_i
     assert list(table["judge"])[:2] == ["base judge (as shipped)", "refitted, out of fold (fold seed 0)"]
     assert (tmp_path / "judges" / "town.json").exists()
     assert any("town.json" in html.unescape(s.value) for s in list(at.success) + list(at.warning))
-    from berds_core.lab.judge_folder import lab_judge_names
+    from berds_core.files.lab_folder import lab_judge_names
 
     assert lab_judge_names() == ["town"]  # what the sidebar's judge picker lists as lab:town
     from studio_ui.engines import cached_judge

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..lab.judge_folder import NAME_RE, lab_judge_names, lab_judges_dir
+from ..files.lab_folder import NAME_RE, lab_judge_names, lab_judges_dir
 from .base import JudgeError
 from .calibration import apply_calibration
 from .embedded import WEIGHTS, EmbeddedJudge

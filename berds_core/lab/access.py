@@ -36,6 +36,7 @@ from .request_reads import RequestReads
 from .agreement import agreement_report, disagreements
 from .exports import ROUND_WHAT, export_rows, own_rows
 from .tasks import TaskSetSpec, build_task_set, import_pairs_tsv
+from .judge_fit import fit_lab_judge
 
 log = logging.getLogger("berds.access")
 
@@ -318,8 +319,6 @@ class Lab:
 
     def fit_judge(self, name: str, **opts) -> dict:
         """Refit the judge on this database's labels (:func:`berds_core.lab.judge_fit.fit_lab_judge`): leads only."""
-        from .judge_fit import fit_lab_judge
-
         self.require("fit_judge", name, what="fit a judge on the round's labels")
         out = fit_lab_judge(self.store, name, **opts)
         self.store.audit(self.actor.name, self.actor.role, "judge.fit", name, allowed=True,

@@ -35,6 +35,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from .sample_weights import sample_weights
+
 METRICS = ("kappa", "pabak", "ac1", "accuracy", "precision", "recall", "f1", "positive_rate")
 SMALL_N = 30  # fewer comparisons than this: figures are shown with a warning
 SMALL_QUESTIONS = 5  # fewer questions than this: intervals are unreliable
@@ -510,8 +512,6 @@ def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed:
                      for k, v in judges.items()}
     out["iaa"] = inter_annotator(ratings, groups={pid: p.question_key for pid, p in info.items()},
                                  n_boot=n_boot, seed=seed)
-    from .sample_weights import sample_weights
-
     weights = sample_weights(store)
     if judge_name and weights:  # pairs chosen actively: the round's estimate counts each pair's weight
         preds = store.judge_preds(judge_name)

@@ -47,11 +47,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from ..files.lab_folder import DEFAULT_DB, ENV_DB, default_db_path  # noqa: F401 (re-exported: where the file lives)
 from .records import StoreError
 from .round_schema import SCHEMA_V4, SCHEMA_V5, SCHEMA_V6
 
-DEFAULT_DB = Path("annotations") / "berds.db"
-ENV_DB = "BERDS_ANNOTATIONS_DB"
 BUSY_TIMEOUT_MS = 60_000
 
 SCHEMA_V1 = """
@@ -219,11 +218,6 @@ def create_private(path: Path) -> None:
     except FileExistsError:
         return
     os.close(fd)
-
-
-def default_db_path() -> Path:
-    """``$BERDS_ANNOTATIONS_DB`` or ``annotations/berds.db``."""
-    return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
 
 
 def now() -> str:

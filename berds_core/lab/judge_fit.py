@@ -30,16 +30,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..datasets.devsets import grouped_folds
+from ..files.jsonio import atomic_write
+from ..judges import get_judge
 from ..judges.calibration import apply_calibration, best_f1_threshold, ece, threshold_band
 from ..judges.fitting import CALIBRATIONS, choose_calibration, fit_calibration
 from ..judges.lab_judge import BASE_WEIGHTS, FORMAT, check_name, lab_judges_dir
 from .agreement import scores_with_ci, weighted_block
+from .sample_weights import sample_weights
 from .tasks import judge_probabilities
 
 MIN_QUESTIONS = 10
@@ -109,8 +112,6 @@ def read_round(store, base_judge, labels: dict[str, int], what: str, weights: di
 
 
 def question_folds(questions, seed: int, n_folds: int = N_FOLDS) -> np.ndarray:
-    from ..datasets.devsets import grouped_folds
-
     fold_of = grouped_folds({q: q for q in sorted(set(map(str, questions)))}, n_folds, seed=seed)
     return np.array([fold_of[str(q)] for q in questions])
 
@@ -264,12 +265,9 @@ def judge_file(name: str, base_spec: str, base_judge, round_info: dict, fit: dic
 
 
 def fit_lab_judge(store, name: str, *, base: str = "embedded", source: str = "auto", task_set: str | None = None,
-                  keep_anyway: bool = False, out_dir: str | os.PathLike | None = None, fold_seeds: int = FOLD_SEEDS,
-                  n_boot: int = 1000, weights: dict | None = None) -> dict:
+                  keep_anyway: bool = False, fold_seeds: int = FOLD_SEEDS, n_boot: int = 1000) -> dict:
     """Fit, report and (if it beats the base judge out of fold, or ``keep_anyway``) write ``NAME.json`` in
     the lab folder. Returns the report with ``written`` (the file, or None) and ``why``."""
-    from ..judges import get_judge
-
     check_name(name)
     base = (base or "embedded").strip()
     if base not in BASE_WEIGHTS:
@@ -280,11 +278,8 @@ def fit_lab_judge(store, name: str, *, base: str = "embedded", source: str = "au
     if not labels:
         raise FitRefused(f"{what}: no labels to fit on")
     judge = get_judge(base)
-    if weights is None:  # pairs chosen actively count their inverse inclusion probability
-        from .sample_weights import sample_weights
-
-        recorded = sample_weights(store, task_set)
-        weights = recorded if any(pid in recorded for pid in labels) else None
+    recorded = sample_weights(store, task_set)  # pairs chosen actively count their inverse inclusion probability
+    weights = recorded if any(pid in recorded for pid in labels) else None
     data = read_round(store, judge, labels, what, weights)
     report = fit_report(data, fold_seeds, n_boot)
     report["curve"] = learning_curve(data, label_order(store, data.pair_ids))
@@ -293,13 +288,11 @@ def fit_lab_judge(store, name: str, *, base: str = "embedded", source: str = "au
                   "pairs": int(len(data.y)), "questions": int(len(set(data.questions))),
                   "positives": int(data.y.sum()), "labels_digest": labels_digest(labels),
                   "weighted": data.weights is not None}
-    folder = Path(out_dir) if out_dir else lab_judges_dir(store.path)
+    folder = lab_judges_dir(store.path)
     path = folder / f"{name}.json"
     out = {"name": name, "base": judge.name, "round": round_info, **report,
            "map": {k: final[k] for k in ("kind", "threshold", "band")}}
     if report["beats_base"] or keep_anyway:
-        from ..files.jsonio import atomic_write
-
         with atomic_write(path, "wb") as fh:
             fh.write(judge_file(name, base, judge, round_info, final, report))
         out["written"] = str(path)

@@ -1,7 +1,8 @@
-"""Where a lab's own judges live (``berds agreement --fit NAME`` writes them, ``--judge lab:NAME`` reads them):
-``$BERDS_LAB_JUDGES`` if set, else ``judges/`` beside the annotation database (``$BERDS_ANNOTATIONS_DB`` or
-``annotations/berds.db``). Light on purpose: the app's sidebar lists them on every page without loading a
-judge."""
+"""Where a lab keeps its files: the annotation database (``$BERDS_ANNOTATIONS_DB`` or ``annotations/berds.db``,
+:func:`default_db_path`) and its own judges (``berds agreement --fit NAME`` writes them, ``--judge lab:NAME``
+reads them): ``$BERDS_LAB_JUDGES`` if set, else ``judges/`` beside the annotation database. Light on purpose
+(a low layer, no SQLite opened): the judges read it, and the app's sidebar lists the lab's judges on every page
+without loading one."""
 from __future__ import annotations
 
 import os
@@ -9,7 +10,14 @@ import re
 from pathlib import Path
 
 ENV_DIR = "BERDS_LAB_JUDGES"
+DEFAULT_DB = Path("annotations") / "berds.db"
+ENV_DB = "BERDS_ANNOTATIONS_DB"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def default_db_path() -> Path:
+    """``$BERDS_ANNOTATIONS_DB`` or ``annotations/berds.db``."""
+    return Path(os.environ.get(ENV_DB) or DEFAULT_DB)
 
 
 def lab_judges_dir(db: str | os.PathLike | None = None) -> Path:
@@ -17,8 +25,6 @@ def lab_judges_dir(db: str | os.PathLike | None = None) -> Path:
     if os.environ.get(ENV_DIR):
         return Path(os.environ[ENV_DIR])
     if db is None:
-        from .db import default_db_path
-
         db = default_db_path()
     return Path(db).resolve().parent / "judges"
 
@@ -31,4 +37,4 @@ def lab_judge_names(db=None) -> list[str]:
         return []
 
 
-__all__ = ["ENV_DIR", "NAME_RE", "lab_judges_dir", "lab_judge_names"]
+__all__ = ["DEFAULT_DB", "ENV_DB", "ENV_DIR", "NAME_RE", "default_db_path", "lab_judges_dir", "lab_judge_names"]
