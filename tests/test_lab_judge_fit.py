@@ -341,3 +341,16 @@ def test_an_active_task_set_records_its_weights_and_the_agreement_counts_them(tm
         assert rep["weighted"]["kappa"] is not None
         # every weight 1 would give the plain figures; these weights are not all 1
         assert len(set(round(v, 6) for v in w.values())) == 2
+
+
+def test_a_fold_with_one_class_falls_back_to_the_maps_that_can_be_fitted():
+    """A training fold whose supported pairs are all of one class cannot fit a Platt map: the choice skips it
+    rather than failing the fit; no class at all among them: the base's probabilities (kind none)."""
+    data = synthetic_round(seed=5)
+    folds = question_folds(data.questions, 0)
+    y = np.where(folds == 0, 0, data.y)  # one fold has no positive at all
+    fit = fit_map(data.p[folds == 0], y[folds == 0], data.own[folds == 0], data.questions[folds == 0],
+                  np.arange((folds == 0).sum()) % 2)
+    assert fit["kind"] == "none"
+    rep = fit_report(RoundData(data.pair_ids, data.questions, y, data.p, data.own, data.base_label), 2, n_boot=50)
+    assert rep["after"]["kappa"] is not None

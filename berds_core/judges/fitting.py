@@ -71,13 +71,18 @@ def choose_calibration(p, y, folds, kinds=CALIBRATIONS, weights=None) -> tuple[s
     best = None
     for kind in kinds:
         oof = np.zeros(len(y))
-        for k in np.unique(folds):
-            m = folds == k
-            w = None if weights is None else np.asarray(weights)[~m]
-            oof[m] = apply_calibration(fit_calibration(kind, p[~m], y[~m], w), p[m])
+        try:
+            for k in np.unique(folds):
+                m = folds == k
+                w = None if weights is None else np.asarray(weights)[~m]
+                oof[m] = apply_calibration(fit_calibration(kind, p[~m], y[~m], w), p[m])
+        except ValueError:  # a map that cannot be fitted on some fold (one class only there): not a candidate
+            continue
         ll = log_loss(y, oof, weights)
         if best is None or ll < best[0] - 1e-9:
             best = (ll, kind)
+    if best is None or len(np.unique(y)) < 2:  # nothing fits: the probabilities as they are
+        return "none", {"kind": "none"}, float("nan") if best is None else best[0]
     return best[1], fit_calibration(best[1], p, y, weights), best[0]
 
 

@@ -131,6 +131,8 @@ def fit_map(p, y, own, questions, folds, weights=None, kinds=CALIBRATIONS) -> di
     p, y, own, folds = np.asarray(p, float), np.asarray(y, int), np.asarray(own, bool), np.asarray(folds)
     w = None if weights is None else np.asarray(weights, float)
     on = p > 0  # the map is fitted where the base judge gives any support (a gated passage stays at 0)
+    if len(np.unique(y[on])) < 2:  # every supported pair one class: no map can be fitted, the base's probabilities
+        kinds = ("none",)
     kind, cal, ll = choose_calibration(p[on], y[on], folds[on], kinds, None if w is None else w[on])
     oof = np.zeros(len(y))
     for k in np.unique(folds):
