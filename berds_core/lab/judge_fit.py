@@ -209,8 +209,9 @@ CURVE_SIZES = (50, 100, 200, 400, 800, 1600, 3200, 6400, 12800)
 
 
 def label_order(store, ids) -> list[int]:
-    """Row order of ``ids`` as the round's labels came in: by the first time a person labelled the pair
-    (``updated_at``), pairs no person labelled (reference labels) after them in the order they were added."""
+    """Row order of ``ids`` as the round's labels came in: by the earliest ``updated_at`` of the pair's labels
+    (the store keeps a label's last change, so a label changed later moves its pair later), pairs no person
+    labelled (reference labels) after them in the order they were added."""
     first: dict[str, str] = {}
     for lab in store.labels(include_skips=False):
         if lab.pair_id not in first or lab.updated_at < first[lab.pair_id]:

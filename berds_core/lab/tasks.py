@@ -46,7 +46,7 @@ from ..runs import judged_mask, judges_in, label_matrix, pair_band
 from .controls import PREFIX as CONTROLS_PREFIX, RoundControls
 from .exports import is_export_header, unneutralise
 from .records import Pair
-from .sample_weights import WEIGHTS_PREFIX, sample_weights  # noqa: F401 (re-exported)
+from .sample_weights import WEIGHTS_PREFIX
 
 TSV_FIELDS = ("question", "id", "document", "perspective", "label")
 OPTIONAL_FIELDS = ("title", "side", "question_id", "subset")
