@@ -62,7 +62,7 @@ def _db(path: Path, n: int) -> None:
     with Store(path) as s:
         s.add_pairs([Pair(f"b{i}", f"Bench question number {i}?", f"Passage {i}: " + "words of the passage " * 12,
                           f"Perspective {i}", title=f"Title {i}") for i in range(n)])
-        s.create_task_set("bench", {"bench": [f"b{i}" for i in range(n)]})
+        s.tasks.create("bench", {"bench": [f"b{i}" for i in range(n)]})
 
 
 def run_mode(url: str, mode: str, presses: int, read_ms: int, log) -> dict:

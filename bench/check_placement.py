@@ -55,7 +55,7 @@ def _fill_reference(store: Store, total: int) -> int:
 
 
 def _placed(store: Store) -> int:
-    return sum(n for _, state, n in store.slot_state_counts() if state == "placed")
+    return sum(n for _, state, n in store.checks.slot_state_counts() if state == "placed")
 
 
 def _stats(timings: dict) -> dict:

@@ -25,18 +25,23 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .diversify import diversify
+from .diversify import Using, as_pipeline, diversify
+from .diversify.candidates import union_partner
 from .eval.evaluation import DEFAULT_KS, scores
+from .eval.report import Report
 from .eval.leaning import bucket, exposure, query_for, rank_leaning, shares_summary, side_shares
 from .judges import judge_passages
 from .judges.calibration import YES, verdicts
 from .judges.verdicts import judge_groups
-from .runs import (DEFAULT_POLICY, POLICIES, gold_matrix, label_matrix, pair_band, prob_matrix, set_judgments,
-                   stored_band)
+from .records import Hits
+from .retrieval import get_retriever
+from .retrieval.caching import SharedSearch
+from .runs import (DEFAULT_POLICY, POLICIES, gold_matrix, label_matrix, pair_band, prob_matrix, question_entry,
+                   set_judgments, stored_band)
 
 GOLD = "gold"  # the policy name of a report scored with gold labels (every label counts)
 
@@ -101,34 +106,6 @@ def policy_entries(entries: list[dict], judge: str, policy: str) -> tuple[list[d
     return out, unsure
 
 
-@dataclass
-class Report:
-    """A configuration's figures: ``policy`` (``threshold``, ``confident`` or ``gold``), ``labels`` (``gold`` or
-    the judge's name), per question its ``ids``, ``subsets``, label ``matrices`` and ``per_question`` scores
-    (``mrecall@k``, ``precision@k``, ``precision_at_1``, ...); ``unsure``: pairs the threshold counts that the
-    confident policy does not; ``entries``: the run lines as scored (:func:`policy_entries`)."""
-
-    policy: str
-    labels: str
-    ids: list
-    subsets: list
-    matrices: list
-    per_question: dict = field(default_factory=dict)
-    unsure: int = 0
-    entries: list = field(default_factory=list, repr=False)
-
-    def mean(self, key: str) -> float | None:
-        v = np.asarray(self.per_question[key], dtype=float)
-        return float(v.mean()) if v.size else None
-
-    def as_dict(self) -> dict:
-        """The report as JSON: the policy, the labels, the means and each question's scores."""
-        return {"policy": self.policy, "labels": self.labels, "unsure": self.unsure, "n": len(self.ids),
-                "means": {k: self.mean(k) for k in self.per_question},
-                "per_question": [{"id": q, **{k: float(v[i]) for k, v in self.per_question.items()}}
-                                 for i, q in enumerate(self.ids)]}
-
-
 def score(entries: list[dict], *, gold=None, judge: str | None = None, policy: str = DEFAULT_POLICY,
           ks=DEFAULT_KS) -> Report:
     """Score a run (its lines): ``gold`` labels, or the stored labels of the judge named ``judge`` under
@@ -141,9 +118,19 @@ def score(entries: list[dict], *, gold=None, judge: str | None = None, policy: s
     else:
         scored, unsure = policy_entries(entries, judge, policy)
         mats = [label_matrix(e, judge=judge) for e in scored]
-    return Report(policy=policy_name(gold is not None, policy), labels=GOLD if gold is not None else judge,
-                  ids=[e["id"] for e in entries], subsets=[e.get("subset") or "all" for e in entries],
-                  matrices=mats, per_question=scores(mats, ks) if mats else {}, unsure=unsure, entries=scored)
+    return label_report(mats, labels=GOLD if gold is not None else judge, policy=policy_name(gold is not None, policy),
+                        ids=[e["id"] for e in entries], subsets=[e.get("subset") or "all" for e in entries], ks=ks,
+                        unsure=unsure, entries=scored)
+
+
+def label_report(matrices: list, *, labels: str, policy: str, ids: list, subsets: list | None = None,
+                 ks=DEFAULT_KS, unsure: int = 0, entries: list | None = None) -> Report:
+    """The Report of label matrices that already count what ``policy`` counts (``score`` reads them from run
+    lines; the Playground's column from the pairs it judged and shows): the one place a face's MRecall and
+    Precision are computed."""
+    return Report(policy=policy, labels=labels, ids=list(ids), subsets=list(subsets or ["all"] * len(ids)),
+                  matrices=matrices, per_question=scores(matrices, ks) if matrices else {}, unsure=unsure,
+                  entries=entries if entries is not None else [])
 
 
 def policy_name(use_gold: bool, policy: str) -> str:
@@ -166,7 +153,14 @@ def top_labels(question, query: str, corpus, retriever, pipeline, k: int, labels
     (the question's own pool or the corpus): ``labels.gold``, or ``labels.judge``'s under ``labels.policy``,
     gated on the question's own topic (the query may be one side's perspective)."""
     q = dataclasses.replace(question, question=query)
-    rows = diversify(q, corpus, retriever, pipeline, k, judge=labels.judge).rows.tolist()
+    hits = rankings([q], pipeline, k, Searched(corpus, retriever), using=Using(judge=labels.judge))[0]
+    return labels_of(question, corpus, hits, labels)
+
+
+def labels_of(question, corpus, hits: Hits, labels: Labels) -> tuple[list[str], np.ndarray]:
+    """(passage ids, labels that count) of ranked ``hits`` in ``corpus``: ``labels.gold``, or ``labels.judge``'s
+    under ``labels.policy``, gated on the question's own topic."""
+    rows = Hits.of(hits).rows.tolist()
     ids = [corpus.ids[r] for r in rows]
     if labels.gold is not None:
         return ids, gold_matrix(labels.gold, question.id, len(question.perspectives), ids)
@@ -181,13 +175,18 @@ def side_rows(questions, sides: dict, form: str, k: int, *, corpus_for, retrieve
     """Per two-perspective question (those in ``sides``: question id -> ``Sides``), for one query ``form``
     (``question``, ``support``, ``oppose``): its leaning ``bucket``, the side shares ``p`` and ``n`` of its top
     ``k``, rank-aware leaning ``rl`` and each side's exposure. ``corpus_for(question)`` and
-    ``retriever_for(corpus)`` say where each question is searched (its pool, or one corpus)."""
+    ``retriever_for(corpus)`` say where each question is searched (its pool, or one corpus); the questions of one
+    corpus are ranked together (:func:`rankings`: plain retrieval searches them in one call)."""
+    qs = [q for q in questions if q.id in sides]
+    corpora = [corpus_for(q) for q in qs]
+    searched = {id(c): Searched(c, retriever_for(c)) for c in corpora}
+    asked = [dataclasses.replace(q, question=query_for(form, q.question, q.perspectives, sides[q.id])) for q in qs]
+    where = dict(zip((id(a) for a in asked), (searched[id(c)] for c in corpora)))
+    hits = rankings(asked, pipeline, k, lambda a: where[id(a)], using=Using(judge=labels.judge))
     out = []
-    for q in (q for q in questions if q.id in sides):
+    for q, corpus, h in zip(qs, corpora, hits):
         s = sides[q.id]
-        corpus = corpus_for(q)
-        _, L = top_labels(q, query_for(form, q.question, q.perspectives, s), corpus, retriever_for(corpus),
-                          pipeline, k, labels)
+        _, L = labels_of(q, corpus, h, labels)
         p, n = side_shares(L, s, k)
         out.append({"id": q.id, "question": q.question, "subset": q.subset or "all", "bucket": bucket(L, s, k),
                     "p": p, "n": n, "rl": rank_leaning(L, s, k), "es": exposure(L, s.support, k),
@@ -201,5 +200,99 @@ def sycophancy_summary(rows: list[dict]) -> dict:
     return shares_summary([(r["p"], r["n"]) for r in rows])
 
 
+@dataclass(frozen=True)
+class Searched:
+    """Where a question is searched: a ``corpus`` and a ``retriever`` over it (anything with ``search(queries,
+    k)``: a :class:`berds_core.retrieval.base.Retriever`, a ``SharedSearch``, a Ray cluster's search)."""
+
+    corpus: object
+    retriever: object
+
+
+SHARED_QUERIES = 20_000  # hit lists kept for one search per question; a bigger run searches again past it
+
+
+def rankings(questions, pipeline, k: int, where, *, using=None, progress: bool = False, desc: str | None = None
+             ) -> list[Hits]:
+    """The ranked hits (:class:`~berds_core.records.Hits`: corpus rows and scores) of each question, in order:
+    ``pipeline`` (a :class:`~berds_core.diversify.Pipeline`, a spec or a preset name; plain retrieval is the
+    ``none`` pipeline) over where it is searched: ``where``, a :class:`Searched` all questions share, or
+    ``where(question) -> Searched`` (its own pool; None: nothing to search, an empty ranking). Consecutive
+    questions on one corpus are one group: the plain pipeline searches them in one call; a pipeline that
+    re-ranks keeps one search per question (``SharedSearch``) that serves its prefetch (the stages' batches)
+    and its loop. ``using``: what the stages use (:class:`~berds_core.diversify.Using`, objects resolved at
+    the edge); a ``union`` gets its second retriever here when ``using`` has none."""
+    return [h for _, h in _ranked(questions, pipeline, k, where, using, progress, desc)]
+
+
+def run(questions, pipeline, k: int, where, *, using=None, progress: bool = False, desc: str | None = None
+        ) -> list[dict]:
+    """One BERDS run line per question (:func:`berds_core.runs.question_entry`) of :func:`rankings`: the one
+    runner of every face (``berds retrieve`` with or without diversification, its ``--corpus-per-question``
+    and ``--ray`` paths, the Playground's columns, Evaluate, Answers, Leaning). The judge and the label policy
+    come after, in :func:`score`."""
+    questions = list(questions)
+    return [question_entry(q, c, h) for q, (c, h) in
+            zip(questions, _ranked(questions, pipeline, k, where, using, progress, desc))]
+
+
+def _ranked(questions, pipeline, k, where, using, progress, desc) -> list[tuple]:
+    """(corpus, hits) of each question, in order."""
+    from tqdm import tqdm
+
+    p, using, questions = as_pipeline(pipeline), using or Using(), list(questions)
+    out = []
+    with tqdm(total=len(questions), desc=desc or str(p), disable=not progress, file=None) as bar:
+        for searched, qs in _groups(questions, where):
+            corpus = None if searched is None else searched.corpus
+            out += [(corpus, h) for h in _rank_group(qs, searched, p, int(k), using, progress, bar)]
+    return out
+
+
+def _groups(questions, where):
+    """(Searched or None, consecutive questions searched in the same corpus by the same retriever)."""
+    group, cur = [], None
+    for q in questions:
+        s = where if isinstance(where, Searched) else where(q)
+        same = (s is None and cur is None) or (s is not None and cur is not None and s.corpus is cur.corpus
+                                               and s.retriever is cur.retriever)
+        if group and same:
+            group.append(q)
+            continue
+        if group:
+            yield cur, group
+        group, cur = [q], s
+    if group:
+        yield cur, group
+
+
+def _rank_group(qs, searched, p, k: int, using, progress: bool, bar) -> list[Hits]:
+    if searched is None:
+        bar.update(len(qs))
+        return [Hits.empty() for _ in qs]
+    corpus, retriever = searched.corpus, searched.retriever
+    if not any(s.reorders or s.makes_candidates for s in p.stages):  # plain retrieval: one search for the group
+        hits = [Hits.of(h) for h in retriever.search([q.question for q in qs], k)]
+        bar.update(len(qs))
+        return hits
+    if not isinstance(retriever, SharedSearch):  # one search per question serves the prefetch and the loop
+        retriever = SharedSearch(retriever, depth=max(p.depth, k), max_queries=min(max(len(qs), 1), SHARED_QUERIES))
+    if p.pool == "union" and using.other_retriever is None:
+        using = dataclasses.replace(using, other_retriever=union_retriever(corpus, retriever, progress))
+    p.prefetch(qs, corpus, retriever, using, progress, k=k)
+    out = []
+    for q in qs:
+        out.append(diversify(q, corpus, retriever, p, k, using=using))
+        bar.update(1)
+    return out
+
+
+def union_retriever(corpus, retriever, progress: bool = False):
+    """The retriever a ``union`` of candidates needs beside ``retriever`` (the other kind, the default model,
+    over the same corpus; from the index cache when it was built before)."""
+    return get_retriever(union_partner(retriever), corpus, progress=progress)
+
+
 __all__ = ["POLICIES", "DEFAULT_POLICY", "GOLD", "Labels", "Report", "check_policy", "decide", "labelled_passages",
-           "policy_entries", "policy_name", "run_labels", "score", "side_rows", "sycophancy_summary", "top_labels"]
+           "label_report", "labels_of", "policy_entries", "policy_name", "rankings", "run", "run_labels", "score",
+           "Searched", "side_rows", "sycophancy_summary", "top_labels", "union_retriever"]

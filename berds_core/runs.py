@@ -14,7 +14,7 @@ level) is still read; :func:`set_judgments` always writes the passage layout.
 
 Every consumer reads verdicts through :func:`judges_in`, :func:`label_matrix`
 and :func:`prob_matrix`, never by key. A run's lines are made from ranked hits by
-:func:`question_entry` (:func:`retrieve_run`: a retriever's top k for every question).
+:func:`question_entry` (``berds_core.experiment.run``: a pipeline's top k for every question).
 """
 from __future__ import annotations
 
@@ -95,16 +95,6 @@ def question_entry(question, corpus, hits: Hits | Iterable[tuple[int, float]]) -
         entry["corpus"] = {"name": getattr(corpus, "name", "corpus"), "hash": corpus.hash}
     entry["ctxs"] = ctxs_for(corpus, hits)
     return entry
-
-
-def retrieve_run(questions, corpus, retriever, k: int, query_fn: Callable | None = None) -> list[dict]:
-    """One run line per question, the top-``k`` passages of ``retriever`` (anything with ``search(queries,
-    k)``, :class:`berds_core.retrieval.base.Retriever`); ``query_fn(question) -> str`` builds the query
-    (default: the question text)."""
-    questions = list(questions)
-    queries = [query_fn(q) if query_fn else q.question for q in questions]
-    results = retriever.search(queries, k) if questions else []
-    return [question_entry(q, corpus, hits) for q, hits in zip(questions, results)]
 
 
 def read_run(path) -> list[dict]:

@@ -31,6 +31,7 @@ import streamlit as st  # noqa: E402
 from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.store import Store, StoreError  # noqa: E402
 from studio_ui.shell import ensure_shell
+from studio_ui.pair_card import show_pair  # noqa: E402
 from studio_ui.text import esc, judge_caveat  # noqa: E402
 
 ensure_shell()
@@ -359,7 +360,7 @@ def _retry(lab: Lab, ts: str, who: str) -> None:
 
 
 def health_tab(lab: Lab) -> None:
-    sets = lab.store.task_sets()
+    sets = lab.store.tasks.names()
     pick = st.selectbox("Task set", ["(all)"] + sets, key="agr_health_set")
     ts = None if pick == "(all)" else pick
     h = lab.round_health(ts)
@@ -475,14 +476,7 @@ def browse(lab: Lab, judge: str | None) -> None:
     except StoreError as e:
         error_line(e)
         return
-    st.markdown("**Question**")
-    st.markdown(esc(pair.question))
-    st.markdown("**Perspective**")
-    st.info(esc(pair.perspective))
-    with st.container(border=True, height=260):
-        if pair.title:
-            st.markdown(f"**{esc(pair.title)}**")
-        st.markdown(esc(pair.document))
+    show_pair(pair, height=260)
     st.dataframe([{"who": a, "label": "supports" if v else "does not", "unsure": a in r["unsure"]}
                   for a, v in r["labels"].items()]
                  + ([{"who": f"judge {judge}", "label": "supports" if r["judge"] else "does not", "unsure": False}]

@@ -30,6 +30,7 @@ from berds_core.lab.access import AccessDenied, Lab  # noqa: E402
 from berds_core.lab.labelling import MAX_NOTE  # noqa: E402
 from berds_core.lab.store import SKIP, StoreError  # noqa: E402
 from studio_ui.shell import ensure_shell
+from studio_ui.pair_card import show_pair  # noqa: E402
 from studio_ui.text import esc, judge_caveat  # noqa: E402
 
 ensure_shell()
@@ -160,19 +161,6 @@ def my_downloads(lab: Lab) -> None:
                              mime="application/jsonl", key="ann_dl_mine_jsonl", disabled=not rows)
 
 
-def show_pair(view: dict) -> None:
-    """One pair as the annotator decides it: question, perspective, then the passage (title apart), all as text."""
-    st.markdown("**Question**")
-    st.markdown(esc(view["question"]))
-    st.markdown("**Perspective**")
-    st.info(esc(view["perspective"]))
-    st.markdown("**Passage** — does it support the perspective?")
-    with st.container(border=True):
-        if view["title"]:
-            st.markdown(f"**{esc(view['title'])}**")
-        st.markdown(esc(view["document"]))
-
-
 def simple_annotator(lab: Lab, task: str | None) -> None:
     """One server round trip per decision: Streamlit buttons with keyboard shortcuts."""
     ss = st.session_state
@@ -191,7 +179,7 @@ def simple_annotator(lab: Lab, task: str | None) -> None:
     pid = nxt[0]
     view = lab.pair_view(pid)
     ss.setdefault("ann_shown", {}).setdefault(pid, time.monotonic())
-    show_pair(view)
+    show_pair(view, to_decide=True)
     if ss.get("ann_show_judge"):
         from studio_ui.annotator_widget import judge_line
 
@@ -302,7 +290,7 @@ def qualification_screen(lab: Lab, ts: str) -> bool:
                "are shown once you have answered all of them.")
     left, right = st.columns([3, 2])
     with left:
-        show_pair(item)
+        show_pair(item, to_decide=True)
         b = st.columns(2)
         b[0].button("Supports", key="qual_yes", type="primary", width="stretch", on_click=_answer_qualification,
                     args=(lab, ts, item, 1))

@@ -39,8 +39,7 @@ def passages_for(_data, data_key: str, qids: tuple, config: AnswerConfig, k: int
     pool (the built-in demo, as the other pages; ``Data.corpus_for``) or the dataset's corpus."""
     judge = cached_judge(judge_spec) if judge_spec else None
     qs = [q for q in _data.questions if q.id in set(qids)]
-    return pool_entries(_data, qs, config.retriever, embedder_model(embedder) if config.retriever == "dense" else None,
-                        config.method, k, judge=judge,
+    return pool_entries(_data, qs, config.retriever, embedder_model(embedder), config.method, k, judge=judge,
                         embedder=cached_embedder(embedder_model(embedder)))  # loads at its first text, if any
 
 

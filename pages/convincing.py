@@ -36,8 +36,7 @@ def retrieved_sets(_data, data_key: str, retriever_kind: str, embedder: str, n: 
     from berds_core.convincing import from_run
 
     qs = [q for q in _data.questions if len(q.perspectives) == 2]  # each in its own pool, as every page ranks it
-    entries = pool_entries(_data, qs, retriever_kind, embedder_model(embedder) if retriever_kind == "dense" else None,
-                           "none", n)
+    entries = pool_entries(_data, qs, retriever_kind, embedder_model(embedder), "none", n)
     judge = None if use_gold else cached_judge(judge_spec)
     return from_run(entries, gold=_data.gold if use_gold else None, judge=judge)
 

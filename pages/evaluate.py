@@ -4,15 +4,14 @@ from __future__ import annotations
 import hashlib
 import json
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from berds_core.diversify.methods import PERSPECTIVE_METHODS
 from berds_core.eval.measures import Measure, parse_measures
-from berds_core.experiment import policy_entries, score
-from berds_core.studio.columns import METHOD_NAMES as METHODS, column_pipeline, method_label, run_entry
-from berds_core.studio.summaries import HEADLINE, summarize, summarize_scores
+from berds_core.eval.report import HEADLINE, significance, with_diversity
+from berds_core.experiment import score
+from berds_core.studio.columns import METHOD_NAMES as METHODS, QE_LABELS, column_pipeline, method_label, run_entry
 from studio_ui.config import LABEL_SOURCES, choose_policy
 from studio_ui.engines import question_engine
 from studio_ui.shell import ensure_shell
@@ -21,8 +20,6 @@ from studio_ui.warmup import page_engine
 
 ensure_shell()
 
-QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
-             "oracle": "gold perspectives (oracle)"}
 LABEL_MEASURES = parse_measures("MRecall@5 MRecall@10 P@5 P@10 P@1")
 # TREC diversity measures (ndeval via ir_measures; perspectives as subtopics, the labels as qrels)
 NDEVAL_MEASURES = parse_measures("alpha_nDCG@5 alpha_nDCG@10 ERR_IA@5 ERR_IA@10 P_IA@5 P_IA@10 StRecall@5 StRecall@10")
@@ -31,16 +28,13 @@ CHART_DEFAULT = [m.key for m in parse_measures("MRecall@5 P@5 alpha_nDCG@5 StRec
 DEPTH = 10  # passages kept per question (k = 5 and 10 are scored)
 
 
-def per_question(entry: dict, L) -> dict:
-    return {m.key: m.score(L) for m in LABEL_MEASURES}
+def run_key(cfg, pipeline) -> str:
+    """The key of a configuration's runs: the sidebar's settings and the pipeline's string (what runs)."""
+    return hashlib.sha1(json.dumps([cfg.as_dict(), str(pipeline)]).encode()).hexdigest()[:16]
 
 
-def run_key(cfg, method, lam, qe_source) -> str:
-    return hashlib.sha1(json.dumps([cfg.as_dict(), method, lam, qe_source]).encode()).hexdigest()[:16]
-
-
-def config_label(cfg, method, lam, qe_source, labels) -> str:
-    return method_label(cfg.retriever, method, lam, qe_source, labels)
+def config_label(cfg, method, pipeline, labels) -> str:
+    return method_label(cfg.retriever, method, pipeline, labels)
 
 
 def interval_text(m: dict, n: int) -> str:
@@ -51,50 +45,46 @@ def interval_text(m: dict, n: int) -> str:
     return f"{m['mean']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]"
 
 
-def too_few_note(summary: dict) -> str | None:
+def too_few_note(table: list[dict]) -> str | None:
     """One note for the rows of fewer than two questions (their cells show the mean, no interval)."""
-    small = [f"{name} (n = {s['n']})" for name, s in summary.items() if s["n"] < 2]
+    small = [f"{s['subset']} (n = {s['n']})" for s in table if s["n"] < 2]
     if not small:
         return None
     return (f"No interval for {', '.join(small)}: too few questions for an interval (a 95% interval over "
             "questions needs at least two).")
 
 
-def table_rows(summary: dict) -> list[dict]:
+def table_rows(table: list[dict]) -> list[dict]:
+    """The Report's table (``Report.to_table``) as the page shows it: ``mean [lo, hi]`` per measure."""
     rows = []
-    for name, s in summary.items():
-        row = {"subset": name, "n": s["n"]}
+    for s in table:
+        row = {"subset": s["subset"], "n": s["n"]}
         for key, label in METRICS:
             row[label] = interval_text(s[key], s["n"])
         rows.append(row)
     return rows
 
 
-def table_csv(summary: dict, label: str) -> str:
+def table_csv(table: list[dict], label: str) -> str:
     """The table as CSV (formula cells neutralised: ``berds_core.lab.exports``)."""
     from berds_core.lab.exports import to_csv
 
     cols = ["configuration", "subset", "n"] + [f"{lab} {part}" for _, lab in METRICS for part in ("mean", "lo", "hi")]
-    rows = [dict(zip(cols, [label, name, s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2 else ""
-                                                    for key, _ in METRICS for part in ("mean", "lo", "hi")]))
-            for name, s in summary.items()]
+    parts = [(key, part) for key, _ in METRICS for part in ("mean", "lo", "hi")]
+    rows = [dict(zip(cols, [label, s["subset"], s["n"]] + [f"{s[key][part]:.6f}" if part == "mean" or s["n"] >= 2
+                                                           else "" for key, part in parts]))
+            for s in table]
     return to_csv(rows, cols)
 
 
-def diversity_per_question(entries: list[dict], qrels) -> dict:
-    """The ndeval measures of each question at k = 5 and 10 (``berds_core.eval.diversity``)."""
-    from berds_core.eval.diversity import diversity_scores
-
-    return diversity_scores(entries, qrels, (5, 10))
-
-
-def comparison_chart(summaries: dict, chosen: list[str], metric_keys: list[str],
+def comparison_chart(tables: dict, chosen: list[str], metric_keys: list[str],
                      marks: dict | None = None) -> go.Figure:
-    """Grouped bars of the means over questions with their intervals; ``marks[label][metric]``: the
-    significance stars of that configuration against the baseline, drawn above its bar."""
+    """Grouped bars of the means over questions (the Report's :data:`HEADLINE` row) with their intervals;
+    ``marks[label][metric]``: the significance stars of that configuration against the baseline, drawn above
+    its bar."""
     fig = go.Figure()
     for label in chosen:
-        head = summaries[label][HEADLINE]
+        head = next(row for row in tables[label] if row["subset"] == HEADLINE)
         names = [dict(METRICS)[k] for k in metric_keys]
         means = [head[k]["mean"] for k in metric_keys]
         text = [(marks or {}).get(label, {}).get(k, "") for k in metric_keys]
@@ -139,10 +129,11 @@ def main() -> None:
     if not questions:
         st.info("Pick at least one subset.")
         return
-    key = run_key(cfg, method, lam if method == "mmr" else None, qe_source if method in PERSPECTIVE_METHODS else None)
+    pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)  # λ: the MMR slider's
+    key = run_key(cfg, pipeline)
     store = ss.eval_runs.setdefault(key, {})
     todo = [q for q in questions if q.id not in store]
-    label = config_label(cfg, method, lam, qe_source, labels if labels == "gold" else f"judge, {policy}")
+    label = config_label(cfg, method, pipeline, labels if labels == "gold" else f"judge, {policy}")
 
     b1, b2, _ = st.columns([1, 1, 4])
     if b1.button("Run evaluation", type="primary", key="ev_run", disabled=not todo and ss.eval_active != key):
@@ -156,10 +147,9 @@ def main() -> None:
         else:
             bar = st.progress(0.0, text="Retrieving and judging…")
             done_n = len(questions) - len(todo)
-            pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)
-            kind = pipeline.retriever if method == "preset" else None  # the preset's own retriever (dense)
-            for i, q in enumerate(todo):
-                store[q.id] = run_entry(question_engine(cfg, data, q, judge, embedder, kind), q, pipeline, DEPTH)
+            for i, q in enumerate(todo):  # one question at a time: the bar moves and Cancel stops between them
+                engine = question_engine(cfg, data.corpus_for(q.id), pipeline, judge=judge, embedder=embedder)
+                store[q.id] = run_entry(engine, q, pipeline, DEPTH)
                 bar.progress((done_n + i + 1) / len(questions),  # question text shown literally
                              text=esc(f"{done_n + i + 1} / {len(questions)} questions · {q.question[:70]}"))
             ss.eval_active = None
@@ -176,21 +166,16 @@ def main() -> None:
     entries = [store[q.id] for q in questions if q.id in store]
     report = (score(entries, gold=data.gold) if labels == "gold" else
               score(entries, judge=judge.name, policy=policy))  # the figures `berds evaluate` gives this run
-    scored, mats = report.entries, report.matrices
-    scores = [per_question(e, L) for e, L in zip(entries, mats)]
-    from berds_core.eval.diversity import subtopic_qrels
-
     label_args = {"gold": data.gold} if labels == "gold" else {"judge": judge.name}
-    div = diversity_per_question(scored, subtopic_qrels([scored], **label_args))
-    summary = summarize(mats, [e.get("subset") or "all" for e in entries], extra=div)
+    (report,) = with_diversity([report], gold=data.gold if labels == "gold" else None)  # ndeval, its own pool
+    summary = report.to_table([k for k, _ in METRICS])
     if not todo:
         if label not in ss.eval_done and "ev_compare" in ss:  # a newly finished configuration joins the comparison
             ss.ev_compare = [c for c in ss.ev_compare if c in ss.eval_done] + [label]
-        ss.eval_done[label] = {"summary": summary, "key": key, "labels": label_args, "policy": report.policy,
-                               "ids": [e["id"] for e in entries],
-                               "per_q": {**{k: [s[k] for s in scores] for k, _ in METRICS if k in scores[0]},
-                                         **{k: v.tolist() for k, v in div.items()}},
-                               "subsets": [e.get("subset") or "all" for e in entries]}
+        ss.eval_done[label] = {"summary": summary, "report": report, "key": key, "labels": label_args,
+                               "policy": report.policy, "ids": report.ids,
+                               "per_q": {k: report.per_question[k].tolist() for k, _ in METRICS},
+                               "subsets": report.subsets}
         st.subheader(f"Results · {esc(label)}")
     else:  # cancelled part-way: not the configuration's result
         st.subheader(f"Partial results · {esc(label)} · {len(entries)} of {len(questions)} questions")
@@ -209,7 +194,7 @@ def main() -> None:
                        mime="text/csv", key="ev_dl_csv")
 
     _show_compare(ss.eval_done)
-    _failure_browser(entries, mats, scores, data)
+    _failure_browser(entries, report)
 
 
 def policy_note(report) -> str:
@@ -238,15 +223,15 @@ def _show_compare(done: dict) -> None:
                                  format_func=dict(METRICS).get)
     if not chosen or not metric_keys:
         return
-    summaries = {label: done[label]["summary"] for label in chosen}
+    tables = {label: done[label]["summary"] for label in chosen}
     marks, sig = {}, None
     if len(chosen) > 1:
         baseline = st.selectbox("Baseline (each other configuration is tested against it)", chosen,
                                 key="ev_baseline")
-        sig, summaries = _significance(done, chosen, baseline, metric_keys)
+        sig, tables = _significance(done, chosen, baseline, metric_keys)
         if sig is not None:
             marks = {c["b"]: {m: r["stars"] for m, r in c["metrics"].items()} for c in sig["comparisons"]}
-    st.plotly_chart(comparison_chart(summaries, chosen, metric_keys, marks), width="stretch", key="ev_chart")
+    st.plotly_chart(comparison_chart(tables, chosen, metric_keys, marks), width="stretch", key="ev_chart")
     if sig is not None:
         st.caption(f"Stars above a bar: its difference from “{sig['baseline']}” over the same questions, paired "
                    f"randomisation test ({sig['n_resamples']} sign patterns, exact for small sets), "
@@ -261,45 +246,31 @@ def _significance(done: dict, chosen: list[str], baseline: str, metric_keys: lis
 
     With judge labels the ndeval measures are scored again on the shared pool (the union of the
     configurations' judged passages), so every configuration has the same ideal ranking; the bars
-    then show those figures. Returns (result or None, summaries for the chart).
+    then show those figures. Returns (result or None, the Reports' tables for the chart).
     """
-    from berds_core.eval.diversity import subtopic_qrels
-    from berds_core.eval.significance import compare
-
-    summaries = {label: done[label]["summary"] for label in chosen}
+    tables = {label: done[label]["summary"] for label in chosen}
     if any(done[c]["labels"].keys() != done[baseline]["labels"].keys() or
            done[c]["labels"].get("judge") != done[baseline]["labels"].get("judge") or
            done[c].get("policy") != done[baseline].get("policy") for c in chosen):
         st.warning("These configurations were scored with different labels (gold / judge) or label policies; "
                    "significance needs the same labels.")
-        return None, summaries
+        return None, tables
     common = [q for q in done[baseline]["ids"] if all(q in set(done[c]["ids"]) for c in chosen)]
     if len(common) < 2:
         st.info("Significance needs at least two questions evaluated by every chosen configuration.")
-        return None, summaries
+        return None, tables
     cache_key = json.dumps([chosen, baseline, metric_keys, [done[c]["key"] for c in chosen]])
     cache = st.session_state.setdefault("eval_sig", {})
     if cache_key not in cache:
-        per_run, subsets = {}, None
-        labels = done[baseline]["labels"]
+        reports = {c: done[c]["report"].only(common) for c in chosen}
         pool = "Gold labels: every gold-labelled passage is in the pool."
-        if "judge" in labels:  # a shared pool: the union of the configurations' judged passages
-            runs = {c: policy_entries([st.session_state.eval_runs[done[c]["key"]][q] for q in common],
-                                      labels["judge"], done[c]["policy"])[0] for c in chosen}
-            qrels = subtopic_qrels(list(runs.values()), judge=labels["judge"])
+        if "judge" in done[baseline]["labels"]:  # a shared pool: the union of the configurations' judged passages
+            reports = dict(zip(chosen, with_diversity(list(reports.values()))))
             pool = ("Judge labels: the diversity measures are scored on the shared pool of these configurations "
                     "(their judged passages together).")
-        for c in chosen:
-            pos = {q: i for i, q in enumerate(done[c]["ids"])}
-            idx = [pos[q] for q in common]
-            per_q = {m: np.asarray(done[c]["per_q"][m], dtype=float)[idx] for m in done[c]["per_q"]}
-            if "judge" in labels:
-                per_q.update(diversity_per_question(runs[c], qrels))
-            per_run[c] = per_q
-            subsets = [done[c]["subsets"][i] for i in idx]
-        sig = compare({c: {m: per_run[c][m] for m in metric_keys} for c in chosen}, baseline=baseline)
+        sig = significance(reports, baseline, metrics=metric_keys)
         sig["pool"] = pool
-        cache[cache_key] = (sig, {c: summarize_scores(per_run[c], subsets) for c in chosen})
+        cache[cache_key] = (sig, {c: reports[c].to_table([k for k, _ in METRICS]) for c in chosen})
     return cache[cache_key]
 
 
@@ -322,10 +293,11 @@ def _excerpt(text: str, words: int = 70) -> str:
     return " ".join(tokens[:words]) + (" …" if len(tokens) > words else "")
 
 
-def _failure_browser(entries, mats, scores, data) -> None:
+def _failure_browser(entries, report) -> None:
     st.subheader("Failure browser")
     k = st.radio("Questions with MRecall@k = 0 for k =", [5, 10], horizontal=True, key="ev_fail_k")
-    fails = [(e, L) for e, L, s in zip(entries, mats, scores) if s[Measure.parse(f"MRecall@{k}").key] == 0]
+    missed = report.per_question[Measure.parse(f"MRecall@{k}").key]
+    fails = [(e, L) for e, L, m in zip(entries, report.matrices, missed) if m == 0]
     subsets = sorted({e.get("subset") or "all" for e, _ in fails})
     pick = st.multiselect("Filter by subset", subsets, default=subsets, key="ev_fail_subsets") if len(subsets) > 1 else subsets
     fails = [(e, L) for e, L in fails if (e.get("subset") or "all") in pick]

@@ -5,7 +5,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from berds_core.eval.evaluation import passages_needed, union_coverage
-from berds_core.eval.leaning import BUCKETS, QUERY_FORMS, Sides, infer_sides, infer_sides_llm, summarize_exposure
+from berds_core.eval.leaning import (BUCKETS, QUERY_FORMS, Sides, infer_sides, infer_sides_llm, leaning_table,
+                                    rank_table)
 from berds_core.experiment import Labels, side_rows as question_rows, sycophancy_summary, top_labels
 from berds_core.diversify.methods import LABELS
 from berds_core.retrieval import CORPUS_RETRIEVERS
@@ -35,7 +36,7 @@ def config_results(_data, data_key: str, retriever_kind: str, method: str, form:
                    use_gold: bool, judge_spec: str, embedder: str, sides_key: tuple, policy: str) -> list[dict]:
     """Per two-perspective question: bucket, p, n for one configuration and query form
     (``berds_core.experiment.side_rows``, what ``berds sycophancy`` computes)."""
-    model = embedder_model(embedder) if retriever_kind == "dense" else None
+    model = embedder_model(embedder)  # read by the retrievers that take one (cached_retriever)
     return question_rows(_data.questions, {qid: Sides(*s) for qid, s in sides_key}, form, k,
                          corpus_for=lambda q: _data.corpus_for(q.id),  # its own pool (the demo), else the corpus
                          retriever_for=lambda c: cached_retriever(retriever_kind, c.hash, model, c),
@@ -53,32 +54,6 @@ def llm_sides(judge_spec: str, question: str, perspectives: tuple[str, ...]) -> 
     """The LLM's side decision for one question, asked once per (judge, question)."""
     s = infer_sides_llm(question, list(perspectives), cached_judge(judge_spec).yes_probability)
     return s.support, s.oppose, s.source, s.confidence
-
-
-def leaning_rows(results: dict[str, list[dict]]) -> list[dict]:
-    """One row per configuration: bucket shares and counts."""
-    rows = []
-    for label, res in results.items():
-        n = len(res)
-        row = {"configuration": label, "questions": n}
-        for b in BUCKETS:
-            c = sum(r["bucket"] == b for r in res)
-            row[b] = c / n if n else 0.0
-            row[f"{b}_count"] = c
-        rows.append(row)
-    return rows
-
-
-def rank_rows(results: dict[str, list[dict]], k: int) -> list[dict]:
-    """One row per configuration: mean rank-aware leaning RL with its interval, and each side's exposure."""
-    rows = []
-    for label, res in results.items():
-        summ = summarize_exposure([r["rl"] for r in res], [r["es"] for r in res], [r["eo"] for r in res], k)
-        rows.append({"configuration": label, "rank_leaning": summ["mean"],
-                     "lo": summ["ci"][0] if summ["ci"] else None, "hi": summ["ci"][1] if summ["ci"] else None,
-                     "defined": summ["defined"], "questions": summ["n"],
-                     "exposure_support": summ["exposure_support"], "exposure_oppose": summ["exposure_oppose"]})
-    return rows
 
 
 def sycophancy_rows(results: dict[tuple[str, str], list[dict]]) -> list[dict]:
@@ -211,7 +186,7 @@ def results_for(label: str, form: str) -> list[dict]:
 # ---- leaning chart ----
 st.subheader(f"Leaning: what the top {k} covers")
 lean = {label: results_for(label, "question") for label in configs}
-rows = leaning_rows(lean)
+rows = leaning_table(lean)  # the engine counts the buckets; the page draws them
 fig = go.Figure()
 for b in BUCKETS:
     fig.add_bar(
@@ -243,7 +218,7 @@ st.subheader(f"Rank-aware leaning: which side the top {k} shows first")
 st.caption("RL = (E_s − E_o) / (E_s + E_o), E = Σ over the top k of [the passage supports the side] / log2(rank + 1): "
            "+1 only the supporting side is shown, −1 only the opposing side, 0 equal discounted exposure. "
            "Mean over the questions where some passage supports a side, with a 95% bootstrap interval.")
-rrows = rank_rows(lean, int(k))
+rrows = rank_table(lean, int(k))
 fig_rl = go.Figure(go.Bar(
     y=[r["configuration"] for r in rrows], x=[r["rank_leaning"] or 0.0 for r in rrows], orientation="h",
     marker_color=["#2e7d4f" if (r["rank_leaning"] or 0) >= 0 else "#b23b3b" for r in rrows],
@@ -302,7 +277,7 @@ def coverage_tables(_data, data_key: str, n: int, use_gold: bool, judge_spec: st
     qs = [q for q in _data.questions if q.id in set(qids)]
     per_kind = {}
     for kind in CORPUS_RETRIEVERS:
-        model = embedder_model(embedder) if kind == "dense" else None
+        model = embedder_model(embedder)
         per_kind[kind] = []
         for q in qs:
             corpus = _data.corpus_for(q.id)

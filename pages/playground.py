@@ -11,10 +11,10 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
-from berds_core.diversify.methods import HEADINGS, METHOD_TABLE, PERSPECTIVE_METHODS
-from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result, question_groups
-from studio_ui.config import Config, choose_policy, embedder_model, LABEL_SOURCES
-from studio_ui.engines import cached_data, cached_embedder, cached_judge, cached_retriever
+from berds_core.diversify.methods import HEADINGS, METHOD_TABLE
+from berds_core.studio.columns import QE_LABELS, Engine, best_ranks, column_pipeline, column_result, question_groups
+from studio_ui.config import Config, choose_policy, LABEL_SOURCES
+from studio_ui.engines import cached_data, question_engine
 from studio_ui.shell import ensure_shell
 from studio_ui.text import esc, judge_caveat, show_error
 from studio_ui.warmup import foreground, page_engine
@@ -23,10 +23,7 @@ from studio_ui import web_live
 ensure_shell()
 
 COLUMNS = HEADINGS  # each method's column heading: the registry's (diversify.methods.METHOD_TABLE)
-PERSPECTIVE_COLUMNS = PERSPECTIVE_METHODS  # columns that use the perspective source
 ON = {m.name: m.shown for m in METHOD_TABLE}  # a column shown before its toggle is touched: the registry's
-QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
-             "oracle": "gold perspectives (oracle)"}
 
 CSS = """
 <style>
@@ -73,29 +70,25 @@ def _question_from_key(key: tuple) -> Question:
                     stances=None if stances is None else list(stances))
 
 
-def _engine(cfg_key: tuple, qid: str, method: str = "none", pool_id: str | None = None
+def _engine(cfg_key: tuple, qid: str, pipeline: str | None = None, pool_id: str | None = None
             ) -> tuple[Config, object, Engine]:
-    """The config, the data and the engine one question is ranked with: the question's own pool (the built-in
-    demo, as BERDS's web setting; ``pool_id``: the dataset question a typed question is, when it has its own
-    perspectives) or the dataset's corpus; the preset picks its own retriever (dense, default embedder), as
-    --preset does."""
+    """The config, the data and the engine one question is ranked with (``question_engine``): the question's own
+    pool (the built-in demo, as BERDS's web setting; ``pool_id``: the dataset question a typed question is, when
+    it has its own perspectives) or the dataset's corpus; a pipeline that names its retriever (the preset) runs
+    on it."""
     cfg = Config(**dict(cfg_key))
     data = cached_data(cfg_key, cfg)
-    corpus = data.corpus_for(pool_id or qid)
-    kind = "dense" if method == "preset" else cfg.retriever
-    model = embedder_model(cfg.embedder) if kind == "dense" and method != "preset" else None
-    retriever = cached_retriever(kind, corpus.hash, model, corpus)
-    return cfg, data, Engine(corpus, retriever, cached_judge(cfg.judge), cached_embedder(embedder_model(cfg.embedder)))
+    return cfg, data, question_engine(cfg, data.corpus_for(pool_id or qid), pipeline)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def cached_column(cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float | None, qe_source: str,
-                  use_gold: bool, policy: str, pool_id: str | None = None) -> dict:
+def cached_column(cfg_key: tuple, qkey: tuple, spec: str, label: str, k: int, use_gold: bool, policy: str,
+                  pool_id: str | None = None) -> dict:
+    """One column: the pipeline ``spec`` (its string: the cache's key) ranked and judged for the question."""
     q = _question_from_key(qkey)
-    cfg, data, engine = _engine(cfg_key, q.id, method, pool_id)
+    cfg, data, engine = _engine(cfg_key, q.id, spec, pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return column_result(engine, q, column_pipeline(method, lam, qe_source), k, gold=gold, use_gold=use_gold,
-                         label=method, policy=policy)
+    return column_result(engine, q, spec, k, gold=gold, use_gold=use_gold, label=label, policy=policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -104,8 +97,7 @@ def cached_best_ranks(cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool,
     q = _question_from_key(qkey)
     cfg, data, engine = _engine(cfg_key, q.id, pool_id=pool_id)
     gold = data.gold if q.id in (data.gold or {}) else None
-    return best_ranks(Engine(engine.corpus, engine.retriever, engine.judge), q, list(which), gold=gold,
-                      use_gold=use_gold, policy=policy)
+    return best_ranks(engine, q, list(which), gold=gold, use_gold=use_gold, policy=policy)
 
 
 POOL_ENV = "BERDS_PERSPECTIVE_POOL"  # the operator's default perspective pool (a file under BERDS_DATA_ROOTS)
@@ -365,12 +357,13 @@ def main() -> None:
                         for j, p in enumerate(question.perspectives)), unsafe_allow_html=True)
 
     qkey = _question_key(question)
+    # each column's pipeline (the λ slider is MMR's; the perspective source goes to the stages that read one)
+    pipes = {m: column_pipeline(m, lam if m == "mmr" else None, qe_source) for m in shown}
     results = {}
     with st.spinner("Retrieving and judging…"), foreground():  # the warm-up pauses meanwhile
         for method in shown:
             try:
-                args = (cfg_key, qkey, method, k, lam if method == "mmr" else None,
-                        qe_source if method in PERSPECTIVE_COLUMNS else "dataset", use_gold, policy)
+                args = (cfg_key, qkey, str(pipes[method]), method, k, use_gold, policy)
                 results[method] = web.column(*args, question) if web else cached_column(*args, pool_id)
             except Exception as e:  # one failing diversifier must not take the page down
                 results[method] = {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
@@ -378,10 +371,8 @@ def main() -> None:
     cols = st.columns(len(shown))
     for col, method in zip(cols, shown):
         name, res = COLUMNS[method], results[method]
-        pipe = column_pipeline(method, lam if method == "mmr" else None,
-                               qe_source if method in PERSPECTIVE_COLUMNS else "dataset")
-        desc = pipe.describe(cfg.retriever if not web else "web search") + (
-            f" ({pipe})" if method == "preset" else "")
+        pipe = pipes[method]  # a pipeline that names its own retriever (the preset) shows its spec
+        desc = pipe.describe(cfg.retriever if not web else "web search") + (f" ({pipe})" if pipe.retriever else "")
         with col:
             st.markdown(f"#### {name}")
             if "error" in res:

@@ -150,7 +150,7 @@ def build_tab(lab: Lab) -> None:
     strategy = c[1].selectbox("Sampling", STRATEGIES, key="ann_build_strategy",
                               help="random; stratified (equal share per subset); uncertain (the judge's hardest "
                                    "pairs first, needs the sidebar's judge)")
-    name = c[2].text_input("Task set name", value=f"round-{len(lab.store.task_sets()) + 1}", key="ann_build_name")
+    name = c[2].text_input("Task set name", value=f"round-{len(lab.store.tasks.names()) + 1}", key="ann_build_name")
     annotators = _annotator_choice(lab, "ann_build_annotators", multi=True, label="Annotators")
     c = st.columns(3)
     mode = c[0].radio("Overlap", list(OVERLAP), format_func=OVERLAP.get, key="ann_build_overlap_mode")

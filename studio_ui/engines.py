@@ -21,41 +21,45 @@ def cached_data(cfg_key: tuple, _cfg: Config) -> Data:
 
 
 def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, progress=None):
-    """The retriever (wrapped in :class:`SharedSearch`); ``progress(done, total)`` while a dense index encodes."""
-    from berds_core.retrieval import get_retriever
+    """The retriever (wrapped in :class:`SharedSearch`); ``model``: the embedder, read only by a retriever that
+    takes one (``retrieval.takes_model``: the same BM25 index whatever the sidebar's embedder);
+    ``progress(done, total)`` while a dense index encodes."""
     from berds_core.files.safepaths import resolve_user_model
+    from berds_core.retrieval import get_retriever, takes_model
 
-    model = None if model is None else resolve_user_model(model, what="embedder")
+    model = None if model is None or not takes_model(kind) else resolve_user_model(model, what="embedder")
     return MEMO.get(("retriever", kind, corpus_hash, model),
                     lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
 
 
-def question_engine(cfg: Config, data: Data, question, judge, embedder, kind: str | None = None):
-    """The engine one question is ranked with: its own pool (the built-in demo, as BERDS's web setting;
-    ``Data.corpus_for``) or the dataset's corpus, with a ``kind`` retriever (default: the sidebar's; the
-    preset passes ``dense`` with the default embedder, as ``--preset`` does)."""
+def question_engine(cfg: Config, corpus, pipeline=None, *, judge=None, embedder=None):
+    """The engine (``berds_core.studio.columns.Engine``) a question is ranked with in ``corpus`` (its own pool,
+    ``Data.corpus_for``, or the dataset's corpus): the retriever ``pipeline`` names with its default embedder
+    (the preset's dense, as ``--preset`` does), else the sidebar's retriever and embedder; ``judge`` and
+    ``embedder`` (the stages'): the sidebar's unless given. The one builder of every page's engine."""
+    from berds_core.diversify import as_pipeline
     from berds_core.studio.columns import Engine
 
-    own = kind is None  # the sidebar's retriever and embedder; a preset's own retriever with the default embedder
-    kind = kind or cfg.retriever
-    corpus = data.corpus_for(question.id)
-    model = embedder_model(cfg.embedder) if kind == "dense" and own else None
-    return Engine(corpus, cached_retriever(kind, corpus.hash, model, corpus), judge, embedder)
+    named = None if pipeline is None else as_pipeline(pipeline).retriever
+    retriever = cached_retriever(named or cfg.retriever, corpus.hash, None if named else embedder_model(cfg.embedder),
+                                 corpus)
+    return Engine(corpus, retriever, cached_judge(cfg.judge) if judge is None else judge,
+                  cached_embedder(embedder_model(cfg.embedder)) if embedder is None else embedder)
 
 
 def pool_entries(data: Data, questions, kind: str, model: str | None, pipeline, k: int, *, judge=None,
                  embedder=None) -> list[dict]:
-    """Run entries (top ``k``) of ``questions``, each ranked in its own pool (the built-in demo, as BERDS's web
-    setting; ``Data.corpus_for``) or the dataset's corpus, with a cached ``kind`` retriever (``model``: the
-    dense retriever's embedder) and ``pipeline`` (a method name, a spec or a Pipeline)."""
-    from berds_core.answers import ranked_entries
+    """Run entries (top ``k``) of ``questions`` (``berds_core.experiment.run``), each ranked in its own pool
+    (the built-in demo, as BERDS's web setting; ``Data.corpus_for``) or the dataset's corpus, with a cached
+    ``kind`` retriever (``model``: its embedder, where it reads one) and ``pipeline`` (a spec or a Pipeline)."""
+    from berds_core.diversify import Using
+    from berds_core.experiment import Searched, run
 
-    entries = []
-    for q in questions:
+    def where(q):
         corpus = data.corpus_for(q.id)
-        retriever = cached_retriever(kind, corpus.hash, model, corpus)
-        entries += ranked_entries([q], corpus, retriever, pipeline, k, judge=judge, embedder=embedder)
-    return entries
+        return Searched(corpus, cached_retriever(kind, corpus.hash, model, corpus))
+
+    return run(questions, pipeline, k, where, using=Using(judge=judge, embedder=embedder))
 
 
 def cached_judge(spec: str):
@@ -130,8 +134,7 @@ def get_engine(cfg: Config, data: Data):
         st.warning("This dataset has no passages: choose a corpus in the sidebar.")
         return None, None, None
     try:
-        retriever = cached_retriever(cfg.retriever, data.corpus.hash, embedder_model(cfg.embedder)
-                                     if cfg.retriever == "dense" else None, data.corpus)
+        retriever = cached_retriever(cfg.retriever, data.corpus.hash, embedder_model(cfg.embedder), data.corpus)
     except InputError as e:
         show_error(e)
         return None, None, None

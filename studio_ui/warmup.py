@@ -37,11 +37,11 @@ def engine_job(cfg: Config) -> JobState:
         seed_shipped(data.corpus, judge=judge)  # the built-in demo: its passages need no encoder at all
         model = embedder_model(cfg.embedder)
         report(f"building the {cfg.retriever} index over {len(data.corpus):,} passages")
-        cached_retriever(cfg.retriever, data.corpus.hash, model if cfg.retriever == "dense" else None, data.corpus,
+        cached_retriever(cfg.retriever, data.corpus.hash, model, data.corpus,
                          progress=lambda d, t: report("encoding passages for the dense index", d, t))
         for i, pool in enumerate(data.pools.values()):  # each demo question retrieves from its own pool
             report(f"building the {cfg.retriever} index of each question's pool", i, len(data.pools))
-            cached_retriever(cfg.retriever, pool.hash, model if cfg.retriever == "dense" else None, pool)
+            cached_retriever(cfg.retriever, pool.hash, model, pool)
         report("loading the embedder")
         embedder = cached_embedder(model)
         report.ready()  # pages can answer now; encoding every passage ahead of time only speeds later questions
@@ -58,7 +58,7 @@ def foreground():
 
 def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
     """Build one more retriever in the background (Leaning's coverage needs both kinds)."""
-    model = embedder_model(embedder) if kind == "dense" else None
+    model = embedder_model(embedder)  # cached_retriever reads it where the retriever takes a model
 
     def run(report) -> None:
         report(f"building the {kind} index over {len(data.corpus):,} passages")
@@ -68,7 +68,10 @@ def retriever_job(kind: str, data: Data, embedder: str) -> JobState:
             report(f"building the {kind} index of each question's pool", i, len(data.pools))
             cached_retriever(kind, pool.hash, model, pool)
 
-    return JOBS.submit(("retriever", kind, data.corpus.hash, model), f"{kind} index", run)
+    from berds_core.retrieval import takes_model
+
+    return JOBS.submit(("retriever", kind, data.corpus.hash, model if takes_model(kind) else None), f"{kind} index",
+                       run)
 
 
 def wait_for(job: JobState, note: str = "One-off warm-up for this configuration; later questions are fast.",

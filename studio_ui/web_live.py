@@ -29,9 +29,8 @@ import streamlit as st
 
 from berds_core.errors import InputError
 from berds_core.records import Question
-from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
-from studio_ui.config import embedder_model
-from studio_ui.engines import cached_embedder, cached_judge, cached_retriever
+from berds_core.studio.columns import best_ranks, column_result
+from studio_ui.engines import question_engine
 from studio_ui.text import esc, show_error
 
 WEB_LIVE = "Web (live)"
@@ -169,9 +168,9 @@ class WebEngine:
     corpus: object
     summary: dict
 
-    def column(self, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float, qe_source: str,
-               use_gold: bool, policy: str, question: Question) -> dict:
-        return _web_column(self.folder, self.stamp, cfg_key, qkey, method, k, lam, qe_source, policy, question)
+    def column(self, cfg_key: tuple, qkey: tuple, spec: str, label: str, k: int, use_gold: bool, policy: str,
+               question: Question) -> dict:
+        return _web_column(self.folder, self.stamp, cfg_key, qkey, spec, label, k, policy, question)
 
     def best_ranks(self, cfg_key: tuple, qkey: tuple, which: tuple, use_gold: bool, policy: str,
                    question: Question) -> dict:
@@ -185,31 +184,22 @@ def _web_corpus(folder: str, stamp: str):
     return load_snapshot_corpus(folder)
 
 
-def _web_engine(folder: str, stamp: str, cfg_key: tuple):
+def _web_engine(folder: str, stamp: str, cfg_key: tuple, pipeline=None):
     from studio_ui.config import Config
 
-    cfg = Config(**dict(cfg_key))
-    corpus = _web_corpus(folder, stamp)
-    model = embedder_model(cfg.embedder)
-    retriever = cached_retriever(cfg.retriever, corpus.hash, model if cfg.retriever == "dense" else None, corpus)
-    return corpus, retriever, cached_judge(cfg.judge), cached_embedder(model)
+    return question_engine(Config(**dict(cfg_key)), _web_corpus(folder, stamp), pipeline)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, method: str, k: int, lam: float,
-                qe_source: str, policy: str, _question: Question) -> dict:
-    corpus, retriever, judge, embedder = _web_engine(folder, stamp, cfg_key)
-    if method == "preset":  # the preset picks its own retriever (dense, default embedder)
-        retriever = cached_retriever("dense", corpus.hash, None, corpus)
-    return column_result(Engine(corpus, retriever, judge, embedder), _question, column_pipeline(method, lam, qe_source),
-                         k, label=method, policy=policy)
+def _web_column(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, spec: str, label: str, k: int, policy: str,
+                _question: Question) -> dict:
+    return column_result(_web_engine(folder, stamp, cfg_key, spec), _question, spec, k, label=label, policy=policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _web_best_ranks(folder: str, stamp: str, cfg_key: tuple, qkey: tuple, which: tuple, policy: str,
                     _question: Question) -> dict:
-    corpus, retriever, judge, _ = _web_engine(folder, stamp, cfg_key)
-    return best_ranks(Engine(corpus, retriever, judge), _question, list(which), policy=policy)
+    return best_ranks(_web_engine(folder, stamp, cfg_key), _question, list(which), policy=policy)
 
 
 def open_engine(question: Question, settings: dict) -> WebEngine | None:

@@ -13,7 +13,7 @@ def store(tmp_path):
     s = Store(tmp_path / "lab.db")
     s.add_pairs([Pair(f"p{i}", f"Question {i // 2}?", f"passage {i}", f"perspective {i}", question_id=f"q{i // 2}",
                       title=f"Title {i}") for i in range(6)])
-    s.create_task_set("round1", {"alice": ["p0", "p1", "p2"], "bob": ["p2", "p3", "p4"]})
+    s.tasks.create("round1", {"alice": ["p0", "p1", "p2"], "bob": ["p2", "p3", "p4"]})
     s.set_judge_preds("judgeX", {f"p{i}": (0.9, 1) for i in range(6)})
     yield s
     s.close()
@@ -24,7 +24,7 @@ def lab(store, name, role):
 
 
 def refused(store, action):
-    return [a for a in store.audit_log(refused_only=True) if a["action"] == action]
+    return [a for a in store.audit.rows(refused_only=True) if a["action"] == action]
 
 
 def test_annotator_labels_only_their_own_queue(store, caplog):
@@ -88,8 +88,8 @@ def test_admin_actions_refused_for_annotators_and_reviewers(store, tmp_path):
             l.set_guidelines("<b>mine</b>")
         with pytest.raises(AccessDenied):
             l.accounts()
-    assert not store.has_pair("x1") and store.task_sets() == ["round1"]
-    assert len(store.audit_log(refused_only=True)) == 10
+    assert not store.has_pair("x1") and store.tasks.names() == ["round1"]
+    assert len(store.audit.rows(refused_only=True)) == 10
     # an annotator's own export is allowed and holds only their labels
     store.label("bob", "p3", 1)
     store.label("alice", "p0", 0)

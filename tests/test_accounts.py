@@ -122,9 +122,9 @@ def test_wrong_passwords_slow_a_name_down_but_never_refuse_the_right_one(acc):
     # unknown names get the same answer as wrong passwords (no user enumeration)
     with pytest.raises(LoginError, match="wrong name or password"):
         acc.login("mallory", SECRET, client="10.0.0.7")
-    audit = acc.store.audit_log(refused_only=True)
+    audit = acc.store.audit.rows(refused_only=True)
     assert any(a["detail"] == "rate limited (address)" for a in audit)
-    assert all(SECRET not in json.dumps(a) and "guess number" not in json.dumps(a) for a in acc.store.audit_log())
+    assert all(SECRET not in json.dumps(a) and "guess number" not in json.dumps(a) for a in acc.store.audit.rows())
     # the address may try again once its failures have left the window
     clock.t += WINDOW + 1
     assert acc.client_wait("10.0.0.9") == 0

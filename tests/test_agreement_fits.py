@@ -32,7 +32,7 @@ def db(annotation_db_path):
     with Store(path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i}", f"perspective {i}", question_id=f"q{i % 5}")
                      for i in range(30)])
-        s.create_task_set("round", {a: [f"p{i}" for i in range(30)] for a in ("ann", "ben", "cat")})
+        s.tasks.create("round", {a: [f"p{i}" for i in range(30)] for a in ("ann", "ben", "cat")})
         for a, off in (("ann", 0), ("ben", 1), ("cat", 2)):
             for i in range(24):
                 s.label(a, f"p{i}", int((i + off) % 3 == 0))
@@ -132,7 +132,7 @@ def test_request_reads_answer_as_the_store(annotation_db_path):
     with Store(annotation_db_path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i % 4}?", f"document {i}", f"perspective {i}", question_id=f"q{i % 4}",
                           subset=("a", "b")[i % 2], side=("support", "oppose")[i % 3 == 0]) for i in range(20)])
-        s.create_task_set("round", {a: [f"p{i}" for i in range(20)] for a in ("zed", "amy", "bob")})
+        s.tasks.create("round", {a: [f"p{i}" for i in range(20)] for a in ("zed", "amy", "bob")})
         for a, off in (("zed", 0), ("amy", 1), ("bob", 2)):
             for i in range(16):
                 s.label(a, f"p{i}", SKIP if (i + off) % 7 == 0 else int((i + off) % 3 == 0), unsure=i % 5 == 0)
@@ -150,6 +150,9 @@ def test_request_reads_answer_as_the_store(annotation_db_path):
         assert (r.gold(), r.reference_labels(), r.judges()) == (s.gold(), s.reference_labels(), s.judges())
         assert r.judge_preds("judgeY") == s.judge_preds("judgeY") and r.labels_version() == s.labels_version()
         assert distinct_judges(r) == distinct_judges(s)
+        # only the reads it caches: nothing else reaches the store through it (issue 64: no silent forwarding)
+        assert not hasattr(r, "assignments") and not hasattr(r, "label") and r.store is s
+        assert RequestReads.of(r) is r and RequestReads.of(s).store is s
         assert agreement_report(r, "judgeX", n_boot=50) == agreement_report(s, "judgeX", n_boot=50)
         for what in WHAT:
             assert export_rows(r, what=what, include_skips=True, judge="judgeX") == \
@@ -160,7 +163,7 @@ def test_a_request_s_own_writes_are_read_back(annotation_db_path):
     """A per-request Lab's label, undo and adjudication are in what it reads next in the same request."""
     with Store(annotation_db_path) as s:
         s.add_pairs([Pair(f"p{i}", "Q?", f"d{i}", f"v{i}", question_id="q") for i in range(4)])
-        s.create_task_set("round", {"ann": ["p0", "p1", "p2", "p3"]})
+        s.tasks.create("round", {"ann": ["p0", "p1", "p2", "p3"]})
         lab = Lab(s, Actor("ann", "admin"), per_request=True)
         assert lab.export_rows("labels") == []
         lab.label("p0", 1)

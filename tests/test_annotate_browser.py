@@ -40,7 +40,7 @@ def test_label_by_keyboard_next_pair_at_once_saved_in_background(tmp_path):
     with Store(db) as s:
         s.add_pairs([Pair(f"b{i}", f"Question {i}?", f"Passage {i} <script>alert(1)</script> **text**",
                           f"Perspective {i}", title=f"Title <b>{i}</b>") for i in range(9)])
-        s.create_task_set("browser", {"kim": [f"b{i}" for i in range(9)]})
+        s.tasks.create("browser", {"kim": [f"b{i}" for i in range(9)]})
         s.set_judge_preds("judgeB", {f"b{i}": (0.9, 1) for i in range(9)})
     keys = ["y", "n", "y", "s", "n"]  # expected: b0=1, b1=0, b2=1, b3=skip, b4=0
     with streamlit_server(ROOT / "pages" / "annotate.py", env={"BERDS_ANNOTATIONS_DB": str(db)}) as url, \
@@ -94,7 +94,7 @@ def test_sigkill_after_acknowledged_labels_under_eight_browser_sessions(tmp_path
         s.add_pairs([Pair(f"{n}-{j}", f"Question {n} {j}?", f"Passage {j}", f"Perspective {j}")
                      for n in names for j in range(6)])
         for n in names:
-            s.create_task_set(f"set-{n}", {n: [f"{n}-{j}" for j in range(6)]})
+            s.tasks.create(f"set-{n}", {n: [f"{n}-{j}" for j in range(6)]})
     with streamlit_server(ROOT / "pages" / "annotate.py", env={"BERDS_ANNOTATIONS_DB": str(db)}) as url, \
             sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -144,7 +144,7 @@ def test_keypresses_while_the_server_is_down_are_reported_not_dropped(tmp_path):
     db = tmp_path / "down.db"
     with Store(db) as s:
         s.add_pairs([Pair(f"d{i}", f"Question {i}?", f"Passage {i}", f"Perspective {i}") for i in range(6)])
-        s.create_task_set("down", {"kim": [f"d{i}" for i in range(6)]})
+        s.tasks.create("down", {"kim": [f"d{i}" for i in range(6)]})
     port = free_port()
     env = {"BERDS_ANNOTATIONS_DB": str(db)}
     with chromium_page() as page:

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from berds_core.lab.accounts import Accounts
+from berds_core.lab import rounds
 from berds_core.lab.store import Pair, Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +21,7 @@ def db(annotation_db_path):
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i} {EVIL}", f"perspective {i}",
                           subset="kialo" if i < 3 else "arguana", question_id=f"q{i}", title=f"Title {i}")
                      for i in range(5)])
-        s.create_task_set("set1", {"alice": ["p0", "p1", "p2", "p3"], "bob": ["p2", "p3", "p4"]})
+        s.tasks.create("set1", {"alice": ["p0", "p1", "p2", "p3"], "bob": ["p2", "p3", "p4"]})
         s.set_judge_preds("judgeX", {f"p{i}": (0.2 * i, int(i >= 2)) for i in range(5)})
     return path
 
@@ -114,7 +115,7 @@ def test_one_click_opens_a_ready_demo_queue(tmp_path, monkeypatch):
     assert any("0 of 40 done" in p.proto.text for p in at.get("progress"))
     assert "does it support the perspective?" in _texts(at)  # a pair is on screen
     with Store(path) as s:
-        assert s.task_sets() == ["demo"] and len(s.queue("guest")) == 40
+        assert s.tasks.names() == ["demo"] and len(s.tasks.queue("guest")) == 40
     at.button(key="btn_yes").click().run()  # and the keys label it
     with Store(path) as s:
         assert len(s.labels("guest")) == 1
@@ -137,7 +138,7 @@ def test_tsv_import_asks_what_the_labels_are(db, tmp_path):
     at.button(key="ann_import_btn").click().run()
     with Store(db) as s:
         assert s.reference_labels() == {"x1": 1} and s.get_label("carol", "x1") is None
-        assert s.queue("carol") == ["x1", "x2"]
+        assert s.tasks.queue("carol") == ["x1", "x2"]
     # the same file as carol's own labels
     at.radio(key="ann_import_labels_as").set_value("annotator").run()
     at.button(key="ann_import_btn").click().run()
@@ -276,8 +277,8 @@ def test_demo_task_set_from_the_empty_page(db, monkeypatch, tmp_path):
     at.button(key="ann_demo_btn").click().run()
     assert not at.exception
     with Store(empty) as s:
-        assert len(s.queue("newcomer")) == 40 and len(s.reference_labels()) == 40
-        first = s.pair(s.next_pair("newcomer"))
+        assert len(s.tasks.queue("newcomer")) == 40 and len(s.reference_labels()) == 40
+        first = s.pair(rounds.summary(s, "newcomer")["next"])
     assert first.question in _texts(at)
 
 
@@ -300,8 +301,8 @@ def test_build_task_set_from_the_current_evaluate_run(db):
     at.button(key="ann_build_btn").click().run()
     assert not at.exception, at.exception
     with Store(db) as s:
-        assert len(s.queue("alice", "from-eval")) == 8 and len(s.queue("bob", "from-eval")) == 8
-        assert all(p.title and p.title.startswith("T") for p in s.pairs(s.queue("bob", "from-eval")))
+        assert len(s.tasks.queue("alice", "from-eval")) == 8 and len(s.tasks.queue("bob", "from-eval")) == 8
+        assert all(p.title and p.title.startswith("T") for p in s.pairs(s.tasks.queue("bob", "from-eval")))
         assert len(s.judge_preds("jj")) >= 8  # the run's judge labels came along
 
 
@@ -355,7 +356,7 @@ def test_lab_login_own_queue_and_refusals(lab_db):
     at.run()
     assert "Refused" in " ".join(e.value for e in at.error)
     with Store(lab_db) as s:
-        refused = s.audit_log(refused_only=True)
+        refused = s.audit.rows(refused_only=True)
         assert refused[-1]["actor"] == "alice" and refused[-1]["action"] == "labels.other"
         assert refused[-1]["target"] == "bob"
 
@@ -367,7 +368,7 @@ def test_lab_agreement_page_refused_for_annotators_allowed_for_reviewers(lab_db)
     _login(at, "bob")
     assert "Refused" in " ".join(e.value for e in at.error) and not at.metric
     with Store(lab_db) as s:
-        assert s.audit_log(refused_only=True)[-1]["action"] == "agreement"
+        assert s.audit.rows(refused_only=True)[-1]["action"] == "agreement"
     at2 = _login(AppTest.from_file(str(ROOT / "pages" / "agreement.py"), default_timeout=60).run(), "rita")
     assert not at2.exception and at2.metric
     assert "agr_adjudicator" not in [t.key for t in at2.text_input]  # the reviewer adjudicates as themselves
@@ -433,8 +434,8 @@ def test_build_task_set_from_a_run_file(db, tmp_path, monkeypatch):
     at.button(key="ann_build_btn").click().run()
     assert not at.exception, at.exception
     with Store(db) as s:
-        assert len(s.queue("alice", "from-file")) == 6 and len(s.queue("bob", "from-file")) == 6
-        assert all(p.title and p.title.startswith("RT") for p in s.pairs(s.queue("bob", "from-file")))
+        assert len(s.tasks.queue("alice", "from-file")) == 6 and len(s.tasks.queue("bob", "from-file")) == 6
+        assert all(p.title and p.title.startswith("RT") for p in s.pairs(s.tasks.queue("bob", "from-file")))
         assert len(s.judge_preds("jj")) >= 6
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from berds_core.cli import main
+from berds_core.lab import rounds
 from berds_core.lab.store import Store
 from berds_core.lab.tasks import read_pairs_tsv
 
@@ -128,8 +129,8 @@ def test_tasks_from_run_stratified_with_overlap(tmp_path, capsys):
         assert all(p.pair_id.startswith("bm25:") for p in pairs)
         stored = s.judge_preds("jj")  # the run's jj-preds came along for the sampled pairs
         assert len(stored) == 20 and all(prob is None for prob, _ in stored.values())
-        q = s.queue("a", res["task_set"])
-        assert len(q) in (8, 9) and s.next_pair("a") == q[0]
+        q = s.tasks.queue("a", res["task_set"])
+        assert len(q) in (8, 9) and rounds.summary(s, "a")["next"] == q[0]
 
 
 @pytest.mark.parametrize("body, where", [
@@ -269,7 +270,7 @@ def test_tasks_redundancy_routing_flags_and_demo(tmp_path, capsys):
                 "--redundancy", "2", "--route-unsure", "--k", "2")
     assert res["shared"] == 8 and sum(res["assignments"].values()) == 16
     with Store(db) as s:
-        info = s.task_set_info(res["task_set"])
+        info = s.tasks.info(res["task_set"])
         assert info["params"]["route_unsure"] is True and info["params"]["per_shared"] == 2
     code, _, err = run_cli(capsys, "annotations", "tasks", "--db", db, "--run", str(run), "--n", "8",
                            "--annotators", "a,b", "--redundancy", "3")

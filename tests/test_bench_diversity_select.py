@@ -45,12 +45,12 @@ def test_select_ties_go_to_the_first_setting():
 
 
 def test_the_bench_row_ranks_as_the_product_does():
-    """The stance-model row of the bench and ``diversify(..., coverage_probs="model")`` (the preset's path)
+    """The stance-model row of the bench and ``diversify(..., "%N>>coverage(probs=model,...)")`` (the preset's path)
     give the same top 10 for the same candidates and stance probabilities, at every keep / alpha / mix."""
     from diversity import K, QuestionCtx, _stance_model
 
     from berds_core.corpora.memory import corpus_from_passages
-    from berds_core.diversify import diversify
+    from berds_core.diversify import Using, diversify
     from berds_core.records import Passage, Question
 
     rng = np.random.default_rng(3)
@@ -78,9 +78,9 @@ def test_the_bench_row_ranks_as_the_product_does():
             for mix in (0.0, 1.0):
                 for cands in (10, 20):
                     bench = [int(r) for r in _stance_model(qc, "dense", cands, alpha, mix, keep)]
-                    product = [r for r, _ in diversify(q, corpus, Retriever(), "coverage", K, candidates=cands,
-                                                       coverage_probs="model", alpha=alpha, mix=mix, keep=keep,
-                                                       stance_model=Stance())]
+                    product = [r for r, _ in diversify(q, corpus, Retriever(),
+                                                       f"%{cands}>>coverage(probs=model,alpha={alpha},mix={mix},"
+                                                       f"keep={keep})", K, using=Using(stance_model=Stance()))]
                     assert bench == product, (keep, alpha, mix, cands)
 
 
@@ -130,7 +130,7 @@ def test_a_ranking_of_fewer_than_k_is_filled_with_dense_order_as_the_product_fil
     (``pipeline.fill``), and so does the bench now (its @10 figures counted ranks 7-10 as empty before)."""
     from diversity import K, _budget_preset, filled
 
-    from berds_core.diversify import diversify
+    from berds_core.diversify import Using, diversify
     from berds_core.records import Question
 
     qc, corpus, scores, probs = _fake_question()

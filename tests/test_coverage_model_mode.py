@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from berds_core.corpora.memory import corpus_from_passages
-from berds_core.diversify import blend_relevance, candidate_pool, diversify
+from berds_core.diversify import Using, blend_relevance, candidate_pool, diversify
 from berds_core.records import Passage, Question
 
 
@@ -39,34 +39,34 @@ def test_coverage_model_mode_pulls_up_the_other_side():
     ret = ListRetriever([1.0, 0.99, 0.98, 0.9, 0.95])
     q = Question("q", "Are cats good?", ["yes", "no"])
     stub = StubStance()
-    got = [r for r, _ in diversify(q, corpus, ret, "coverage", 2, coverage_probs="model", alpha=0.3,
-                                   stance_model=stub, candidates=5)]
+    got = [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=0.3)", 2,
+                                   using=Using(stance_model=stub))]
     assert got == [0, 3] and stub.calls == [5]
     # alpha 1: the retriever's order
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=1.0,
-                                    stance_model=stub, candidates=5)] == [0, 1, 2]
+    assert [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=1.0)", 3,
+                                    using=Using(stance_model=stub))] == [0, 1, 2]
     # mix 0: relevance is P(on the question): the off-topic passage drops below every on-topic one
-    got = [r for r, _ in diversify(q, corpus, ret, "coverage", 5, coverage_probs="model", alpha=1.0, mix=0.0,
-                                   stance_model=stub, candidates=5)]
+    got = [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=1.0,mix=0.0)", 5,
+                                   using=Using(stance_model=stub))]
     assert got[-1] == 4
     # keep 1: the retriever's first stays; the re-ranker fills below it (here the "no" side comes next);
     # keep 2: the first two stay and both argue "yes", so the third rank goes to the "no" side
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 2, coverage_probs="model", alpha=0.3, keep=1,
-                                    stance_model=stub, candidates=5)] == [0, 3]
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=2,
-                                    stance_model=stub, candidates=5)] == [0, 1, 3]
-    assert [r for r, _ in diversify(q, corpus, ret, "coverage", 3, coverage_probs="model", alpha=0.3, keep=0,
-                                    stance_model=stub, candidates=5)] == [0, 3, 1]
+    assert [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=0.3,keep=1)", 2,
+                                    using=Using(stance_model=stub))] == [0, 3]
+    assert [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=0.3,keep=2)", 3,
+                                    using=Using(stance_model=stub))] == [0, 1, 3]
+    assert [r for r, _ in diversify(q, corpus, ret, "%5>>coverage(probs=model,alpha=0.3,keep=0)", 3,
+                                    using=Using(stance_model=stub))] == [0, 3, 1]
     # k above candidates: the retriever's top 3 (0, 1, 3) are re-ranked, its order follows (2, then 4)
     stub.calls.clear()
     ret2 = ListRetriever([1.0, 0.99, 0.9, 0.98, 0.5])
-    got = [r for r, _ in diversify(q, corpus, ret2, "coverage", 5, coverage_probs="model", alpha=0.3, keep=1,
-                                   stance_model=stub, candidates=3)]
+    got = [r for r, _ in diversify(q, corpus, ret2, "%3>>coverage(probs=model,alpha=0.3,keep=1)", 5,
+                                   using=Using(stance_model=stub))]
     assert got == [0, 3, 1, 2, 4] and stub.calls == [3] and ret2.searches == 1  # one search for both parts
     with pytest.raises(ValueError):
         blend_relevance([1.0], np.zeros((1, 3)), 1.5)
     with pytest.raises(ValueError):
-        diversify(q, corpus, ret, "coverage", 2, coverage_probs="nope")
+        diversify(q, corpus, ret, "coverage(probs=nope)", 2)
 
 
 def test_union_pool_adds_bm25_candidates_scored_by_dense(tmp_path, monkeypatch):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from berds_core.diversify import PRESETS, coverage_rerank, diversify, get_preset, similarity_probs
+from berds_core.diversify import PRESETS, Using, coverage_rerank, diversify, get_preset, similarity_probs
 from berds_core.records import Question
 
 from test_mmr import BagEmbedder, FakeCorpus, FakeRetriever
@@ -95,21 +95,21 @@ def test_diversify_coverage_with_a_judge():
     corpus = FakeCorpus(TEXTS)
     ret = FakeRetriever(corpus)
     judge = StubJudge()
-    got = diversify(Q, corpus, ret, "coverage", 2, judge=judge, perspectives=["friends", "allergies"])
+    got = diversify(Q, corpus, ret, "coverage", 2, judge=judge, using=Using(perspectives=["friends", "allergies"]))
     assert [r for r, _ in got] == [0, 2]
     assert judge.calls == 1
     # without perspectives there is nothing to cover: retriever order
-    assert [r for r, _ in diversify(Q, corpus, ret, "coverage", 2, judge=judge, perspectives=[])] == [0, 1]
+    assert [r for r, _ in diversify(Q, corpus, ret, "coverage", 2, judge=judge, using=Using(perspectives=[]))] == [0, 1]
     # "rerank" is an alias used by the app
-    assert diversify(Q, corpus, ret, "rerank", 2, judge=judge, perspectives=["friends", "allergies"]) == got
+    assert diversify(Q, corpus, ret, "rerank", 2, judge=judge, using=Using(perspectives=["friends", "allergies"])) == got
 
 
 def test_diversify_coverage_with_embedding_similarity():
     corpus = FakeCorpus(TEXTS)
     ret = FakeRetriever(corpus)
     emb = BagEmbedder("cats are great pets and friends loyal but cause allergies dogs bark fish swim".split())
-    got = diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
-                    coverage_probs="similarity", alpha=0.3, candidates=3)
+    got = diversify(Q, corpus, ret, "%3>>coverage(probs=similarity,alpha=0.3)", 2, embedder=emb,
+                    using=Using(perspectives=["loyal friends", "cause allergies"]))
     assert [r for r, _ in got] == [0, 2]  # c1 is a second "friends" passage; c2 the only "allergies" one
 
 
@@ -236,17 +236,17 @@ def test_diversify_coverage_stance_mode_pairs_first_two_perspectives():
     corpus = FakeCorpus(TEXTS)
     ret = FakeRetriever(corpus)
     emb = BagEmbedder("cats are great pets and friends loyal but cause allergies dogs bark fish swim".split())
-    got = diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
-                    coverage_probs="stance", alpha=0.3, candidates=5)
+    got = diversify(Q, corpus, ret, "%5>>coverage(probs=stance,alpha=0.3)", 2, embedder=emb,
+                    using=Using(perspectives=["loyal friends", "cause allergies"]))
     # leanings centred on the median (the unrelated passages, d = 0): c0, c1 "yes", c2 "no"
     assert [r for r, _ in got] == [0, 2]
     # auto: two perspectives -> the stance pair
-    assert diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["loyal friends", "cause allergies"],
-                     alpha=0.3, candidates=5) == got
+    assert diversify(Q, corpus, ret, "%5>>coverage(alpha=0.3)", 2, embedder=emb,
+                     using=Using(perspectives=["loyal friends", "cause allergies"])) == got
     with pytest.raises(ValueError):
-        diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="bogus")
+        diversify(Q, corpus, ret, "coverage(probs=bogus)", 2, embedder=emb, using=Using(perspectives=["a", "b"]))
     with pytest.raises(ValueError):
-        diversify(Q, corpus, ret, "coverage", 2, embedder=emb, perspectives=["a", "b"], coverage_probs="judge")
+        diversify(Q, corpus, ret, "coverage(probs=judge)", 2, embedder=emb, using=Using(perspectives=["a", "b"]))
 
 
 def test_cli_rerank_guided_by_an_hf_judge_end_to_end(cli_files, capsys, tmp_path):

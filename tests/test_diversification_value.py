@@ -2,8 +2,8 @@
 :class:`Diversification` holding the :class:`Pipeline` itself (flags built from the method's registry entry and
 its stage's own keywords, the preset's saved pipeline, ``--pipeline`` parsed once) and the names of what its
 stages use; no dictionary of the old option names (``qe_source``, ``coverage_probs``, ...) on the way, no spec
-printed and parsed again, and no module but the deprecated keyword spelling of ``diversify()`` converting old
-option names."""
+printed and parsed again, and no module converting old option names (the deprecated keyword spelling of
+``diversify()`` and its converter are gone)."""
 from __future__ import annotations
 
 import ast
@@ -115,9 +115,10 @@ def test_a_spec_is_parsed_once_per_run(tmp_path, capsys, monkeypatch, argv, pars
 
 
 def test_no_module_converts_old_option_names():
-    """The old option vocabulary's converters are gone from the engine's public surface; only the deprecated
-    keyword spelling of ``diversify()`` keeps a private one (``diversify/__init__.py``)."""
-    gone = {"method_pipeline", "method_options", "OPTION_KEYS", "pipeline_of"}
+    """The old option vocabulary's converters are gone, the deprecated keyword spelling of ``diversify()``'s
+    included (``_old_call``, ``_old_pipeline``, ``_OLD_KEYS``)."""
+    gone = {"method_pipeline", "method_options", "OPTION_KEYS", "pipeline_of", "_old_call", "_old_pipeline",
+            "_OLD_KEYS"}
     assert not gone & set(vars(methods))
     found = []
     for path in [*(ROOT / "berds_core").rglob("*.py"), *(ROOT / "studio_ui").rglob("*.py"),

@@ -66,7 +66,7 @@ def test_text_encoder_memory_then_store_then_model(cache, count):
 def test_one_encoding_for_dense_mmr_coverage_and_judge(cache, count):
     """The dense index encodes the corpus once; MMR, the coverage re-ranker (stance and similarity modes) and
     the embedded judge then encode nothing but short texts (sides, perspectives) they had not seen."""
-    from berds_core.diversify import diversify
+    from berds_core.diversify import Using, diversify
     from berds_core.judges import get_judge
     from berds_core.retrieval import get_retriever
 
@@ -78,10 +78,10 @@ def test_one_encoding_for_dense_mmr_coverage_and_judge(cache, count):
     assert encoded == set(TEXTS)  # the passage text, no title (embed_text)
     q = Question("q", "Should we build nuclear power plants?", ["We should build them", "We should not"])
     count.clear()
-    diversify(q, corpus, dense, "mmr", 3, lam=0.5)
-    diversify(q, corpus, dense, "coverage", 3, qe_source="offline", coverage_probs="stance")
-    diversify(q, corpus, dense, "coverage", 3, perspectives=q.perspectives, coverage_probs="similarity")
-    diversify(q, corpus, dense, "coverage", 3, perspectives=q.perspectives, judge=judge)
+    diversify(q, corpus, dense, "mmr(lam=0.5)", 3)
+    diversify(q, corpus, dense, "coverage(probs=stance,source=offline)", 3)
+    diversify(q, corpus, dense, "coverage(probs=similarity)", 3, using=Using(perspectives=q.perspectives))
+    diversify(q, corpus, dense, "coverage", 3, judge=judge, using=Using(perspectives=q.perspectives))
     seen = [t for c in count for t in c]
     assert not set(seen) & set(TEXTS)  # no passage encoded again
     assert set(seen) <= {q.question, *q.perspectives, "We should build nuclear power plants",
@@ -90,7 +90,7 @@ def test_one_encoding_for_dense_mmr_coverage_and_judge(cache, count):
     count.clear()
     bm25 = get_retriever("bm25", corpus, progress=False)
     embed_store._shared.cache_clear()
-    diversify(q, corpus, bm25, "mmr", 3, lam=0.5)
+    diversify(q, corpus, bm25, "mmr(lam=0.5)", 3)
     assert not {t for c in count for t in c} & set(TEXTS)
 
 

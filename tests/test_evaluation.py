@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from berds_core.eval import evaluation as ev
+from berds_core.eval.report import summarize
 from berds_core.cli import main
 from berds_core.eval.measures import mrecall_at_k, precision_at_k
 
@@ -45,7 +46,7 @@ def test_summarize_subsets_and_macro():
     good = M([[1, 0], [0, 1]] + [[0, 0]] * 8)
     bad = M([[0, 0]] * 10)
     mats = [good, good, good, bad]  # subset a: 3 good; subset b: 1 bad
-    out = ev.summarize(mats, ["a", "a", "a", "b"], ks=(5, 10), n_boot=200, seed=1)
+    out = summarize(ev.scores(mats, (5, 10)), ["a", "a", "a", "b"], (5, 10), n_boot=200, seed=1)
     assert out["n"] == 4
     assert out["at"]["5"]["mrecall"] == pytest.approx(0.75)
     assert out["subsets"]["a"]["at"]["5"]["mrecall"] == 1.0

@@ -105,7 +105,7 @@ def _db(tmp_path) -> Path:
     db = tmp_path / "lab.db"
     with Store(db) as s:
         s.add_pairs([Pair("p1", "Q?", "A passage\r=1+1", "A view.\n@SUM(1)"), Pair("p2", "Q2?", "B.", "V.")])
-        s.create_task_set("t", {"ann": ["p1", "p2"]})
+        s.tasks.create("t", {"ann": ["p1", "p2"]})
     return db
 
 

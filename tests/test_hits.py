@@ -18,7 +18,8 @@ from berds_core.retrieval.faiss_build import build_folder
 from berds_core.retrieval.index_dir import DenseIndex
 from berds_core.retrieval.index_plan import plan_index
 from berds_core.retrieval.vector_shards import VectorShards
-from berds_core.runs import ctxs_for, question_entry, retrieve_run
+from berds_core.experiment import Searched, run
+from berds_core.runs import ctxs_for, question_entry
 
 TEXTS = ["Nuclear power plants make electricity from uranium without carbon emissions.",
          "Nuclear waste stays dangerous for thousands of years and nobody wants it stored nearby.",
@@ -172,8 +173,8 @@ def test_candidates_and_fill_take_and_give_hits(corpus, dense, no_pairs):
     assert searched.rows.tolist() == [pool.rows[2]] + [r for r in pool.rows.tolist() if r != pool.rows[2]][:2]
 
 
-def test_retrieve_run_writes_the_retrievers_hits(corpus, dense, no_pairs):
-    entries = retrieve_run([QUESTION], corpus, dense, 3)
+def test_the_none_pipeline_writes_the_retrievers_hits(corpus, dense, no_pairs):
+    entries = run([QUESTION], "none", 3, Searched(corpus, dense))
     want = dense.search([QUESTION.question], 3)[0]
     assert [c["id"] for c in entries[0]["ctxs"]] == [corpus.ids[r] for r in want.rows.tolist()]
     assert [c["score"] for c in entries[0]["ctxs"]] == want.scores.tolist()

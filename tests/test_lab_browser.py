@@ -38,7 +38,7 @@ def _make_lab(db):
             acc.add(name, "annotator", PASSWORD)
         acc.add("rev", "reviewer", PASSWORD)
         Lab(s, Actor("boss", "admin")).set_guidelines("Read it all. <script>window.__pwned=1</script>")
-        return {a: s.queue(a) for a in ANNOTATORS}, {p.pair_id: p.question for p in s.pairs()}
+        return {a: s.tasks.queue(a) for a in ANNOTATORS}, {p.pair_id: p.question for p in s.pairs()}
 
 
 def _login(page, url, path, name):
@@ -135,7 +135,7 @@ def test_lab_round_three_annotators_and_a_reviewer(tmp_path):
         wait_for_app(page)
         page.get_by_text("Refused").wait_for(timeout=60_000)
         with Store(db) as s:
-            refused = [(r["actor"], r["action"], r["target"]) for r in s.audit_log(refused_only=True)]
+            refused = [(r["actor"], r["action"], r["target"]) for r in s.audit.rows(refused_only=True)]
         assert ("ann1", "agreement", "agreement page") in refused and ("ann1", "labels.other", "ann2") in refused
 
         # the reviewer adjudicates a disagreement

@@ -49,10 +49,10 @@ def test_a_check_takes_the_place_of_a_task_of_its_stratum_in_every_queue_shape(t
     names, overlap = SHAPES[shape]
     s = Store(tmp_path / "lab.db")
     build_demo_task_set(s, names, n=120, seed=3, controls=RoundControls(check_rate=0.15, seed=3), **overlap)
-    planned = {n: s.queue(n, "demo") for n in names}  # each queue as built, before any check
+    planned = {n: s.tasks.queue(n, "demo") for n in names}  # each queue as built, before any check
     served = _label_round(s, names, lambda name, pid: 1)
     for n in names:
-        checks = [a["pair_id"] for a in s.assignments("demo") if a["annotator"] == n and a["kind"] == "check"]
+        checks = [a["pair_id"] for a in s.tasks.assignments("demo") if a["annotator"] == n and a["kind"] == "check"]
         assert len(checks) >= 3 and set(checks) <= set(served[n])
         assert not set(checks) & set(planned[n])  # never one of their own tasks
         # the strata they met, in order, are those of their queue without checks: nothing to explain away
@@ -80,12 +80,12 @@ def test_a_decision_that_places_a_check_reads_what_any_decision_reads(tmp_path):
         nxt = Lab(s, Actor("ann", "annotator"), per_request=True).next_pairs(6)
         if not nxt:
             break
-        placed = len(s.slots_done("demo", "ann"))
+        placed = len(s.checks.slots_done("demo", "ann"))
         statements: list[str] = []
         s.set_trace(statements.append)
         Lab(s, Actor("ann", "annotator"), per_request=True).label(nxt[0], 1)
         s.set_trace(None)
-        runs.append((len(s.slots_done("demo", "ann")) > placed, [_normalised(x) for x in statements]))
+        runs.append((len(s.checks.slots_done("demo", "ann")) > placed, [_normalised(x) for x in statements]))
     placing = [st for p, st in runs if p]
     assert len(placing) >= 3
     head = {"INSERT", "UPDATE", "DELETE", "BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"}
@@ -127,7 +127,7 @@ def test_a_skipped_check_counts_against_the_floor_and_is_reported(tmp_path, caps
                             controls=RoundControls(check_rate=0.2, check_floor=0.7, check_min=4, seed=2))
         truth = s.reference_labels()
         _label_round(s, ["skip", "good"],
-                     lambda name, pid: SKIP if name == "skip" and s.is_check_for(name, pid) else truth[pid])
+                     lambda name, pid: SKIP if name == "skip" and s.reports.is_check_for(name, pid) else truth[pid])
         sc = check_scores(s)
         assert sc["skip"]["skipped"] == sc["skip"]["n"] >= 4 and sc["skip"]["correct"] == 0
         assert sc["good"]["skipped"] == 0 and sc["good"]["accuracy"] == 1.0
@@ -170,7 +170,7 @@ def test_checks_come_from_the_runs_own_candidates_or_the_build_is_refused(tmp_pa
                  "--check-rate", "0.25", "--k", "4")
     assert "no gold checks can be drawn" in line and "known answer" in line
     with Store(db) as s:
-        assert s.task_sets() == []  # nothing was built
+        assert s.tasks.names() == []  # nothing was built
     # the same run's pairs labelled elsewhere (other ids, the same question, passage and perspective): they are
     # the pool, from the run's own candidates, with the run's judge answers
     same = tmp_path / "same.tsv"
@@ -187,7 +187,7 @@ def test_checks_come_from_the_runs_own_candidates_or_the_build_is_refused(tmp_pa
     assert res["check_pool"] >= 4
     with Store(db) as s:
         served = _label_round(s, ["a"], lambda name, pid: 0)["a"]
-        checks = [a["pair_id"] for a in s.assignments("r") if a["kind"] == "check"]
+        checks = [a["pair_id"] for a in s.tasks.assignments("r") if a["kind"] == "check"]
         assert checks and all(p.startswith("bm25:") for p in checks)  # the run's own pairs
         lab = Lab(s, Actor("a", "annotator"))
         assert all(lab.judge_answers(p) for p in served)  # every pair shows a judge answer after deciding, checks too
@@ -205,7 +205,7 @@ def test_an_upgraded_round_keeps_drawing_its_checks(tmp_path):
     path = tmp_path / "v5.db"
     with Store(path) as s:
         build_demo_task_set(s, ["ann"], n=30, seed=0, controls=RoundControls(check_rate=0.2, seed=0))
-        pool = s.check_pool_counts()["demo"]
+        pool = s.checks.pool_counts()["demo"]
     con = sqlite3.connect(path)
     con.execute("DROP TABLE check_pool")
     con.execute("DELETE FROM schema_version WHERE version = 6")
@@ -214,11 +214,11 @@ def test_an_upgraded_round_keeps_drawing_its_checks(tmp_path):
     with Store(path) as s:
         assert s.schema_version == 6
         known = len(set(s.reference_labels()) | set(s.gold()))
-        assert s.check_pool_counts()["demo"] == known - 30 >= pool  # every known answer outside its tasks
+        assert s.checks.pool_counts()["demo"] == known - 30 >= pool  # every known answer outside its tasks
         lab = Lab(s, Actor("ann", "annotator"))
         for _ in range(12):
             lab.label(lab.next_pairs(6)[0], 1)
-        assert any(a["kind"] == "check" for a in s.assignments("demo"))
+        assert any(a["kind"] == "check" for a in s.tasks.assignments("demo"))
 
 
 def test_a_lower_check_rate_mid_round_places_nothing_twice_and_logs_nothing(tmp_path, caplog):
@@ -234,6 +234,6 @@ def test_a_lower_check_rate_mid_round_places_nothing_twice_and_logs_nothing(tmp_
     with caplog.at_level("ERROR", logger="berds.lab.checks"):
         _label_round(s, ["ann"], lambda name, pid: 1)
     assert not caplog.records
-    slots = [a for a in s.assignments("demo") if a["kind"] == "check"]
-    assert len(slots) == len(s.slots_done("demo", "ann")) - sum(
-        n for a, state, n in s.slot_state_counts("demo") if state != "placed") >= 3
+    slots = [a for a in s.tasks.assignments("demo") if a["kind"] == "check"]
+    assert len(slots) == len(s.checks.slots_done("demo", "ann")) - sum(
+        n for a, state, n in s.checks.slot_state_counts("demo") if state != "placed") >= 3

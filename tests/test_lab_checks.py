@@ -62,10 +62,10 @@ def test_checks_placed_at_the_rate_never_twice_balanced_and_the_total_never_move
     s, res, ref = _round(tmp_path)
     for name in ("ann", "bob"):
         lab = Lab(s, Actor(name, "annotator"))
-        tasks = set(s.queue(name))
+        tasks = set(s.tasks.queue(name))
         totals = _label_all(lab, lambda pid: 1)
         assert len(set(totals)) == 1, "the total an annotator sees never grows when a check arrives"
-        got = [a for a in s.assignments("r1") if a["annotator"] == name and a["kind"] == "check"]
+        got = [a for a in s.tasks.assignments("r1") if a["annotator"] == name and a["kind"] == "check"]
         expected = len(slot_points(get_controls(s, "r1"), "r1", name, len(tasks)))
         assert len(got) == expected >= 2
         ids = [a["pair_id"] for a in got]
@@ -89,14 +89,14 @@ def test_floor_pauses_the_queue_with_messages_and_the_lead_resumes(tmp_path):
     assert "check" not in st["r1"]["message"].lower()  # the annotator is never told which pairs were checks
     assert lab.next_pairs(5) == []
     before = {(l.pair_id, l.value) for l in s.labels("ann")}
-    left = [p for p in s.queue("ann", "r1") if p not in {x for x, _ in before}]
+    left = [p for p in s.tasks.queue("ann", "r1") if p not in {x for x, _ in before}]
     with pytest.raises(StoreError, match="paused"):
         lab.label(left[0], 1)
     assert {(l.pair_id, l.value) for l in s.labels("ann")} == before  # nothing deleted
     (p,) = pauses(s, open_only=True)
     assert p["annotator"] == "ann" and p["reason"] == "checks" and p["checks"] == 3
     assert "below the floor of 70%" in p["lead_message"] and "0 of 3" in p["lead_message"]
-    assert any(r["action"] == "pause" for r in s.audit_log())
+    assert any(r["action"] == "pause" for r in s.audit.rows())
     # an annotator cannot resume themselves; the reviewer (lead) can
     with pytest.raises(AccessDenied):
         lab.resume("r1", "ann")
@@ -106,7 +106,7 @@ def test_floor_pauses_the_queue_with_messages_and_the_lead_resumes(tmp_path):
     # after the resume the floor counts only new checks: two more wrong ones are not enough to pause again
     for _ in range(200):
         nxt = lab.next_pairs(6)
-        if not nxt or len([a for a in s.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"
+        if not nxt or len([a for a in s.tasks.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"
                            and s.get_label("ann", a["pair_id"]) is not None]) >= 5:
             break
         lab.label(nxt[0], wrong(nxt[0]))
@@ -118,7 +118,7 @@ def test_floor_pauses_the_queue_with_messages_and_the_lead_resumes(tmp_path):
 def test_adjudicated_and_typed_answers_join_the_pool(tmp_path):
     s = Store(tmp_path / "lab.db")
     s.add_pairs(_pairs(80))
-    s.create_task_set("r1", {"ann": [f"p{i}" for i in range(40)], "bob": [f"p{i}" for i in range(40, 80)]})
+    s.tasks.create("r1", {"ann": [f"p{i}" for i in range(40)], "bob": [f"p{i}" for i in range(40, 80)]})
     set_controls(s, "r1", check_rate=0.1)
     # no known answer anywhere: slots run dry, the queue goes on
     lab = Lab(s, Actor("ann", "annotator"))
@@ -129,13 +129,13 @@ def test_adjudicated_and_typed_answers_join_the_pool(tmp_path):
     got = Lab(s, Actor("rita", "reviewer")).add_check_answers({"p50": 0})
     assert got == {"stored": 1, "pools": ["r1"]}
     assert known_answers(s)["p45"] == (1, "adjudicated") and known_answers(s)["p50"][1] == "typed by rita"
-    assert s.check_pool_counts() == {"r1": 2}
+    assert s.checks.pool_counts() == {"r1": 2}
     with pytest.raises(AccessDenied):
         lab.add_check_answers({"p51": 1})
     _label_all(lab, lambda pid: 1)
-    checks = {a["pair_id"] for a in s.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"}
+    checks = {a["pair_id"] for a in s.tasks.assignments("r1") if a["annotator"] == "ann" and a["kind"] == "check"}
     assert checks == {"p45", "p50"}
-    assert not {a["pair_id"] for a in s.assignments("r1") if a["annotator"] == "bob" and a["kind"] == "check"}
+    assert not {a["pair_id"] for a in s.tasks.assignments("r1") if a["annotator"] == "bob" and a["kind"] == "check"}
 
 
 def test_reviewer_figures_are_refused_to_annotators(tmp_path):
@@ -156,7 +156,7 @@ def test_qualification_gates_the_queue_and_shows_the_answer_only_after(tmp_path)
     ann = Lab(s, Actor("ann", "annotator"))
     assert ann.round_states()[0]["state"] == "qualify" and ann.next_pairs(3) == []
     with pytest.raises(StoreError, match="qualification"):
-        ann.label(s.queue("ann")[0], 1)
+        ann.label(s.tasks.queue("ann")[0], 1)
     item = ann.qualification_next("r1")
     assert {"question", "document", "perspective", "attempt", "position"} <= set(item)
     assert "expected" not in item  # the answer comes back only with the annotator's own answer
@@ -171,7 +171,7 @@ def test_qualification_gates_the_queue_and_shows_the_answer_only_after(tmp_path)
     assert res["done"] and res["passed"] and ann.round_states()[0]["state"] == "open" and ann.next_pairs(1)
     assert [i["correct"] for i in res["items"]] == [True] * 4 and "pair_id" not in res["items"][0]
     assert sorted(answers[p][0] for p in seen) == [0, 0, 1, 1]  # balanced classes
-    assert not set(seen) & set(s.queue("ann"))  # qualification pairs are never the annotator's tasks
+    assert not set(seen) & set(s.tasks.queue("ann"))  # qualification pairs are never the annotator's tasks
     # bob fails, waits for the lead, gets fresh pairs on retry
     bob = Lab(s, Actor("bob", "annotator"))
     first = []
@@ -379,11 +379,13 @@ def test_the_cli_progress_and_the_annotators_page_agree_with_checks_and_a_pause(
     page = lab.progress()
     got = cli()
     assert {k: got[k] for k in page} == page
-    assert got["total"] > len(s.queue("ann"))  # the check slots still to come are counted, as the page counts them
+    assert got["total"] > len(s.tasks.queue("ann"))  # the check slots still to come counted, as the page counts them
     assert got["states"] == {"r1": "open"} and got["next"] == page_next
+    assert got["states"] == {x["task_set"]: x["state"] for x in lab.round_states()}  # the page's gate, the same
     Lab(s, Actor("lead", "admin")).pause("r1", "ann")
     got = cli()
     assert got["states"] == {"r1": "paused"} and got["next"] is None and lab.next_pairs(1) == []
+    assert got["states"] == {x["task_set"]: x["state"] for x in lab.round_states()}
     assert {k: got[k] for k in page} == Lab(s, Actor("ann", "annotator")).progress()
     assert main(["annotations", "progress", "--db", str(s.path), "--annotator", "ann", "--task-set", "nope"]) == 2
     assert "no task set named 'nope'" in capsys.readouterr().err

@@ -104,7 +104,7 @@ def test_a_password_typed_as_the_name_is_stored_nowhere(tmp_path):
     raw = (tmp_path / "lab.db").read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("lab.db-*"))
     assert typed.encode() not in raw
     with Store(tmp_path / "lab.db") as s:
-        actors = {a["actor"] for a in s.audit_log() if a["action"] == "login"}
+        actors = {a["actor"] for a in s.audit.rows() if a["action"] == "login"}
         keys = {r[0] for r in s.query("SELECT user FROM login_attempts")}
     assert len(actors) == 1 and next(iter(actors)).startswith("unknown-name:")  # grouped, not readable
     assert keys == actors

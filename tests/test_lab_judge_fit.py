@@ -333,7 +333,7 @@ def test_an_active_task_set_records_its_weights_and_the_agreement_counts_them(tm
     with Store(db) as s:
         w = sample_weights(s, "act")
         assert len(w) == 30 and np.mean(list(w.values())) == pytest.approx(1.0)
-        queue = s.task_pairs("act", "ann")
+        queue = s.checks.task_pairs("act", "ann")
         for pid in queue:
             s.label("ann", pid, ref[pid])
         rep = agreement_report(s, out["judge"], n_boot=100)

@@ -67,10 +67,10 @@ def lab_round(annotation_db_path, monkeypatch):
     with Store(path) as s:
         s.add_pairs([Pair(f"p{i}", f"Question {i}?", f"document {i}", f"perspective {i}", question_id=f"q{i}",
                           title=f"Title {i}") for i in range(40)])
-        s.create_task_set("round", {"alice": [f"p{i}" for i in range(20)], "bob": [f"p{i}" for i in range(10, 28)]})
+        s.tasks.create("round", {"alice": [f"p{i}" for i in range(20)], "bob": [f"p{i}" for i in range(10, 28)]})
         s.set_judge_preds("judgeX", {f"p{i}": (0.025 * i, int(i >= 20)) for i in range(40)})
         s.set_reference_labels({f"p{i}": i % 2 for i in range(28, 40)})
-        s.add_to_check_pool("round", [f"p{i}" for i in range(28, 40)], "test")
+        s.checks.add_to_pool("round", [f"p{i}" for i in range(28, 40)], "test")
         set_controls(s, "round", check_rate=0.25, check_floor=0.6, check_min=3)
         Accounts(s).add("alice", "annotator", PASSWORD)
     return path
@@ -135,7 +135,7 @@ def test_a_keypress_costs_at_most_8_queries(lab_round):
     with Store(lab_round) as s:
         decided = {l.pair_id for l in s.labels("alice")}
         assert len(decided) >= 5
-        assert any(a["kind"] == "check" for a in s.assignments("round") if a["annotator"] == "alice")
+        assert any(a["kind"] == "check" for a in s.tasks.assignments("round") if a["annotator"] == "alice")
         assert [p["annotator"] for p in s.query("SELECT annotator FROM pauses WHERE resumed_at IS NULL")] == ["alice"]
     assert "paused" in " ".join(str(w.value) for w in at.warning)
     assert max(costs) <= MAX_QUERIES

@@ -95,8 +95,8 @@ def test_annotators_and_judge_failures_tabs(round_db):
 def test_qualification_screen_guidelines_beside_and_answers_at_the_end(round_db, monkeypatch):
     path, _ = round_db
     with Store(path) as s:
-        s.set_setting("round:r", {**RoundControls(qualification_n=2, qualification_pass=1.0).to_json()})
-        s.set_setting("guidelines", "Read the *whole* passage.")
+        s.settings.set("round:r", {**RoundControls(qualification_n=2, qualification_pass=1.0).to_json()})
+        s.settings.set("guidelines", "Read the *whole* passage.")
         answers = known_answers(s)
     at = AppTest.from_file(str(ROOT / "pages" / "annotate.py"), default_timeout=60)
     at.query_params["annotator"] = "quiz"
@@ -134,7 +134,7 @@ def test_lab_mode_annotators_never_see_the_round_figures(round_db, monkeypatch):
     at.button[0].click().run()
     assert "Refused" in " ".join(e.value for e in at.error) and not at.dataframe
     with Store(path) as s:
-        assert s.audit_log(refused_only=True)[-1]["actor"] == "spam"
+        assert s.audit.rows(refused_only=True)[-1]["actor"] == "spam"
 
 
 def test_the_disagreements_table_has_one_type_per_column(round_db, caplog):

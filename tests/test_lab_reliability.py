@@ -129,7 +129,7 @@ def test_reliability_singles_out_the_spammer_and_the_gamer_that_checks_alone_mis
 
 def test_model_labels_leave_out_each_annotators_own_checks(tmp_path):
     s, _, _, _ = _round_with(tmp_path, "a=0.9,b=0.9,c=gamer", n=60)
-    checks = {(x["pair_id"], x["annotator"]) for x in s.assignments("sim") if x["kind"] == "check"}
+    checks = {(x["pair_id"], x["annotator"]) for x in s.tasks.assignments("sim") if x["kind"] == "check"}
     assert checks
     got = {(p, a) for p, a, _ in model_labels(s)}
     assert not got & checks and len(got) == len(s.labels(include_skips=False)) - len(checks)

@@ -10,7 +10,7 @@ from berds_core.lab.store import Pair, Store
 def lab(tmp_path):
     s = Store(tmp_path / "e.db")
     s.add_pairs([Pair(f"p{i}", "q?", f"d{i}", "persp") for i in range(5)])
-    s.create_task_set("t", {"ann": ["p0", "p1", "p2"], "other": ["p3", "p4"]})
+    s.tasks.create("t", {"ann": ["p0", "p1", "p2"], "other": ["p3", "p4"]})
     yield Lab(s, Actor("ann", "annotator"))
     s.close()
 
@@ -53,7 +53,7 @@ def test_bad_or_forbidden_events_are_rejected_alone(lab):
     lab7 = lab.store.get_label("ann", "p1")
     assert lab7.time_ms is None and len(lab7.note) == 1000
     assert lab.store.get_label("other", "p3") is None and lab.store.get_label("ann", "p3") is None
-    assert lab.store.audit_log(refused_only=True)[-1]["target"] == "p3"
+    assert lab.store.audit.rows(refused_only=True)[-1]["target"] == "p3"
     assert apply_events(lab, {"not": "a list"}, REFS.get).acked == []
 
 

@@ -11,7 +11,8 @@ import pytest
 from berds_core.cli import main
 from berds_core.errors import InputError
 from berds_core.eval.diversity import measures as ndeval_by_key
-from berds_core.eval.evaluation import scores, summarize
+from berds_core.eval.evaluation import scores
+from berds_core.eval.report import summarize
 from berds_core.eval.measures import Measure, label_measures, ndeval_measures, parse_measures
 
 from test_evaluate_cli import files  # noqa: F401  (the fixture)
@@ -95,7 +96,7 @@ def test_scores_from_measures_match_the_kernels():
     got = scores(mats, (3,), measures=parse_measures("MRecall@3 P@2"))
     assert list(got) == ["mrecall@3", "precision@2"]
     assert got["precision@2"].tolist() == [float(L[:2].any(axis=1).sum()) / 2 for L in mats]
-    summ = summarize(mats, ks=(3,), n_boot=10, extra={"alpha_ndcg@3": np.linspace(0, 1, 6)})
+    summ = summarize({**scores(mats, (3,)), "alpha_ndcg@3": np.linspace(0, 1, 6)}, ["all"] * 6, (3,), n_boot=10)
     assert set(summ["at"]["3"]) == {"mrecall", "precision", "precision_at_1", "alpha_ndcg"}
 
 

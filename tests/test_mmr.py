@@ -120,12 +120,12 @@ def test_diversify_mmr_uses_embedder_and_candidates():
     q = Question("q1", "are cats great pets?", ["yes", "no"])
     plain = diversify(q, corpus, ret, "none", 2)
     assert [r for r, _ in plain] == [0, 1]
-    got = diversify(q, corpus, ret, "mmr", 2, lam=0.3, embedder=emb, candidates=3)
+    got = diversify(q, corpus, ret, "%3>>mmr(lam=0.3)", 2, embedder=emb)
     assert [r for r, _ in got] == [0, 2]  # the near-duplicate c1 gives way to the allergy passage
     # from the whole corpus, the unrelated (score 0) but novel passages win at this lambda
-    assert [r for r, _ in diversify(q, corpus, ret, "mmr", 2, lam=0.3, embedder=emb)] == [0, 3]
+    assert [r for r, _ in diversify(q, corpus, ret, "mmr(lam=0.3)", 2, embedder=emb)] == [0, 3]
     assert got[0][1] == plain[0][1]  # scores are the retriever's
-    assert [r for r, _ in diversify(q, corpus, ret, "mmr", 2, lam=1.0, embedder=emb)] == [0, 1]
+    assert [r for r, _ in diversify(q, corpus, ret, "mmr(lam=1.0)", 2, embedder=emb)] == [0, 1]
     with pytest.raises(ValueError):
         diversify(q, corpus, ret, "bogus", 2)
     assert set(METHODS) >= {"none", "mmr", "qe", "coverage", "preset"}

@@ -74,7 +74,7 @@ def test_the_evaluate_page_and_berds_evaluate_give_one_report(_app, demo):
         assert [q["id"] for q in cli["per_question"]] == shown["ids"]
         for m in MEASURES:
             assert shown["per_q"][m] == pytest.approx([q[m] for q in cli["per_question"]], abs=1e-9), (policy, m)
-        head = shown["summary"]["all questions"]
+        head = next(row for row in shown["summary"] if row["subset"] == "all questions")  # Report.to_table
         assert head["mrecall@5"]["mean"] == pytest.approx(cli["mrecall"], abs=1e-9)
         assert head["precision@5"]["mean"] == pytest.approx(cli["precision"], abs=1e-9)
     assert any("policy confident" in c.value for c in at.caption)
@@ -127,9 +127,9 @@ def test_the_evaluate_page_runs_rvr_as_berds_retrieve_does(_app, demo, monkeypat
     from berds_core.retrieval.caching import DEFAULT_DEPTH
 
     applied = []  # the stage runs on the page (on the demo it reorders nothing: both sides are in every top 5)
-    real_apply = RetrieveVerifyRetrieve.apply
-    monkeypatch.setattr(RetrieveVerifyRetrieve, "apply",
-                        lambda self, q, c: applied.append(q.text) or real_apply(self, q, c))
+    real_rerank = RetrieveVerifyRetrieve.rerank
+    monkeypatch.setattr(RetrieveVerifyRetrieve, "rerank",
+                        lambda self, q, c: applied.append(q.text) or real_rerank(self, q, c))
     at = _open(_app(), "pages/evaluate.py")
     assert "rvr" in at.selectbox(key="ev_method").options or LABELS["rvr"] in at.selectbox(key="ev_method").options
     at.multiselect(key="ev_subsets").set_value(["technology"]).run()

@@ -1,11 +1,11 @@
 """Diversification as composable stages: the spec language (round trip, one-line errors with the position),
 the stages against the old ``diversify()`` code path's rankings on the demo bundle (recorded from the code
-before the change: ``tests/fixtures/stages_demo_old.json``), the presets, and the deprecated spellings."""
+before the change: ``tests/fixtures/stages_demo_old.json``, each case with the old call it was recorded from) and
+the presets."""
 from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
 
 import pytest
@@ -120,26 +120,6 @@ def test_passthrough_and_k():
         diversify(q, None, ret, "none", 0)
 
 
-def test_old_keyword_spelling_warns_and_gives_the_same_pipeline():
-    from berds_core.diversify import _old_pipeline  # the deprecated spelling's own converter (goes with it)
-
-    assert str(_old_pipeline("mmr", {"lam": 0.5, "candidates": 30})) == "%30>>mmr(lam=0.5)"
-    assert str(_old_pipeline("rerank", {"qe_source": "offline", "coverage_probs": "model", "mix": 0.5,
-                                        "candidates_from": "union", "candidates": 10})) == \
-        "%10>>union>>coverage(probs=model,source=offline,mix=0.5)"
-    assert str(_old_pipeline("xquad", {"aspect_probs": "judge", "lam": 0.8})) == "xquad(probs=judge)"
-    assert str(_old_pipeline("qe", {"candidates_from": "union", "qe_source": "oracle"})) == "qe(source=oracle)"
-    assert _old_pipeline("preset", {}) == get_preset("diverse")
-    q = Question("q", "a question?", [])
-    with pytest.warns(DeprecationWarning, match=r"deprecated since berds-studio 0\.1\.0 \(2026-11-26\) and goes in "
-                                                 r"berds-studio 0\.2\.0: pass a pipeline \(e\.g\. '%50>>none'\)"):
-        got = diversify(q, None, _Retriever(5), "none", 2, candidates=50)
-    assert got == [(0, 5.0), (1, 4.0)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new spelling warns about nothing
-        diversify(q, None, _Retriever(5), "%50>>none", 2)
-
-
 @pytest.fixture(scope="module")
 def demo():
     old = os.environ.get("BERDS_ENCODING")
@@ -188,14 +168,6 @@ def test_stage_matches_the_old_code_path_on_the_demo(demo, case, tmp_path, monke
         want = case["rankings"][q.id]
         assert [r for r, _ in got] == [r for r, _ in want], (case["name"], q.id)
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6, abs=1e-6)
-    # the old spelling still gives the same rankings (with a DeprecationWarning)
-    old = dict(case["old"])
-    method = old.pop("method")
-    q = bundle.questions[0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        got = diversify(q, corpus, rets[case["retriever"]], method, case["k"], judge=judge, using=using, **old)
-    assert [r for r, _ in got] == [r for r, _ in case["rankings"][q.id]]
 
 
 # --- berds retrieve --pipeline --------------------------------------------------------------------------

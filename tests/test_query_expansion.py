@@ -5,7 +5,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from berds_core.diversify import QE_SOURCES, diversify, expansion_queries, perspectives_for, round_robin_merge
+from berds_core.diversify import QE_SOURCES, Using, diversify, expansion_queries, perspectives_for, round_robin_merge
 from berds_core.datasets.sides import yes_no_sides
 from berds_core.diversify.facets import feedback_facets, offline_perspectives
 from berds_core.diversify.llm_perspectives import build_prompt, generate_perspectives, parse_perspectives
@@ -67,15 +67,15 @@ def test_perspective_sources():
 def test_diversify_qe_round_robin_through_retriever():
     corpus = FakeCorpus(TEXTS)
     ret = FakeRetriever(corpus)
-    got = [r for r, _ in diversify(QUESTION, corpus, ret, "qe", 3, qe_source="dataset")]
+    got = [r for r, _ in diversify(QUESTION, corpus, ret, "qe(source=dataset)", 3)]
     # list 1 (+ "friends loyal"): 1 (6 words), 0 (5); list 2 (+ "allergies ..."): 2 (5), 0 (4), 5 (4)
     assert got == [1, 2, 0]
     # the 4th: list 2's top unseen is 5 (0 is a duplicate across the expanded queries)
-    assert [r for r, _ in diversify(QUESTION, corpus, ret, "qe", 4, qe_source="dataset")] == [1, 2, 0, 5]
+    assert [r for r, _ in diversify(QUESTION, corpus, ret, "qe(source=dataset)", 4)] == [1, 2, 0, 5]
     # explicit perspectives override the source; none at all -> plain retrieval
-    assert [r for r, _ in diversify(QUESTION, corpus, ret, "qe", 2, perspectives=[])] == [0, 1]
+    assert [r for r, _ in diversify(QUESTION, corpus, ret, "qe", 2, using=Using(perspectives=[]))] == [0, 1]
     no_gen = Question("q2", QUESTION.question, QUESTION.perspectives)
-    assert [r for r, _ in diversify(no_gen, corpus, ret, "qe", 2, qe_source="dataset")] == [0, 1]
+    assert [r for r, _ in diversify(no_gen, corpus, ret, "qe(source=dataset)", 2)] == [0, 1]
 
 
 def test_yes_no_sides_rules():
@@ -109,7 +109,7 @@ def test_offline_perspectives_sides_then_facets():
     assert p[:2] == ["Cats are great pets", "Cats are not great pets"]
     assert 3 <= len(p) <= 4
     assert offline_perspectives(QUESTION.question) == p[:2]  # no corpus: sides only
-    got = diversify(QUESTION, corpus, ret, "qe", 4, qe_source="offline")
+    got = diversify(QUESTION, corpus, ret, "qe(source=offline)", 4)
     assert len({r for r, _ in got}) == 4
 
 
@@ -173,7 +173,7 @@ def test_openai_backend_and_cache(openai_server):
     assert generate_perspectives("Are cats good pets?", spec) == got
     assert len(_Handler.requests) == 1  # second call served from the cache
     corpus = FakeCorpus(TEXTS)
-    hits = diversify(QUESTION, corpus, FakeRetriever(corpus), "qe", 3, qe_source="llm", llm=spec)
+    hits = diversify(QUESTION, corpus, FakeRetriever(corpus), "qe(source=llm)", 3, using=Using(llm=spec))
     assert len(hits) == 3
 
 

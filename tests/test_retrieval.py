@@ -7,7 +7,7 @@ import pytest
 from berds_core.corpora.memory import Corpus
 from berds_core.records import Passage, Question
 from berds_core.retrieval import get_retriever
-from berds_core.runs import retrieve_run
+from berds_core.experiment import Searched, run
 from berds_core.retrieval import dense as dense_mod  # noqa: F401
 from berds_core.retrieval.dense import DenseRetriever
 from berds_core.retrieval import faiss_index
@@ -334,19 +334,19 @@ def test_dense_with_any_model_path_and_int8(corpus, fresh_cache, tmp_path):
 
 # ------------------------------------------------------------------ runs
 
-def test_retrieve_run_entries(corpus, fresh_cache):
+def test_plain_run_entries(corpus, fresh_cache):
     r = get_retriever("bm25", corpus, progress=False)
     qs = [Question("q1", QUERIES["gun"], ["Gun control saves lives", "Gun control does not"], subset="procon"),
-          Question("q2", "zoo question", ["a", "b"])]
-    entries = retrieve_run(qs, corpus, r, 3, query_fn=lambda q: QUERIES["zoo"] if q.id == "q2" else q.question)
+          Question("q2", QUERIES["zoo"], ["a", "b"])]
+    entries = run(qs, "none", 3, Searched(corpus, r))
     assert [e["id"] for e in entries] == ["q1", "q2"]
     e = entries[0]
     assert e["question"] == QUERIES["gun"] and e["perspectives"][0] == "Gun control saves lives"
     assert e["subset"] == "procon" and "subset" not in entries[1]
     assert len(e["ctxs"]) == 3 and e["ctxs"][0] == {"id": "gun", "title": "Guns", "text": PASSAGES[4][2],
                                                     "score": e["ctxs"][0]["score"]}
-    assert entries[1]["ctxs"][0]["id"] == "zoo"  # query_fn was used
-    assert retrieve_run([], corpus, r, 3) == []
+    assert entries[1]["ctxs"][0]["id"] == "zoo"
+    assert run([], "none", 3, Searched(corpus, r)) == []
 
 
 def test_small_batch_exact_path_equals_faiss_flat():

@@ -253,3 +253,34 @@ def test_source_dataset_searches_the_missing_sides_perspectives(corpus):
     assert rows(diversify(QUESTION, corpus, ret, "rvr(queries=dataset,keep=3,add=1)", 5,
                           using=Using(stance_model=stub))) == [0, 1, 2, 6, 3]
     assert "Cats should not be pets" in ret.queries  # no perspectives: the statement
+
+
+def test_rvr_is_a_plain_stage_and_reads_its_model_from_the_runs_using(corpus, monkeypatch):
+    """Issue 64, "stages are stages": rvr is registered as the other stages are and runs through the pipeline's
+    own step (its ``rerank``, a ``Hits`` that brings passages of its own); the stance model it reads comes from
+    the run's ``Using``: the pipeline loads the shipped one there, in one place, when none was given."""
+    import ast
+    from pathlib import Path
+
+    import berds_core.diversify.stages.context as context
+    from berds_core.diversify import STAGES
+    from berds_core.diversify.methods import find_method
+    from berds_core.diversify.stages import RetrieveVerifyRetrieve, Stage
+
+    assert STAGES.builds("rvr") is RetrieveVerifyRetrieve and find_method("rvr").stage == "rvr"
+    assert not {"apply", "run"} & {n for cls in (Stage, *map(STAGES.builds, STAGES.names())) for n in vars(cls)}
+    assert Pipeline.parse("coverage(probs=model)>>rvr(reader=index)").models() == {"stance_model", "side_reader"}
+    assert Pipeline.parse("mmr>>xquad").models() == frozenset()
+    given = Using(stance_model=StubStance())
+    assert given.with_models({"stance_model"}) is given  # a model given is the one read; nothing loaded
+    shipped = StubStance()
+    monkeypatch.setattr(context, "get_stance_model", lambda: shipped)
+    got = rows(diversify(QUESTION, corpus, SideRetriever(), "rvr(read=5,keep=3,add=1)", 5))
+    assert got == [0, 1, 2, 6, 3] and shipped.read  # the default model, loaded by the pipeline, read by the stage
+    # no stage module loads a model itself: the getters are called in stages/context.py alone
+    root = Path(context.__file__).resolve().parents[1]
+    callers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if {"get_stance_model", "get_side_reader"} & {n.attr if isinstance(n, ast.Attribute) else n.id
+                                                                  for n in ast.walk(ast.parse(p.read_text()))
+                                                                  if isinstance(n, (ast.Name, ast.Attribute))})
+    assert callers == ["stages/context.py"]

@@ -123,9 +123,9 @@ def test_coverage_probs_index_is_the_coverage_reranker_on_the_readers_probabilit
 
 
 def test_rvr_reader_index_runs_no_network(corpus, monkeypatch):
-    import berds_core.diversify.stages as stages
+    import berds_core.diversify.stages.context as context
 
-    monkeypatch.setattr(stages, "get_stance_model", lambda: (_ for _ in ()).throw(AssertionError("network")))
+    monkeypatch.setattr(context, "get_stance_model", lambda: (_ for _ in ()).throw(AssertionError("network")))
     r, emb = random_reader(4), CountingEmbedder()
     ret = Retriever(len(corpus))
     spec = "%10>>rvr(reader=index,read=5,depth=8,threshold=0.0,add=2)"
@@ -189,8 +189,8 @@ def test_corpora_opened_and_evicted_from_many_threads_at_once(monkeypatch):
             time.sleep(0.002)  # another thread runs between choosing the oldest key and removing it
             return super().pop(key, *default)
 
-    monkeypatch.setattr(index_sides, "_CACHE", SlowPop())
     r, emb = random_reader(), CountingEmbedder()
+    monkeypatch.setattr(r, "readings", SlowPop())
 
     class Corpus:
         def __init__(self, h):
@@ -213,7 +213,7 @@ def test_corpora_opened_and_evicted_from_many_threads_at_once(monkeypatch):
         th.join()
     assert errors == []
     assert all(got.values()) and len(got) == 72  # every thread got its corpus's cache
-    assert len(index_sides._CACHE) <= index_sides._MAX_CORPORA
+    assert len(r.readings) <= index_sides._MAX_CORPORA  # the readings are kept on the reader, a few corpora
 
 
 class _Stance:

@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 
 from berds_core.errors import InputError
+from berds_core.lab import rounds
 from berds_core.lab.store import SCHEMA_VERSION, Pair, Store, StoreError, default_db_path
 from berds_core.lab.tasks import assign_pairs, pairs_from_runs, read_pairs_tsv, sample_pairs
+
+
+def _next(store, annotator):
+    """The annotator's next pair: the round's one answer (the page's and ``berds annotations progress``'s)."""
+    return rounds.summary(store, annotator)["next"]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,13 +62,32 @@ def test_reopen_keeps_data_and_newer_schema_is_refused(store):
         Store(path)
 
 
+def test_the_tables_write_in_the_store_s_one_transaction(store):
+    """issue 64: the store holds its table groups as objects (``store.tasks``, ``store.settings``, ``store.audit``,
+    ``store.checks``, ...) over its one connection: a batch across them is all or nothing, and the clock is the
+    store's."""
+    with pytest.raises(StoreError):
+        with store.batch():
+            store.tasks.create("t", {"ann": ["p0", "p1"]})
+            store.settings.set("guidelines", "read me", by="lead")
+            store.audit.add("lead", "admin", "edit_guidelines", "guidelines", allowed=True)
+            store.label("ann", "nope", 1)  # no such pair: the whole batch goes
+    assert store.tasks.names() == [] and store.settings.get("guidelines", "none") == "none" and store.audit.rows() == []
+    store.tasks.create("t", {"ann": ["p0", "p1"]})
+    store.now = lambda: "2030-01-01T00:00:00.000+00:00"
+    assert store.checks.add_pause("t", "ann", reason="lead", message="m", lead_message="l", accuracy=None, checks=None)
+    assert store.checks.open_pause("t", "ann")["at"] == "2030-01-01T00:00:00.000+00:00"
+    assert store.tasks.queue("ann") == ["p0", "p1"] and store.tasks.info("t")["name"] == "t"
+    assert not hasattr(store, "create_task_set") and not hasattr(store, "setting") and not hasattr(store, "next_pair")
+
+
 def test_label_history_undo_and_skip(store):
-    store.create_task_set("t", {"ann": ["p0", "p1", "p2"]})
-    assert store.next_pair("ann") == "p0"
+    store.tasks.create("t", {"ann": ["p0", "p1", "p2"]})
+    assert _next(store, "ann") == "p0"
     store.label("ann", "p0", 1, note="clear")
     store.label("ann", "p1", "skip")
-    assert store.next_pair("ann") == "p2"
-    assert store.progress("ann") == {"total": 3, "done": 2, "labelled": 1, "skipped": 1, "remaining": 1}
+    assert _next(store, "ann") == "p2"
+    assert rounds.progress(store, "ann") == {"total": 3, "done": 2, "labelled": 1, "skipped": 1, "remaining": 1}
     store.label("ann", "p0", 0, unsure=True)  # relabel
     lab = store.get_label("ann", "p0")
     assert lab.label == 0 and lab.unsure and lab.note is None
@@ -71,7 +97,7 @@ def test_label_history_undo_and_skip(store):
     assert lab.label == 1 and lab.note == "clear" and not lab.unsure
     assert store.undo("ann") == "p1"
     assert store.get_label("ann", "p1") is None
-    assert store.next_pair("ann") == "p1"
+    assert _next(store, "ann") == "p1"
     assert store.undo("ann") == "p0"
     assert store.get_label("ann", "p0") is None
     assert store.undo("ann") is None
@@ -87,15 +113,15 @@ def test_label_history_undo_and_skip(store):
 
 
 def test_queue_is_stable_and_private(store):
-    store.create_task_set("first", {"a": ["p3", "p1"], "b": ["p1", "p2"]})
-    store.create_task_set("second", {"a": ["p5", "p1"]})
-    assert store.queue("a") == ["p3", "p1", "p5"]  # set order, then position; duplicates once
-    assert store.queue("a", "second") == ["p5", "p1"]
+    store.tasks.create("first", {"a": ["p3", "p1"], "b": ["p1", "p2"]})
+    store.tasks.create("second", {"a": ["p5", "p1"]})
+    assert store.tasks.queue("a") == ["p3", "p1", "p5"]  # set order, then position; duplicates once
+    assert store.tasks.queue("a", "second") == ["p5", "p1"]
     store.label("b", "p1", 1)
-    assert store.next_pair("a") == "p3"  # b's label is not a's
+    assert _next(store, "a") == "p3"  # b's label is not a's
     store.label("a", "p3", 0)
-    assert store.next_pair("a") == "p1"
-    assert store.task_sets("b") == ["first"] and store.annotators() == ["a", "b"]
+    assert _next(store, "a") == "p1"
+    assert store.tasks.names("b") == ["first"] and store.tasks.annotators() == ["a", "b"]
     assert [l.annotator for l in store.labels("a")] == ["a"]
 
 
@@ -316,24 +342,24 @@ def test_batch_is_all_or_nothing(store):
     with pytest.raises(StoreError):
         with store.batch():
             store.add_pairs([Pair("new1", "q", "d", "p")])
-            store.create_task_set("t", {"ann": ["new1"]})
+            store.tasks.create("t", {"ann": ["new1"]})
             store.set_reference_labels({"missing-pair": 1})
-    assert not store.has_pair("new1") and store.task_sets() == []
+    assert not store.has_pair("new1") and store.tasks.names() == []
 
 
 def test_unsure_pairs_are_routed_to_a_second_annotator(store):
-    store.create_task_set("r", {"a": ["p0", "p1"], "b": ["p2", "p3"], "c": ["p4"]}, params={"route_unsure": True})
+    store.tasks.create("r", {"a": ["p0", "p1"], "b": ["p2", "p3"], "c": ["p4"]}, params={"route_unsure": True})
     store.label("a", "p0", 1, unsure=True)
     # c has the fewest pairs, so c gets p0, at the end of their queue, as a routed assignment
-    assert store.queue("c") == ["p4", "p0"]
-    assert [a["kind"] for a in store.assignments("r") if a["pair_id"] == "p0"] == ["task", "routed"]
+    assert store.tasks.queue("c") == ["p4", "p0"]
+    assert [a["kind"] for a in store.tasks.assignments("r") if a["pair_id"] == "p0"] == ["task", "routed"]
     store.label("c", "p0", 0, unsure=True)  # route_max (2) reached: no third annotator
-    assert sum(a["pair_id"] == "p0" for a in store.assignments("r")) == 2
+    assert sum(a["pair_id"] == "p0" for a in store.tasks.assignments("r")) == 2
     store.label("a", "p1", 1)  # sure: stays with a
-    assert sum(a["pair_id"] == "p1" for a in store.assignments("r")) == 1
-    store.create_task_set("plain", {"a": ["p5"], "b": []})
+    assert sum(a["pair_id"] == "p1" for a in store.tasks.assignments("r")) == 1
+    store.tasks.create("plain", {"a": ["p5"], "b": []})
     store.label("a", "p5", 1, unsure=True)  # this set does not route
-    assert store.queue("b", "plain") == []
+    assert store.tasks.queue("b", "plain") == []
 
 
 def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
@@ -355,7 +381,7 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
     with pytest.raises(ValueError, match="reference"):  # no pair with a reference label known yet
         build_task_set(s, cands[:20], TaskSetSpec(name="round", source="test", n=20, strategy="random",
                                                   annotators=("a", "b", "c"), calibration=3, seed=1), judge=judge)
-    assert s.task_sets() == [] and s.count_pairs() == 0  # nothing written
+    assert s.tasks.names() == [] and s.count_pairs() == 0  # nothing written
     s.close()
     s = Store(tmp_path / "r2.db")
     s.add_pairs(cands[20:])
@@ -364,11 +390,11 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
                                                     annotators=("a", "b", "c"), route_uncertain=0.1, calibration=3,
                                                     seed=1), judge=judge)
     assert res["routed_uncertain"] == 4 and res["calibration"] == 3
-    rows = s.assignments("round")
+    rows = s.tasks.assignments("round")
     calib = {r["pair_id"] for r in rows if r["kind"] == "calibration"}
     assert len(calib) == 3 and calib <= set(ref)
     for ann in "abc":  # every annotator gets every calibration pair, somewhere in the queue
-        assert calib <= set(s.queue(ann, "round"))
+        assert calib <= set(s.tasks.queue(ann, "round"))
     per_pair = {}
     for r in rows:
         per_pair.setdefault(r["pair_id"], set()).add(r["annotator"])
@@ -379,7 +405,7 @@ def test_rounds_redundancy_uncertain_routing_and_calibration(tmp_path):
     res = build_task_set(s, cands[:6], TaskSetSpec(name="double", source="test", n=6, strategy="random",
                                                    annotators=("a", "b", "c"), overlap=1.0, per_shared=2))
     per_pair = {}
-    for r in s.assignments("double"):
+    for r in s.tasks.assignments("double"):
         per_pair.setdefault(r["pair_id"], set()).add(r["annotator"])
     assert res["shared"] == 6 and all(len(v) == 2 for v in per_pair.values())
     with pytest.raises(ValueError, match="reference"):
@@ -400,7 +426,7 @@ def test_demo_task_set_from_the_bundle(tmp_path):
         assert res["pairs"] == 24 and res["calibration"] == 2
         assert len(s.reference_labels()) == 26  # the sampled and calibration pairs carry the demo's gold
         assert len({p.subset for p in s.pairs()}) >= 6  # stratified by subset
-        assert s.next_pair("me") is not None
+        assert _next(s, "me") is not None
 
 
 def test_pair_judge_text_follows_the_judge():

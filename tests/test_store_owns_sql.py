@@ -1,8 +1,8 @@
 """The annotation store owns all SQL on the annotation database (issue 54, item 4).
 
-The store is :class:`berds_core.lab.store.Store`: the modules of the classes it is composed of (``lab/store.py``,
-``lab/round_tables.py``, ``lab/account_tables.py``, ``lab/db.py``) and the schema ``lab/db.py`` reads from its
-siblings (``lab/round_schema.py``). Both sets are read from the code, not listed here. No other source file of the
+The store is :class:`berds_core.lab.store.Store`: the modules of the classes it is composed of and of the tables it
+holds (``lab/store.py``, ``lab/round_tables.py``, ``lab/account_tables.py``, ``lab/db.py``) and the schema
+``lab/db.py`` reads from its siblings (``lab/round_schema.py``). Both sets are read from the code, not listed here. No other source file of the
 engine, the faces, the scripts or the benches holds a statement on one of the database's tables (the tables are
 read from the store's migrations), nor reaches past the store's methods to its connection. No exceptions.
 """
@@ -27,8 +27,10 @@ def _module_file(module: str) -> str:
 
 
 def store_files() -> set[str]:
-    """The store's modules: those of ``Store``'s classes, and those ``lab/db.py`` imports its schema from."""
-    files = {_module_file(c.__module__) for c in Store.__mro__ if c.__module__.startswith("berds_core.")}
+    """The store's modules: those of ``Store``'s classes and of the tables it holds (``store.checks``, ...), and
+    those ``lab/db.py`` imports its schema from."""
+    classes = list(Store.__mro__) + db.Table.__subclasses__()
+    files = {_module_file(c.__module__) for c in classes if c.__module__.startswith("berds_core.")}
     tree = ast.parse((ROOT / "berds_core/lab/db.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1 and any(a.name.startswith("SCHEMA")

@@ -37,11 +37,15 @@ def test_pipeline_descriptions_come_from_their_parts():
 
 
 def test_evaluate_labels_the_preset_by_its_saved_pipeline():
-    from berds_core.studio.columns import method_label
+    from berds_core.studio.columns import column_pipeline, method_label
 
-    label = method_label("bm25", "preset", 0.75, "dataset", "gold")
+    label = method_label("bm25", "preset", column_pipeline("preset"), "gold")
     assert str(get_preset("diverse")) in label and not label.startswith("bm25")  # the preset retrieves with dense
-    assert method_label("bm25", "mmr", 0.5, "dataset", "gold") == "bm25 + MMR λ=0.50 · gold"
+    assert method_label("bm25", "mmr", column_pipeline("mmr", 0.5), "gold") == "bm25 + MMR λ=0.50 · gold"
+    assert method_label("bm25", "mmr", column_pipeline("mmr"), "gold") == "bm25 + MMR λ=0.75 · gold"  # its default
+    assert method_label("dense", "xquad", column_pipeline("xquad", None, "offline"), "judge, threshold") == \
+        "dense + xQuAD (offline) · judge, threshold"
+    assert method_label("dense", "none", column_pipeline("none"), "gold") == "dense plain retrieval · gold"
 
 
 def test_readme_judge_table_is_the_stored_report():

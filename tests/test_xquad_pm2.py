@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from berds_core.diversify import METHODS, Pipeline, diversify, pm2, retrieval_probs, xquad
+from berds_core.diversify import METHODS, Pipeline, Using, diversify, pm2, retrieval_probs, xquad
 from berds_core.records import Question
 
 from test_coverage_rerank import StubJudge, TEXTS, _retrieve, cli_files  # noqa: F401  (fixture)
@@ -96,23 +96,23 @@ def test_diversify_xquad_and_pm2():
     assert [r for r, _ in diversify(Q, corpus, ret, "none", 2)] == [0, 1]  # two "friends" passages
     # relevance (1, 1, 1, 0, 0); P as in the test above. xQuAD lam .5: step 1 c0 .875, c1 = c2 = .9167 -> c1;
     # step 2 (friends nearly served, allergies 1/3 left): c0 .5556, c2 .5833 -> c2
-    got = diversify(Q, corpus, ret, "xquad", 2, lam=0.5, perspectives=ASPECTS, candidates=5)
+    got = diversify(Q, corpus, ret, "%5>>xquad(lam=0.5)", 2, using=Using(perspectives=ASPECTS))
     assert [r for r, _ in got] == [1, 2]
     assert got[0][1] == 4.0  # scores stay the retriever's
-    assert [r for r, _ in diversify(Q, corpus, ret, "pm2", 2, lam=0.5, perspectives=ASPECTS, candidates=5)] == [1, 2]
-    assert [r for r, _ in diversify(Q, corpus, ret, "xquad", 2, lam=0.0, perspectives=ASPECTS)] == [0, 1]
+    assert [r for r, _ in diversify(Q, corpus, ret, "%5>>pm2(lam=0.5)", 2, using=Using(perspectives=ASPECTS))] == [1, 2]
+    assert [r for r, _ in diversify(Q, corpus, ret, "xquad(lam=0.0)", 2, using=Using(perspectives=ASPECTS))] == [0, 1]
     # aspects from a perspective source (oracle: the gold perspectives) and the tuned default lambda
-    assert len(diversify(Q, corpus, ret, "xquad", 3, qe_source="oracle")) == 3
+    assert len(diversify(Q, corpus, ret, "xquad(source=oracle)", 3)) == 3
     # P(d | aspect) from a judge: c0, c1 support "friends", c2 "allergies"
     judge = StubJudge()
-    got = diversify(Q, corpus, ret, "xquad", 2, lam=0.5, perspectives=["friends", "allergies"], judge=judge,
-                    aspect_probs="judge")
+    got = diversify(Q, corpus, ret, "xquad(lam=0.5,probs=judge)", 2, judge=judge,
+                    using=Using(perspectives=["friends", "allergies"]))
     assert [r for r, _ in got] == [0, 2] and judge.calls == 1
     with pytest.raises(ValueError, match="needs a judge"):
-        diversify(Q, corpus, ret, "pm2", 2, perspectives=ASPECTS, aspect_probs="judge")
+        diversify(Q, corpus, ret, "pm2(probs=judge)", 2, using=Using(perspectives=ASPECTS))
     with pytest.raises(ValueError, match="probs must be one of retriever, judge"):
-        diversify(Q, corpus, ret, "pm2", 2, perspectives=ASPECTS, aspect_probs="bogus")
-    assert [r for r, _ in diversify(Q, corpus, ret, "pm2", 2, perspectives=[])] == [0, 1]
+        diversify(Q, corpus, ret, "pm2(probs=bogus)", 2, using=Using(perspectives=ASPECTS))
+    assert [r for r, _ in diversify(Q, corpus, ret, "pm2", 2, using=Using(perspectives=[]))] == [0, 1]
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@
 - :mod:`.compare`: two configurations (retriever, diversifier, prompt) answered
   and scored side by side (the Answers page).
 """
-from .compare import AnswerConfig, answer_config, ranked_entries
+from .compare import AnswerConfig, answer_config
 from .coverage import AnswerScoring, answer_matrix, evaluate_answers, retrieval_matrix, table_row
 from .dispute_awareness import DA_OPTIONS, da_messages, dispute_awareness
 from ..datasets.debateqa import load_debateqa, partial_answer_text
@@ -23,7 +23,7 @@ from .rows import load_answers, scoring_rows
 from .perspective_diversity import (MODES, RESTATE, pd_context, perplexity, perspective_diversity, released_context,
                                     summarize_pd)
 
-__all__ = ["AnswerConfig", "AnswerScoring", "AnswersIncomplete", "answer_config", "ranked_entries", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
+__all__ = ["AnswerConfig", "AnswerScoring", "AnswersIncomplete", "answer_config", "table_row", "DA_OPTIONS", "MODES", "PROMPTS", "RESTATE", "answer_matrix", "answer_messages",
            "answer_rows", "da_messages", "dispute_awareness", "evaluate_answers", "load_answers", "scoring_rows",
            "load_debateqa", "partial_answer_text", "pd_context", "perplexity", "perspective_diversity", "released_context",
            "summarize_pd",

@@ -1,7 +1,7 @@
 """Two retrieval configurations, their answers and the answer metrics: what the Answers page runs.
 
-A configuration is (retriever, diversifier method, prompt). For each, the
-question's top k (``diversify``: the method names a pipeline; ``none`` is the retriever's own order), an
+A configuration is (retriever, diversifier method, prompt). For each, the question's top k
+(``berds_core.experiment.run``: the method names a pipeline; ``none`` is the retriever's own order), an
 answer from them (``answer_rows``) and its scores (``evaluate_answers``).
 """
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..diversify import diversify
-from ..runs import question_entry
 from .coverage import AnswerScoring, evaluate_answers
 from .generate import answer_rows
 
@@ -25,13 +23,6 @@ class AnswerConfig:
 
     def label(self) -> str:
         return f"{self.retriever} · {self.method} · {self.prompt}"
-
-
-def ranked_entries(questions, corpus, retriever, pipeline, k: int, *, judge=None, embedder=None) -> list[dict]:
-    """Run entries (BERDS format) of ``questions`` ranked by ``retriever`` + ``pipeline`` (a Pipeline, a spec or
-    a method name: ``none``, ``mmr``, ``qe``, ``coverage``, ...), top ``k``; ``judge`` and ``embedder`` objects."""
-    return [question_entry(q, corpus, diversify(q, corpus, retriever, pipeline, k, judge=judge, embedder=embedder))
-            for q in questions]
 
 
 def answer_config(entries: Sequence[dict], generator, prompt: str, k: int, scoring: AnswerScoring, *,

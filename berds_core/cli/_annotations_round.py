@@ -173,7 +173,7 @@ def round_controls(args):
 
 
 def _task_set(store, name):
-    if name is not None and store.task_set_info(name) is None:
+    if name is not None and store.tasks.info(name) is None:
         raise InputError("--task-set", None, None, f"no task set named {name!r} in {store.path}")
     return name
 
@@ -184,17 +184,17 @@ def cmd_round(args) -> dict:
 
     with open_store(args) as store:
         ts = _task_set(store, args.task_set)
-        check_qualification_length(args, store.task_set_info(ts)["params"].get("n"))
+        check_qualification_length(args, store.tasks.info(ts)["params"].get("n"))
         changes = control_values(args)
-        pool = store.check_pool_counts(ts).get(ts, 0)
+        pool = store.checks.pool_counts(ts).get(ts, 0)
         if changes:
             try:
                 refuse_empty_pool(store, ts, changes)
                 set_controls(store, ts, by=args.by, **changes)
             except ValueError as e:
                 raise InputError("--" + next(iter(changes)).replace("_", "-"), None, None, str(e)) from None
-            store.audit(args.by, None, "round.controls", ts, allowed=True,
-                        detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
+            store.audit.add(args.by, None, "round.controls", ts, allowed=True,
+                            detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
         c = get_controls(store, ts)
         return {"db": str(store.path), "task_set": ts, "controls": c.to_json(), "changed": sorted(changes),
                 "check_pool": pool, "qualification_passed_by_guessing": c.chance_pass}
@@ -209,7 +209,7 @@ def cmd_checks(args) -> dict:
         out = {"db": str(store.path), "task_set": ts, "annotators": scores, "slots": slot_summary(store, ts),
                "paused": [p for p in pauses(store, open_only=True) if ts is None or p["task_set"] == ts]}
         if args.annotator:
-            if args.annotator not in store.annotators():
+            if args.annotator not in store.tasks.annotators():
                 raise InputError("--annotator", None, None, f"no annotator named {args.annotator!r} in {store.path}")
             out["answers"] = check_answers(store, args.annotator, ts)
         return out
@@ -220,7 +220,7 @@ def cmd_pause(args) -> dict:
 
     with open_store(args) as store:
         ts = _task_set(store, args.task_set)
-        if not store.queue(args.annotator, ts):
+        if not store.tasks.queue(args.annotator, ts):
             raise InputError("--annotator", None, None, f"{args.annotator!r} has no queue in task set {ts!r}")
         pid = pause(store, ts, args.annotator, reason="lead", by=args.by,
                     lead_message=f"{args.annotator}: paused by {args.by} in {ts}" + (f" ({args.note})" if args.note else ""))
@@ -246,7 +246,7 @@ def cmd_qualification(args) -> dict:
         if args.retry:
             if ts is None:
                 raise InputError("--task-set", None, None, "--retry needs the task set")
-            if not store.queue(args.retry, ts):
+            if not store.tasks.queue(args.retry, ts):
                 raise InputError("--retry", None, None, f"{args.retry!r} has no queue in task set {ts!r}")
             out["retry"] = {"annotator": args.retry, "allowed": allow_retry(store, ts, args.retry, args.by)}
         out["annotators"] = overview(store, ts)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
@@ -28,7 +28,6 @@ from ..diversify.pipeline import Pipeline
 from ..diversify.stages import COVERAGE_PROBS, STAGES
 from ..diversify.presets import PRESETS, as_pipeline
 from ..diversify.query_expansion import QE_SOURCES
-from ..retrieval.caching import SharedSearch
 from ..specs import SpecError
 
 # flags that set a stage's parameter: with --pipeline they are written in the spec instead
@@ -288,47 +287,26 @@ def using_of(div: Diversification, progress: bool = True):
     return Using(judge=judge or None, embedder=embedder or None, llm=div.llm, pool=pool or None)
 
 
-def union_retriever(corpus, retriever, progress: bool = True):
-    """The retriever a ``union`` of candidates needs beside ``retriever`` (the other kind, the default model,
-    over the same corpus; from the index cache when it was built before)."""
-    from ..diversify.candidates import union_partner
-    from ..retrieval import get_retriever
-
-    return get_retriever(union_partner(retriever), corpus, progress=progress)
-
-
-SHARED_QUERIES = 20_000  # hit lists kept for one search per question; a bigger run searches again past it
-
-
-def diversified_run(questions, corpus, retriever, div: Diversification, k: int, progress: bool = True
+def diversified_run(questions, corpus, retriever, div: Diversification | None, k: int, progress: bool = True
                     ) -> list[dict]:
-    """Run entries like ``runs.retrieve_run`` but ranked by ``div``'s pipeline."""
-    from tqdm import tqdm
-
-    from ..diversify import diversify
+    """Run entries of ``questions`` in ``corpus`` (``berds_core.experiment.run``): ranked by ``div``'s pipeline
+    (None: plain retrieval, the ``none`` pipeline), its stages' models loaded here (:func:`using_of`); a server
+    or model that fails mid-run is one line naming the flag."""
+    from ..experiment import Searched, run
     from ..generators import GenerationError
     from ..judges import JudgeError
-    from ..runs import question_entry
 
+    if div is None:
+        return run(questions, Pipeline(), k, Searched(corpus, retriever))
     pipeline, using = div.pipeline, using_of(div, progress)
-    # one search per question serves the stages' batch ahead of the loop and the loop (as the pages' SharedSearch)
-    retriever = SharedSearch(retriever, depth=max(pipeline.depth, int(k)),
-                             max_queries=min(max(len(questions), 1), SHARED_QUERIES))
-    if pipeline.pool == "union":  # the union's second retriever, opened here as the first was
-        using = replace(using, other_retriever=union_retriever(corpus, retriever, progress))
     if pipeline.depth > len(corpus):  # as --k past the corpus does
         sys.stderr.write(f"berds retrieve: warning: the candidate depth {pipeline.depth} is more than the "
                          f"{len(corpus)} passages of the corpus: every passage is a candidate\n")
-    pipeline.prefetch(questions, corpus, retriever, using, progress, k=k)
-    label = div.method or "pipeline"
-    entries = []
-    for q in tqdm(questions, desc=label, disable=not progress, file=None):
-        try:
-            hits = diversify(q, corpus, retriever, pipeline, k, using=using)
-        except OSError as e:
-            raise InputError(div.flag, None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
-        except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
-            flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
-            raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None
-        entries.append(question_entry(q, corpus, hits))
-    return entries
+    try:
+        return run(questions, pipeline, k, Searched(corpus, retriever), using=using, progress=progress,
+                   desc=div.method or "pipeline")
+    except OSError as e:
+        raise InputError(div.flag, None, None, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    except (GenerationError, JudgeError) as e:  # a server that went away mid-run, a model that failed
+        flag = "--rerank-judge" if isinstance(e, JudgeError) else "--qe-llm"
+        raise InputError(flag, None, None, " ".join(str(e).split()) or type(e).__name__) from None

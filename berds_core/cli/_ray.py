@@ -82,6 +82,18 @@ def _session(args, addr):
     return ray_session(addr, progress=not getattr(args, "quiet", False))
 
 
+class ClusterSearch:
+    """A cluster's search as a retriever (``search(queries, k) -> hits``, what ``experiment.run`` reads):
+    ``fn(queries, k) -> (hits, where)``; ``where`` (which nodes searched what) kept for the run's report."""
+
+    def __init__(self, fn):
+        self.fn, self.where = fn, {}
+
+    def search(self, queries: list[str], k: int):
+        hits, self.where = self.fn(queries, k)
+        return hits
+
+
 class LazySession:
     """The job's Ray session, started on first use (:meth:`get`) and stopped when the ``with`` block ends.
 
@@ -209,7 +221,8 @@ def run_index(args) -> dict:
 def run_retrieve(args, div) -> dict:
     from ..datasets import load_questions
     from ..distributed.search import search_bm25, search_dense
-    from ..runs import question_entry
+    from ..diversify.pipeline import Pipeline
+    from ..experiment import Searched, run
     from ..runs import write_run
     from ..runs import run_depth
     from ._diversify_options import diversify_json
@@ -231,28 +244,27 @@ def run_retrieve(args, div) -> dict:
     with LazySession(args, addr) as lazy:
         corpus = corpus_from_args(args, reader=lazy.reader())
         k = min(int(args.k), len(corpus))
-        texts = [q.question for q in questions]
         if args.retriever == "bm25":
             retriever, shards, info = _bm25_index(args, corpus)
             t1 = time.perf_counter()
             if shards is None:  # tantivy (an on-disk corpus): searched where its index is, as without --ray
-                from ..runs import retrieve_run
-
-                hits, entries = None, retrieve_run(questions, corpus, retriever, args.k)
-                ray_info = lazy.info(used=lazy.ingested, note=TANTIVY_NOTE)
+                search = None
             else:
-                hits, where = search_bm25(lazy.get(), retriever, shards, texts, k)
-                ray_info = lazy.info(shards=shards.n_shards, shard_rows=shards.shard_rows, **where)
-            search_s = time.perf_counter() - t1
+                search = ClusterSearch(lambda qs, n: search_bm25(lazy.get(), retriever, shards, qs, n))
         else:
             te, index, info = _dense_index(args, lazy.get(), corpus)
             t1 = time.perf_counter()
-            queries = te.embed(texts)  # the driver's encoder, through the store: as DenseRetriever.search
-            hits, where = search_dense(lazy.get(), index, queries, k)
-            search_s = time.perf_counter() - t1
-            ray_info = lazy.info(**{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **where)
-    if hits is not None:
-        entries = [question_entry(q, corpus, h) for q, h in zip(questions, hits)]
+            # the driver's encoder, through the store: as DenseRetriever.search
+            search = ClusterSearch(lambda qs, n: search_dense(lazy.get(), index, te.embed(qs), n))
+        # plain retrieval: the none pipeline
+        entries = run(questions, Pipeline(), k, Searched(corpus, retriever if search is None else search))
+        search_s = time.perf_counter() - t1
+        if search is None:
+            ray_info = lazy.info(used=lazy.ingested, note=TANTIVY_NOTE)
+        elif args.retriever == "bm25":
+            ray_info = lazy.info(shards=shards.n_shards, shard_rows=shards.shard_rows, **search.where)
+        else:
+            ray_info = lazy.info(**{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **search.where)
     write_run(args.out, entries)  # once, atomically
     warn_k(args.k, len(corpus))
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "passages": len(corpus),

@@ -342,11 +342,8 @@ def build_run(args, questions, corpus, retriever, div) -> list[dict]:
     """The run entries for ``questions``: ``div``, the checked diversification (a ``Diversification`` made by
     ``diversify_config``; None: plain retrieval); extend here for options that change retrieval."""
     from ._diversify_options import diversified_run
-    from ..runs import retrieve_run
 
-    if div is not None:
-        return diversified_run(questions, corpus, retriever, div, args.k, progress=not args.quiet)
-    return retrieve_run(questions, corpus, retriever, args.k)
+    return diversified_run(questions, corpus, retriever, div, args.k, progress=not args.quiet)
 
 
 def warn_k(k: int, corpus_size: int, what: str = "the corpus") -> None:

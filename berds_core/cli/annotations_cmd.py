@@ -210,8 +210,9 @@ def cmd_label(args) -> dict:
     from ..lab.rounds import after_label, summary
 
     with open_store(args) as store:
-        if not args.unassigned and store.has_pair(args.pair) and not store.is_assigned(args.annotator, args.pair) \
-                and store.has_assignments():
+        if not args.unassigned and store.has_pair(args.pair) \
+                and not store.tasks.is_assigned(args.annotator, args.pair) \
+                and store.tasks.has_assignments():
             raise InputError(store.path, None, "annotator", f"{args.annotator!r} has no assignment of pair "
                                                             f"{args.pair!r} (their queue is what 'berds annotations "
                                                             "tasks' gave them); --unassigned labels it anyway")
@@ -245,7 +246,7 @@ def cmd_progress(args) -> dict:
     from ..lab.rounds import summary
 
     with open_store(args) as store:
-        if args.task_set is not None and args.task_set not in store.task_sets():
+        if args.task_set is not None and args.task_set not in store.tasks.names():
             raise InputError("--task-set", None, None, f"no task set named {args.task_set!r} in {store.path}")
         return {"annotator": args.annotator, **summary(store, args.annotator, args.task_set)}
 
@@ -353,7 +354,7 @@ def cmd_demo(args) -> dict:
     if args.n > available:
         raise InputError("--n", None, None, f"the built-in demo has {available} pairs; ask for at most that many")
     with store_to_fill(args) as store:  # a database this command created and could not fill: removed again
-        if store.task_set_info(args.name.strip()) is not None:
+        if store.tasks.info(args.name.strip()) is not None:
             raise InputError("--name", None, None, f"a task set named {args.name.strip()!r} is already in "
                                                    f"{store.path}; choose another --name")
         try:
@@ -380,7 +381,7 @@ def cmd_guidelines(args) -> dict:
     with open_store(args, create=bool(text is not None or definitions)) as store:
         lab = Lab(store, Actor("cli", "admin"))
         if text is not None or definitions:
-            current = store.setting("label_definitions", {}) or {}
+            current = store.settings.get("label_definitions", {}) or {}
             lab.set_guidelines(text, {**current, **definitions} if definitions else None)
         return {"db": str(store.path), **lab.guidelines()}
 

@@ -129,8 +129,7 @@ def warn_depth(ks, runs) -> None:
 
 def run(args) -> dict:
     from ..datasets.gold import check_run_gold, check_run_ids, read_gold
-    from ..eval.diversity import pooled_diversity, supported_ks
-    from ..eval.evaluation import summarize
+    from ..eval.report import with_diversity
     from ..experiment import score
 
     if not args.gold and not args.labels:
@@ -165,57 +164,23 @@ def run(args) -> dict:
         label_matrices(path, ents, gold, args.labels, args.gold)
     report = score(entries, gold=gold, judge=args.labels, policy=args.policy, ks=ks)
     other_reports = [score(ents, gold=gold, judge=args.labels, policy=args.policy, ks=ks) for _, ents in others]
-    entries, mats = report.entries, report.matrices  # the lines as the policy counts them
-    others = [(path, r.entries) for (path, _), r in zip(others, other_reports)]
-    div_ks = supported_ks(ks)  # the ndeval measures, on the shared pool of every compared run
-    try:
-        qrels, divs = pooled_diversity([entries] + [ents for _, ents in others], gold=gold, judge=args.labels,
-                                       ks=div_ks, alpha=args.ndcg_alpha)
+    try:  # the ndeval measures, on the shared pool of every compared run
+        report, *other_reports = with_diversity([report] + other_reports, gold=gold, ks=ks, alpha=args.ndcg_alpha)
     except ValueError as err:
         raise InputError(args.gold or args.run, None, "perspective", str(err)) from None
-    div = divs[0]
-    depth = run_depth(entries)
-    subsets = [e.get("subset") or "all" for e in entries]
-    summ = summarize(mats, subsets, ks=ks, n_boot=max(args.bootstrap, 1), seed=args.seed, extra=div)
-    top = summ["at"][str(args.k)]
-    out = {"n": summ["n"], "mrecall": top["mrecall"], "precision": top["precision"],
-           "precision_at_1": top["precision_at_1"], "k": args.k, "policy": report.policy, "at": summ["at"],
-           "subsets": summ["subsets"], "macro": summ["macro"], "run_depth": depth}
-    out.update({name: top[name] for name in top if name not in out})  # the ndeval measures at --k (k <= 20)
-    out["diversity"] = {"measures": "ndeval via ir_measures (pyndeval); perspectives are subtopics",
-                        "alpha": args.ndcg_alpha, "ks": div_ks, "qrels_lines": len(qrels),
-                        "pool": "shared: union of the judged passages of all compared runs" if others
-                        else "this run's judged passages" + (" and every gold-labelled passage" if gold else "")}
-    if report.policy == "confident":
-        out["unsure"] = report.unsure  # pairs the threshold counts that the confident policy does not
-    if missing_gold is not None:
-        out["missing_gold"] = missing_gold
-    if args.bootstrap:
-        out.update(ci=summ["ci"], macro_ci=summ["macro_ci"], bootstrap={"n": args.bootstrap, "seed": args.seed})
-    keys = [m.key for m in chosen] or None  # None: every measure
-    per_q = {**report.per_question, **div}
-    if keys:
-        out["measures"] = {key: float(per_q[key].mean()) if per_q[key].size else None for key in keys}
-    if args.per_question:
-        out["per_question"] = [{"id": e["id"], **{name: float(v[i]) for name, v in per_q.items()
-                                                  if keys is None or name in keys}}
-                               for i, e in enumerate(entries)]
+    report.missing_gold = missing_gold
     if others:
-        from ..eval.significance import compare
-
-        per_run = {str(args.run): per_q}
-        for (path, _), r2, div2 in zip(others, other_reports, divs[1:]):
-            if str(path) in per_run:
+        named = {}
+        for (path, _), r2 in zip(others, other_reports):
+            if str(path) in named or str(path) == str(args.run):
                 raise InputError(path, None, None, "the same run file is given twice")
-            per_run[str(path)] = {**r2.per_question, **div2}
-        sig = compare(per_run, baseline=str(args.run), pairs=args.pairs, metrics=keys, correction=args.correction,
-                      test=args.test, n_resamples=args.permutations, n_boot=max(args.bootstrap, 1),
-                      seed=args.seed)
-        sig["scope"] = "pooled over questions"
-        out["significance"] = sig
-        if len(others) == 1 and args.pairs == "baseline":  # the single-run block of earlier versions
-            out["compare"] = {"run": str(args.run), "run2": str(others[0][0]), "direction": "run2 - run",
-                              "metrics": {m: {**row, "p_value": row["p_permutation"]}
-                                          for m, row in sig["comparisons"][0]["metrics"].items()}}
-    warn_depth(ks, [(args.run, depth)] + [(path, run_depth(ents)) for path, ents in others])  # on success only
+            named[str(path)] = r2
+        report = report.against(str(args.run), named, pairs=args.pairs, metrics=[m.key for m in chosen] or None,
+                                correction=args.correction, test=args.test, n_resamples=args.permutations,
+                                n_boot=max(args.bootstrap, 1), seed=args.seed)
+    out = report.to_dict(args.k, measures=[m.key for m in chosen], per_question=args.per_question,
+                         bootstrap=args.bootstrap, seed=args.seed)
+    depth = out["run_depth"]
+    warn_depth(ks, [(args.run, depth)] + [(path, run_depth(r.entries))  # on success only
+                                          for (path, _), r in zip(others, other_reports)])
     return out

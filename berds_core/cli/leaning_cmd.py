@@ -5,7 +5,7 @@ import sys
 
 from ..errors import InputError
 from ._parsing import add_policy_arg, declare
-from ..eval.leaning import QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning, query_for
+from ..eval.leaning import QUERY_FORMS, exposure_leaning, infer_sides, infer_sides_llm, leaning
 from ..retrieval import CORPUS_RETRIEVERS
 from ..runs import read_run
 
@@ -106,7 +106,7 @@ def run_sycophancy(args) -> dict:
     from ..diversify.methods import find_method
     from ..experiment import Labels, policy_name, side_rows, sycophancy_summary
     from ..retrieval import get_retriever
-    from ..retrieval.caching import DEFAULT_DEPTH, SharedSearch
+    from ..retrieval.caching import DEFAULT_DEPTH
 
     from ._retrieval import check_models
 
@@ -136,16 +136,13 @@ def run_sycophancy(args) -> dict:
             sides.append(decide(q.question, q.perspectives, q.stances))
         except ValueError as err:
             raise InputError(args.questions, None, "stances", f"question {q.id}: {err}") from None
-    pipeline = find_method("none").pipeline(DEFAULT_DEPTH)  # plain retrieval, as the Leaning page's
-    shared = SharedSearch(retriever)  # each query form searched in one batch, then read per question
+    pipeline = find_method("none").pipeline(DEFAULT_DEPTH)  # plain retrieval, one search a query form, as the page
     out = {"k": args.k, "retriever": retriever.name, "labels": f"gold:{args.gold}" if gold else judge.name,
            "policy": policy_name(gold is not None, args.policy)}
     for form in tqdm(QUERY_FORMS, desc="query forms", disable=args.quiet, file=sys.stderr):
-        shared.search([query_for(form, q.question, q.perspectives, s) for q, s in zip(questions, sides)
-                       if s is not None], DEFAULT_DEPTH)
         try:
             rows = side_rows(questions, {q.id: s for q, s in zip(questions, sides) if s is not None}, form, args.k,
-                             corpus_for=lambda q: corpus, retriever_for=lambda c: shared, pipeline=pipeline,
+                             corpus_for=lambda q: corpus, retriever_for=lambda c: retriever, pipeline=pipeline,
                              labels=Labels(gold=gold, judge=judge, policy=args.policy))
         except ValueError as err:  # a gold perspective index the question does not have
             raise InputError(args.gold, None, "perspective", str(err)) from None

@@ -140,4 +140,4 @@ def cmd_reset(args) -> dict:
 def cmd_audit(args) -> dict:
     store, _ = _accounts(args)
     with store:
-        return {"db": str(store.path), "events": store.audit_log(refused_only=args.refused, limit=args.limit)}
+        return {"db": str(store.path), "events": store.audit.rows(refused_only=args.refused, limit=args.limit)}

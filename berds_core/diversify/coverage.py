@@ -15,23 +15,26 @@ more relevant candidate, then to the lower original rank.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from .mmr import cosine_matrix, normalize_scores
+from .greedy import Greedy, greedy_rank
+from .mmr import cosine_matrix
 
 
-def greedy_inputs(cand_scores, probs, k: int, weights=None):
-    """Checked inputs of the greedy re-rankers (coverage, xQuAD, PM-2): relevance (score / max,
-    ``mmr.normalize_scores``), the (candidates x m) probabilities clipped to [0, 1], k capped at the
-    number of candidates, and the perspective weights (uniform by default)."""
-    rel = normalize_scores(cand_scores)
-    P = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
-    n = rel.shape[0]
-    if P.ndim != 2 or P.shape[0] != n:
-        raise ValueError(f"expected a {n} x m probability matrix, got {P.shape}")
-    m = P.shape[1]
-    w = (np.full(m, 1.0 / m) if m else np.zeros(0)) if weights is None else np.asarray(weights, dtype=np.float64)
-    return rel, P, min(int(k), n), w
+class _Coverage(Greedy):
+    """The expected coverage objective: ``alpha * rel + (1 - alpha) * sum_j w_j P[i, j] U[j]``."""
+
+    def __init__(self, rel, P, w, alpha: float):
+        super().__init__(rel, P, w)
+        self.alpha, self.uncovered = alpha, np.ones(P.shape[1])
+
+    def objective(self):
+        return self.alpha * self.rel + (1.0 - self.alpha) * (self.P @ (self.w * self.uncovered))
+
+    def take(self, i):
+        self.uncovered *= 1.0 - self.P[i]
 
 
 def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None, keep: int = 0) -> list[int]:
@@ -43,31 +46,7 @@ def coverage_rerank(cand_scores, probs, k: int, alpha: float = 0.5, weights=None
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     if int(keep) < 0:
         raise ValueError(f"keep must be >= 0, got {keep}")
-    rel, P, k, w = greedy_inputs(cand_scores, probs, k, weights)
-    if k <= 0:
-        return []
-    if P.shape[1] == 0:
-        return list(range(k))
-    n, m = P.shape
-    uncovered = np.ones(m)
-    available = np.ones(n, dtype=bool)
-    order: list[int] = []
-    for i in range(min(int(keep), k)):
-        order.append(i)
-        available[i] = False
-        uncovered *= 1.0 - P[i]
-    # secondary key: relevance (tiny), so exact ties in the objective go to relevance;
-    # np.argmax then resolves remaining ties by lowest index (original rank).
-    for _ in range(k - len(order)):
-        obj = alpha * rel + (1.0 - alpha) * (P @ (w * uncovered))
-        obj[~available] = -np.inf
-        best = obj.max()
-        tied = np.flatnonzero(available & (obj >= best - 1e-12))
-        i = int(tied[np.argmax(rel[tied])]) if tied.size > 1 else int(tied[0])
-        order.append(i)
-        available[i] = False
-        uncovered *= 1.0 - P[i]
-    return order
+    return greedy_rank(partial(_Coverage, alpha=alpha), cand_scores, probs, k, weights, first=keep)
 
 
 def similarity_probs(cand_emb, persp_emb, temperature: float = 0.05) -> np.ndarray:

@@ -3,18 +3,17 @@
 The side reader (:mod:`berds_core.stance.side_reader`) reads a passage through its one stored MiniLM vector
 (the dense retriever's own row, or the on-disk embedding store for any other retriever:
 :func:`.vectors.passage_embeddings`) and the question through its two side statements' embeddings. Its
-passage reading ``z`` does not depend on the question, so it is computed once per passage and corpus in a
-process (:class:`PassageSides`) and every later question reuses it: query-time reading is then the question's
-two statements (one encoder call) and a few vector operations per candidate.
+passage reading ``z`` does not depend on the question, so it is computed once per passage and corpus
+(:class:`PassageSides`, kept on the reader object the run was given) and every later question reuses it:
+query-time reading is then the question's two statements (one encoder call) and a few vector operations per
+candidate.
 """
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 
 from ..datasets.sides import yes_no_sides
-from ..stance.side_reader import SideReader, get_side_reader
+from ..stance.side_reader import SideReader
 from .vectors import encode, get_text_encoder, passage_embeddings
 
 _MAX_CORPORA = 4
@@ -40,26 +39,23 @@ class PassageSides:
         return np.vstack([self.rows[r] for r in rows])
 
 
-_CACHE: dict[tuple, PassageSides] = {}
-_LOCK = threading.Lock()  # two page sessions may open (and evict) corpora at once
-
-
 def passage_sides(reader: SideReader, corpus, embedder) -> PassageSides:
-    """The cache of ``reader``'s passage readings for ``corpus`` read with ``embedder``'s vectors."""
+    """``reader``'s passage readings of ``corpus`` read with ``embedder``'s vectors, kept on the reader
+    (``SideReader.readings``: the last ``_MAX_CORPORA`` corpora)."""
     te = get_text_encoder(embedder)
-    key = (reader.key, id(reader), getattr(corpus, "hash", id(corpus)), te.key if te is not None else id(embedder))
-    with _LOCK:  # unlocked, two threads evicting at once popped the same oldest key: KeyError in the second
-        if key not in _CACHE:
-            if len(_CACHE) >= _MAX_CORPORA:
-                _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[key] = PassageSides(reader)
-        return _CACHE[key]
+    key = (getattr(corpus, "hash", id(corpus)), te.key if te is not None else id(embedder))
+    with reader.readings_lock:  # unlocked, two threads evicting at once popped the same oldest key: KeyError
+        kept = reader.readings
+        if key not in kept:
+            if len(kept) >= _MAX_CORPORA:
+                kept.pop(next(iter(kept)))
+            kept[key] = PassageSides(reader)
+        return kept[key]
 
 
-def index_side_probs(question_text: str, corpus, rows, embedder=None, retriever=None, reader=None) -> np.ndarray:
+def index_side_probs(question_text: str, corpus, rows, embedder, retriever, reader: SideReader) -> np.ndarray:
     """``(len(rows), 3)`` [P(yes side), P(no side), P(off)] of corpus rows for a question, from their stored
-    vectors (None for a question without both side statements: nothing to read against)."""
-    reader = reader if reader is not None else get_side_reader()
+    vectors read by ``reader`` (None for a question without both side statements: nothing to read against)."""
     sides = yes_no_sides(question_text)
     if not all(sides):
         return None

@@ -7,9 +7,13 @@ question:
 
 1. a pipeline whose stages do not reorder (no stage, or ``none``) returns the retriever's top ``k``;
 2. else the candidates are the retriever's top ``depth`` (or what a source stage, ``qe`` / ``union``,
-   makes), each re-ranker reorders them and keeps at most ``k``;
+   makes), and each re-ranker's ranking (its ``rerank``: the candidates reordered, at most ``k``, or passages
+   of its own, ``rvr``) becomes the next candidates, one step for every stage (``Candidates.after``);
 3. when fewer than ``k`` remain, the retriever's own order follows them (``--k 100`` over 10 candidates
    re-ranks the top 10 only).
+
+The models the stages read (the stance model, the side reader) come from the run's ``Using``: ``run`` and
+``prefetch`` load the shipped ones there when a stage needs one and none was given (``Using.with_models``).
 
 The ranking is a :class:`~berds_core.records.Hits` all the way: the retriever's, the candidates', the
 stages' and the one returned (what :func:`berds_core.runs.question_entry` writes).
@@ -80,8 +84,15 @@ class Pipeline:
         """Where the candidates come from: ``union`` when that stage leads, else ``retriever``."""
         return "union" if self.stages and self.stages[0].name == "union" else "retriever"
 
+    def models(self) -> frozenset[str]:
+        """The models its stages read from the run's ``Using`` (``stance_model``, ``side_reader``)."""
+        return frozenset().union(*(s.models() for s in self.stages))
+
     def run(self, q: Query) -> Hits:
         """The ranked hits (corpus rows and scores) for one question (at most ``q.k``)."""
+        using = q.using.with_models(self.models())
+        if using is not q.using:
+            q = replace(q, using=using)
         rerankers = [s for s in self.stages if s.reorders and not s.makes_candidates]
         source = self.stages[0] if self.stages and self.stages[0].makes_candidates else None
         if source is None and not rerankers:
@@ -90,7 +101,7 @@ class Pipeline:
         if len(c) == 0:
             return Hits.empty()
         for stage in rerankers:
-            c = stage.apply(q, c)
+            c = c.after(stage.rerank(q, c))
         return fill(c.hits, q.text, q.retriever, q.k, c.tail)
 
     def _retrieved(self, q: Query) -> Candidates:
@@ -105,7 +116,8 @@ class Pipeline:
         (a stage after vector-only stages batches what it will read only when it is known)."""
         if hasattr(retriever, "text_encoder"):
             retriever.text_encoder.embed([q.question for q in questions])
-        batch = Batch(list(questions), corpus, retriever, using or Using(), self.depth, self.pool, progress,
+        using = (using or Using()).with_models(self.models())
+        batch = Batch(list(questions), corpus, retriever, using, self.depth, self.pool, progress,
                       k=None if k is None else int(k))
         for i, stage in enumerate(self.stages):
             prior = tuple(s for s in self.stages[:i] if s.reorders and not s.makes_candidates)

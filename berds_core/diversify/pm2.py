@@ -20,38 +20,37 @@ weighted by their quotients. With dense MiniLM every fold chose 1.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from .coverage import greedy_inputs
+from .greedy import Greedy, greedy_rank
 
 DEFAULT_LAMBDA = 0.0
+
+
+class _Seats(Greedy):
+    """PM-2's objective: the quotients of the aspects' seats, the one whose turn it is weighted by λ."""
+
+    def __init__(self, rel, P, v, lam: float):
+        super().__init__(rel, P, v)
+        self.lam, self.seats = lam, np.zeros(P.shape[1])
+
+    def objective(self):
+        qt = self.w / (2.0 * self.seats + 1.0)
+        a = int(np.argmax(qt))
+        others = qt.copy()
+        others[a] = 0.0
+        return self.lam * qt[a] * self.P[:, a] + (1.0 - self.lam) * (self.P @ others)
+
+    def take(self, i):
+        total = self.P[i].sum()
+        if total > 0:
+            self.seats += self.P[i] / total
 
 
 def pm2(cand_scores, aspect_probs, k: int, lam: float = DEFAULT_LAMBDA, weights=None) -> list[int]:
     """Indices (into the candidates) of the ``k`` picks, in order."""
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must be in [0, 1], got {lam}")
-    rel, P, k, v = greedy_inputs(cand_scores, aspect_probs, k, weights)
-    if k <= 0:
-        return []
-    if P.shape[1] == 0:
-        return list(range(k))
-    n, m = P.shape
-    seats = np.zeros(m)
-    available = np.ones(n, dtype=bool)
-    order: list[int] = []
-    for _ in range(k):
-        qt = v / (2.0 * seats + 1.0)
-        a = int(np.argmax(qt))
-        others = qt.copy()
-        others[a] = 0.0
-        obj = lam * qt[a] * P[:, a] + (1.0 - lam) * (P @ others)
-        obj[~available] = -np.inf
-        tied = np.flatnonzero(available & (obj >= obj.max() - 1e-12))
-        i = int(tied[np.argmax(rel[tied])]) if tied.size > 1 else int(tied[0])
-        order.append(i)
-        available[i] = False
-        total = P[i].sum()
-        if total > 0:
-            seats += P[i] / total
-    return order
+    return greedy_rank(partial(_Seats, lam=lam), cand_scores, aspect_probs, k, weights)

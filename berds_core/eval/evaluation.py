@@ -1,6 +1,8 @@
-"""The evaluation suite over label matrices: per-subset and macro averages,
-bootstrap intervals, paired comparison of two runs, union coverage over several
-runs (BERDS Table 6) and passages needed to cover every perspective (Table 17).
+"""The evaluation suite over label matrices: per-question scores, bootstrap
+intervals, paired comparison of two runs, union coverage over several runs
+(BERDS Table 6) and passages needed to cover every perspective (Table 17). The
+means per subset, over all questions and macro are summarised once, by
+``berds_core.eval.report`` (the Report ``berds_core.experiment.score`` returns).
 
 Everything here is pure: inputs are boolean label matrices (passages x
 perspectives, rank order; see ``berds_core.runs.label_matrix``) or arrays of
@@ -25,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .measures import Measure, family_of, label_measures, mrecall_at_k, passages_to_cover
+from .measures import Measure, label_measures, mrecall_at_k, passages_to_cover
 
 DEFAULT_KS = (5, 10)
 
@@ -38,27 +40,6 @@ def scores(matrices: Sequence[np.ndarray], ks: Sequence[int] = DEFAULT_KS,
     ``label_measures(ks)``: ``mrecall@k``, ``precision@k`` for each k, and ``precision@1``."""
     chosen = label_measures(ks) if measures is None else measures
     return {m.key: np.array([m.score(L) for L in matrices], dtype=float) for m in chosen}
-
-
-def _columns(per_q: dict[str, np.ndarray], k: int) -> dict[str, str]:
-    """Reported name -> per-question key at ``k``: the three BERDS measures (``mrecall``,
-    ``precision``, ``precision_at_1``), then every other measure of ``per_q`` at cutoff ``k``
-    (e.g. the ndeval measures), under its family's key."""
-    mr, p = family_of("mrecall"), family_of("precision")
-    cols = {"mrecall": Measure(mr, k).key, "precision": Measure(p, k).key, "precision_at_1": Measure(p, 1).key}
-    for key in per_q:
-        m = Measure.parse(key)
-        if m.cutoff == k and m.family not in (mr, p):
-            cols[m.family.key] = key
-    return cols
-
-
-def _at(per_q: dict[str, np.ndarray], k: int, idx=None) -> dict:
-    def mean(name):
-        v = per_q[name] if idx is None else per_q[name][idx]
-        return float(v.mean()) if v.size else None
-
-    return {name: mean(key) for name, key in _columns(per_q, k).items()}
 
 
 # --- bootstrap -----------------------------------------------------------
@@ -99,52 +80,6 @@ def bootstrap_ci(values, *, groups: Sequence | None = None, n_boot: int = 1000, 
     reps = bootstrap_means(values, groups=groups, n_boot=n_boot, seed=seed)
     lo, hi = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
-
-
-# --- summaries -----------------------------------------------------------
-
-def summarize(matrices: Sequence[np.ndarray], subsets: Sequence | None = None, *,
-              ks: Sequence[int] = DEFAULT_KS, n_boot: int = 1000, seed: int = 0,
-              level: float = 0.95, extra: dict[str, np.ndarray] | None = None) -> dict:
-    """Means for every k over all questions, per subset, macro over subsets, with intervals.
-
-    Returns ``{"n", "at": {k: {mrecall, precision, precision_at_1}}, "subsets":
-    {name: {"n", "at"}}, "macro": {k: {...}}, "ci": {k: {metric: [lo, hi]}},
-    "macro_ci": {...}}`` (``ci`` over all questions; ``macro_ci`` stratified).
-    ``extra``: more per-question arrays keyed by a measure's name (``Measure.key``,
-    one value per matrix, e.g. ``diversity.diversity_scores``); each is summarised
-    the same way under its family's key at its cutoff.
-    """
-    n = len(matrices)
-    ks = list(dict.fromkeys(int(k) for k in ks))
-    subsets = [str(s) if s is not None else "all" for s in (subsets or ["all"] * n)]
-    if len(subsets) != n:
-        raise ValueError("one subset name per question")
-    per_q = scores(matrices, ks)
-    for key, val in (extra or {}).items():
-        per_q[key] = np.asarray(val, dtype=float)
-        if per_q[key].shape != (n,):
-            raise ValueError(f"extra metric {key}: expected one value per question ({n})")
-    out: dict = {"n": n, "at": {}, "subsets": {}, "macro": {}, "ci": {}, "macro_ci": {},
-                 "level": level, "n_boot": n_boot, "seed": seed}
-    if n == 0:
-        return out
-    names = list(OrderedDict.fromkeys(subsets))
-    idx_of = {s: np.flatnonzero(np.asarray(subsets) == s) for s in names}
-    for s in names:
-        out["subsets"][s] = {"n": int(idx_of[s].size), "at": {str(k): _at(per_q, k, idx_of[s]) for k in ks}}
-    for k in ks:
-        key = str(k)
-        out["at"][key] = _at(per_q, k)
-        columns = _columns(per_q, k)
-        out["macro"][key] = {m: float(np.mean([out["subsets"][s]["at"][key][m] for s in names]))
-                             for m in columns}
-        cols = np.stack([per_q[c] for c in columns.values()], axis=1)
-        for target, groups in (("ci", None), ("macro_ci", subsets)):
-            reps = bootstrap_means(cols, groups=groups, n_boot=n_boot, seed=seed)
-            q = np.quantile(reps, [(1 - level) / 2, 1 - (1 - level) / 2], axis=0)
-            out[target][key] = {m: [float(q[0, j]), float(q[1, j])] for j, m in enumerate(columns)}
-    return out
 
 
 # --- paired comparison ---------------------------------------------------

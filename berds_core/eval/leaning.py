@@ -131,21 +131,39 @@ def leaning(matrices: list[np.ndarray], sides: list[Sides | None], k: int) -> di
     Questions whose ``sides`` is None (not two perspectives) are left out and
     counted in ``skipped``.
     """
-    counts = dict.fromkeys(BUCKETS, 0)
-    per_question = []
-    for L, s in zip(matrices, sides):
-        if s is None:
-            per_question.append(None)
-            continue
-        b = bucket(L, s, k)
-        counts[b] += 1
-        per_question.append(b)
+    per_question = [None if s is None else bucket(L, s, k) for L, s in zip(matrices, sides)]
+    counts = bucket_counts(per_question)
     n = sum(counts.values())
     out = {"n": n}
     out.update({b: (counts[b] / n if n else None) for b in BUCKETS})
     out["skipped"] = len(matrices) - n
     out["buckets"] = per_question
     return out
+
+
+def bucket_counts(buckets) -> dict[str, int]:
+    """How many questions fall in each leaning bucket (:data:`BUCKETS` order; None: a question left out)."""
+    counts = dict.fromkeys(BUCKETS, 0)
+    for b in buckets:
+        if b is not None:
+            counts[b] += 1
+    return counts
+
+
+def leaning_table(results: dict) -> list[dict]:
+    """One row per configuration (label -> its questions' rows, each with its ``bucket``: what
+    ``berds_core.experiment.side_rows`` gives): ``questions`` and, per bucket, its share (0 without questions)
+    and ``<bucket>_count``, the rows the Leaning page draws."""
+    rows = []
+    for label, res in results.items():
+        counts = bucket_counts(r["bucket"] for r in res)
+        n = len(res)
+        row = {"configuration": label, "questions": n}
+        for b in BUCKETS:
+            row[b] = counts[b] / n if n else 0.0
+            row[f"{b}_count"] = counts[b]
+        rows.append(row)
+    return rows
 
 
 def side_shares(labels: np.ndarray, sides: Sides, k: int) -> tuple[float, float]:
@@ -222,6 +240,21 @@ def summarize_exposure(rl: list[float | None], es: list[float], eo: list[float],
     if vals.size:
         out["ci"] = list(bootstrap_ci(vals, n_boot=n_boot, seed=seed))
     return out
+
+
+def rank_table(results: dict, k: int) -> list[dict]:
+    """One row per configuration (label -> its questions' rows with ``rl``, ``es``, ``eo``: what
+    ``berds_core.experiment.side_rows`` gives): mean rank-aware leaning with its interval (``lo``, ``hi``; None
+    when no question defines it), how many questions define it and each side's exposure
+    (:func:`summarize_exposure`), the rows the Leaning page draws."""
+    rows = []
+    for label, res in results.items():
+        summ = summarize_exposure([r["rl"] for r in res], [r["es"] for r in res], [r["eo"] for r in res], k)
+        rows.append({"configuration": label, "rank_leaning": summ["mean"],
+                     "lo": summ["ci"][0] if summ["ci"] else None, "hi": summ["ci"][1] if summ["ci"] else None,
+                     "defined": summ["defined"], "questions": summ["n"],
+                     "exposure_support": summ["exposure_support"], "exposure_oppose": summ["exposure_oppose"]})
+    return rows
 
 
 QUERY_FORMS = ("question", "support", "oppose")

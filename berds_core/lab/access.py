@@ -98,7 +98,7 @@ class Lab:
         return self.actor.role in PERMISSIONS[permission]
 
     def _deny(self, action: str, target: str | None, why: str):
-        self.store.audit(self.actor.name, self.actor.role, action, target, allowed=False, detail=why)
+        self.store.audit.add(self.actor.name, self.actor.role, action, target, allowed=False, detail=why)
         log.warning("refused %s of %s (%s) on %s: %s", action, self.actor.name, self.actor.role, target, why)
         raise AccessDenied(f"{self.actor.name} ({self.actor.role}) may not {why}")
 
@@ -116,7 +116,7 @@ class Lab:
         if view is not None or self.per_request:
             assigned = bool((view or self.round()).sets_of(str(pair_id)))
         else:
-            assigned = self.store.is_assigned(self.actor.name, pair_id)
+            assigned = self.store.tasks.is_assigned(self.actor.name, pair_id)
         if not assigned:
             self._deny(action, pair_id, "open a pair outside their own queue")
 
@@ -152,10 +152,10 @@ class Lab:
     def task_sets(self) -> list[str]:
         if self.per_request:
             return list(self.round().sets)
-        return self.store.task_sets(self.actor.name)
+        return self.store.tasks.names(self.actor.name)
 
     def queue(self, task_set: str | None = None) -> list[str]:
-        return self.store.queue(self.actor.name, task_set)
+        return self.store.tasks.queue(self.actor.name, task_set)
 
     def progress(self, task_set: str | None = None) -> dict:
         """Done / total / left of the actor's queue (gold checks still to come counted, not told apart)."""
@@ -284,7 +284,7 @@ class Lab:
             if p.judge_prob is not None:
                 out.append(("judge", p.judge_prob, int(p.judge_prob >= 0.5)))
         if log:
-            self.store.audit(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
+            self.store.audit.add(self.actor.name, self.actor.role, "judge.view", str(pair_id), allowed=True)
             if self._view is not None:
                 self._view.judge_seen.add(str(pair_id))
         return out
@@ -296,18 +296,18 @@ class Lab:
         if self.per_request:
             return self.round().guidelines(DEFAULT_DEFINITIONS)
         defs = dict(DEFAULT_DEFINITIONS)
-        defs.update(self.store.setting("label_definitions", {}) or {})
-        return {"text": self.store.setting("guidelines", "") or "", "definitions": defs}
+        defs.update(self.store.settings.get("label_definitions", {}) or {})
+        return {"text": self.store.settings.get("guidelines", "") or "", "definitions": defs}
 
     def set_guidelines(self, text: str | None = None, definitions: dict | None = None) -> dict:
         self.require("edit_guidelines", "guidelines")
         if text is not None:
-            self.store.set_setting("guidelines", str(text), by=self.actor.name)
+            self.store.settings.set("guidelines", str(text), by=self.actor.name)
         if definitions is not None:
             clean = {k: str(v).strip() for k, v in definitions.items() if k in ("1", "0", SKIP) and str(v).strip()}
-            self.store.set_setting("label_definitions", clean, by=self.actor.name)
+            self.store.settings.set("label_definitions", clean, by=self.actor.name)
         self._changed()
-        self.store.audit(self.actor.name, self.actor.role, "edit_guidelines", "guidelines", allowed=True)
+        self.store.audit.add(self.actor.name, self.actor.role, "edit_guidelines", "guidelines", allowed=True)
         return self.guidelines()
 
     # ---- reviewing ----
@@ -321,8 +321,8 @@ class Lab:
         """Refit the judge on this database's labels (:func:`berds_core.lab.judge_fit.fit_lab_judge`): leads only."""
         self.require("fit_judge", name, what="fit a judge on the round's labels")
         out = fit_lab_judge(self.store, name, **opts)
-        self.store.audit(self.actor.name, self.actor.role, "judge.fit", name, allowed=True,
-                         detail=f"written={bool(out['written'])}")
+        self.store.audit.add(self.actor.name, self.actor.role, "judge.fit", name, allowed=True,
+                             detail=f"written={bool(out['written'])}")
         return out
 
     def disagreements(self, judge: str | None = None) -> list[dict]:
@@ -334,7 +334,7 @@ class Lab:
         self.require("adjudicate", pair_id)
         self.store.adjudicate(pair_id, label, self.actor.name, note)
         self._changed()
-        self.store.audit(self.actor.name, self.actor.role, "adjudicate", str(pair_id), allowed=True)
+        self.store.audit.add(self.actor.name, self.actor.role, "adjudicate", str(pair_id), allowed=True)
 
     def reliability_report(self, **kw) -> dict:
         """:func:`berds_core.lab.reliability.reliability_report` (reviewers and admins)."""
@@ -365,8 +365,8 @@ class Lab:
         checks.refuse_empty_pool(self.store, task_set, changes)
         new = controls.set_controls(self.store, task_set, by=self.actor.name, **changes)
         self._changed()
-        self.store.audit(self.actor.name, self.actor.role, "round.controls", task_set, allowed=True,
-                         detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
+        self.store.audit.add(self.actor.name, self.actor.role, "round.controls", task_set, allowed=True,
+                             detail=", ".join(f"{k}={v}" for k, v in sorted(changes.items())))
         return new
 
     def pause(self, task_set: str, annotator: str, note: str | None = None) -> int | None:
@@ -402,8 +402,8 @@ class Lab:
 
         res = import_pairs_tsv(self.store, path, annotator, task_set, labels_as=labels_as, shown_as=shown_as)
         self._changed()
-        self.store.audit(self.actor.name, self.actor.role, "import", shown_as or str(path), allowed=True,
-                         detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
+        self.store.audit.add(self.actor.name, self.actor.role, "import", shown_as or str(path), allowed=True,
+                             detail=f"pairs={res['pairs']} labels_as={res['labels_as']}")
         return res
 
     def build_task_set(self, candidates, spec: TaskSetSpec, **kw) -> dict:
@@ -412,8 +412,8 @@ class Lab:
 
         res = build_task_set(self.store, candidates, spec, **kw)
         self._changed()
-        self.store.audit(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
-                         detail=f"pairs={res['pairs']}")
+        self.store.audit.add(self.actor.name, self.actor.role, "build_task_set", res["task_set"], allowed=True,
+                             detail=f"pairs={res['pairs']}")
         return res
 
     def export_rows(self, what: str = "labels", *, include_skips: bool = False, judge: str | None = None) -> list[dict]:

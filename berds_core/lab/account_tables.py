@@ -1,17 +1,17 @@
 """The store's statements on the lab's accounts (tables ``users``, ``sessions``, ``login_attempts`` of
-:mod:`berds_core.lab.db`), one of the classes :class:`berds_core.lab.store.Store` is composed of:
-:class:`AccountTables`. :mod:`berds_core.lab.accounts` decides (password policy, hashing, rate limits, session
-expiry); these read and write. A write joins the caller's transaction (``store.batch()``) when there is one, so
+:mod:`berds_core.lab.db`), one of the tables :class:`berds_core.lab.store.Store` holds:
+:class:`AccountTables` (``store.accounts``). :mod:`berds_core.lab.accounts` decides (password policy, hashing,
+rate limits, session expiry); these read and write. A write joins the caller's transaction (``store.batch()``) when there is one, so
 an account step that reads and writes (count an attempt, then record it) stays one ``BEGIN IMMEDIATE``.
 """
 from __future__ import annotations
 
-from .db import Database, now
+from .db import Table, now
 
 ATTEMPT_COLUMNS = ("user", "client")  # what a login attempt is counted by
 
 
-class AccountTables(Database):
+class AccountTables(Table):
     """Users (name, role, argon2 hash, active, uid), sessions (by the token's SHA-256) and login attempts."""
 
     # ---- users ----

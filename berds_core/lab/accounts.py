@@ -240,21 +240,21 @@ class Accounts:
         check_password_policy(password, name)
         digest = self.hasher.hash(password)
         with self.store.batch():  # the user and its audit line: one transaction
-            if not self.store.add_user(name, role, digest, secrets.token_hex(16)):
+            if not self.store.accounts.add_user(name, role, digest, secrets.token_hex(16)):
                 raise AccountError(f"user {name!r} exists already (use reset to change the password)")
-            self.store.audit(by, "admin", "users.add", name, allowed=True, detail=f"role={role}")
+            self.store.audit.add(by, "admin", "users.add", name, allowed=True, detail=f"role={role}")
         self.store.restrict_permissions()  # password hashes inside: owner only (0600)
         return self.get(name)
 
     def get(self, name: str) -> User | None:
-        r = self.store.user_row(name)
+        r = self.store.accounts.user_row(name)
         if r is None:
             return None
         return User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
 
     def list(self) -> list[User]:
         return [User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
-                for r in self.store.user_rows()]
+                for r in self.store.accounts.user_rows()]
 
     def names(self, role: str | None = None, *, active_only: bool = True) -> list[str]:
         return [u.name for u in self.list() if (role is None or u.role == role) and (u.active or not active_only)]
@@ -267,14 +267,14 @@ class Accounts:
         """Disable an account and end its sessions (its labels stay)."""
         self._require(name)
         with self.store.batch():
-            self.store.set_user_active(name, False)
-            self.store.audit(by, "admin", "users.disable", name, allowed=True)
+            self.store.accounts.set_user_active(name, False)
+            self.store.audit.add(by, "admin", "users.disable", name, allowed=True)
 
     def enable(self, name: str, *, by: str | None = "cli") -> None:
         self._require(name)
         with self.store.batch():
-            self.store.set_user_active(name, True)
-            self.store.audit(by, "admin", "users.enable", name, allowed=True)
+            self.store.accounts.set_user_active(name, True)
+            self.store.audit.add(by, "admin", "users.enable", name, allowed=True)
 
     def reset(self, name: str, password: str, *, role: str | None = None, by: str | None = "cli") -> None:
         """Set a new password (and optionally role); ends the user's sessions and clears their failed logins."""
@@ -284,9 +284,9 @@ class Accounts:
             raise AccountError(f"role must be one of {', '.join(ROLES)}")
         digest = self.hasher.hash(password)
         with self.store.batch():
-            self.store.reset_password(name, digest, role)
-            self.store.audit(by, "admin", "users.reset", name, allowed=True,
-                             detail=f"role={role}" if role else None)
+            self.store.accounts.reset_password(name, digest, role)
+            self.store.audit.add(by, "admin", "users.reset", name, allowed=True,
+                                 detail=f"role={role}" if role else None)
 
     # ---- login and sessions ----
 
@@ -297,17 +297,17 @@ class Accounts:
         A success in between does not reset them: an attacker who owns one
         account cannot clear an address's count by signing in to it.
         """
-        return self.store.login_failures(column, value, now - WINDOW)
+        return self.store.accounts.login_failures(column, value, now - WINDOW)
 
     def _name_key(self, name: str) -> str:
         """How a name is stored in the audit log and the attempt counts: as typed for an account, else a keyed
         hash (a password typed into the name field is never stored)."""
         if self.get(name) is not None:
             return name
-        key = self.store.setting(NAME_KEY_SETTING)
+        key = self.store.settings.get(NAME_KEY_SETTING)
         if not key:
             key = secrets.token_hex(32)
-            self.store.set_setting(NAME_KEY_SETTING, key, by="accounts")
+            self.store.settings.set(NAME_KEY_SETTING, key, by="accounts")
         digest = hmac.new(bytes.fromhex(key), name.encode("utf-8"), hashlib.sha256).hexdigest()
         return f"unknown-name:{digest[:12]}"
 
@@ -347,15 +347,15 @@ class Accounts:
             if client:
                 fails = self._failures("client", client, now)
                 if len(fails) >= MAX_CLIENT_FAILURES:
-                    if not self.store.signed_in_from(client, key):
+                    if not self.store.accounts.signed_in_from(client, key):
                         return None, max(0.0, fails[len(fails) - MAX_CLIENT_FAILURES] + WINDOW - now), 0.0
             hold = self._hold(self._failures("user", key, now), now)
             # stamped with the time its password will be checked: the next attempt for the name waits from there
-            attempt = self.store.add_login_attempt(key, client, now + hold)
+            attempt = self.store.accounts.add_login_attempt(key, client, now + hold)
         return attempt, 0.0, hold
 
     def _settle(self, attempt: int, ok: bool) -> None:
-        self.store.settle_login_attempt(attempt, ok)
+        self.store.accounts.settle_login_attempt(attempt, ok)
 
     def login(self, name: str, password: str, *, client: str | None = None) -> tuple[str, User]:
         """Check the password; returns ``(session token, user)`` or raises :class:`LoginError`."""
@@ -364,14 +364,14 @@ class Accounts:
         key = self._name_key(name) if name else ""  # a name that is no account is never stored as typed
         attempt, wait, hold = self._reserve(key, client)
         if attempt is None:
-            self.store.audit(key or None, None, "login", None, allowed=False, detail="rate limited (address)")
+            self.store.audit.add(key or None, None, "login", None, allowed=False, detail="rate limited (address)")
             raise LoginError(f"too many failed sign-ins from this address: try again in "
                              f"{max(1, int(wait // 60) + 1)} minute(s)")
         ok = False
         try:
             if hold > 0:  # a name under attack: slower, never refused
                 self.sleep(hold)
-            row = self.store.password_row(name)
+            row = self.store.accounts.password_row(name)
             try:  # one argon2 verification either way, so timing does not tell which names exist
                 ok = self.hasher.verify(row["password_hash"] if row else dummy, password or "") and row is not None
             except (VerifyMismatchError, VerificationError, InvalidHashError):
@@ -379,18 +379,18 @@ class Accounts:
         finally:
             self._settle(attempt, ok)  # also when interrupted: the attempt stays counted
         if not ok or not row["active"]:
-            self.store.audit(key or None, None, "login", None, allowed=False,
-                             detail="disabled account" if ok else "wrong name or password")
+            self.store.audit.add(key or None, None, "login", None, allowed=False,
+                                 detail="disabled account" if ok else "wrong name or password")
             # the same answer for a disabled account: a refusal that named it only to the right password
             # would confirm a guessed password (the lead sees "disabled account" in the audit log)
             raise LoginError("wrong name or password")
         if self.hasher.check_needs_rehash(row["password_hash"]):
-            self.store.rehash_password(name, self.hasher.hash(password))
+            self.store.accounts.rehash_password(name, self.hasher.hash(password))
         token = secrets.token_urlsafe(32)
         now = self.clock()
         _, lifetime = session_limits()
-        self.store.open_session(_token_hash(token), name, now, now + lifetime, row["uid"])
-        self.store.audit(name, None, "login", None, allowed=True)
+        self.store.accounts.open_session(_token_hash(token), name, now, now + lifetime, row["uid"])
+        self.store.audit.add(name, None, "login", None, allowed=True)
         self.purge_sessions()  # ended sessions and old attempts go at each sign-in
         return token, self.get(name)
 
@@ -402,7 +402,7 @@ class Accounts:
         if not token:
             return None
         h = _token_hash(token)
-        r = self.store.session_row(h)
+        r = self.store.accounts.session_row(h)
         if r is None:
             return None
         now = self.clock()
@@ -415,18 +415,18 @@ class Accounts:
             return None
         user = User(r["name"], r["role"], bool(r["active"]), r["created_at"], r["last_login"])
         if now - r["last_seen"] > 60:
-            self.store.touch_session(h, now)
+            self.store.accounts.touch_session(h, now)
         return user
 
     def logout(self, token: str | None) -> None:
         if token:
-            self.store.revoke_session(_token_hash(token))
+            self.store.accounts.revoke_session(_token_hash(token))
 
     def purge_sessions(self) -> int:
         """Delete ended sessions and old login attempts; returns the sessions removed."""
         now = self.clock()
         idle, _ = session_limits()
-        return self.store.purge_sessions(now, now - idle, now - max(WINDOW, 7 * 86400))
+        return self.store.accounts.purge_sessions(now, now - idle, now - max(WINDOW, 7 * 86400))
 
 
 __all__ = ["Accounts", "AccountError", "LoginError", "ROLES", "User", "check_password_policy", "client_address",

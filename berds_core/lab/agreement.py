@@ -35,6 +35,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from .request_reads import RequestReads
 from .sample_weights import sample_weights
 
 METRICS = ("kappa", "pabak", "ac1", "accuracy", "precision", "recall", "f1", "positive_rate")
@@ -392,14 +393,15 @@ def small_n_warnings(report: dict) -> list[str]:
 
 def calibration_scores(store) -> dict:
     """Each annotator against the reference labels: ``n``, accuracy, kappa, AC1, and how many of
-    those pairs were calibration items mixed into their queue."""
-    ref = store.reference_labels()
+    those pairs were calibration items mixed into their queue. ``store``: the store or a request's reads."""
+    reads = RequestReads.of(store)
+    ref = reads.reference_labels()
     calib = defaultdict(set)
-    for a in store.assignments():
+    for a in reads.store.tasks.assignments():
         if a["kind"] == "calibration":
             calib[a["annotator"]].add(a["pair_id"])
     by_ann = defaultdict(list)
-    for lab in store.labels(include_skips=False):
+    for lab in reads.labels(include_skips=False):
         if lab.pair_id in ref:
             by_ann[lab.annotator].append((ref[lab.pair_id], int(lab.label), lab.pair_id))
     out = {}
@@ -487,20 +489,22 @@ def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed:
     (the same pooled block for every stored judge), ``iaa`` (between humans),
     ``calibration_scores`` (annotators vs reference labels), ``table`` (the
     paper-style table) and ``warnings`` (small samples). Skips are not labels
-    and are left out everywhere.
+    and are left out everywhere. ``store``: the store, or a request's reads
+    (:class:`~berds_core.lab.request_reads.RequestReads`) to share what they read.
     """
-    labels = store.labels(include_skips=False)
-    info = {p.pair_id: p for p in store.pairs()}
+    reads = RequestReads.of(store)
+    labels = reads.labels(include_skips=False)
+    info = {p.pair_id: p for p in reads.pairs()}
     ratings: dict[str, dict[str, int]] = defaultdict(dict)
     for lab in labels:
         ratings[lab.annotator][lab.pair_id] = int(lab.label)
-    judge_name = canonical_judge(store, judge_name)
+    judge_name = canonical_judge(reads, judge_name)
     out: dict = {"judge": judge_name}
     judges = {}
-    for name in distinct_judges(store):  # one row per judge, not one per name it was stored under
-        judges[name] = _vs_judge_block(store, name, labels, info, n_boot, seed)
+    for name in distinct_judges(reads):  # one row per judge, not one per name it was stored under
+        judges[name] = _vs_judge_block(reads, name, labels, info, n_boot, seed)
     if judge_name and judge_name not in judges:
-        judges[judge_name] = _vs_judge_block(store, judge_name, labels, info, n_boot, seed)
+        judges[judge_name] = _vs_judge_block(reads, judge_name, labels, info, n_boot, seed)
     if judge_name:
         out.update(judges[judge_name])
     else:
@@ -512,14 +516,14 @@ def agreement_report(store, judge_name: str | None, *, n_boot: int = 1000, seed:
                      for k, v in judges.items()}
     out["iaa"] = inter_annotator(ratings, groups={pid: p.question_key for pid, p in info.items()},
                                  n_boot=n_boot, seed=seed)
-    weights = sample_weights(store)
+    weights = sample_weights(reads.store)
     if judge_name and weights:  # pairs chosen actively: the round's estimate counts each pair's weight
-        preds = store.judge_preds(judge_name)
+        preds = reads.judge_preds(judge_name)
         have = [(l.pair_id, int(l.label)) for l in labels if l.pair_id in preds]
         out["weighted"] = weighted_block([y for _, y in have], [int(preds[p][1]) for p, _ in have],
                                          [info[p].question_key for p, _ in have],
                                          [weights.get(p, 1.0) for p, _ in have], n_boot) if have else None
-    out["calibration_scores"] = calibration_scores(store)
+    out["calibration_scores"] = calibration_scores(reads)
     out["table"] = paper_table(out)
     out["warnings"] = small_n_warnings(out)
     return out

@@ -28,7 +28,7 @@ so an annotator who always presses the same key scores one half). Never a pair t
 annotator was given, labelled or qualified on. No such pair left: the slot is ``dry``
 (the round's report says so; in a stratified set a check of another stratum would stand
 out in its block, so none is placed). The work is one read of the set's pool
-(:meth:`~berds_core.lab.round_tables.CheckTables.check_candidates`), whatever the number of
+(:meth:`~berds_core.lab.round_tables.CheckTables.candidates`), whatever the number of
 reference labels in the store, and three small writes, inside the decision's own
 transaction; every decision makes the same reads whether it places a check or not
 (:func:`place_after_decision`), so a run that places one costs what any run costs
@@ -100,7 +100,7 @@ def prob_below(floor: float, correct: int, n: int) -> float:
 
 def known_answers(store) -> dict[str, tuple[int, str]]:
     """``{pair_id: (0/1, source)}``: reference labels, overridden by adjudicated gold (source ``adjudicated``)."""
-    out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference") for r in store.reference_label_rows()}
+    out = {r["pair_id"]: (int(r["label"]), r["source"] or "reference") for r in store.checks.reference_label_rows()}
     out.update({pid: (int(lab), "adjudicated") for pid, lab in store.gold().items()})
     return out
 
@@ -110,7 +110,7 @@ def add_typed_answers(store, answers: dict[str, int], by: str) -> dict:
     set that holds it. Returns ``{"stored": n, "pools": [task sets]}``."""
     with store.batch():
         n = store.set_reference_labels(answers, source=f"typed by {by}")
-        sets = store.join_check_pools(list(answers), "typed")
+        sets = store.checks.join_pools(list(answers), "typed")
     return {"stored": n, "pools": sets}
 
 
@@ -122,14 +122,15 @@ def unseen_answers(store, annotator: str) -> dict[str, int]:
 
 def seen_pairs(store, annotator: str) -> set[str]:
     """Every pair this annotator was given or labelled, and their qualification pairs: never a check for them."""
-    return store.pairs_seen_by(annotator)
+    return store.checks.pairs_seen_by(annotator)
 
 
 def refuse_empty_pool(store, task_set: str, changes: dict) -> None:
     """Refuse (ValueError, one line) to turn gold checks on for a task set whose pool is empty: every slot would
     run dry and nobody would notice (the pool is set aside when the set is built with a check rate)."""
     new = changed_controls(store, task_set, **changes)  # a bad value is refused first, as itself
-    if new.checks_on and not get_controls(store, task_set).checks_on and not store.check_pool_counts(task_set).get(task_set):
+    if new.checks_on and not get_controls(store, task_set).checks_on \
+            and not store.checks.pool_counts(task_set).get(task_set):
         raise ValueError(f"task set {task_set!r} has no pool of gold checks (it was built without checks): build the "
                          "round with a check rate, or type answers for some of its pairs first (berds annotations "
                          "answer)")
@@ -293,41 +294,41 @@ def ensure_checks(store, annotator: str, task_set: str, lookahead: int = 6, *, v
             return 0
     placed = 0
     with store.batch():
-        queue = store.queue_rows(task_set, annotator)
+        queue = store.checks.queue_rows(task_set, annotator)
         rows = [(r["pair_id"], r["kind"]) for r in queue]
         pos = [int(r["position"]) for r in queue]
         points = slot_points(c, task_set, annotator, sum(kind != "check" for _, kind in rows))
-        done_slots = store.slots_done(task_set, annotator)
+        done_slots = store.checks.slots_done(task_set, annotator)
         if len(done_slots) >= len(points):
             return 0
-        due, passed = due_slots(rows, store.decided_by(annotator), points, done_slots, lookahead, reach)
+        due, passed = due_slots(rows, store.checks.decided_by(annotator), points, done_slots, lookahead, reach)
         candidates = None
         k = next((k for k in range(1, len(points) + 1) if k not in done_slots), None)
         if steady and not due and k is not None:  # what placing the next slot reads and draws, done and dropped
             others = [i for i, (_, kind) in enumerate(rows) if kind != "check"]
             at = others[points[k - 1]] if points[k - 1] < len(others) else None
-            traits = store.pair_traits(task_set, rows[at][0]) if at is not None else None
-            pick_check([dict(r) for r in store.check_candidates(task_set, annotator)], traits,
+            traits = store.checks.pair_traits(task_set, rows[at][0]) if at is not None else None
+            pick_check([dict(r) for r in store.checks.candidates(task_set, annotator)], traits,
                        slot_class(c.seed, task_set, annotator, k), rng_for(c.seed, "pair", task_set, annotator, k))
         for k, t in due:
             now = store.now()
             if passed is None or t < passed:  # the annotator is past this point already
-                store.mark_slot(task_set, annotator, k, "missed", now)
+                store.checks.mark_slot(task_set, annotator, k, "missed", now)
                 continue
             others = [i for i, (_, kind) in enumerate(rows) if kind != "check"]
             at = others[t] if t < len(others) else None  # the task after the T_k-th other item
             instead = rows[at][0] if at is not None else None
             if candidates is None:
-                candidates = [dict(r) for r in store.check_candidates(task_set, annotator)]
-            traits = store.pair_traits(task_set, instead) if instead is not None else None
+                candidates = [dict(r) for r in store.checks.candidates(task_set, annotator)]
+            traits = store.checks.pair_traits(task_set, instead) if instead is not None else None
             pid = pick_check(candidates, traits, slot_class(c.seed, task_set, annotator, k),
                              rng_for(c.seed, "pair", task_set, annotator, k))
             if pid is None:
-                store.mark_slot(task_set, annotator, k, "dry", now)
+                store.checks.mark_slot(task_set, annotator, k, "dry", now)
                 continue
             candidates = [x for x in candidates if x["pair_id"] != pid]
             end = max(pos, default=-1) + 1
-            store.place_check(task_set, annotator, k, pid, pos[at] if at is not None else end, instead, end, now)
+            store.checks.place(task_set, annotator, k, pid, pos[at] if at is not None else end, instead, end, now)
             if at is None:
                 rows.append((pid, "check"))
                 pos.append(end)
@@ -364,15 +365,15 @@ def pending_slots(store, annotator: str, task_set: str) -> int:
     c = get_controls(store, task_set)
     if not c.checks_on:
         return 0
-    rows = store.queue_rows(task_set, annotator)
+    rows = store.checks.queue_rows(task_set, annotator)
     points = slot_points(c, task_set, annotator, sum(r["kind"] != "check" for r in rows))
-    return max(0, len(points) - store.slot_count(task_set, annotator))
+    return max(0, len(points) - store.checks.slot_count(task_set, annotator))
 
 
 def slot_summary(store, task_set: str | None = None) -> dict[str, dict[str, int]]:
     """``{annotator: {placed, dry, missed}}`` of the check slots (one task set, or all)."""
     out: dict[str, dict[str, int]] = defaultdict(lambda: {"placed": 0, "dry": 0, "missed": 0})
-    for a, state, n in store.slot_state_counts(task_set):
+    for a, state, n in store.checks.slot_state_counts(task_set):
         out[a][state] = n
     return dict(out)
 
@@ -391,7 +392,7 @@ def check_answers(store, annotator: str | None = None, task_set: str | None = No
     each first decision), so the work after a label does not grow with the number of reference labels.
     """
     out, seen = [], set()
-    for r in store.check_answer_rows(annotator, task_set):
+    for r in store.checks.answer_rows(annotator, task_set):
         key = (r["task_set"], r["annotator"], r["pair_id"])
         if key in seen:
             continue
@@ -430,11 +431,11 @@ def check_scores(store, task_set: str | None = None) -> dict[str, dict]:
 
 
 def open_pause(store, task_set: str, annotator: str) -> dict | None:
-    return store.open_pause(task_set, annotator)
+    return store.checks.open_pause(task_set, annotator)
 
 
 def pauses(store, *, open_only: bool = False, annotator: str | None = None) -> list[dict]:
-    return store.pause_rows(open_only=open_only, annotator=annotator)
+    return store.checks.pause_rows(open_only=open_only, annotator=annotator)
 
 
 def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: str, by: str | None = None,
@@ -444,9 +445,9 @@ def pause(store, task_set: str, annotator: str, *, reason: str, lead_message: st
     with store.batch():
         if open_pause(store, task_set, annotator):
             return None
-        pause_id = store.add_pause(task_set, annotator, reason=reason, message=ANNOTATOR_MESSAGE,
-                                   lead_message=lead_message, accuracy=accuracy, checks=checks)
-        store.audit(by or reason, None, "pause", f"{task_set}/{annotator}", allowed=True, detail=lead_message)
+        pause_id = store.checks.add_pause(task_set, annotator, reason=reason, message=ANNOTATOR_MESSAGE,
+                                          lead_message=lead_message, accuracy=accuracy, checks=checks)
+        store.audit.add(by or reason, None, "pause", f"{task_set}/{annotator}", allowed=True, detail=lead_message)
     log.warning("paused %s in %s: %s", annotator, task_set, lead_message)
     return pause_id
 
@@ -457,13 +458,13 @@ def resume(store, task_set: str, annotator: str, by: str, note: str | None = Non
         p = open_pause(store, task_set, annotator)
         if p is None:
             return False
-        store.end_pause(p["id"], by, note)
-        store.audit(by, None, "resume", f"{task_set}/{annotator}", allowed=True, detail=note)
+        store.checks.end_pause(p["id"], by, note)
+        store.audit.add(by, None, "resume", f"{task_set}/{annotator}", allowed=True, detail=note)
     return True
 
 
 def last_resume(store, task_set: str, annotator: str) -> str | None:
-    return store.last_resume(task_set, annotator)
+    return store.checks.last_resume(task_set, annotator)
 
 
 def _pct(x) -> str:
@@ -507,7 +508,7 @@ def after_label(store, annotator: str, pair_id: str, *, view=None) -> list[tuple
     if view is not None:
         sets = view.sets_of(str(pair_id))
     else:
-        sets = store.sets_giving(annotator, pair_id)
+        sets = store.checks.sets_giving(annotator, pair_id)
     made = []
     for ts in sets:
         pid = evaluate_floor(store, ts, annotator, view=view)

@@ -98,7 +98,7 @@ def _coerce(values: dict) -> dict:
 
 def get_controls(store, task_set: str) -> RoundControls:
     """The task set's controls (defaults when none were set: no checks, no qualification)."""
-    return controls_of(store.setting(PREFIX + task_set, None))
+    return controls_of(store.settings.get(PREFIX + task_set, None))
 
 
 def controls_of(raw: dict | None) -> RoundControls:
@@ -109,7 +109,7 @@ def controls_of(raw: dict | None) -> RoundControls:
 
 def changed_controls(store, task_set: str, **changes) -> RoundControls:
     """The task set's controls with ``changes`` applied, validated (ValueError, one line), not saved."""
-    if store.task_set_info(task_set) is None:
+    if store.tasks.info(task_set) is None:
         raise ValueError(f"no task set named {task_set!r}")
     return replace(get_controls(store, task_set), **_coerce(changes))
 
@@ -117,5 +117,5 @@ def changed_controls(store, task_set: str, **changes) -> RoundControls:
 def set_controls(store, task_set: str, by: str | None = None, **changes) -> RoundControls:
     """Change some controls of a task set (validated first; the others are kept)."""
     new = changed_controls(store, task_set, **changes)
-    store.set_setting(PREFIX + task_set, new.to_json(), by=by)
+    store.settings.set(PREFIX + task_set, new.to_json(), by=by)
     return new

@@ -372,3 +372,22 @@ class Database:
     @property
     def schema_version(self) -> int:
         return self.query("SELECT MAX(version) FROM schema_version")[0][0]
+
+
+class Table:
+    """One concern's statements on the annotation database, over the store's :class:`Database`: the same
+    connection, lock, transactions (a write joins the caller's ``store.batch()``) and clock (``store.now``).
+    :class:`berds_core.lab.store.Store` holds one of each (``store.checks``, ``store.qualification``, ...)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def query(self, sql: str, params=()) -> list[sqlite3.Row]:
+        return self.db.query(sql, params)
+
+    def transaction(self):
+        return self.db.transaction()
+
+    def now(self) -> str:
+        return self.db.now()
+

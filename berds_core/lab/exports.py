@@ -27,6 +27,7 @@ from ..files.spreadsheet import delimited, neutralise, unneutralise  # noqa: F40
 
 from .qualification import qualification_rows
 from .reliability import label_sets
+from .request_reads import RequestReads
 
 EXPORT_COLUMNS = ["question", "id", "document", "perspective", "label", "annotator", "unsure", "note",
                   "updated_at", "question_id", "passage_id", "subset", "retriever", "source", "title", "side",
@@ -48,8 +49,10 @@ def export_rows(store, *, what: str = "labels", annotator: str | None = None, in
         what = "gold"
     if what not in WHAT:
         raise ValueError(f"export one of {', '.join(WHAT)}")
+    reads = RequestReads.of(store)  # the store, or a request's reads
     if what == "qualification":
-        return qualification_rows(store)
+        return qualification_rows(reads.store)
+    store = reads
     pairs = {p.pair_id: p for p in store.pairs()}
     if what in ("gold", "reference"):
         got = store.gold() if what == "gold" else store.reference_labels()
@@ -89,13 +92,16 @@ REF_SALT_KEY = "export_ref_salt"
 def own_rows(store, annotator: str, *, include_skips: bool = False) -> list[dict]:
     """An annotator's own labels as they may download them, in the order they made them: what they saw and
     said, under an opaque reference of each pair (``ref``, stable for them, never the pair id), with no
-    column that could tell a gold check from a task pair (no ids, subset, source, retriever or side)."""
-    salt = store.setting(REF_SALT_KEY)
+    column that could tell a gold check from a task pair (no ids, subset, source, retriever or side).
+    ``store``: the store, or a request's reads (the labels and pairs read once)."""
+    reads = RequestReads.of(store)
+    store = reads.store
+    salt = store.settings.get(REF_SALT_KEY)
     if not salt:
         salt = secrets.token_hex(16)
-        store.set_setting(REF_SALT_KEY, salt, by="exports")
-    labs = sorted(store.labels(annotator, include_skips=include_skips), key=lambda lab: (lab.updated_at, lab.pair_id))
-    pairs = {p.pair_id: p for p in store.pairs([lab.pair_id for lab in labs])}
+        store.settings.set(REF_SALT_KEY, salt, by="exports")
+    labs = sorted(reads.labels(annotator, include_skips=include_skips), key=lambda lab: (lab.updated_at, lab.pair_id))
+    pairs = {p.pair_id: p for p in reads.pairs([lab.pair_id for lab in labs])}
     out = []
     for lab in labs:
         p = pairs[lab.pair_id]

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from . import qualification, rounds
 from .checks import check_scores, pauses, slot_summary
+from .request_reads import RequestReads
 
 
 def _hour(ts: str) -> datetime:
@@ -33,9 +34,9 @@ def _hour(ts: str) -> datetime:
 
 def decisions(store, task_set: str | None = None) -> list[tuple[str, str]]:
     """``[(annotator, at)]`` of every label and skip that was not undone (in a task set: its pairs only)."""
-    rows = store.standing_decisions()
+    rows = store.reports.standing_decisions()
     if task_set is not None:
-        mine = store.set_pair_annotators(task_set)
+        mine = store.reports.set_pair_annotators(task_set)
         rows = [r for r in rows if (r["pair_id"], r["annotator"]) in mine]
     return [(r["annotator"], r["at"]) for r in rows]
 
@@ -64,21 +65,26 @@ def pace(store, task_set: str | None = None, *, max_bins: int = 72) -> dict:
 
 
 def adjudication_backlog(store, task_set: str | None = None) -> list[str]:
-    """Pairs two or more humans labelled differently and nobody has adjudicated yet."""
+    """Pairs two or more humans labelled differently and nobody has adjudicated yet (``store``: the store or a
+    request's reads)."""
+    reads = RequestReads.of(store)
     by = defaultdict(set)
-    for lab in store.labels(include_skips=False):
+    for lab in reads.labels(include_skips=False):
         by[lab.pair_id].add(int(lab.label))
-    gold = store.gold()
+    gold = reads.gold()
     pids = [p for p, v in by.items() if len(v) > 1 and p not in gold]
     if task_set is not None:
-        mine = store.set_pairs(task_set)
+        mine = reads.store.reports.set_pairs(task_set)
         pids = [p for p in pids if p in mine]
     return sorted(pids)
 
 
 def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> dict:
-    """Everything a lead checks while a round runs (see the module docstring)."""
-    names = store.assigned_annotators(task_set)
+    """Everything a lead checks while a round runs (see the module docstring). ``store``: the store, or a
+    request's reads (:class:`~berds_core.lab.request_reads.RequestReads`: the labels and gold read once)."""
+    reads = RequestReads.of(store)
+    store = reads.store
+    names = store.reports.assigned_annotators(task_set)
     queues = {}
     for a in names:
         view = rounds.read(store, a)  # their round, read once for both
@@ -91,14 +97,14 @@ def round_health(store, task_set: str | None = None, *, max_bins: int = 72) -> d
     for a, d in dry.items():
         checks.setdefault(a, {"answered": 0, "failed": 0, "skipped": 0, "accuracy": None, "ci95": [None, None], **d})
     allp = [p for p in pauses(store) if task_set is None or p["task_set"] == task_set]
-    backlog = adjudication_backlog(store, task_set)
+    backlog = adjudication_backlog(reads, task_set)
     p = pace(store, task_set, max_bins=max_bins)
     return {"task_set": task_set, "annotators": names, "pace": p, "queues": queues,
             "queue_left": sum(q["remaining"] for q in queues.values()), "checks": dict(sorted(checks.items())),
             "checks_failed": sum(c["failed"] for c in checks.values()),
             "pauses": [x for x in allp if x["resumed_at"] is None], "resumed": sum(x["resumed_at"] is not None
                                                                                    for x in allp),
-            "check_pool": store.check_pool_counts(task_set),
+            "check_pool": store.checks.pool_counts(task_set),
             "qualification": qualification.overview(store, task_set),
             "adjudication": {"waiting": len(backlog), "pairs": backlog[:50]},
             "labels": p["total"]}

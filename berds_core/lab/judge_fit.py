@@ -80,9 +80,9 @@ def round_labels(store, source: str = "auto", task_set: str | None = None) -> tu
         source = "adjudicated" if gold else "reference"
     labels = dict(gold if source == "adjudicated" else store.reference_labels())
     if task_set is not None:
-        if task_set not in store.task_sets():
+        if task_set not in store.tasks.names():
             raise FitRefused(f"task set {task_set!r} is not in {store.path}")
-        keep = store.set_pairs(task_set)
+        keep = store.reports.set_pairs(task_set)
         labels = {k: v for k, v in labels.items() if k in keep}
     return labels, source
 

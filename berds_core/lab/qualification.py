@@ -34,15 +34,15 @@ def status(store, task_set: str, annotator: str) -> dict:
     """Where an annotator stands: ``state`` is ``open`` (no qualification asked), ``pending`` (an attempt
     is to start), ``in_progress``, ``passed`` or ``failed`` (waiting for the lead)."""
     def latest() -> tuple[int, dict | None]:
-        attempt = store.latest_qualification_attempt(task_set, annotator)
+        attempt = store.qualification.latest_attempt(task_set, annotator)
         if not attempt:
             return 0, None
-        items = store.qualification_items(task_set, annotator, attempt)
+        items = store.qualification.items(task_set, annotator, attempt)
         answered = [i for i in items if i["label"] is not None]
         return attempt, {"n": len(items), "answered": len(answered), "correct": sum(bool(i["correct"]) for i in answered)}
 
     return status_of(task_set, annotator, get_controls(store, task_set),
-                     store.qualification_results(task_set, annotator), latest)
+                     store.qualification.results(task_set, annotator), latest)
 
 
 def status_of(task_set: str, annotator: str, c, results: list[dict], latest) -> dict:
@@ -84,7 +84,7 @@ def start_attempt(store, task_set: str, annotator: str) -> int:
             return st["attempt"]
         if st["state"] == "failed":
             raise QualificationError("this qualification was not passed; the lead may allow another attempt")
-        attempt = store.latest_qualification_attempt(task_set, annotator) + 1
+        attempt = store.qualification.latest_attempt(task_set, annotator) + 1
         pool = unseen_answers(store, annotator)
         if len(pool) < c.qualification_n:
             raise QualificationError(f"only {len(pool)} pairs with a known answer are left for {annotator}; the "
@@ -94,7 +94,7 @@ def start_attempt(store, task_set: str, annotator: str) -> int:
         for pos in range(n):
             pid = draw_balanced(pool, rng_for(c.seed, "qual", task_set, annotator, attempt, pos), classes[pos])
             exp = pool.pop(pid)
-            store.add_qualification_item(task_set, annotator, attempt, pos, pid, exp)
+            store.qualification.add_item(task_set, annotator, attempt, pos, pid, exp)
     return attempt
 
 
@@ -105,7 +105,7 @@ def next_item(store, task_set: str, annotator: str) -> dict | None:
     if st["state"] in ("open", "passed", "failed"):
         return None
     attempt = start_attempt(store, task_set, annotator)
-    items = store.qualification_items(task_set, annotator, attempt)
+    items = store.qualification.items(task_set, annotator, attempt)
     for i, it in enumerate(items):
         if it["label"] is None:
             return {"attempt": attempt, "position": it["position"], "pair_id": it["pair_id"], "index": i,
@@ -123,23 +123,23 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
     label = int(label)
     c = get_controls(store, task_set)
     with store.batch():
-        row = store.qualification_item(task_set, annotator, attempt, position)
+        row = store.qualification.item(task_set, annotator, attempt, position)
         if row is None:
             raise QualificationError("no such qualification item")
         if row["label"] is None:
-            store.answer_qualification_item(task_set, annotator, attempt, position, label, label == row["expected"],
+            store.qualification.answer_item(task_set, annotator, attempt, position, label, label == row["expected"],
                                             None if time_ms is None else max(0, int(time_ms)))
-        items = store.qualification_items(task_set, annotator, int(attempt))
+        items = store.qualification.items(task_set, annotator, int(attempt))
         done = all(i["label"] is not None for i in items)
         result = None
         if done:
-            got = store.qualification_result(task_set, annotator, attempt)
+            got = store.qualification.result(task_set, annotator, attempt)
             if got is None:
                 k = sum(bool(i["correct"]) for i in items)
                 ok = k / len(items) >= c.qualification_pass
-                store.add_qualification_result(task_set, annotator, attempt, ok, k, len(items))
-                store.audit("qualification", None, "qualified" if ok else "qualification.failed",
-                            f"{task_set}/{annotator}", allowed=True, detail=f"{k} of {len(items)} right")
+                store.qualification.add_result(task_set, annotator, attempt, ok, k, len(items))
+                store.audit.add("qualification", None, "qualified" if ok else "qualification.failed",
+                                f"{task_set}/{annotator}", allowed=True, detail=f"{k} of {len(items)} right")
                 if not ok:
                     log.warning("%s did not pass the qualification of %s (%d of %d)", annotator, task_set, k, len(items))
                 got = {"passed": int(ok), "correct": k, "n": len(items)}
@@ -152,7 +152,7 @@ def answer(store, task_set: str, annotator: str, attempt: int, position: int, la
 
 def feedback(store, task_set: str, annotator: str, attempt: int) -> list[dict] | None:
     """Per item of a finished attempt: ``{pair_id, label, expected, correct}`` (None while it is not finished)."""
-    items = store.qualification_items(task_set, annotator, int(attempt))
+    items = store.qualification.items(task_set, annotator, int(attempt))
     if not items or any(i["label"] is None for i in items):
         return None
     return [{"pair_id": i["pair_id"], "label": int(i["label"]), "expected": int(i["expected"]),
@@ -165,24 +165,25 @@ def allow_retry(store, task_set: str, annotator: str, by: str) -> bool:
     if st["state"] != "failed":
         return False
     with store.batch():
-        store.allow_qualification_retry(task_set, annotator, st["attempt"], by)
-        store.audit(by, None, "qualification.retry", f"{task_set}/{annotator}", allowed=True)
+        store.qualification.allow_retry(task_set, annotator, st["attempt"], by)
+        store.audit.add(by, None, "qualification.retry", f"{task_set}/{annotator}", allowed=True)
     return True
 
 
 def overview(store, task_set: str | None = None) -> list[dict]:
     """One row per (task set asking for qualification, annotator with a queue in it): the :func:`status`."""
     out = []
-    for ts in ([task_set] if task_set else store.task_sets()):
-        if get_controls(store, ts).qualification_n < 1 and not store.has_qualification_items(ts):
+    for ts in ([task_set] if task_set else store.tasks.names()):
+        if get_controls(store, ts).qualification_n < 1 and not store.qualification.has_items(ts):
             continue
-        out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"} for a in store.set_annotators(ts)]
+        out += [{k: v for k, v in status(store, ts, a).items() if k != "attempts"}
+                for a in store.qualification.set_annotators(ts)]
     return out
 
 
 def qualification_rows(store, task_set: str | None = None) -> list[dict]:
     """Every qualification answer with its pair and the attempt's outcome (for exports and reviewers)."""
-    rows = store.qualification_answer_rows(task_set)
+    rows = store.qualification.answer_rows(task_set)
     return [{"task_set": r["task_set"], "annotator": r["annotator"], "attempt": r["attempt"], "item": r["position"] + 1,
              "id": r["pair_id"], "question": r["question"], "perspective": r["perspective"], "document": r["document"],
              "title": r["title"] or "", "expected": r["expected"], "label": "" if r["label"] is None else r["label"],

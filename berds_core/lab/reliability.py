@@ -45,7 +45,7 @@ change). Also the round's label sets (:func:`label_sets`): majority vote, each
 model's most likely labels, and adjudication.
 
 **Fitted once per change of the labels** (:func:`fitted`): both models are fitted on the labels of one
-version (:meth:`berds_core.lab.store.Store.labels_version`: it moves with every label, skip, undo, import and
+version (:meth:`berds_core.lab.store.Labelling.labels_version`: it moves with every label, skip, undo, import and
 assignment), and kept; a page that reruns with no new label reads one small statement and fits nothing.
 """
 from __future__ import annotations
@@ -59,6 +59,7 @@ import numpy as np
 
 from .checks import CHECK_KINDS, check_scores, pauses, wilson_interval
 from .controls import DEFAULT_TIME_FLOOR_MS, get_controls
+from .request_reads import RequestReads
 
 METHODS = ("mace", "dawid-skene")
 DEFAULT_METHOD = "mace"  # ranked simulated annotators right more often (bench/lab_reliability.py)
@@ -84,12 +85,13 @@ class Estimate:
 
 def model_labels(store, task_set: str | None = None) -> list[tuple[str, str, int]]:
     """``[(pair_id, annotator, 0/1)]``: the labels the model reads (no skips, no annotator's own checks)."""
-    kinds = store.assignment_kinds()
+    reads = RequestReads.of(store)
+    kinds = reads.store.reports.assignment_kinds()
     in_set = None
     if task_set is not None:
-        in_set = store.set_pairs(task_set, tasks_only=True)
+        in_set = reads.store.reports.set_pairs(task_set, tasks_only=True)
     out = []
-    for lab in store.labels(include_skips=False):
+    for lab in reads.labels(include_skips=False):
         if kinds.get((lab.pair_id, lab.annotator), set()) & set(CHECK_KINDS):
             continue
         if in_set is not None and lab.pair_id not in in_set:
@@ -100,14 +102,15 @@ def model_labels(store, task_set: str | None = None) -> list[tuple[str, str, int
 
 def fitted(store, task_set: str | None = None, *, seed: int = 0) -> tuple[list, dict[str, "Estimate"]]:
     """The model labels (:func:`model_labels`) and each annotator model (:data:`METHODS`) fitted on them:
-    read and fitted once per version of the labels (:meth:`~berds_core.lab.store.Store.labels_version`),
+    read and fitted once per version of the labels (:meth:`~berds_core.lab.store.Labelling.labels_version`),
     then served from memory until a label, skip, undo, import or assignment changes it."""
-    key = (store.labels_version(), task_set, seed)
+    reads = RequestReads.of(store)
+    key = (reads.labels_version(), task_set, seed)
     with _FITS_LOCK:
         if key in _FITS:
             _FITS.move_to_end(key)
             return _FITS[key]
-    rows = model_labels(store, task_set)
+    rows = model_labels(reads, task_set)
     got = (rows, {m: estimate(rows, m, seed=seed) for m in METHODS})
     with _FITS_LOCK:
         _FITS[key] = got
@@ -226,9 +229,9 @@ def weighted_share(labels: dict[str, int], competence: dict[str, float | None]) 
 def _time_floor(store, task_set: str | None, given: int | None) -> int:
     if given is not None:
         return int(given)
-    sets = [task_set] if task_set else list(reversed(store.task_sets()))
+    sets = [task_set] if task_set else list(reversed(store.tasks.names()))
     for ts in sets:
-        raw = store.setting("round:" + ts, None)
+        raw = store.settings.get("round:" + ts, None)
         if raw:
             return get_controls(store, ts).time_floor_ms
     return DEFAULT_TIME_FLOOR_MS
@@ -237,11 +240,12 @@ def _time_floor(store, task_set: str | None, given: int | None) -> int:
 def _times(store, task_set: str | None) -> dict[str, list[tuple[str, int | None, int | None]]]:
     """``{annotator: [(updated_at, server_ms, time_ms)]}`` of their labels (skips included: time is behaviour):
     the server's time (since their previous decision) and the browser's claim."""
+    reads = RequestReads.of(store)
     in_set = None
     if task_set is not None:
-        in_set = store.set_pair_annotators(task_set)
+        in_set = reads.store.reports.set_pair_annotators(task_set)
     out = defaultdict(list)
-    for lab in store.labels():
+    for lab in reads.labels():
         if in_set is None or (lab.pair_id, lab.annotator) in in_set:
             out[lab.annotator].append((lab.updated_at, lab.server_ms, lab.time_ms))
     return out
@@ -261,18 +265,21 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
 
     ``competence`` comes from ``method``; ``competence_by_model`` has both models' (MACE's θ and
     Dawid-Skene's J). ``order``: annotators from the highest estimated competence down (unknown last).
+    ``store``: the store, or a request's reads (:class:`~berds_core.lab.request_reads.RequestReads`).
     """
     if window < 2:
         raise ValueError("the drift window is 2 labels or more")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
-    rows, both = fitted(store, task_set, seed=seed)
+    reads = RequestReads.of(store)
+    store = reads.store
+    rows, both = fitted(reads, task_set, seed=seed)
     est = both[method]
     floor = _time_floor(store, task_set, time_floor_ms)
     by_pair: dict[str, dict[str, int]] = defaultdict(dict)
     for pid, a, lab in rows:
         by_pair[pid][a] = lab
-    at = {(l.pair_id, l.annotator): l.updated_at for l in store.labels(include_skips=False)}
+    at = {(l.pair_id, l.annotator): l.updated_at for l in reads.labels(include_skips=False)}
     comparisons: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for pid, labs in by_pair.items():
         for a, y in labs.items():
@@ -282,7 +289,7 @@ def reliability_report(store, *, method: str = DEFAULT_METHOD, task_set: str | N
                 continue
             comparisons[a].append((at.get((pid, a), ""), int(y == int(share > 0.5))))
     scores = check_scores(store, task_set)
-    times = _times(store, task_set)
+    times = _times(reads, task_set)
     open_p = defaultdict(list)
     for p in pauses(store, open_only=True):
         if task_set is None or p["task_set"] == task_set:

@@ -5,9 +5,11 @@ one run; each of them read every label, every pair and the gold labels again (th
 pairs six times a run). :class:`RequestReads` stands in for the store for one request: the whole-store reads
 (:meth:`pairs`, :meth:`labels`, :meth:`gold`, :meth:`reference_labels`, :meth:`judges`, :meth:`judge_preds`,
 :meth:`labels_version`) are read on first use and then answered from memory, each variant (one annotator's
-labels, without skips, some pairs) cut from the one read in the order the store gives it. Every other method is
-the store's own. The request's own writes go to the store and drop what was read
-(:meth:`berds_core.lab.access.Lab._changed`); a long-lived caller uses the store itself.
+labels, without skips, some pairs) cut from the one read in the order the store gives it. It has those reads and
+nothing else: a report that needs another table reads it from :attr:`RequestReads.store`
+(:meth:`RequestReads.of` gives a report its reads whether it was handed the store or a request's reads). The
+request's own writes go to the store and drop what was read (:meth:`berds_core.lab.access.Lab._changed`); a
+long-lived caller uses the store itself.
 """
 from __future__ import annotations
 
@@ -23,8 +25,11 @@ class RequestReads:
         self.store = store
         self._got: dict = {}
 
-    def __getattr__(self, name):  # anything not read once here: the store's own method
-        return getattr(self.store, name)
+    @classmethod
+    def of(cls, source) -> "RequestReads":
+        """``source`` itself when it is a request's reads (what it read is shared), else fresh reads of the store
+        ``source`` (read once for the one report that asks)."""
+        return source if isinstance(source, cls) else cls(source)
 
     def _once(self, key, read):
         if key not in self._got:

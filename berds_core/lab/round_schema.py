@@ -23,7 +23,7 @@ Version 6 (:data:`SCHEMA_V6`): ``check_pool``, the pairs each task set's gold ch
 stratum (the set's ``by``: subset or retriever). Built with the task set from its own candidates (the same
 distribution as its task pairs); adjudicated labels and answers a lead types join the pool of every set that
 holds the pair. A check is drawn from it with one statement whose work does not grow with the store's reference
-labels (:meth:`berds_core.lab.round_tables.CheckTables.check_candidates`). Upgrading a file gives each task set
+labels (:meth:`berds_core.lab.round_tables.CheckTables.candidates`). Upgrading a file gives each task set
 with gold checks or a qualification the pool it drew from before: every known answer outside its tasks.
 """
 

@@ -1,56 +1,57 @@
 """The store's statements on a round's quality-control tables (:mod:`berds_core.lab.round_schema`) and on what
-the lead's reports read of a round, three of the classes :class:`berds_core.lab.store.Store` is composed of:
-:class:`QualificationTables` (``qualification``, ``qualification_results``), :class:`CheckTables`
-(``check_slots``, checks among the assignments, their pool, ``pauses``) and :class:`ReportReads` (decisions still
-standing, who has which pair in a task set). :mod:`berds_core.lab.qualification`, :mod:`berds_core.lab.checks`,
-:mod:`berds_core.lab.health`, :mod:`berds_core.lab.reliability` and :mod:`berds_core.lab.simulate` decide (draw,
-place, score, pause, report); these read and write. A write joins the caller's transaction (``store.batch()``)
+the lead's reports read of a round, three of the tables :class:`berds_core.lab.store.Store` holds:
+:class:`QualificationTables` (``store.qualification``: ``qualification``, ``qualification_results``),
+:class:`CheckTables` (``store.checks``: ``check_slots``, checks among the assignments, their pool, ``pauses``) and
+:class:`ReportReads` (``store.reports``: decisions still standing, who has which pair in a task set), each a
+:class:`~berds_core.lab.db.Table` over the store's connection. :mod:`berds_core.lab.qualification`,
+:mod:`berds_core.lab.checks`, :mod:`berds_core.lab.health`, :mod:`berds_core.lab.reliability` and
+:mod:`berds_core.lab.simulate` decide (draw, place, score, pause, report); these read and write. A write joins the caller's transaction (``store.batch()``)
 when there is one.
 """
 from __future__ import annotations
 
-from .db import Database
+from .db import Table
 from .round_schema import STRATUM_SQL
 
 JUDGED_SQL = ("({p}.judge_prob IS NOT NULL OR EXISTS (SELECT 1 FROM judge_preds j WHERE j.pair_id = {p}.pair_id))")
 
 
-class QualificationTables(Database):
+class QualificationTables(Table):
     """Qualification attempts (one row per pair drawn) and their results, per task set and annotator."""
 
-    def qualification_results(self, task_set: str, annotator: str) -> list[dict]:
+    def results(self, task_set: str, annotator: str) -> list[dict]:
         return [dict(r) for r in self.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? "
                                             "ORDER BY attempt", (task_set, annotator))]
 
-    def qualification_result(self, task_set: str, annotator: str, attempt: int) -> dict | None:
+    def result(self, task_set: str, annotator: str, attempt: int) -> dict | None:
         rows = self.query("SELECT * FROM qualification_results WHERE task_set = ? AND annotator = ? AND attempt = ?",
                           (task_set, annotator, int(attempt)))
         return dict(rows[0]) if rows else None
 
-    def qualification_items(self, task_set: str, annotator: str, attempt: int) -> list[dict]:
+    def items(self, task_set: str, annotator: str, attempt: int) -> list[dict]:
         return [dict(r) for r in self.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND "
                                             "attempt = ? ORDER BY position", (task_set, annotator, int(attempt)))]
 
-    def qualification_item(self, task_set: str, annotator: str, attempt: int, position: int) -> dict | None:
+    def item(self, task_set: str, annotator: str, attempt: int, position: int) -> dict | None:
         rows = self.query("SELECT * FROM qualification WHERE task_set = ? AND annotator = ? AND attempt = ? AND "
                           "position = ?", (task_set, annotator, int(attempt), int(position)))
         return dict(rows[0]) if rows else None
 
-    def latest_qualification_attempt(self, task_set: str, annotator: str) -> int:
+    def latest_attempt(self, task_set: str, annotator: str) -> int:
         rows = self.query("SELECT MAX(attempt) FROM qualification WHERE task_set = ? AND annotator = ?",
                           (task_set, annotator))
         return rows[0][0] or 0
 
-    def has_qualification_items(self, task_set: str) -> bool:
+    def has_items(self, task_set: str) -> bool:
         return bool(self.query("SELECT 1 FROM qualification WHERE task_set = ? LIMIT 1", (task_set,)))
 
-    def add_qualification_item(self, task_set: str, annotator: str, attempt: int, position: int, pair_id: str,
+    def add_item(self, task_set: str, annotator: str, attempt: int, position: int, pair_id: str,
                                expected: int) -> None:
         with self.transaction() as c:
             c.execute("INSERT INTO qualification (task_set, annotator, attempt, position, pair_id, expected) "
                       "VALUES (?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(position), pair_id, expected))
 
-    def answer_qualification_item(self, task_set: str, annotator: str, attempt: int, position: int, label: int,
+    def answer_item(self, task_set: str, annotator: str, attempt: int, position: int, label: int,
                                   correct: bool, time_ms: int | None) -> None:
         """Store the first answer to an item (the caller checks that it has none yet)."""
         with self.transaction() as c:
@@ -59,14 +60,14 @@ class QualificationTables(Database):
                       (int(label), int(bool(correct)), self.now(), time_ms, task_set, annotator, int(attempt),
                        int(position)))
 
-    def add_qualification_result(self, task_set: str, annotator: str, attempt: int, passed: bool, correct: int,
+    def add_result(self, task_set: str, annotator: str, attempt: int, passed: bool, correct: int,
                                  n: int) -> None:
         with self.transaction() as c:
             c.execute("INSERT INTO qualification_results (task_set, annotator, attempt, passed, correct, n, at) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?)", (task_set, annotator, int(attempt), int(bool(passed)), int(correct),
                                                        int(n), self.now()))
 
-    def allow_qualification_retry(self, task_set: str, annotator: str, attempt: int, by: str) -> None:
+    def allow_retry(self, task_set: str, annotator: str, attempt: int, by: str) -> None:
         with self.transaction() as c:
             c.execute("UPDATE qualification_results SET retry_by = ?, retry_at = ? WHERE task_set = ? AND annotator = ? "
                       "AND attempt = ?", (by, self.now(), task_set, annotator, int(attempt)))
@@ -76,7 +77,7 @@ class QualificationTables(Database):
         return [r[0] for r in self.query("SELECT DISTINCT annotator FROM assignments WHERE task_set = ? ORDER BY 1",
                                          (task_set,))]
 
-    def qualification_answer_rows(self, task_set: str | None = None) -> list:
+    def answer_rows(self, task_set: str | None = None) -> list:
         """Every qualification item with its pair's text and its attempt's outcome (``attempt_passed``)."""
         sql = ("SELECT q.*, r.passed AS attempt_passed, p.question, p.perspective, p.document, p.title FROM "
                "qualification q JOIN pairs p ON p.pair_id = q.pair_id LEFT JOIN qualification_results r ON "
@@ -85,7 +86,7 @@ class QualificationTables(Database):
                           "q.attempt, q.position", (task_set,) if task_set else ())
 
 
-class CheckTables(Database):
+class CheckTables(Table):
     """Gold checks placed in queues (``check_slots``, assignments of kind ``check``), the pool they are drawn
     from, and the pauses of queues (``pauses``)."""
 
@@ -93,7 +94,7 @@ class CheckTables(Database):
         """``pair_id, label, source`` of every reference label (a dataset's gold, typed answers)."""
         return self.query("SELECT pair_id, label, source FROM reference_labels")
 
-    def add_to_check_pool(self, task_set: str, pair_ids, source: str) -> int:
+    def add_to_pool(self, task_set: str, pair_ids, source: str) -> int:
         """Put pairs into the task set's pool of gold checks (with their stratum in the set); returns how many
         were new there."""
         ids = sorted({str(p) for p in pair_ids})
@@ -106,7 +107,7 @@ class CheckTables(Database):
                     "p.pair_id = ? WHERE t.name = ?", (source, self.now(), pid, task_set)).rowcount
         return added
 
-    def join_check_pools(self, pair_ids, source: str) -> list[str]:
+    def join_pools(self, pair_ids, source: str) -> list[str]:
         """Put pairs into the pool of every task set that holds them (as a task of anyone's, or in its pool
         already): an adjudicated label or a typed answer becomes a check of the same round. Returns the sets."""
         sets: set[str] = set()
@@ -116,7 +117,7 @@ class CheckTables(Database):
                                        "'check' UNION SELECT task_set FROM check_pool WHERE pair_id = ?",
                                        (pid, pid)).fetchall():
                     sets.add(ts)
-                    self.add_to_check_pool(ts, [pid], source)
+                    self.add_to_pool(ts, [pid], source)
         return sorted(sets)
 
     def known_answer_texts(self) -> list:
@@ -126,7 +127,7 @@ class CheckTables(Database):
                           "pairs p LEFT JOIN gold g ON g.pair_id = p.pair_id LEFT JOIN reference_labels r ON "
                           "r.pair_id = p.pair_id WHERE COALESCE(g.label, r.label) IS NOT NULL")
 
-    def check_pool_counts(self, task_set: str | None = None) -> dict[str, int]:
+    def pool_counts(self, task_set: str | None = None) -> dict[str, int]:
         """``{task_set: pairs in its pool of gold checks}`` (those with a known answer)."""
         sql = ("SELECT c.task_set, COUNT(*) FROM check_pool c WHERE (EXISTS (SELECT 1 FROM gold g WHERE g.pair_id = "
                "c.pair_id) OR EXISTS (SELECT 1 FROM reference_labels r WHERE r.pair_id = c.pair_id))")
@@ -134,7 +135,7 @@ class CheckTables(Database):
                           (task_set,) if task_set else ())
         return {r[0]: r[1] for r in rows}
 
-    def check_candidates(self, task_set: str, annotator: str) -> list:
+    def candidates(self, task_set: str, annotator: str) -> list:
         """``pair_id, answer, stratum, judged`` of the pairs of the set's check pool with a known answer (an
         adjudication over a reference label) that the annotator was never given, labelled or qualified on, by
         pair id: one statement over the set's pool (its primary key), whatever the store's number of reference
@@ -155,10 +156,6 @@ class CheckTables(Database):
                           "judged, t.strategy FROM task_sets t JOIN pairs p ON p.pair_id = ? WHERE t.name = ?",
                           (str(pair_id), task_set))
         return rows[0] if rows else None
-
-    def set_strategy(self, task_set: str) -> str | None:
-        rows = self.query("SELECT strategy FROM task_sets WHERE name = ?", (task_set,))
-        return rows[0][0] if rows else None
 
     def task_pairs(self, task_set: str, annotator: str) -> list[str]:
         """The annotator's pairs in the set that are not checks."""
@@ -196,7 +193,7 @@ class CheckTables(Database):
         with self.transaction() as c:
             c.execute("INSERT INTO check_slots VALUES (?, ?, ?, NULL, ?, ?)", (task_set, annotator, k, state, at))
 
-    def place_check(self, task_set: str, annotator: str, k: int, pair_id: str, position: int,
+    def place(self, task_set: str, annotator: str, k: int, pair_id: str, position: int,
                     instead_of: str | None, end: int, at: str) -> None:
         """Put a check (slot ``k``) at ``position`` of the annotator's queue in the set, where their item
         ``instead_of`` was, which moves to ``end`` (a position after every other; ``instead_of`` None: the
@@ -251,8 +248,34 @@ class CheckTables(Database):
         return self.query("SELECT MAX(resumed_at) FROM pauses WHERE task_set = ? AND annotator = ?",
                           (task_set, annotator))[0][0]
 
+    def answer_rows(self, annotator: str | None = None, task_set: str | None = None) -> list:
+        """Rows of the decided gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
+        skipped, at, time_ms, server_ms, seq, expected``), each with its first decision (``seq``: its event; a
+        skip is a decision, label NULL) where the history has one, in the order they were decided;
+        :func:`berds_core.lab.checks.check_answers` keeps the first."""
+        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, "
+               "CASE WHEN e.event_id IS NULL THEN l.label ELSE e.label END AS label, "
+               "CASE WHEN e.event_id IS NULL THEN l.skipped ELSE e.kind = 'skip' END AS skipped, "
+               "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
+               "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
+               "COALESCE(g.label, r.label) AS expected FROM assignments a "
+               "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = "
+               "a.annotator AND x.pair_id = a.pair_id AND x.kind IN ('label', 'skip')) "
+               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator "
+               "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
+               "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
+               "AND (e.event_id IS NOT NULL OR l.pair_id IS NOT NULL)")  # a label without its event: an older file
+        params: list = []
+        if annotator is not None:
+            sql += " AND a.annotator = ?"
+            params.append(annotator)
+        if task_set is not None:
+            sql += " AND a.task_set = ?"
+            params.append(task_set)
+        return self.query(sql + " ORDER BY seq, at, a.annotator", params)
 
-class ReportReads(Database):
+
+class ReportReads(Table):
     """What the lead's reports read of the round (:mod:`berds_core.lab.health`, :mod:`berds_core.lab.reliability`)
     and a simulated round asks of a queue (:mod:`berds_core.lab.simulate`): decisions still standing, who has which
     pair in a task set."""

@@ -1,7 +1,7 @@
 """One annotator's round as one request sees it: read once (two statements of the store), then asked by the gate,
 the queue and the progress.
 
-:meth:`berds_core.lab.store.Store.round_rows` reads the annotator's assignments (with whether each pair is
+:meth:`store.rounds.rows <berds_core.lab.store.RoundReads.rows>` reads the annotator's assignments (with whether each pair is
 decided) and their round's state (settings, pauses, qualification, check slots, judge answers shown);
 :class:`RoundView` answers from those rows what :mod:`berds_core.lab.rounds` serves: each task set's state
 (``open``, ``qualify``, ``failed``, ``paused``), the undecided queue, the progress with the check slots still
@@ -57,7 +57,7 @@ class RoundView:
     # ---- what was read ----
 
     def set_queue(self, rows) -> None:
-        """The assignments (``Store.round_queue``), e.g. again after checks were placed."""
+        """The assignments (``store.rounds.queue``), e.g. again after checks were placed."""
         self.sets: list[str] = []
         self.rows: dict[str, list[tuple[str, str]]] = defaultdict(list)  # task set -> [(pair, kind)] in order
         self.decided: dict[str, bool] = {}  # pair -> skipped, for the pairs of the queue
@@ -171,4 +171,4 @@ def state_message(task_set: str, q: dict, pause: dict | None) -> dict:
 
 def read(store, annotator: str) -> RoundView:
     """The annotator's round as the store holds it now (two statements)."""
-    return RoundView(annotator, store.round_rows(annotator))
+    return RoundView(annotator, store.rounds.rows(annotator))

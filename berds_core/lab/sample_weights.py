@@ -9,10 +9,10 @@ WEIGHTS_PREFIX = "sample_weights:"  # a setting per task set built with the acti
 
 def sample_weights(store, task_set: str | None = None) -> dict[str, float]:
     """The weights the ``active`` strategy recorded (``{pair_id: weight}``; one task set's, or every set's)."""
-    names = [task_set] if task_set else store.task_sets()
+    names = [task_set] if task_set else store.tasks.names()
     out: dict[str, float] = {}
     for name in names:
-        out.update({k: float(v) for k, v in (store.setting(WEIGHTS_PREFIX + name, {}) or {}).items()})
+        out.update({k: float(v) for k, v in (store.settings.get(WEIGHTS_PREFIX + name, {}) or {}).items()})
     return out
 
 

@@ -274,7 +274,7 @@ def simulate_round(store, people: dict[str, SimAnnotator], truth: dict[str, int]
                         stats[name]["paused"] = any(s["state"] == "paused" for s in lab.round_states(task_set))
                         continue
                     pid = nxt[0]
-                    is_check = store.is_check_for(name, pid)
+                    is_check = store.reports.is_check_for(name, pid)
                     true = answers[pid][0] if is_check and pid in answers else int(truth.get(pid, 0))
                     if name in attackers:
                         a = attackers[name]

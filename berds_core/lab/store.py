@@ -6,15 +6,25 @@ connection, the schema and its migrations; :mod:`berds_core.lab.records`: ``Pair
 
 - :class:`PairsAndJudges`: the (passage, perspective) pairs and judges' predictions on them;
 - :class:`ReferenceLabels`: labels known in advance (calibration, the pool of gold checks);
-- :class:`SettingsAndAudit`: the project's settings (guidelines, label definitions) and the audit log;
-- :class:`TaskSetsAndQueues`: task sets, who labels which pair in which order, what is left;
-- :class:`RoundReads`: what one request reads of an annotator's round (two statements), the labels' version;
-- :class:`~berds_core.lab.round_tables.QualificationTables`: qualification attempts and results;
-- :class:`~berds_core.lab.round_tables.CheckTables`: gold checks placed in queues, their pool, paused queues;
-- :class:`~berds_core.lab.round_tables.ReportReads`: what the lead's reports and a simulated round read;
-- :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history;
+- :class:`Labelling`: labels, skips, undo, unsure pairs routed to one more annotator, imports, history, the labels'
+  version (what an annotator model's fit is cached on);
 - :class:`Adjudication`: the gold label of a pair;
-- :class:`~berds_core.lab.account_tables.AccountTables`: users, sessions and login attempts.
+
+and it holds one :class:`~berds_core.lab.db.Table` object per table group of the task sets, the settings, the round
+and the accounts, with the queries each needs, over the same connection:
+
+- ``store.tasks`` (:class:`TaskSets`): task sets, who labels which pair in which order (``create``, ``names``,
+  ``info``, ``assignments``, ``queue``, ...);
+- ``store.rounds`` (:class:`RoundReads`): what one request reads of an annotator's round (two statements);
+- ``store.settings`` (:class:`Settings`): the project's settings (guidelines, label definitions, round controls);
+- ``store.audit`` (:class:`AuditLog`): the log of allowed and refused actions;
+- ``store.qualification`` (:class:`~berds_core.lab.round_tables.QualificationTables`): qualification attempts
+  and results;
+- ``store.checks`` (:class:`~berds_core.lab.round_tables.CheckTables`): gold checks placed in queues, their pool,
+  paused queues;
+- ``store.reports`` (:class:`~berds_core.lab.round_tables.ReportReads`): what the lead's reports and a simulated
+  round read;
+- ``store.accounts`` (:class:`~berds_core.lab.account_tables.AccountTables`): users, sessions and login attempts.
 
 The store (these modules, :mod:`berds_core.lab.db` and its schema) holds every SQL statement on the annotation
 database; the other lab modules, the CLI and the pages call its methods (``tests/test_store_owns_sql.py``).
@@ -27,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from .db import SCHEMA_VERSION, Database, default_db_path, now  # noqa: F401
+from .db import SCHEMA_VERSION, Database, Table, default_db_path, now  # noqa: F401
 from .account_tables import AccountTables
 from .round_tables import CheckTables, QualificationTables, ReportReads
 from .records import (LABEL_COLS, PAIR_COLS, SKIP, Label, Pair, StoreError, app_version,  # noqa: F401
@@ -114,35 +124,40 @@ class ReferenceLabels(Database):
         return {r[0]: r[1] for r in self.query("SELECT pair_id, label FROM reference_labels")}
 
 
-class SettingsAndAudit(Database):
-    """The project's settings (guidelines, label definitions, round controls) and the audit log of allowed
-    and refused actions."""
+class Settings(Table):
+    """``store.settings``: the project's settings (guidelines, label definitions, round controls, sample weights),
+    one JSON value per key."""
 
-    def setting(self, key: str, default=None):
+    def get(self, key: str, default=None):
         rows = self.query("SELECT value FROM settings WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
 
-    def set_setting(self, key: str, value, by: str | None = None) -> None:
+    def set(self, key: str, value, by: str | None = None) -> None:
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO settings VALUES (?, ?, ?, ?)", (key, json.dumps(value), now(), by))
 
-    def audit(self, actor: str | None, role: str | None, action: str, target: str | None = None, *,
-              allowed: bool, detail: str | None = None) -> None:
+
+class AuditLog(Table):
+    """``store.audit``: the log of allowed and refused actions."""
+
+    def add(self, actor: str | None, role: str | None, action: str, target: str | None = None, *,
+            allowed: bool, detail: str | None = None) -> None:
         """Append one line to the audit log (no secrets: callers pass names and actions only)."""
         with self.transaction() as c:
             c.execute("INSERT INTO audit (at, actor, role, action, target, allowed, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
                       (now(), actor, role, action, target, int(bool(allowed)), detail))
 
-    def audit_log(self, *, refused_only: bool = False, limit: int | None = None) -> list[dict]:
+    def rows(self, *, refused_only: bool = False, limit: int | None = None) -> list[dict]:
         sql = "SELECT * FROM audit" + (" WHERE allowed = 0" if refused_only else "") + " ORDER BY id"
         rows = [dict(r) for r in self.query(sql)]
         return rows[-limit:] if limit else rows
 
 
-class TaskSetsAndQueues(Database):
-    """Task sets: which annotator labels which pair, in which order; each annotator's queue and progress."""
+class TaskSets(Table):
+    """``store.tasks``: task sets, which annotator labels which pair, in which order. What is next and how far an
+    annotator is has one answer, the round's (:func:`berds_core.lab.rounds.summary`), which counts checks and pauses."""
 
-    def create_task_set(self, name: str, assignments: dict[str, list[str]], *, source: str | None = None,
+    def create(self, name: str, assignments: dict[str, list[str]], *, source: str | None = None,
                         strategy: str | None = None, params: dict | None = None,
                         calibration: Iterable[str] = ()) -> None:
         """Assign pairs to annotators: ``{annotator: [pair_id, ...]}`` in queue order.
@@ -165,14 +180,14 @@ class TaskSetsAndQueues(Database):
                               "VALUES (?, ?, ?, ?, ?)",
                               (name, str(pid), annotator, pos, "calibration" if str(pid) in calib else "task"))
 
-    def task_sets(self, annotator: str | None = None) -> list[str]:
+    def names(self, annotator: str | None = None) -> list[str]:
         if annotator is None:
             return [r[0] for r in self.query("SELECT name FROM task_sets ORDER BY created_at, name")]
         return [r[0] for r in self.query(
             "SELECT DISTINCT a.task_set FROM assignments a JOIN task_sets t ON t.name = a.task_set "
             "WHERE a.annotator = ? ORDER BY t.created_at, t.name", (annotator,))]
 
-    def task_set_info(self, name: str) -> dict | None:
+    def info(self, name: str) -> dict | None:
         rows = self.query("SELECT * FROM task_sets WHERE name = ?", (name,))
         if not rows:
             return None
@@ -215,35 +230,10 @@ class TaskSetsAndQueues(Database):
         return bool(self.query("SELECT 1 FROM assignments WHERE annotator = ? AND pair_id = ? LIMIT 1",
                                (annotator, str(pair_id))))
 
-    def next_pairs(self, annotator: str, n: int = 1, task_set: str | None = None) -> list[str]:
-        """The first ``n`` pairs of the queue that this annotator has not decided yet (labels or skips)."""
-        done = {r[0] for r in self.query("SELECT pair_id FROM labels WHERE annotator = ?", (annotator,))}
-        out = []
-        for pid in self.queue(annotator, task_set):
-            if pid not in done:
-                out.append(pid)
-                if len(out) >= n:
-                    break
-        return out
 
-    def next_pair(self, annotator: str, task_set: str | None = None) -> str | None:
-        """The first pair of the queue that this annotator has not decided yet (labels or skips)."""
-        nxt = self.next_pairs(annotator, 1, task_set)
-        return nxt[0] if nxt else None
-
-    def progress(self, annotator: str, task_set: str | None = None) -> dict:
-        q = self.queue(annotator, task_set)
-        qs = set(q)
-        mine = [bool(r[1]) for r in self.query("SELECT pair_id, skipped FROM labels WHERE annotator = ?", (annotator,))
-                if r[0] in qs]  # skipped, per decided pair of the queue
-        return {"total": len(q), "done": len(mine), "labelled": sum(not s for s in mine),
-                "skipped": sum(mine), "remaining": len(q) - len(mine)}
-
-
-class RoundReads(Database):
-    """What one request reads of an annotator's round, in two statements (:mod:`berds_core.lab.round_view` builds
-    the view the gate, the queue and the progress share), the answered gold checks (what the floor reads after a
-    label), and the labels' version (what an annotator model's fit is cached on)."""
+class RoundReads(Table):
+    """``store.rounds``: what one request reads of an annotator's round, in two statements
+    (:mod:`berds_core.lab.round_view` builds the view the gate, the queue and the progress share)."""
 
     QUEUE_SQL = ("SELECT a.task_set, a.pair_id, a.kind, a.position, l.skipped FROM assignments a "
                  "JOIN task_sets t ON t.name = a.task_set LEFT JOIN labels l ON l.pair_id = a.pair_id "
@@ -265,53 +255,20 @@ class RoundReads(Database):
         "UNION ALL SELECT 'seen', NULL, target, NULL, NULL, NULL, NULL FROM audit "
         "WHERE actor = :a AND action = 'judge.view' AND allowed = 1 GROUP BY target")
 
-    def round_queue(self, annotator: str) -> list[tuple]:
+    def queue(self, annotator: str) -> list[tuple]:
         """``[(task_set, pair_id, kind, position, skipped or None when undecided)]`` of the annotator's
         assignments, in queue order (task set creation, name, position)."""
         return [tuple(r) for r in self.query(self.QUEUE_SQL, (annotator,))]
 
-    def round_rows(self, annotator: str) -> dict:
-        """Everything a request reads of the annotator's round: ``queue`` (:meth:`round_queue`) and ``state``,
+    def rows(self, annotator: str) -> dict:
+        """Everything a request reads of the annotator's round: ``queue`` (:meth:`queue`) and ``state``,
         tagged rows of the settings (guidelines, label definitions, each set's round controls), open pauses and
         last resumes, qualification results and attempts, filled check slots, and the pairs whose judge
         answer they were shown."""
-        with self._lock:  # no write of this process between the two reads
-            queue = self.round_queue(annotator)
+        with self.db._lock:  # no write of this process between the two reads
+            queue = self.queue(annotator)
             state = [tuple(r) for r in self.query(self.STATE_SQL, {"a": annotator})]
         return {"queue": queue, "state": state}
-
-    def check_answer_rows(self, annotator: str | None = None, task_set: str | None = None) -> list:
-        """Rows of the decided gold checks and calibration pairs (``task_set, annotator, pair_id, kind, label,
-        skipped, at, time_ms, server_ms, seq, expected``), each with its first decision (``seq``: its event; a
-        skip is a decision, label NULL) where the history has one, in the order they were decided;
-        :func:`berds_core.lab.checks.check_answers` keeps the first."""
-        sql = ("SELECT a.task_set, a.annotator, a.pair_id, a.kind, "
-               "CASE WHEN e.event_id IS NULL THEN l.label ELSE e.label END AS label, "
-               "CASE WHEN e.event_id IS NULL THEN l.skipped ELSE e.kind = 'skip' END AS skipped, "
-               "COALESCE(e.at, l.updated_at) AS at, COALESCE(e.time_ms, l.time_ms) AS time_ms, "
-               "COALESCE(e.server_ms, l.server_ms) AS server_ms, COALESCE(e.event_id, 0) AS seq, "
-               "COALESCE(g.label, r.label) AS expected FROM assignments a "
-               "LEFT JOIN events e ON e.event_id = (SELECT MIN(x.event_id) FROM events x WHERE x.annotator = "
-               "a.annotator AND x.pair_id = a.pair_id AND x.kind IN ('label', 'skip')) "
-               "LEFT JOIN labels l ON l.pair_id = a.pair_id AND l.annotator = a.annotator "
-               "LEFT JOIN gold g ON g.pair_id = a.pair_id LEFT JOIN reference_labels r ON r.pair_id = a.pair_id "
-               "WHERE a.kind IN ('check', 'calibration') AND COALESCE(g.label, r.label) IS NOT NULL "
-               "AND (e.event_id IS NOT NULL OR l.pair_id IS NOT NULL)")  # a label without its event: an older file
-        params: list = []
-        if annotator is not None:
-            sql += " AND a.annotator = ?"
-            params.append(annotator)
-        if task_set is not None:
-            sql += " AND a.task_set = ?"
-            params.append(task_set)
-        return self.query(sql + " ORDER BY seq, at, a.annotator", params)
-
-    def labels_version(self) -> tuple:
-        """Changes whenever the labels an annotator model reads can change: a label, skip, undo or import (an
-        event), an assignment (a check placed, a pair routed) or a label row removed."""
-        row = self.query("SELECT (SELECT MAX(event_id) FROM events), (SELECT MAX(rowid) FROM assignments), "
-                         "(SELECT COUNT(*) FROM assignments), (SELECT COUNT(*) FROM labels)")[0]
-        return (str(self.path), *tuple(row))
 
 
 def put_label(c, values: dict) -> None:
@@ -478,6 +435,13 @@ class Labelling(Database):
                 stored += 1
         return stored
 
+    def labels_version(self) -> tuple:
+        """Changes whenever the labels an annotator model reads can change: a label, skip, undo or import (an
+        event), an assignment (a check placed, a pair routed) or a label row removed."""
+        row = self.query("SELECT (SELECT MAX(event_id) FROM events), (SELECT MAX(rowid) FROM assignments), "
+                         "(SELECT COUNT(*) FROM assignments), (SELECT COUNT(*) FROM labels)")[0]
+        return (str(self.path), *tuple(row))
+
     def get_label(self, annotator: str, pair_id: str) -> Label | None:
         rows = self.query("SELECT * FROM labels WHERE annotator = ? AND pair_id = ?", (annotator, str(pair_id)))
         return label_of_row(rows[0]) if rows else None
@@ -526,17 +490,30 @@ class Adjudication(Database):
             c.execute("INSERT OR REPLACE INTO gold VALUES (?, ?, ?, ?, ?)", (str(pair_id), label, adjudicator, note, at))
             c.execute("INSERT INTO events (at, kind, pair_id, annotator, label, note, previous) VALUES (?, 'adjudicate', ?, ?, ?, ?, ?)",
                       (at, str(pair_id), adjudicator, label, note, json.dumps(dict(prev)) if prev else None))
-            self.join_check_pools([pair_id], "adjudicated")  # a gold check of the sets that hold it (CheckTables)
+            self.checks.join_pools([pair_id], "adjudicated")  # a gold check of the sets that hold it (CheckTables)
 
     def gold(self) -> dict[str, int]:
         return {r["pair_id"]: r["label"] for r in self.query("SELECT pair_id, label FROM gold")}
 
 
-class Store(PairsAndJudges, ReferenceLabels, SettingsAndAudit, TaskSetsAndQueues, RoundReads, QualificationTables,
-            CheckTables, ReportReads, Labelling, Adjudication, AccountTables):
-    """An annotation database (:class:`~berds_core.lab.db.Database`) with every concern's methods.
+class Store(PairsAndJudges, ReferenceLabels, Labelling, Adjudication):
+    """An annotation database (:class:`~berds_core.lab.db.Database`): the pairs, the judges' answers, the labels
+    and the gold as its own methods, and the task sets', settings', round's and accounts' tables as
+    :class:`~berds_core.lab.db.Table` objects over the same connection: :attr:`tasks`, :attr:`rounds`, :attr:`settings`,
+    :attr:`audit`, :attr:`qualification`, :attr:`checks`, :attr:`reports`, :attr:`accounts`.
     Thread-safe; any number of processes may share the file.
 
     ``create=False`` refuses a path where no database exists yet (nothing is
     created, not even its folder).
     """
+
+    def __init__(self, path=None, *, create: bool = True):
+        super().__init__(path, create=create)
+        self.tasks = TaskSets(self)
+        self.rounds = RoundReads(self)
+        self.settings = Settings(self)
+        self.audit = AuditLog(self)
+        self.qualification = QualificationTables(self)
+        self.checks = CheckTables(self)
+        self.reports = ReportReads(self)
+        self.accounts = AccountTables(self)

@@ -389,8 +389,8 @@ def import_pairs_tsv(store, path, annotator: str | None = None, task_set: str | 
     with store.batch():
         added = store.add_pairs([p for _, p, _ in rows])
         if annotator:
-            store.create_task_set(name, {annotator: [p.pair_id for _, p, _ in rows]},
-                                  source=str(shown_as or path), strategy="import")
+            store.tasks.create(name, {annotator: [p.pair_id for _, p, _ in rows]},
+                               source=str(shown_as or path), strategy="import")
         if labels and labels_as == "annotator":
             stored = store.import_labels(annotator, labels, source=str(shown_as or path))
         elif labels and labels_as == "reference":
@@ -512,19 +512,19 @@ def build_task_set(store, candidates: Sequence[Pair], spec: TaskSetSpec, *, judg
             store.set_judge_preds(judge.name, {pid: preds[pid] for pid in shown if pid in preds})
         for jname, lab in (stored_preds or {}).items():
             store.set_judge_preds(jname, {pid: (None, v) for pid, v in lab.items() if pid in shown})
-        store.create_task_set(name, plan, source=source, strategy=strategy,
-                              params={"n": n, "by": by, "overlap": overlap, "per_shared": per_shared, "seed": seed,
-                                      "judge": getattr(judge, "name", None), "route_uncertain": route_uncertain,
-                                      "route_unsure": bool(route_unsure), "route_max": per_shared,
-                                      "calibration": calibration, **(params or {})},
-                              calibration=[p.pair_id for p in calib_pairs])
+        store.tasks.create(name, plan, source=source, strategy=strategy,
+                           params={"n": n, "by": by, "overlap": overlap, "per_shared": per_shared, "seed": seed,
+                                   "judge": getattr(judge, "name", None), "route_uncertain": route_uncertain,
+                                   "route_unsure": bool(route_unsure), "route_max": per_shared,
+                                   "calibration": calibration, **(params or {})},
+                           calibration=[p.pair_id for p in calib_pairs])
         if spec.controls is not None:
-            store.set_setting(CONTROLS_PREFIX + name, spec.controls.to_json(), by="build_task_set")
+            store.settings.set(CONTROLS_PREFIX + name, spec.controls.to_json(), by="build_task_set")
         if weights:  # the active strategy: each pair's inverse inclusion probability (the fit's weights)
-            store.set_setting(WEIGHTS_PREFIX + name, {k: round(v, 9) for k, v in weights.items()},
-                              by="build_task_set")
+            store.settings.set(WEIGHTS_PREFIX + name, {k: round(v, 9) for k, v in weights.items()},
+                               by="build_task_set")
         if pool_pairs:
-            store.add_to_check_pool(name, [p.pair_id for p in pool_pairs], "build")
+            store.checks.add_to_pool(name, [p.pair_id for p in pool_pairs], "build")
     shared = sum(1 for pid in ids if sum(pid in v for v in plan.values()) > 1)
     out = {"db": str(store.path), "task_set": name, "pairs": len(picked), "candidates": len(candidates),
            "shared": shared, "routed_uncertain": len(routed), "calibration": len(calib_pairs),
@@ -562,7 +562,7 @@ def candidate_answers(store, candidates: Sequence[Pair], reference: dict[str, in
     left, texts = [p for p in left if p.pair_id not in out], set()
     if left:
         by_text: dict[tuple, int | None] = {}
-        for r in store.known_answer_texts():
+        for r in store.checks.known_answer_texts():
             key = _text_key(Pair(pair_id="", question=r["question"], document=r["document"],
                                  perspective=r["perspective"]))
             by_text[key] = int(r["answer"]) if by_text.get(key, int(r["answer"])) == int(r["answer"]) else None

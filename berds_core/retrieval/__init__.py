@@ -49,6 +49,13 @@ def get_retriever(spec: str, corpus, model: str | None = None, *, options: Index
     return RETRIEVERS.create(spec, corpus=corpus, options=opts)
 
 
+def takes_model(spec: str) -> bool:
+    """Whether the retriever ``spec`` names reads an embedder model (``dense`` does; BM25 and prebuilt index
+    folders, whose folder names their encoder, do not): a face passes its embedder to every retriever and this
+    says where it counts."""
+    return spec.split(":", 1)[0] == "dense"
+
+
 def bm25_engine(corpus, engine: str = "auto") -> str:
     """The BM25 engine for ``corpus``: ``tantivy`` for an on-disk corpus or one of at least
     ``TANTIVY_MIN_PASSAGES``, ``bm25s`` below, or the one ``engine`` names."""

@@ -19,6 +19,7 @@ probabilities do not depend on how many candidates are read with it.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +63,10 @@ class SideReader:
             raise ValueError(f"{self.path or 'arrays'}: inconsistent side reader shapes "
                              f"V {V.shape}, U {U.shape}, W1 {W1.shape}, W2 {W2.shape}")
         self.key = str(self.meta.get("signature") or self.meta.get("version") or "side-reader")
+        # the passage readings this reader made, kept per corpus and vectors by diversify.index_sides (a page's
+        # sessions share the reader, so two threads may open and evict at once: the lock)
+        self.readings: dict = {}
+        self.readings_lock = threading.Lock()
 
     def passage_side(self, P) -> np.ndarray:
         """``(n, rank)``: the question-independent reading of passage embeddings ``P`` (n x dim)."""

@@ -15,27 +15,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..diversify import Pipeline, as_pipeline, diversify
-from ..diversify.methods import LABELS, PERSPECTIVE_METHODS, find_method, stage_keywords
-from ..eval.measures import mrecall_at_k, precision_at_k
-from ..experiment import decide, judge_band, policy_name
+from ..diversify import Pipeline, Using, as_pipeline
+from ..diversify.methods import LABELS, find_method, stage_keywords
+from ..experiment import Searched, decide, judge_band, label_report, policy_name, rankings, run
 from ..judges import judge_passages, judge_run
 from ..judges.calibration import verdicts
 from ..judges.verdicts import judge_groups
 from ..records import Hits
 from ..retrieval.caching import DEFAULT_DEPTH as DEPTH
-from ..runs import DEFAULT_POLICY, gold_matrix as matrix, question_entry
+from ..runs import DEFAULT_POLICY, gold_matrix as matrix
 
 METHOD_NAMES = LABELS  # the pages' names of their methods (Evaluate's picker and labels): the registry's
+# the perspective sources the pages offer (of ``diversify.query_expansion.QE_SOURCES``), in the pages' words
+QE_LABELS = {"dataset": "dataset's generated perspectives", "offline": "offline yes/no facets (no LLM)",
+             "oracle": "gold perspectives (oracle)"}
 
 
-def method_label(retriever: str, method: str, lam: float | None, qe_source: str, labels: str) -> str:
-    """A configuration's name, printed from what runs: the preset is its saved pipeline (it retrieves with its
-    own retriever, whatever ``retriever`` says); the others name the retriever and their knob."""
-    if method == "preset":
-        return f"{METHOD_NAMES[method]} = {as_pipeline('diverse')} · {labels}"
-    extra = (f" λ={lam:.2f}" if method == "mmr" else
-             f" ({qe_source})" if method in PERSPECTIVE_METHODS else "")
+def method_label(retriever: str, method: str, pipeline, labels: str) -> str:
+    """A configuration's name, printed from what runs: a pipeline that names its own retriever (the preset) is
+    its spec, whatever ``retriever`` says; the others name the retriever, the method and the knob their stage
+    reads (the perspective source of those that read one, else MMR's λ)."""
+    p = as_pipeline(pipeline)
+    if p.retriever:
+        return f"{METHOD_NAMES[method]} = {p} · {labels}"
+    stage = p.stages[-1] if p.stages else None
+    extra = (f" ({stage.source})" if hasattr(stage, "source") else
+             f" λ={stage.lam:.2f}" if hasattr(stage, "lam") else "")
     return f"{retriever} {METHOD_NAMES[method]}{extra} · {labels}"
 
 
@@ -62,9 +67,10 @@ def column_pipeline(method: str, lam: float | None = None, source: str = "datase
 
 
 def rank(engine: Engine, question, pipeline, k: int) -> Hits:
-    """The top-k hits (corpus rows and scores) of one column: ``pipeline`` (a Pipeline, spec or preset name)."""
-    return diversify(question, engine.corpus, engine.retriever, pipeline, k, judge=engine.judge,
-                     embedder=engine.embedder)
+    """The top-k hits (corpus rows and scores) of one column: ``pipeline`` (a Pipeline, spec or preset name),
+    run by the one runner (``berds_core.experiment.rankings``)."""
+    return rankings([question], pipeline, k, Searched(engine.corpus, engine.retriever),
+                    using=Using(judge=engine.judge, embedder=engine.embedder))[0]
 
 
 def judge_matrix(judge, passages: list, perspectives: list[str], question: str | None = None, groups=None
@@ -140,14 +146,16 @@ def column_result(engine: Engine, question, pipeline, k: int, *, gold=None, use_
     # (under ``threshold`` that includes one covered only by unsure pairs the threshold counts)
     sure = (L[:k] & (verdict[:k] == 1)).any(axis=0) if len(L) else covered
     unsure = (np.zeros(m, dtype=bool) if by_gold or not len(L) else ~sure & (verdict[:k] == 0).any(axis=0))
+    report = label_report([L], labels="gold" if by_gold else getattr(judge, "name", "judge"),
+                          policy=policy_name(by_gold, policy), ids=[question.id], ks=(k,))
     return {
         "method": label if label is not None else str(as_pipeline(pipeline)),
         "passages": [{"rank": i + 1, "row": r, "id": ids[i], "title": corpus.titles[r], "text": texts[i],
                       "score": s, "probs": probs[i].tolist(), "labels": labels[i].tolist(),
                       "verdicts": verdict[i].tolist(), "counted": counted[i].tolist(),
                       "gold": None if g is None else g[i].tolist()} for i, (r, s) in enumerate(ranked)],
-        "mrecall": mrecall_at_k(L, k) if len(L) else 0.0,
-        "precision": precision_at_k(L, k),
+        "mrecall": float(report.per_question[f"mrecall@{k}"][0]) if len(L) else 0.0,
+        "precision": float(report.per_question[f"precision@{k}"][0]),
         "covered": covered.tolist(),
         "unsure": unsure.tolist(),
         "labels_from": "gold" if by_gold else "judge",
@@ -165,7 +173,7 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
     if not which:
         return {"ranks": {}, "searched": 0}
     corpus = engine.corpus
-    rows = Hits.of(engine.retriever.search([question.question], depth)[0]).rows.tolist()
+    rows = rankings([question], Pipeline(), depth, Searched(corpus, engine.retriever))[0].rows.tolist()
     if use_gold and gold is not None:
         L = gold_matrix(gold, question, [corpus.ids[r] for r in rows])[:, which]
     else:  # what the policy counts, as the columns count it: every perspective judged, the groups decided together
@@ -181,7 +189,9 @@ def best_ranks(engine: Engine, question, which: list[int], *, gold=None, use_gol
 
 
 def run_entry(engine: Engine, question, pipeline, k: int) -> dict:
-    """One BERDS run line for a question: ranked ctxs and the judge's ``<name>-preds``."""
-    entry = question_entry(question, engine.corpus, rank(engine, question, pipeline, k))
+    """One BERDS run line for a question (``berds_core.experiment.run``): ranked ctxs and the judge's
+    ``<name>-preds``."""
+    entry = run([question], pipeline, k, Searched(engine.corpus, engine.retriever),
+                using=Using(judge=engine.judge, embedder=engine.embedder))[0]
     judge_run([entry], engine.judge, progress=False)  # adds <name>-preds and <name>-probs, as `berds judge` does
     return entry
