@@ -27,9 +27,13 @@ def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, pr
     from berds_core.files.safepaths import resolve_user_model
     from berds_core.retrieval import get_retriever, takes_model
 
-    model = None if model is None or not takes_model(kind) else resolve_user_model(model, what="embedder")
-    return MEMO.get(("retriever", kind, corpus_hash, model),
-                    lambda: SharedSearch(get_retriever(kind, _corpus, model, progress=False, on_progress=progress)))
+    model = resolve_user_model(model, what="embedder") if model is not None and takes_model(kind) else None
+
+    def make():
+        retriever = get_retriever(kind, _corpus, model, progress=False, on_progress=progress)
+        return SharedSearch(retriever)
+
+    return MEMO.get(("retriever", kind, corpus_hash, model), make)
 
 
 def question_engine(cfg: Config, corpus, pipeline=None, *, judge=None, embedder=None):
