@@ -36,19 +36,23 @@ def cached_retriever(kind: str, corpus_hash: str, model: str | None, _corpus, pr
     return MEMO.get(("retriever", kind, corpus_hash, model), make)
 
 
-def question_engine(cfg: Config, corpus, pipeline=None, *, judge=None, embedder=None):
+SIDEBAR = object()  # question_engine's judge / embedder not given: the sidebar's
+
+
+def question_engine(cfg: Config, corpus, pipeline=None, *, judge=SIDEBAR, embedder=SIDEBAR):
     """The engine (``berds_core.studio.columns.Engine``) a question is ranked with in ``corpus`` (its own pool,
     ``Data.corpus_for``, or the dataset's corpus): the retriever ``pipeline`` names with its default embedder
     (the preset's dense, as ``--preset`` does), else the sidebar's retriever and embedder; ``judge`` and
-    ``embedder`` (the stages'): the sidebar's unless given. The one builder of every page's engine."""
+    ``embedder`` (the stages'): the sidebar's unless given (None given stays None: a page whose embedder failed to
+    load ranks with the dense retriever's own vectors, as before). The one builder of every page's engine."""
     from berds_core.diversify import as_pipeline
     from berds_core.studio.columns import Engine
 
     named = None if pipeline is None else as_pipeline(pipeline).retriever
     retriever = cached_retriever(named or cfg.retriever, corpus.hash, None if named else embedder_model(cfg.embedder),
                                  corpus)
-    return Engine(corpus, retriever, cached_judge(cfg.judge) if judge is None else judge,
-                  cached_embedder(embedder_model(cfg.embedder)) if embedder is None else embedder)
+    return Engine(corpus, retriever, cached_judge(cfg.judge) if judge is SIDEBAR else judge,
+                  cached_embedder(embedder_model(cfg.embedder)) if embedder is SIDEBAR else embedder)
 
 
 def pool_entries(data: Data, questions, kind: str, model: str | None, pipeline, k: int, *, judge=None,

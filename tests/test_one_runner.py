@@ -152,3 +152,16 @@ def test_the_cli_and_the_playground_column_rank_and_score_alike(corpus, tmp_path
         assert col["mrecall"] == report.per_question["mrecall@3"][i]
         assert col["precision"] == report.per_question["precision@3"][i]
     assert report.mean("precision@3") > 0  # the judge says something: the figures compared are not all zero
+
+
+def test_a_page_engine_runs_on_the_pipelines_own_retriever_and_keeps_what_the_page_gives(corpus):
+    """``question_engine``: the sidebar's retriever unless the pipeline names one (the preset's dense); a judge or
+    embedder the page passes, None included (an embedder that failed to load), is kept as given."""
+    from studio_ui.config import Config
+    from studio_ui.engines import question_engine
+
+    plain = question_engine(Config(retriever="bm25"), corpus, "none", judge=None, embedder=None)
+    assert plain.judge is None and plain.embedder is None and plain.corpus is corpus
+    assert plain.retriever.name.startswith("bm25")
+    preset = question_engine(Config(retriever="bm25"), corpus, "preset", judge=None, embedder=None)
+    assert preset.retriever.name.startswith("dense") and preset.embedder is None
