@@ -62,6 +62,10 @@ def test_the_placement_timer_marks_what_came_into_view_in_a_slow_run():
 SHAPES = {"one": 1, "pair": 2}
 
 
+# the strategic gamer's placement timer reads this machine's run times (see below): on a loaded machine one round
+# can leave it under the pause line (CI, 2026-12-07: the "pair" shape once, passing on every other run); a
+# gamer that is no longer paused fails all three tries
+@pytest.mark.flaky(reruns=2, reruns_delay=1)
 @pytest.mark.parametrize("shape", ["one", "pair", "many"])
 def test_every_queue_shape_pauses_the_skipper_and_the_strategic_gamer_and_not_the_honest(tmp_path, shape):
     """One simulated round (seed 4) per shape of bench/lab_reliability.py's; the held-out figures over 20 seeds are
