@@ -39,7 +39,7 @@ METHODS = [
     ("PM-2 (generated perspectives)", ["--pipeline", "pm2(source=dataset)"]),
     ("Diverse preset", ["--preset", "diverse"]),
 ]
-from berds_core.retrieval import CORPUS_RETRIEVERS as RETRIEVERS  # noqa: E402 (after the path): bm25, dense
+from berds_core.retrieval import READY_RETRIEVERS as RETRIEVERS  # noqa: E402 (after the path): bm25, dense
 
 
 def berds(*argv, cwd) -> dict:

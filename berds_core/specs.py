@@ -18,7 +18,8 @@ the choices, ``create`` builds the component::
 An entry may also say what a spec names without building anything: ``parts(arg)`` reads the argument into
 what the factory gets instead of the text (the judges: ``("hf", {"model": ..., "adapter": ...})``, read by
 :meth:`Registry.parts`), and ``builds`` is the class the factory makes (what a caller may ask of it before
-it exists: the keys a search backend reads). A registry made with ``parts_required=True`` refuses an entry
+it exists: the keys a search backend reads), and ``traits`` the words a face asks instead of comparing names
+(a retriever's ``model``: it reads an embedder). A registry made with ``parts_required=True`` refuses an entry
 without ``parts``, so a new component cannot fall through to another's reading.
 """
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Entry:
     takes_arg: bool
     parts: Callable | None = None  # arg -> what the spec names (handed to the factory instead of the text)
     builds: type | None = None  # the class the factory makes
+    traits: frozenset[str] = frozenset()  # what a face may ask of it before it exists (the registry's own words)
 
 
 class Registry:
@@ -72,10 +74,12 @@ class Registry:
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str, *, usage: str | None = None, help: str = "", needs_arg: bool = False,
-                 takes_arg: bool | None = None, parts: Callable | None = None, builds: type | None = None):
+                 takes_arg: bool | None = None, parts: Callable | None = None, builds: type | None = None,
+                 traits=()):
         """Decorator: ``factory(arg, **opts)`` builds the component; ``arg`` is the text after ``name:``
         (None when the spec is the bare name), or ``parts(arg)`` when the entry reads its argument.
-        ``needs_arg``: a bare name is an error; ``builds``: the class the factory makes."""
+        ``needs_arg``: a bare name is an error; ``builds``: the class the factory makes; ``traits``: words
+        saying what it takes or is (``model``, ``lexical``, ...), which a face asks instead of its name."""
         if self.parts_required and parts is None:
             raise ValueError(f"{self.kind} '{name}': say what its spec names (parts=)")
 
@@ -84,7 +88,7 @@ class Registry:
                 raise ValueError(f"{self.kind} '{name}' registered twice")
             self._entries[name] = Entry(name, factory, usage or (f"{name}:<arg>" if needs_arg else name), help,
                                         needs_arg, needs_arg if takes_arg is None else bool(takes_arg or needs_arg),
-                                        parts, builds)
+                                        parts, builds, frozenset(traits))
             return factory
         return deco
 
@@ -136,6 +140,10 @@ class Registry:
     def builds(self, spec: str) -> type | None:
         """The class a spec's factory makes (None: not declared)."""
         return self._entries[self.parse(spec)[0]].builds
+
+    def traits(self, spec: str) -> frozenset[str]:
+        """The traits of the entry a spec names (what it takes or is: a face asks this, never the name)."""
+        return self._entries[self.parse(spec)[0]].traits
 
     def create(self, spec: str, **opts):
         """Build the component a spec names; ``opts`` go to its factory."""

@@ -7,7 +7,7 @@ import json
 import plotly.graph_objects as go
 import streamlit as st
 
-from berds_core.diversify.methods import PERSPECTIVE_METHODS
+from berds_core.diversify.methods import PERSPECTIVE_METHODS, slider_lambda
 from berds_core.eval.measures import Measure, parse_measures
 from berds_core.eval.report import HEADLINE, significance, with_diversity
 from berds_core.experiment import score
@@ -115,7 +115,7 @@ def main() -> None:
     chosen_subsets = st.multiselect("Subsets", subsets, default=subsets, key="ev_subsets") if subsets else []
     c2, c3, c4 = st.columns(3)
     method = c2.selectbox("Diversifier", list(METHODS), format_func=METHODS.get, key="ev_method")
-    lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=method != "mmr")
+    lam = c3.slider("MMR λ", 0.0, 1.0, 0.75, 0.05, key="ev_lam", disabled=not slider_lambda(method))
     qe_source = c3.selectbox("QE perspectives", list(QE_LABELS), format_func=QE_LABELS.get, key="ev_qe",
                              disabled=method not in PERSPECTIVE_METHODS)
     label_opts = LABEL_SOURCES if data.gold else ["judge"]
@@ -129,7 +129,7 @@ def main() -> None:
     if not questions:
         st.info("Pick at least one subset.")
         return
-    pipeline = column_pipeline(method, lam if method == "mmr" else None, qe_source)  # λ: the MMR slider's
+    pipeline = column_pipeline(method, lam if slider_lambda(method) else None, qe_source)  # λ: the MMR slider's
     key = run_key(cfg, pipeline)
     store = ss.eval_runs.setdefault(key, {})
     todo = [q for q in questions if q.id not in store]

@@ -11,7 +11,8 @@ from berds_core.errors import InputError
 from berds_core.judges import describe_judge
 from berds_core.records import Question
 from berds_core.diversify import get_preset
-from berds_core.diversify.methods import HEADINGS, METHOD_TABLE
+from berds_core.diversify.methods import HEADINGS, METHOD_TABLE, slider_lambda
+from berds_core.retrieval import retriever_traits
 from berds_core.studio.columns import QE_LABELS, Engine, best_ranks, column_pipeline, column_result, question_groups
 from studio_ui.config import Config, choose_policy, LABEL_SOURCES
 from studio_ui.engines import cached_data, question_engine
@@ -358,7 +359,7 @@ def main() -> None:
 
     qkey = _question_key(question)
     # each column's pipeline (the λ slider is MMR's; the perspective source goes to the stages that read one)
-    pipes = {m: column_pipeline(m, lam if m == "mmr" else None, qe_source) for m in shown}
+    pipes = {m: column_pipeline(m, lam if slider_lambda(m) else None, qe_source) for m in shown}
     results = {}
     with st.spinner("Retrieving and judging…"), foreground():  # the warm-up pauses meanwhile
         for method in shown:
@@ -387,7 +388,7 @@ def main() -> None:
 
     ok = [r for r in results.values() if "error" not in r]
     plain = results.get("none", {})
-    if "passages" in plain and (not plain["passages"] or cfg.retriever == "bm25" and
+    if "passages" in plain and (not plain["passages"] or "lexical" in retriever_traits(cfg.retriever) and
                                 not any((p["score"] or 0) > 0 for p in plain["passages"])):
         st.info("Nothing found: no passage of this corpus shares a word with the question. "
                 "Try other words, or choose another corpus in the sidebar.", icon=":material/search_off:")

@@ -42,6 +42,9 @@ WAITING: dict[str, str] = {}
 # An import that may wait for another reason: (importing module, what it imports) -> why.
 OTHER_REASONS = {
     ("berds_core.files.cache", "platformdirs"): "optional: with BERDS_CACHE set the engine runs without platformdirs",
+    **{("berds_core.embeddings._distill_worker", m): "runs in the distillation environment (embeddings.static): "
+       "the studio's own has no model2vec[distill]" for m in ("model2vec", "model2vec.distill", "sklearn", "torch",
+                                                               "transformers")},
 }
 MAX_PARAMETERS = 10  # no engine function takes more
 LIST_FROM = 8  # functions with more parameters than this are listed, each with its reason

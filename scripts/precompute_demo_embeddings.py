@@ -52,7 +52,7 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
     from berds_core.retrieval.caching import SharedSearch
     from berds_core.studio.columns import Engine, best_ranks, column_pipeline, column_result
     from berds_core.diversify.methods import METHOD_TABLE, PERSPECTIVE_METHODS, PLAYGROUND
-    from berds_core.retrieval import CORPUS_RETRIEVERS
+    from berds_core.retrieval import READY_RETRIEVERS
 
     plain = {m.name for m in METHOD_TABLE if m.stage in (None, "none")}  # plain retrieval and the preset
 
@@ -66,7 +66,7 @@ def vectors_for(encoding: str) -> dict[str, np.ndarray]:
                                             for p in list(q.perspectives) + list(q.generated_perspectives or ())])
     for q in b.questions:  # each question in its own pool, as the pages rank it (studio.data.Data.corpus_for)
         pool = pools[q.id]
-        retrievers = {kind: SharedSearch(get_retriever(kind, pool, progress=False)) for kind in CORPUS_RETRIEVERS}
+        retrievers = {kind: SharedSearch(get_retriever(kind, pool, progress=False)) for kind in READY_RETRIEVERS}
         for kind, retriever in retrievers.items():
             for method in PLAYGROUND:  # every column the Playground can show
                 if method == "preset" and kind == "bm25":

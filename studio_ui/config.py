@@ -7,6 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from berds_core.retrieval import index_folder
 from berds_core.runs import DEFAULT_POLICY, POLICIES
 from berds_core.studio.data import DEMO, FROM_DATASET
 
@@ -34,9 +35,9 @@ class Config:
 
     def label(self) -> str:
         data = "demo" if self.dataset == DEMO else Path(self.dataset_path).name
-        retriever = self.retriever
-        if retriever.startswith("index:"):
-            retriever = "index " + Path(retriever[len("index:"):].partition("|")[0]).name
+        retriever, folder = self.retriever, index_folder(self.retriever)
+        if folder is not None:
+            retriever = "index " + Path(folder).name
         return f"{data} · {retriever} · judge {self.judge}"
 
     def as_dict(self) -> dict:

@@ -321,6 +321,10 @@ ROWS = [
     ("users reset: unknown user", "users reset nosuch --password-stdin --db {db}", "no user 'nosuch'",
      {"proc": True, "stdin": "a long enough passphrase 2026\n"}),
     ("users audit: no database", "users audit --db {t}/none.db", "none.db"),
+    ("models distill: no such source", "models distill --source {t}/nope", "not a local sentence-transformers folder"),
+    ("models distill: too few dimensions", "models distill --dims 1", "must be between 2 and 4096"),
+    ("models distill: --out a file", "models distill --out {afile}", "afile"),
+    ("models list: an unknown option", "models list --source x", "unrecognized arguments"),
     # ---- generation and answers: servers named by specs are asked before any work
     ("answer: server down", "answer --run {run} --generator openai:m@{dead} --out {t}/a.jsonl", "cannot reach the server"),
     ("answer: an empty local folder as the adapter",
@@ -415,7 +419,7 @@ def _leaves(parser, prefix=()):
 
 def test_every_verb_has_a_row():
     verbs = set(_leaves(build_parser()))
-    covered = {r[1].split()[0] if r[1].split()[0] not in ("annotations", "corpus", "users")
+    covered = {r[1].split()[0] if r[1].split()[0] not in ("annotations", "corpus", "users", "models")
                else " ".join(r[1].split()[:2]) for r in ROWS}
     assert verbs <= covered, f"verbs with no bad-input row: {sorted(verbs - covered)}"
 

@@ -83,7 +83,7 @@ def test_empty_spec_error():
 
 def test_stages_are_the_diversifier_registry():
     assert STAGES.kind == "diversifier"
-    assert set(STAGES.names()) == {"none", "union", "qe", "mmr", "coverage", "xquad", "pm2", "rvr"}
+    assert set(STAGES.names()) == {"none", "union", "qe", "mmr", "coverage", "xquad", "pm2", "rvr", "reread"}
     assert all(STAGES.describe().values())  # every stage says what it does
 
 

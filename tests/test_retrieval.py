@@ -371,8 +371,8 @@ def test_retrievers_come_from_one_registry_with_one_options_object(corpus, fresh
     from berds_core.retrieval.base import Retriever, SearchBase
     from berds_core.specs import SpecError
 
-    assert RETRIEVERS.names() == ["bm25", "dense", "index"]
-    with pytest.raises(SpecError, match=r"unknown retriever 'sparse'; choose from: bm25, dense, index\[:<folder>"):
+    assert RETRIEVERS.names() == ["bm25", "dense", "static", "index"]
+    with pytest.raises(SpecError, match=r"unknown retriever 'sparse'; choose from: bm25, dense, static, index\[:<folder>"):
         get_retriever("sparse", corpus)
     opts = IndexOptions(progress=False, engine="bm25s")
     by_options = get_retriever("bm25", corpus, options=opts)

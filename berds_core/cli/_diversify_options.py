@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..diversify.aspects import ASPECT_PROBS
-from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, find_method
+from ..diversify.methods import METHOD_FLAGS, RERANKERS, default_lambda, find_method, flag_method, stage_keywords
 from ..diversify.pipeline import Pipeline
 from ..diversify.stages import COVERAGE_PROBS, STAGES
 from ..diversify.presets import PRESETS, as_pipeline
@@ -91,7 +91,8 @@ class Diversification:
     ``pipeline`` that runs, the ``method`` that asked for it (a name of ``METHOD_TABLE``; None for
     ``--pipeline``), the ``preset`` it is (``--preset``) and the names of what its stages use, as given:
     ``judge`` (``--rerank-judge``), ``embedder`` (``--mmr-embedder``), ``llm`` (``--qe-llm``), ``pool``
-    (``--pool``). :func:`using_of` turns the names into objects. Plain data: it pickles."""
+    (``--pool``); ``fails_on``: the option a failure of a method's run is reported against. :func:`using_of`
+    turns the names into objects. Plain data: it pickles."""
 
     pipeline: Pipeline
     method: str | None = None
@@ -100,12 +101,12 @@ class Diversification:
     embedder: str | None = None
     llm: str | None = None
     pool: str | None = None
+    fails_on: str = "--qe-llm"
 
     @property
     def flag(self) -> str:
         """The option a failure of the run is reported against."""
-        return ("--pipeline" if self.method is None else "--mmr-embedder" if self.method == "mmr" else
-                "--qe-llm")
+        return "--pipeline" if self.method is None else self.fails_on
 
     def to_json(self) -> dict:
         """What ``berds retrieve`` prints under ``diversify``: the method, the preset, the pipeline's spec
@@ -145,32 +146,38 @@ def diversify_config(args) -> Diversification | None:
     if args.candidates < 1:
         raise InputError("--candidates", None, None, "must be at least 1")
     how = chosen[0]
+    method = flag_method(how, getattr(args, how))  # what the method takes, not its name, decides below
+    takes = stage_keywords(method)
     keep = getattr(args, "keep", None)
-    if keep is not None and not (how == "rerank" and args.rerank == "coverage"):
+    if keep is not None and "keep" not in takes:
         raise InputError("--keep", None, None, "is for --rerank coverage (the preset sets its own)")
     pool = getattr(args, "pool", None)
-    wants_pool = (how == "qe" and args.qe == "pool") or (how == "rerank" and args.perspectives_from == "pool")
+    # where its perspectives come from: its flag's value (--qe SOURCE), else --perspectives-from
+    source = (getattr(args, how) if method.sets == "source" else args.perspectives_from if method.perspectives
+              else None)
+    wants_pool = source == "pool"
     if wants_pool and not pool:
         raise InputError("--pool", None, None, "perspectives from 'pool' need --pool FILE (a file of perspective sentences)")
     if pool and not wants_pool:
         raise InputError("--pool", None, None, "has no effect without --qe pool or --perspectives-from pool")
-    if how == "mmr":
-        if not 0.0 <= args.mmr <= 1.0:
-            raise InputError("--mmr", None, None, f"lambda must be in [0, 1], got {args.mmr}")
-        return Diversification(find_method("mmr").pipeline(args.candidates, args.candidates_from, lam=args.mmr),
-                               "mmr", embedder=args.mmr_embedder)
-    if how == "qe":
-        if args.qe == "llm" and not args.qe_llm:
+    if method.sets == "lam":  # --mmr LAMBDA: its flag's value is its λ
+        lam = getattr(args, how)
+        if not 0.0 <= lam <= 1.0:
+            raise InputError(f"--{how}", None, None, f"lambda must be in [0, 1], got {lam}")
+        return Diversification(method.pipeline(args.candidates, args.candidates_from, lam=lam), method.name,
+                               embedder=args.mmr_embedder, fails_on="--mmr-embedder")
+    if method.sets == "source":  # --qe SOURCE: its flag's value is where the perspectives come from
+        if source == "llm" and not args.qe_llm:
             raise InputError("--qe-llm", None, None, "--qe llm needs an LLM: hf:<model> or openai:<model>@<base_url>")
         # its candidates are the expanded queries' merge: --candidates and --candidates-from do not reach it
         _no_candidate_flags(args, "--qe merges the expanded queries' own results")
-        return Diversification(find_method("qe").pipeline(source=args.qe), "qe", llm=args.qe_llm, pool=pool)
-    if how == "rerank" and args.rerank != "coverage":  # xQuAD, PM-2: explicit aspects
+        return Diversification(method.pipeline(source=source), method.name, llm=args.qe_llm, pool=pool)
+    if method.reranks and "lam" in takes:  # xQuAD, PM-2: explicit aspects, weighed by a λ of their own
         return _explicit_config(args, pool)
     for opt, val in (("--lambda", getattr(args, "lam", None)), ("--aspect-probs", getattr(args, "aspect_probs", None))):
         if val is not None:
             raise InputError(opt, None, None, "is for --rerank xquad or pm2")
-    if how == "rerank":
+    if method.reranks:  # the perspective-coverage re-ranker
         alpha = 0.5 if args.alpha is None else args.alpha
         if not 0.0 <= alpha <= 1.0:
             raise InputError("--alpha", None, None, f"must be in [0, 1], got {alpha}")
@@ -183,14 +190,13 @@ def diversify_config(args) -> Diversification | None:
             raise InputError("--keep", None, None, f"must be 0 or more, got {keep}")
         if args.rerank_judge and args.rerank_probs not in ("auto", "judge"):
             raise InputError("--rerank-judge", None, None, f"has no effect with --rerank-probs {args.rerank_probs}")
-        pipeline = find_method("coverage").pipeline(args.candidates, args.candidates_from,
-                                                    source=args.perspectives_from, alpha=alpha,
-                                                    probs=args.rerank_probs, mix=mix, keep=keep or 0)
-        return Diversification(pipeline, "coverage", judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
+        pipeline = method.pipeline(args.candidates, args.candidates_from, source=args.perspectives_from,
+                                   alpha=alpha, probs=args.rerank_probs, mix=mix, keep=keep or 0)
+        return Diversification(pipeline, method.name, judge=args.rerank_judge, llm=args.qe_llm, pool=pool)
     preset = as_pipeline(args.preset)  # the saved pipeline itself (its stance model's tokens=112 included)
     _no_candidate_flags(args, f"the preset sets its own candidates ({preset})")
     args.retriever, args.model, args.index = preset.retriever, None, None  # its retriever, default model, flat
-    return Diversification(preset, "preset", args.preset)
+    return Diversification(preset, method.name, args.preset)
 
 
 def _pipeline_config(args, spec: str) -> Diversification:

@@ -22,6 +22,7 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
 
     from ..corpora.memory import load_corpus
     from ..files.jsonio import read_text
+    from ..retrieval import takes_model
     from ..runs import question_entry, run_depth, write_run
     from ..web.snapshot import PASSAGES, dir_name, question_folders
     from ._diversify_options import diversify_json
@@ -63,6 +64,6 @@ def retrieve_per_question(args, questions, div, t0: float) -> dict:
     return {"out": str(args.out), "questions": len(entries), "k": args.k, "corpus_per_question": str(root),
             "passages": passages, "corpus_size": {"min": min(sizes, default=0), "max": max(sizes, default=0)},
             "run_depth": run_depth(entries), "empty_questions": empty, "retriever": args.retriever,
-            "model": args.model if args.retriever == "dense" else None,
+            "model": args.model if takes_model(args.retriever) else None,
             "diversify": diversify_json(div),
             "search_seconds": round(search_s, 3), "seconds": round(time.perf_counter() - t0, 3)}

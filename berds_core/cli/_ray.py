@@ -199,6 +199,7 @@ TANTIVY_NOTE = ("BM25 over an on-disk corpus is tantivy's index on the driver (i
 
 
 def run_index(args) -> dict:
+    from ..retrieval import retriever_traits
     from ._retrieval import check_retriever_args as _check, corpus_from_args
 
     addr = address(args)
@@ -208,7 +209,7 @@ def run_index(args) -> dict:
         corpus = corpus_from_args(args, reader=lazy.reader())  # a store to build: its shards read by Ray tasks
         out = {"corpus": str(args.corpus), "passages": len(corpus), "duplicates_dropped": corpus.duplicates_dropped,
                "hash": corpus.hash}
-        if args.retriever == "bm25":
+        if "engine" in retriever_traits(args.retriever):  # BM25: indexed on the driver
             _, shards, info = _bm25_index(args, corpus)
             ray_info = lazy.info(used=lazy.ingested, shards=shards.n_shards if shards is not None else 0,
                                  note=BM25_NOTE if shards is not None else TANTIVY_NOTE)
@@ -225,6 +226,7 @@ def run_retrieve(args, div) -> dict:
     from ..experiment import Searched, run
     from ..runs import write_run
     from ..runs import run_depth
+    from ..retrieval import retriever_traits
     from ._diversify_options import diversify_json
     from ._retrieval import corpus_from_args, warn_k
 
@@ -244,7 +246,8 @@ def run_retrieve(args, div) -> dict:
     with LazySession(args, addr) as lazy:
         corpus = corpus_from_args(args, reader=lazy.reader())
         k = min(int(args.k), len(corpus))
-        if args.retriever == "bm25":
+        bm25 = "engine" in retriever_traits(args.retriever)  # BM25: indexed on the driver, searched in shards
+        if bm25:
             retriever, shards, info = _bm25_index(args, corpus)
             t1 = time.perf_counter()
             if shards is None:  # tantivy (an on-disk corpus): searched where its index is, as without --ray
@@ -261,7 +264,7 @@ def run_retrieve(args, div) -> dict:
         search_s = time.perf_counter() - t1
         if search is None:
             ray_info = lazy.info(used=lazy.ingested, note=TANTIVY_NOTE)
-        elif args.retriever == "bm25":
+        elif bm25:
             ray_info = lazy.info(shards=shards.n_shards, shard_rows=shards.shard_rows, **search.where)
         else:
             ray_info = lazy.info(**{k_: v for k_, v in index.stats.items() if k_ != "seconds"}, **search.where)

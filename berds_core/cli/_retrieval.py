@@ -11,7 +11,7 @@ import time
 
 from ..corpora.disk import STORAGES
 from ..errors import InputError
-from ..retrieval import BM25_ENGINES, CORPUS_RETRIEVERS
+from ..retrieval import BM25_ENGINES, CORPUS_RETRIEVERS, retriever_traits, takes_model
 
 
 def add_retriever_args(p, *, corpus_required: bool = True) -> None:
@@ -65,19 +65,19 @@ def check_retriever_args(args) -> None:
         _check_build_folder(args.index_dir)
     if args.retriever is None:
         args.retriever = "bm25"
-    if args.retriever == "bm25":
-        if args.model is not None:
-            raise InputError("--model", None, None, "bm25 takes no model (use --retriever dense)")
-        if args.index != "flat":
-            raise InputError("--index", None, None, "bm25 has no index kind (use --retriever dense)")
-        if args.memory_budget is not None:
-            raise InputError("--memory-budget", None, None, "is for dense indexes (BM25 builds in bounded memory)")
-        if args.encoding != "auto":
-            raise InputError("--encoding", None, None, "is a dense encoder's precision; bm25 has no encoder "
-                                                       "(use --retriever dense)")
-    elif args.bm25_engine != "auto":
+    takes = retriever_traits(args.retriever)  # what the retriever reads: the flags it does not read are refused
+    if "model" not in takes and args.model is not None:
+        raise InputError("--model", None, None, f"{args.retriever} takes no model (use --retriever dense)")
+    if "index_kind" not in takes and args.index != "flat":
+        raise InputError("--index", None, None, f"{args.retriever} has no index kind (use --retriever dense)")
+    if "index_kind" not in takes and args.memory_budget is not None:
+        raise InputError("--memory-budget", None, None, "is for dense indexes (BM25 builds in bounded memory)")
+    if "model" not in takes and args.encoding != "auto":
+        raise InputError("--encoding", None, None, f"is a dense encoder's precision; {args.retriever} has no "
+                                                   "encoder (use --retriever dense)")
+    if "engine" not in takes and args.bm25_engine != "auto":
         raise InputError("--bm25-engine", None, None, "is for --retriever bm25")
-    if args.retriever == "dense" and _ray_asked(args):
+    if "index_kind" in takes and _ray_asked(args):
         from ..distributed.index import check_kind
 
         try:
@@ -93,10 +93,10 @@ def check_retriever_args(args) -> None:
         raise InputError("--k", None, None, "k must be at least 1")
     if args.nprobe is not None and args.nprobe < 1:
         raise InputError("--nprobe", None, None, "must be at least 1")
-    if args.nprobe is not None and (args.retriever == "bm25" or args.index in ("flat", "hnsw")) \
+    if args.nprobe is not None and ("index_kind" not in takes or args.index in ("flat", "hnsw")) \
             and not _opens_folder(args):
         raise InputError("--nprobe", None, None, f"is for IVF indexes (--index ivfpq or an IVF factory string), "
-                                                 f"not {args.index if args.retriever == 'dense' else 'bm25'}")
+                                                 f"not {args.index if 'index_kind' in takes else args.retriever}")
     if args.device is not None and not re.fullmatch(r"cpu|mps|cuda(:\d+)?", args.device):
         raise InputError("--device", None, None, f"expected cpu, cuda, cuda:N or mps, got {args.device!r}")
     args.memory_budget_bytes = None
@@ -131,16 +131,15 @@ def _check_folder_options(args, index_given: bool) -> None:
     something else (another retriever, index kind or memory budget) are refused, never silently ignored."""
     from pathlib import Path
 
-    kind = _folder_kind(args.index_dir)
+    kind, held = _folder_kind(args.index_dir)
     folder = Path(args.index_dir)
     if args.retriever is not None and args.retriever != kind:
-        held = "a BM25 (tantivy)" if kind == "bm25" else "a dense (FAISS)"
         raise InputError(folder, None, "--index-dir", f"holds {held} index, not a {args.retriever} one")
     args.retriever = kind
     if args.memory_budget is not None:
         raise InputError("--memory-budget", None, None, "sizes an index when 'berds index' builds it; 'berds "
                                                         "retrieve --index-dir' searches the folder as it was built")
-    if kind != "dense" or not index_given:
+    if "index_kind" not in retriever_traits(kind) or not index_given:
         return
     from ..retrieval.index_dir import read_meta
 
@@ -156,8 +155,8 @@ def _check_folder_options(args, index_given: bool) -> None:
                                                   "--index out, or build that index with 'berds index --index-dir'")
 
 
-def _folder_kind(folder) -> str:
-    """What a prebuilt index folder holds: bm25 (tantivy) or dense (FAISS)."""
+def _folder_kind(folder) -> tuple[str, str]:
+    """What a prebuilt index folder holds: its retriever, bm25 (tantivy) or dense (FAISS), and in words."""
     from pathlib import Path
 
     from ..retrieval.index_dir import is_index_folder
@@ -167,9 +166,9 @@ def _folder_kind(folder) -> str:
     if not p.is_dir():
         raise InputError(p, None, "--index-dir", "not found (build it with 'berds index --index-dir')")
     if is_tantivy_folder(p):
-        return "bm25"
+        return "bm25", "a BM25 (tantivy)"
     if is_index_folder(p):
-        return "dense"
+        return "dense", "a dense (FAISS)"
     raise InputError(p, None, "--index-dir", "not an index folder (no berds.json, or no FAISS 'index' + 'docid')")
 
 
@@ -186,7 +185,7 @@ def corpus_from_args(args, reader=None):
     if path is None:
         raise InputError("--corpus", None, None, "give the corpus the index was built from")
     try:
-        if args.retriever == "bm25" and args.bm25_engine != "bm25s" and args.index_dir is None:
+        if "engine" in retriever_traits(args.retriever) and args.bm25_engine != "bm25s" and args.index_dir is None:
             # a corpus streamed into the on-disk store is BM25-indexed in the same pass (tantivy's threads
             # index while Python parses); nothing happens when the store exists or the corpus stays in memory
             from ..retrieval.tantivy_bm25 import IngestIndexer
@@ -210,7 +209,7 @@ def check_index_plan(args, n: int) -> None:
     """A dense index the corpus (``n`` passages) and ``--memory-budget`` cannot hold, or a factory string
     FAISS rejects: the same one line the build would give, said before the model loads (seconds), when
     the model's folder declares its embedding size."""
-    if args.retriever != "dense" or _opens_folder(args) or args.index == "flat":
+    if "index_kind" not in retriever_traits(args.retriever) or _opens_folder(args) or args.index == "flat":
         return
     from ..embeddings.models import declared_dim
     from ..retrieval.index_plan import plan_index
@@ -242,8 +241,9 @@ def index_options(args):
 def _open_retriever(args, corpus):
     from ..retrieval import get_retriever
 
-    kind = "index" if _opens_folder(args) and args.retriever == "dense" else args.retriever
-    if args.retriever == "bm25" and args.index_dir is not None:
+    takes = retriever_traits(args.retriever)
+    kind = "index" if _opens_folder(args) and "index_kind" in takes else args.retriever  # a FAISS folder: opened
+    if "engine" in takes and args.index_dir is not None:
         _check_bm25_folder(args)
     try:
         return get_retriever(kind, corpus, options=index_options(args))
@@ -288,7 +288,7 @@ def _index_path_error(args, e: OSError) -> InputError | None:
             inside = Path(os.path.abspath(name)).is_relative_to(Path(os.path.abspath(folder)))
         except (TypeError, ValueError):
             inside = False
-    if args.retriever != "bm25" and not inside:
+    if takes_model(args.retriever) and not inside:
         return None
     why = e.strerror or type(e).__name__
     if folder is not None:
@@ -306,7 +306,7 @@ def check_models(args) -> None:
     checked before the corpus is read, so a wrong name fails in a second, in one line."""
     from ..embeddings.models import locate_embedder, resolve_model
 
-    for flag, name in (("--model", getattr(args, "model", None) if args.retriever == "dense" else None),
+    for flag, name in (("--model", getattr(args, "model", None) if takes_model(args.retriever) else None),
                        ("--mmr-embedder", getattr(args, "mmr_embedder", None))):
         if name and not str(name).startswith("dpr:"):  # a DPR query tower: loaded (and its error told) by
             try:                                           # retrieval.query_encoders, not a sentence embedder

@@ -116,9 +116,7 @@ def _load(args):
         qs = D.load_perspectrum(args.file, pool=args.pool, splits=args.splits_file)
     elif args.kind == "hub":
         qs = D.load_hub(args.file, split=args.split)
-    elif args.kind == "qe":
-        qs = D.load_qe(args.file)
-    else:
+    else:  # the formats load_questions reads (jsonl, csv, tsv, qe, ...)
         qs = D.load_questions(args.file, fmt=args.kind)
     return D.Bundle(Path(args.file).stem, qs, [], {})
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..embeddings.text_encoders import embed_text
 from ..records import Hits
 from ..retrieval.exact import scores as exact_scores
 
@@ -15,8 +16,21 @@ POOLS = ("retriever", "union")
 
 
 def is_dense(retriever) -> bool:
-    """A dense retriever: it encodes texts and searches vectors (``text_encoder``, ``search_vectors``)."""
-    return hasattr(retriever, "text_encoder")
+    """A dense retriever: it encodes texts and searches vectors (``search_vectors``: the in-memory one, and an
+    index folder's, which the scale path and ``index:`` open)."""
+    return hasattr(retriever, "search_vectors")
+
+
+def row_vectors(dense, rows: np.ndarray) -> np.ndarray:
+    """The passage vectors of ``rows`` a dense retriever searched: its embeddings in memory, else an index
+    folder's vector shards, else its encoder on the passages (a folder that kept no vectors)."""
+    emb = getattr(dense, "embeddings", None)
+    if emb is not None:
+        return np.asarray(emb)[rows]
+    vectors = getattr(getattr(dense, "dense", None), "vectors", None)
+    if vectors is not None:
+        return vectors.get(rows)
+    return dense.encode([embed_text(dense.corpus[int(r)]) for r in rows])
 
 
 def union_partner(retriever) -> str:
@@ -48,6 +62,6 @@ def candidate_pool(text: str, corpus, retriever, n: int, pool: str = "retriever"
     both = np.concatenate([Hits.of(dense.search_vectors(qv[None, :], n)[0]).rows,
                            Hits.of(sparse.search([text], n)[0]).rows])
     rows = both[np.sort(np.unique(both, return_index=True)[1])]  # each row once, where it first appears
-    scores = exact_scores(np.asarray(dense.embeddings)[rows], qv)  # the dense search's own figures (retrieval.exact)
+    scores = exact_scores(row_vectors(dense, rows), qv)  # the dense search's own figures (retrieval.exact)
     order = np.argsort(-scores, kind="stable")
     return Hits(rows[order], scores[order])

@@ -25,7 +25,9 @@ class Method:
     retrieve`` flag that asks for it (``flag``: ``--mmr``, ``--qe``, ``--rerank`` for every re-ranker,
     ``--preset``), its column's heading on the Playground (``heading``), the label of the Playground's toggle
     for its column (``toggle``; empty: no toggle) and whether the column is shown before any toggle is touched (``shown``);
-    ``preset``: the saved preset it runs (when ``stage`` is None)."""
+    ``preset``: the saved preset it runs (when ``stage`` is None); ``sets``: the stage keyword its own control
+    sets (``--mmr LAMBDA`` and the pages' λ slider: ``lam``; ``--qe SOURCE``: ``source``; None: its flag's value
+    names it, ``--rerank``, ``--preset``)."""
 
     name: str
     help: str
@@ -39,6 +41,7 @@ class Method:
     toggle: str = ""  # the label of the Playground's toggle for its column ("": none)
     shown: bool = False  # the Playground shows its column by default
     preset: str | None = None  # the saved preset it runs (stage None)
+    sets: str | None = None  # the stage keyword its own control sets (--mmr LAMBDA, the λ slider: lam)
 
     def pipeline(self, depth: int = DEFAULT_DEPTH, pool: str = "retriever", **params) -> Pipeline:
         """This method as a pipeline over the retriever in use: its stage made by ``STAGES`` from ``params``
@@ -58,9 +61,9 @@ METHOD_TABLE: tuple[Method, ...] = (
     Method("none", "No diversification (retriever order)", "plain retrieval", "none", heading="Plain retrieval",
            shown=True),
     Method("mmr", "MMR (maximal marginal relevance)", "+ MMR", "mmr", flag="mmr", heading="+ MMR", toggle="MMR",
-           shown=True),
+           shown=True, sets="lam"),
     Method("qe", "Query expansion (round-robin over perspectives)", "+ query expansion", "qe", perspectives=True,
-           flag="qe", heading="+ Query expansion", toggle="Query expansion", shown=True),
+           flag="qe", heading="+ Query expansion", toggle="Query expansion", shown=True, sets="source"),
     Method("coverage", "Perspective-coverage re-ranker", "+ perspective re-ranker", "coverage", ("rerank",),
            perspectives=True, reranks=True, flag="rerank", heading="+ Re-ranker",
            toggle="Perspective re-ranker", shown=True),
@@ -100,6 +103,19 @@ def find_method(name: str) -> Method:
         return BY_NAME[str(name).strip()]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; choose from {', '.join(BY_NAME)}") from None
+
+
+def slider_lambda(method: str) -> bool:
+    """Whether the pages' λ slider sets the λ of ``method`` (a name or an alias): MMR's, whose own control is its
+    λ; xQuAD and PM-2 keep their tuned λ."""
+    return find_method(method).sets == "lam"
+
+
+def flag_method(flag: str, value) -> Method:
+    """The method ``berds retrieve --<flag> VALUE`` asks for: the one method of that flag, or the one ``value``
+    names when several share the flag (``--rerank coverage|xquad|pm2``)."""
+    of_flag = [m for m in METHOD_TABLE if m.flag == flag]
+    return of_flag[0] if len(of_flag) == 1 else find_method(value)
 
 
 def stage_keywords(method: Method) -> frozenset[str]:

@@ -13,6 +13,7 @@ import warnings
 
 from ..net.hub import locate
 from ..runtime.model_lock import model_loading
+from .static_folder import is_static, static_name
 
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "minilm", "default"}
@@ -97,8 +98,11 @@ def load_embedder(model: str | None = None, device: str | None = None):
 
 
 def model_key(model: str | None) -> str:
-    """A stable name for cache keys: the alias-resolved model id (not the install path)."""
-    return DEFAULT_EMBEDDER if model is None or model in _ALIASES else model
+    """A stable name for cache keys: the alias-resolved model id (not the install path); a static model's
+    ``static:<name>`` (``embeddings.static``)."""
+    if model is None or model in _ALIASES:
+        return DEFAULT_EMBEDDER
+    return static_name(model) if is_static(model) else model
 
 
 # ---------------------------------------------------------------- fast CPU encoding
@@ -206,6 +210,8 @@ def load_encoder(model: str | None = None, device: str | None = None, encoding: 
     gives a private copy truncating there, so callers sharing the cached
     encoder (the dense retriever) keep theirs.
     """
+    if is_static(model):  # a lookup table: fp32 only, no transformer to truncate or quantise
+        return load_embedder(model, device)
     if max_seq_length is not None:
         shared = load_encoder(model, device, encoding)
         if int(max_seq_length) == shared.max_seq_length:

@@ -10,6 +10,8 @@ retriever a spec names over ``corpus``; what it returns follows :class:`~.base.R
   ``engine="auto"`` picks by corpus size and where the corpus lives (:func:`bm25_engine`);
 - ``dense``: sentence-transformers embeddings and FAISS (:mod:`.dense`; on-disk corpora and approximate
   indexes other than HNSW through :mod:`.dense_scale`);
+- ``static``: ``dense`` with a static (model2vec) model distilled from the encoder
+  (:mod:`berds_core.embeddings.static`; ``options.model`` names one, else the default distillation);
 - ``index[:<folder>[|<query encoder>]]``: a prebuilt index folder (a tantivy BM25 index, or a FAISS
   folder in the studio's or Pyserini's layout), opened, never built.
 
@@ -23,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..corpora.disk import is_disk_corpus
+from ..embeddings.static import static_model
 from ..errors import InputError
 from ..specs import Registry
 from .base import IndexOptions, Retriever
@@ -53,7 +56,18 @@ def takes_model(spec: str) -> bool:
     """Whether the retriever ``spec`` names reads an embedder model (``dense`` does; BM25 and prebuilt index
     folders, whose folder names their encoder, do not): a face passes its embedder to every retriever and this
     says where it counts."""
-    return spec.split(":", 1)[0] == "dense"
+    return "model" in retriever_traits(spec)
+
+
+def retriever_traits(spec: str) -> frozenset[str]:
+    """What the retriever ``spec`` names takes or is (its ``RETRIEVERS`` entry's traits), which a face asks
+    instead of comparing names: ``model`` (it reads an embedder model: --model, --encoding, the pages'
+    embedder), ``index_kind`` (it builds a FAISS index of a kind: --index, --memory-budget, --nprobe),
+    ``engine`` (a BM25 engine: --bm25-engine; a tantivy index may be built as the corpus streams in),
+    ``lexical`` (it scores shared words: a score of 0 means no word in common) and ``distilled`` (it reads a model
+    made here first, ``berds models distill``: tables of what ships ready leave it out); none for an unknown spec."""
+    name = str(spec or "").split(":", 1)[0]
+    return RETRIEVERS.traits(name) if name in RETRIEVERS.names() else frozenset()
 
 
 def bm25_engine(corpus, engine: str = "auto") -> str:
@@ -67,7 +81,7 @@ def bm25_engine(corpus, engine: str = "auto") -> str:
 
 
 @RETRIEVERS.register("bm25", help="BM25: bm25s in memory, tantivy on disk (large or on-disk corpora, or an index "
-                                  "folder)")
+                                  "folder)", traits=("engine", "lexical"))
 def _bm25(arg, *, corpus, options: IndexOptions):
     if options.model is not None:
         raise ValueError("bm25 takes no model")
@@ -82,7 +96,8 @@ def _bm25(arg, *, corpus, options: IndexOptions):
     return BM25Retriever(corpus, progress=options.progress, cache=options.cache)
 
 
-@RETRIEVERS.register("dense", help="sentence-transformers embeddings + FAISS (flat, hnsw, ivfpq or a factory string)")
+@RETRIEVERS.register("dense", help="sentence-transformers embeddings + FAISS (flat, hnsw, ivfpq or a factory string)",
+                     traits=("model", "index_kind"))
 def _dense(arg, *, corpus, options: IndexOptions):
     o = options
     if is_disk_corpus(corpus) or o.index not in ("flat", "hnsw") or o.index_dir is not None:
@@ -90,6 +105,13 @@ def _dense(arg, *, corpus, options: IndexOptions):
 
     return DenseRetriever(corpus, o.model, progress=o.progress, index=o.index, device=o.device, encoding=o.encoding,
                           cache=o.cache, on_progress=o.on_progress)
+
+
+@RETRIEVERS.register("static", help="a static (model2vec) model distilled from the encoder (berds models distill) + "
+                                    "FAISS: a first stage for large corpora, re-read by the encoder (static%N>>reread)",
+                     traits=("index_kind", "distilled"))
+def _static(arg, *, corpus, options: IndexOptions):
+    return _dense(None, corpus=corpus, options=replace(options, model=static_model(options.model)))
 
 
 @RETRIEVERS.register("index", usage="index[:<folder>[|<query encoder>]]", takes_arg=True,
@@ -112,8 +134,16 @@ def _index(arg, *, corpus, options: IndexOptions):
 
 # the retrievers built from a corpus (not a prebuilt folder): the CLI's --retriever choices and the pages' pickers
 CORPUS_RETRIEVERS = tuple(e.name for e in RETRIEVERS.entries() if not e.takes_arg)
+# those that work out of the box (no `berds models distill` first): the demo's tables and precomputed vectors
+READY_RETRIEVERS = tuple(n for n in CORPUS_RETRIEVERS if "distilled" not in RETRIEVERS.traits(n))
 
 
 def index_spec(folder, query_encoder: str | None = None) -> str:
     """The retriever spec of a prebuilt index folder: ``index:<folder>[|<query encoder>]``."""
     return f"index:{folder}" + (f"|{query_encoder}" if query_encoder else "")
+
+
+def index_folder(spec: str) -> str | None:
+    """The folder a prebuilt index's spec names (``index:<folder>[|<query encoder>]``, :func:`index_spec`'s
+    inverse); None for any other spec."""
+    return spec[len("index:"):].partition("|")[0] if spec.startswith("index:") else None

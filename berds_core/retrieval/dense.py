@@ -49,7 +49,8 @@ class DenseRetriever(SearchBase):
         self.on_progress = on_progress  # (done, total) as passages are encoded
         self.batch_size = batch_size
         self.embedder_name = model_key(model)
-        self.name = (f"dense:{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
+        kind = "" if self.embedder_name.startswith("static:") else "dense:"  # a static model names itself
+        self.name = (f"{kind}{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
                      + ("" if self.encoding == "fp32" else f"+{self.encoding}"))
         self.cache_hit = False
         self.n_encoded = 0

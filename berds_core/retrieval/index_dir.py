@@ -321,7 +321,8 @@ class IndexDirRetriever(SearchBase):
         self.device = self.encoder.device
         plan = self.plan = self.dense.plan
         self.index_kind = plan.get("spec") or ("prebuilt:" + type(self.dense.index).__name__)
-        self.name = (f"dense:{self.embedder_name}+{self.index_kind}"
+        kind = "" if self.embedder_name.startswith("static:") else "dense:"  # a static model names itself
+        self.name = (f"{kind}{self.embedder_name}+{self.index_kind}"
                      + ("" if self.encoding == "fp32" else f"+{self.encoding}"))  # as the in-memory dense names
         self.cache_path = self.dense.folder
         self.cache_hit = cache_hit

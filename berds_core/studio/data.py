@@ -17,6 +17,7 @@ from ..corpora import open_corpus
 from ..corpora.memory import corpus_from_passages
 from ..errors import InputError
 from ..files.safepaths import resolve_user_path
+from ..retrieval import index_folder as index_folder_of
 from ..retrieval.index_dir import index_corpus_source
 
 DEMO = "Built-in demo"  # dataset: the bundle the package ships
@@ -67,9 +68,9 @@ def load_data(cfg) -> Data:
         raise InputError(cfg.dataset_path or "dataset", None, None, "no questions in this dataset")
     if cfg.gold_path.strip():
         gold = datasets.load_gold(resolve_user_path(cfg.gold_path, what="gold labels file"))
-    index_folder = None
-    if cfg.retriever.startswith("index:"):  # a prebuilt index folder: typed, so checked like any path
-        index_folder = resolve_user_path(cfg.retriever[len("index:"):].partition("|")[0], what="index folder")
+    index_folder = index_folder_of(cfg.retriever)
+    if index_folder is not None:  # a prebuilt index folder: typed, so checked like any path
+        index_folder = resolve_user_path(index_folder, what="index folder")
     pools = {}
     if cfg.corpus == FROM_DATASET:
         corpus = corpus_from_passages(passages, name) if passages else None

@@ -8,7 +8,8 @@ stages. Two kinds:
   dense cosine);
 - **re-rankers** give the candidates a new ranking (``rerank(query, candidates)``) and keep at most ``k``:
   ``mmr`` (:mod:`.mmr`), ``coverage`` (:mod:`.coverage`), ``xquad`` and ``pm2`` (:mod:`.explicit`), ``rvr``
-  (:mod:`.rvr`, which brings passages of its own); ``none`` (:mod:`.base`) passes them through.
+  (:mod:`.rvr`, which brings passages of its own), ``reread`` (:mod:`.reread`: the encoder re-reads a static
+  first stage's candidates); ``none`` (:mod:`.base`) passes them through.
 
 Every stage is registered in ``STAGES`` (a :class:`berds_core.specs.Registry` of kind "diversifier", in
 :mod:`.base`) under the name the spec language uses; its dataclass fields are its spec keywords. What a
@@ -25,9 +26,10 @@ from .mmr import MMR_LAMBDA  # mmr
 from .coverage import COVERAGE_PROBS  # coverage
 from .explicit import PM2, XQuAD  # xquad, pm2
 from .rvr import RVR_READERS, RetrieveVerifyRetrieve  # rvr
+from .reread import Reread  # reread
 from .context import Batch, Candidates, Query, Using
 from .probabilities import blend_relevance, judge_probs, stance_matrix
 
 __all__ = ["STAGES", "Stage", "register", "Batch", "Candidates", "Query", "Using", "COVERAGE_PROBS", "MMR_LAMBDA",
-           "RVR_READERS", "blend_relevance", "judge_probs", "stance_matrix", "RetrieveVerifyRetrieve", "XQuAD", "PM2",
-           "QueryExpansion", "Union"]
+           "RVR_READERS", "blend_relevance", "judge_probs", "stance_matrix", "RetrieveVerifyRetrieve", "Reread", "XQuAD",
+           "PM2", "QueryExpansion", "Union"]

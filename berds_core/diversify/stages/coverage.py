@@ -99,7 +99,7 @@ class Coverage(Stage):
         if self.read is not None and batch.before and not ahead:
             return  # which candidates it reads is known only after the stages before it: read per question
         # every (question, candidate) pair in one batched, cached pass of the stance model
-        if batch.pool == "union" and not is_dense(batch.retriever) and is_dense(u.other_retriever):
+        if batch.pool == "union" and not is_dense(batch.retriever) and hasattr(u.other_retriever, "text_encoder"):
             u.other_retriever.text_encoder.embed([q.question for q in questions])
         pairs = []
         for q in questions:

@@ -1,0 +1,119 @@
+"""The static first stage at scale: index build and two-stage query latency on synthetic corpora (issue 67).
+
+    python bench/static_scale.py --sizes 100k,1M --work /tmp/berds-scale        # needs `berds models distill`
+
+Corpora and questions are bench/scale.py's (100-word passages from a Zipf vocabulary, DPR's TSV layout;
+8-word queries from passages). Per size, each a separate process (peak memory = its whole-process maximum
+resident set), in one run side by side:
+
+- ``berds index --retriever static --index ivfpq --memory-budget 2G`` (the on-disk store, the static vectors
+  in shards, the IVF-PQ folder) and ``berds index --retriever bm25`` (tantivy): wall seconds, peak memory,
+  bytes on disk (store, vectors, index);
+- query latency over ``--queries`` single questions, the indexes open, MiniLM's vectors of the candidates
+  not yet cached (a fresh embedding store: every candidate is encoded when met): ``static`` alone, ``bm25``
+  alone, ``static%20>>union>>reread`` (the pipeline whose N was chosen out of fold on the development
+  corpora: bench/static_first_stage.py) and ``static%200>>reread``: p50 / p95 seconds.
+
+Synthetic passages carry no meaning, so this measures cost only; quality is bench/static_first_stage.py's.
+Writes bench/results/static_scale.json and a Markdown table; the CPU and its load are printed with it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale import ROOT, berds, cpu_name, dir_bytes, label, load, log, make_corpus, make_questions, run_measured, \
+    size_of  # noqa: E402
+
+LATENCY = r"""
+import json, sys, time
+import numpy as np
+from berds_core.corpora.disk import ingest
+from berds_core.diversify import Pipeline, Using
+from berds_core.experiment import Searched, rankings
+from berds_core.retrieval import get_retriever
+corpus_file, static_dir, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+corpus = ingest(corpus_file)
+static = get_retriever("static", corpus, progress=False, index="ivfpq", memory_budget=2 * 2**30)
+bm25 = get_retriever("bm25", corpus, progress=False)
+out = {}
+for name, spec, where in [("static", "none", static), ("bm25", "none", bm25),
+                          ("static%20>>union>>reread", "static%20>>union>>reread", static),
+                          ("static%200>>reread", "static%200>>reread", static)]:
+    pipe = Pipeline.parse(spec)
+    lat = []
+    for q in queries:
+        t0 = time.perf_counter()
+        rankings([type("Q", (), {"question": q, "id": q})()], pipe, 10, Searched(corpus, where),
+                 using=Using(other_retriever=bm25))
+        lat.append(time.perf_counter() - t0)
+    out[name] = {"p50_s": float(np.percentile(lat, 50)), "p95_s": float(np.percentile(lat, 95)), "n": len(lat)}
+print(json.dumps(out))
+"""
+
+
+def bench_size(n: int, work: Path, queries: int) -> dict:
+    from berds_core.embeddings.static import default_static_model
+
+    corpus = make_corpus(work / f"corpus-{label(n)}.tsv", n)
+    qs = make_questions(corpus, None, n=queries, rows=min(n, 100_000))[:queries]
+    cache = work / f"cache-static-{label(n)}"
+    shutil.rmtree(cache, ignore_errors=True)
+    (cache / "static").mkdir(parents=True)
+    src = default_static_model()
+    shutil.copytree(src, cache / "static" / src.name)  # the distilled model, where --retriever static looks
+    res = {"passages": n}
+    st = berds("index", "--corpus", corpus, "--corpus-storage", "disk", "--retriever", "static", "--index", "ivfpq",
+               "--memory-budget", "2G", cache=cache)
+    res["static_index"] = {"seconds": st["seconds"], "rss": st["rss"], "load": st["load"],
+                           "vectors_bytes": dir_bytes(cache / "vectors"), "index_bytes": dir_bytes(cache / "indexes"),
+                           "store_bytes": dir_bytes(cache / "corpora") if (cache / "corpora").exists() else None}
+    log(f"{label(n)}: static index {st['seconds']:.0f}s, peak {st['rss'] / 1e9:.2f} GB")
+    bm = berds("index", "--corpus", corpus, "--corpus-storage", "disk", "--retriever", "bm25", cache=cache)
+    res["bm25_index"] = {"seconds": bm["seconds"], "rss": bm["rss"], "load": bm["load"]}
+    log(f"{label(n)}: bm25 index {bm['seconds']:.0f}s, peak {bm['rss'] / 1e9:.2f} GB")
+    lat = run_measured([sys.executable, "-c", LATENCY, str(corpus), str(cache / "static"), json.dumps(qs)],
+                       env={"BERDS_CACHE": str(cache)})
+    res["latency"] = json.loads(lat["stdout"].strip().splitlines()[-1])
+    res["latency_process"] = {"seconds": lat["seconds"], "rss": lat["rss"], "load": lat["load"]}
+    log(f"{label(n)}: latency {json.dumps(res['latency'])}")
+    return res
+
+
+def markdown(res: dict) -> str:
+    lines = [f"CPU: {res['cpu']}; load before: {res['load']}", "",
+             "| passages | static index s | peak GB | vectors + index GB | bm25 index s | static p50 / p95 s | "
+             "bm25 p50 / p95 s | static%20>>union>>reread p50 / p95 s | static%200>>reread p50 / p95 s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["sizes"]:
+        s, lat = r["static_index"], r["latency"]
+        cell = " | ".join(f"{lat[k]['p50_s']:.3f} / {lat[k]['p95_s']:.3f}" for k in lat)  # the LATENCY rows
+        lines.append(f"| {r['passages']:,} | {s['seconds']:.0f} | {s['rss'] / 1e9:.2f} | "
+                     f"{(s['vectors_bytes'] + s['index_bytes']) / 1e9:.2f} | {r['bm25_index']['seconds']:.0f} | {cell} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100k")
+    ap.add_argument("--work", default="/tmp/berds-scale")
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "static_scale.json"))
+    args = ap.parse_args(argv)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    res = {"cpu": cpu_name(), "load": load(), "sizes": []}
+    for n in [size_of(s) for s in args.sizes.split(",")]:
+        res["sizes"].append(bench_size(n, work, args.queries))
+        Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    print(markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

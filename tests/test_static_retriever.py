@@ -1,0 +1,256 @@
+"""Issue 67: a static (model2vec) first stage and the encoder's re-read (``static%N>>reread``).
+
+The quick tests run on a static model built from a config (all-MiniLM-L6-v2's tokenizer and its input word
+embeddings cut to 64 dimensions, saved as sentence-transformers saves a ``StaticEmbedding``): what the studio
+does with any static folder. The slow ones distil the real one with ``berds models distill`` (its own
+environment, made once per machine: ``$BERDS_DISTILL_VENV``, default ``~/.cache/berds-distill-venv``) and run
+it through the CLI and the pages.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from berds_core.cli import main
+from berds_core.corpora.memory import corpus_from_passages
+from berds_core.datasets import load_demo
+from berds_core.diversify import Pipeline
+from berds_core.embeddings.models import model_key, resolve_model
+from berds_core.embeddings.static_folder import is_static, static_meta
+from berds_core.embeddings.text_encoders import TextEncoder, text_encoder
+from berds_core.experiment import Searched, rankings
+from berds_core.retrieval import get_retriever
+
+MINILM = resolve_model(None)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_app_pages import entry  # noqa: E402,F401  (the app's entry script, a fixture)
+
+
+def make_static(path: Path, dims: int = 64) -> Path:
+    """A static model built from a config: MiniLM's tokenizer, its input word embeddings' first ``dims``
+    columns, a ``StaticEmbedding`` and a ``Normalize`` module saved as sentence-transformers saves them."""
+    from safetensors.numpy import load_file
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, StaticEmbedding
+    from tokenizers import Tokenizer
+
+    weights = load_file(os.path.join(MINILM, "model.safetensors"))["embeddings.word_embeddings.weight"][:, :dims]
+    emb = StaticEmbedding(Tokenizer.from_file(os.path.join(MINILM, "tokenizer.json")),
+                          embedding_weights=np.ascontiguousarray(weights, dtype=np.float32))
+    SentenceTransformer(modules=[emb, Normalize()], device="cpu").save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def static_path(tmp_path_factory) -> Path:
+    return make_static(tmp_path_factory.mktemp("static") / "tiny-static-64d")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    b = load_demo()
+    q = b.questions[0]
+    by_id = {p.id: p for p in b.passages}
+    pool = corpus_from_passages([by_id[i] for i in b.pools[q.id]], f"demo:{q.id}") if b.pools else \
+        corpus_from_passages(b.passages, "demo")
+    return b, q, pool
+
+
+def test_a_static_folder_is_recognised_named_and_encoded_unstored_in_fp32(static_path, monkeypatch):
+    assert is_static(static_path) and not is_static(MINILM) and not is_static(static_path / "nope")
+    assert model_key(str(static_path)) == "static:tiny-static-64d"  # its folder name: no install path in keys
+    monkeypatch.setenv("BERDS_ENCODING", "bf16")  # the operator's precision is for transformers
+    te = text_encoder(str(static_path))
+    assert te.encoding == "fp32" and te.path == "plain" and te.store is False
+    assert te.key == "static:tiny-static-64d|fp32|msl128"
+    v = te.embed(["Chess is a sport.", "Chess is a sport."])
+    assert v.shape == (2, 64) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-6)
+
+
+def test_static_vectors_do_not_depend_on_the_batch_or_the_thread_count(static_path):
+    import torch
+
+    texts = [f"passage {i}: " + " ".join(["debate", "school", "uniform", "energy", "tax"][: 1 + i % 5]) * (1 + i % 7)
+             for i in range(300)]
+    te = TextEncoder(str(static_path), store=False)
+    alone = np.stack([te.encode_uncached([t])[0] for t in texts[:20]])
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = te.encode_uncached(texts)
+        torch.set_num_threads(2)
+        two = te.encode_uncached(texts[::-1])[::-1]
+    finally:
+        torch.set_num_threads(threads)
+    assert np.array_equal(one, two) and np.array_equal(one[:20], alone)
+
+
+def test_the_static_retriever_is_dense_on_the_static_model(static_path, demo):
+    _, q, pool = demo
+    r = get_retriever("static", pool, model=str(static_path), progress=False)
+    assert r.name == "static:tiny-static-64d" and r.embedder_name == "static:tiny-static-64d"
+    hits = r.search([q.question], 5)[0]
+    assert len(hits) == 5
+    emb = text_encoder(str(static_path)).embed([pool.texts[int(i)] for i in range(len(pool))])
+    qv = text_encoder(str(static_path)).embed([q.question])[0]
+    expect = np.argsort(-(emb.astype(np.float64) @ qv.astype(np.float64)), kind="stable")[:5]
+    assert list(hits.rows) == [int(i) for i in expect]
+
+
+def test_reread_of_every_passage_is_the_dense_ranking_and_each_candidate_is_encoded_once(static_path, demo):
+    b, _, pool = demo
+    qs = [q for q in b.questions if not b.pools or q.id in b.pools][:1]
+    static = get_retriever("static", pool, model=str(static_path), progress=False)
+    dense = get_retriever("dense", pool, progress=False)
+    n = len(pool)
+    reread = rankings(qs, Pipeline.parse(f"static%{n}>>reread"), 10, Searched(pool, static))
+    plain = rankings(qs, Pipeline.parse("none"), 10, Searched(pool, dense))
+    assert [list(h.rows) for h in reread] == [list(h.rows) for h in plain]
+    assert [list(h.scores) for h in reread] == [list(h.scores) for h in plain]  # the same exact cosine
+    # a shallow first stage: the encoder reads only its candidates (stored: a second run encodes nothing)
+    fresh = corpus_from_passages([replace(pool[i], text=pool[i].text + " (reread)") for i in range(len(pool))],
+                                 "demo:reread-once")  # texts no encoder has met
+    st = get_retriever("static", fresh, model=str(static_path), progress=False)
+    te = text_encoder(None)
+    before = te.n_encoded
+    first = rankings(qs, Pipeline.parse("static%8>>reread"), 5, Searched(fresh, st))
+    read = te.n_encoded - before
+    assert 0 < read <= 8 + len(qs)  # at most the 8 candidates (and the question)
+    again = rankings(qs, Pipeline.parse("static%8>>reread"), 5, Searched(fresh, st))
+    assert te.n_encoded - before == read and [list(h.rows) for h in again] == [list(h.rows) for h in first]
+    top8 = set(int(r) for r in st.search([qs[0].question], 8)[0].rows)
+    assert set(int(r) for r in first[0].rows) <= top8
+
+
+def test_static_on_an_on_disk_corpus_writes_vector_shards_and_an_index_folder_it_opens_again(static_path, tmp_path):
+    """The scale path (an on-disk corpus: vectors in resumable shards, a FAISS folder) takes the static model."""
+    from berds_core.corpora.disk import ingest
+
+    demo_dir = Path(__file__).resolve().parents[1] / "berds_core" / "demo"
+    disk = ingest(demo_dir / "corpus_a.jsonl", tmp_path / "store", passage_words=None)
+    folder = tmp_path / "static-index"
+    built = get_retriever("static", disk, model=str(static_path), progress=False, index_dir=str(folder))
+    meta = json.loads((folder / "berds.json").read_text())
+    assert meta["encoder"]["key"] == "static:tiny-static-64d|fp32|msl128" and meta["vectors"]
+    question = "Should school uniforms be mandatory?"
+    again = get_retriever(f"index:{folder}", disk, model=str(static_path), progress=False)
+    assert list(again.search([question], 5)[0].rows) == list(built.search([question], 5)[0].rows)
+    mem = get_retriever("static", corpus_from_passages(list(disk), "a"), model=str(static_path), progress=False)
+    assert list(mem.search([question], 5)[0].rows) == list(built.search([question], 5)[0].rows)
+
+
+def test_no_static_model_is_one_line_naming_the_verb_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))
+    demo_dir = Path(__file__).resolve().parents[1] / "berds_core" / "demo"
+    code = main(["retrieve", "--questions", str(demo_dir / "questions_a.jsonl"), "--corpus",
+                 str(demo_dir / "corpus_a.jsonl"), "--retriever", "static", "--out", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "berds models distill" in err[0], err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+# ------------------------------------------------------------------ the real distillation (slow)
+
+def _digest(folder: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def distilled(tmp_path_factory):
+    """``berds models distill`` into the session's cache (where ``--retriever static`` finds it)."""
+    os.environ.setdefault("BERDS_DISTILL_VENV", str(Path.home() / ".cache" / "berds-distill-venv"))
+    out = tmp_path_factory.mktemp("distill")
+    code = main(["models", "distill", "--json", "--quiet"])
+    assert code == 0
+    return out
+
+
+@pytest.mark.slow
+def test_distill_writes_the_same_bytes_twice_and_records_its_source(distilled, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["models", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    (model,) = [m for m in listed["models"] if m["path"] == listed["default"]]
+    default = Path(listed["default"])
+    meta = static_meta(default)
+    assert meta["source"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["dims"] == 256
+    assert meta["vocabulary"] > 20_000 and meta["model2vec"] == "0.10.0" and meta["transformers"].startswith("5.3")
+    assert model["weights_sha256"] == hashlib.sha256((default / "model.safetensors").read_bytes()).hexdigest()
+    assert str(MINILM) not in (default / "config.json").read_text()  # no install path in the folder
+    assert main(["models", "distill", "--out", str(tmp_path / "again"), "--json"]) == 0
+    again = _digest(tmp_path / "again")
+    first = _digest(default)
+    meta_again = json.loads((tmp_path / "again" / "berds_static.json").read_text())
+    assert meta_again.pop("name") == "again" and meta.pop("name") == default.name and meta_again == meta
+    assert {k: v for k, v in again.items() if k != "berds_static.json"} == \
+        {k: v for k, v in first.items() if k != "berds_static.json"}
+
+
+@pytest.mark.slow
+def test_the_cli_ranks_with_the_distilled_model_and_the_reread_matches_dense(distilled, tmp_path, capsys):
+    demo_dir = Path(__file__).resolve().parents[1] / "berds_core" / "demo"
+    base = ["retrieve", "--questions", str(demo_dir / "questions_a.jsonl"), "--corpus",
+            str(demo_dir / "corpus_a.jsonl"), "--k", "5", "--json", "--quiet"]
+    runs = {}
+    for name, extra in {"static": ["--retriever", "static"], "dense": ["--retriever", "dense"],
+                        "reread": ["--pipeline", "static%280>>reread"]}.items():
+        capsys.readouterr()
+        assert main([*base, *extra, "--out", str(tmp_path / f"{name}.jsonl")]) == 0, capsys.readouterr().err
+        info = json.loads(capsys.readouterr().out)
+        runs[name] = [[c["id"] for c in json.loads(line)["ctxs"]]
+                      for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+        if name != "dense":
+            assert info["retriever"] == "static:all-MiniLM-L6-v2-256d"
+    assert runs["reread"] == runs["dense"]  # all 280 passages re-read: the encoder's own ranking
+    assert runs["static"] != runs["dense"]
+
+
+@pytest.mark.slow
+def test_the_playground_and_evaluate_rank_with_the_static_retriever(distilled, entry):
+    pytest.importorskip("streamlit")
+    from test_app_pages import _md, _open, wait_warm
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(entry, default_timeout=600)
+    at.run()
+    at.radio(key="sb_retriever").set_value("static").run()
+    at = wait_warm(_open(at, "pages/playground.py"))
+    assert not at.error, [e.value for e in at.error]
+    md = _md(at)
+    k = at.slider(key="pg_k").value
+    assert md.count('data-testid="passage-card"') == 4 * k and "MRecall@%d<b>" % k in md
+    at = _open(at, "pages/evaluate.py")
+    at.button(key="ev_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (table,) = at.dataframe
+    assert "all questions" in set(table.value["subset"])
+    (runs,) = at.session_state["eval_runs"].values()
+    b = load_demo()
+    by_id = {p.id: p for p in b.passages}
+    qid, entry_ = next(iter(runs.items()))
+    q = next(q for q in b.questions if q.id == qid)
+    pool = corpus_from_passages([by_id[i] for i in b.pools[qid]], f"demo:{qid}")
+    hits = get_retriever("static", pool, progress=False).search([q.question], len(entry_["ctxs"]))[0]
+    assert [c["id"] for c in entry_["ctxs"]] == [pool[int(r)].id for r in hits.rows]  # the static ranking
+
+
+def test_the_playground_says_what_to_run_when_no_static_model_is_distilled(entry, tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    from test_app_pages import _open
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))  # nothing distilled here
+    at = AppTest.from_file(entry, default_timeout=600)
+    at.run()
+    at.radio(key="sb_retriever").set_value("static").run()
+    at = _open(at, "pages/playground.py")
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert errors and any("berds models distill" in e for e in errors), errors
