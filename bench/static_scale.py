@@ -14,6 +14,10 @@ resident set), in one run side by side:
   alone, ``static%20>>union>>reread`` (the pipeline whose N was chosen out of fold on the development
   corpora: bench/static_first_stage.py) and ``static%200>>reread``: p50 / p95 seconds.
 
+- ``--encode-sample N`` (default 20,000): the static model's encoding rate on N passages of the 200k corpus at
+  1,024 texts a batch (the studio's ``STATIC_BATCH``) against 64 (every other encoder's), interleaved,
+  median of ``--repeat`` runs each, in one process; and that both give the same vectors.
+
 Synthetic passages carry no meaning, so this measures cost only; quality is bench/static_first_stage.py's.
 Writes bench/results/static_scale.json and a Markdown table; the CPU and its load are printed with it.
 """
@@ -85,6 +89,42 @@ def bench_size(n: int, work: Path, queries: int) -> dict:
     return res
 
 
+ENCODE = r"""
+import json, statistics, sys, time
+import numpy as np
+from berds_core.embeddings.static import default_static_model
+from berds_core.embeddings.text_encoders import STATIC_BATCH, TextEncoder
+corpus, n, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+texts = []
+with open(corpus, encoding="utf-8") as fh:
+    next(fh)
+    for line in fh:
+        texts.append(line.split("\t")[1])
+        if len(texts) == n:
+            break
+te = TextEncoder(str(default_static_model()), store=False)
+te.encode_uncached(texts[:256])
+rates, vecs = {64: [], STATIC_BATCH: []}, {}
+for _ in range(repeat):
+    for bs in rates:
+        te.batch_size = bs
+        t0 = time.perf_counter()
+        vecs[bs] = te.encode_uncached(texts)
+        rates[bs].append(len(texts) / (time.perf_counter() - t0))
+print(json.dumps({"passages": len(texts), "per_s": {str(b): statistics.median(r) for b, r in rates.items()},
+                  "same_vectors": bool(np.array_equal(vecs[64], vecs[STATIC_BATCH]))}))
+"""
+
+
+def encode_rate(work: Path, n: int, repeat: int) -> dict:
+    corpus = make_corpus(work / "corpus-200k.tsv", 200_000)
+    res = run_measured([sys.executable, "-c", ENCODE, str(corpus), str(n), str(repeat)])
+    got = json.loads(res["stdout"].strip().splitlines()[-1])
+    got["load"] = res["load"]
+    log(f"static encoding: {json.dumps(got)}")
+    return got
+
+
 def markdown(res: dict) -> str:
     lines = [f"CPU: {res['cpu']}; load before: {res['load']}", "",
              "| passages | static index s | peak GB | vectors + index GB | bm25 index s | static p50 / p95 s | "
@@ -95,6 +135,12 @@ def markdown(res: dict) -> str:
         cell = " | ".join(f"{lat[k]['p50_s']:.3f} / {lat[k]['p95_s']:.3f}" for k in lat)  # the LATENCY rows
         lines.append(f"| {r['passages']:,} | {s['seconds']:.0f} | {s['rss'] / 1e9:.2f} | "
                      f"{(s['vectors_bytes'] + s['index_bytes']) / 1e9:.2f} | {r['bm25_index']['seconds']:.0f} | {cell} |")
+    if res.get("encode"):
+        e = res["encode"]
+        rate = e["per_s"]
+        lines += ["", f"static encoding, {e['passages']:,} passages (load {e['load']}): "
+                  + ", ".join(f"{int(float(r)):,}/s at {b} a batch" for b, r in rate.items())
+                  + f"; same vectors: {e['same_vectors']}"]
     return "\n".join(lines)
 
 
@@ -103,14 +149,22 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="100k")
     ap.add_argument("--work", default="/tmp/berds-scale")
     ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--encode-sample", type=int, default=20_000, help="passages for the encoding rate (0: skip)")
+    ap.add_argument("--repeat", type=int, default=3, help="encoding-rate runs per batch size (median)")
+    ap.add_argument("--encode-only", action="store_true", help="only the encoding rate")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "static_scale.json"))
     args = ap.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     res = {"cpu": cpu_name(), "load": load(), "sizes": []}
-    for n in [size_of(s) for s in args.sizes.split(",")]:
+    if args.encode_only and Path(args.out).is_file():  # the sizes of the last run stay, the rate is added
+        res = {**json.loads(Path(args.out).read_text()), "encode_cpu": res["cpu"]}
+    if args.encode_sample:
+        res["encode"] = encode_rate(work, args.encode_sample, args.repeat)
+    for n in [] if args.encode_only else [size_of(s) for s in args.sizes.split(",")]:
         res["sizes"].append(bench_size(n, work, args.queries))
         Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
     print(markdown(res))
     return 0
 

@@ -324,6 +324,8 @@ ROWS = [
     ("models distill: no such source", "models distill --source {t}/nope", "not a local sentence-transformers folder"),
     ("models distill: too few dimensions", "models distill --dims 1", "must be between 2 and 4096"),
     ("models distill: --out a file", "models distill --out {afile}", "afile"),
+    ("models distill: --out a folder that is no static model", "models distill --out {tinymodel}",
+     "exists and is not a static model"),
     ("models list: an unknown option", "models list --source x", "unrecognized arguments"),
     # ---- generation and answers: servers named by specs are asked before any work
     ("answer: server down", "answer --run {run} --generator openai:m@{dead} --out {t}/a.jsonl", "cannot reach the server"),

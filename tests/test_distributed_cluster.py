@@ -187,6 +187,38 @@ def _store_key(cache: Path) -> str:
     return keys[0]
 
 
+def test_static_first_stage_on_two_nodes_equals_one_process(cluster, tmp_path):
+    """issue 67: ``berds index`` and ``retrieve --retriever static`` (a static model in each cache where the
+    retriever looks for the distilled one: here one built from a config, tests/static_models.py) through the
+    two-node cluster write what one process writes, byte for byte, the static vectors encoded on both nodes; the
+    re-read (a pipeline) is refused with --ray in one line, as every diversification is."""
+    from berds_core.embeddings.static import default_name
+    from berds_core.embeddings.models import model_key
+    from static_models import make_static
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl", 2300, words=10)
+    questions = write_questions(tmp_path / "questions.jsonl", 24)
+    out = {}
+    for mode, addr in (("one", None), ("ray", cluster)):
+        cache, d = tmp_path / f"cache-{mode}", tmp_path / mode
+        d.mkdir()
+        make_static(cache / "static" / default_name(model_key(None), 256))
+        shard = ["--shard-rows", "512"] if addr else []
+        idx, _ = berds(["index", "--corpus", str(corpus), "--retriever", "static", *shard], cache, ray_address=addr)
+        res, _ = berds(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--retriever", "static",
+                        "--k", "30", "--out", str(d / "static.jsonl"), *shard], cache, ray_address=addr)
+        assert idx["retriever"] == res["retriever"] == "static:all-MiniLM-L6-v2-256d", (idx, res)
+        out[mode] = {"index": idx, "dir": d}
+    assert (out["ray"]["dir"] / "static.jsonl").read_bytes() == (out["one"]["dir"] / "static.jsonl").read_bytes()
+    enc = out["ray"]["index"]["ray"]["encode"]
+    assert enc["encoded"] == 2300 and enc["nodes_used"] == 2
+    # the two stages with --ray: refused in one line (a pipeline that re-ranks runs in one process)
+    _, p = berds(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--pipeline",
+                  "static%40>>reread", "--k", "10", "--out", str(tmp_path / "x.jsonl")], tmp_path / "cache-ray",
+                 check=False, ray_address=cluster)
+    assert p.returncode == 2 and "does not combine with diversification" in p.stderr  # said, not run wrongly
+
+
 def test_demo_bundle_encode_and_judge_ray_local_equals_no_ray(tmp_path):
     """The demo bundle: dense index, retrieval and the embedded judge through ``--ray local`` (a Ray
     instance started for each command and stopped after) and through no Ray: the same files."""

@@ -31,21 +31,7 @@ from berds_core.retrieval import get_retriever
 MINILM = resolve_model(None)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_app_pages import entry  # noqa: E402,F401  (the app's entry script, a fixture)
-
-
-def make_static(path: Path, dims: int = 64) -> Path:
-    """A static model built from a config: MiniLM's tokenizer, its input word embeddings' first ``dims``
-    columns, a ``StaticEmbedding`` and a ``Normalize`` module saved as sentence-transformers saves them."""
-    from safetensors.numpy import load_file
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, StaticEmbedding
-    from tokenizers import Tokenizer
-
-    weights = load_file(os.path.join(MINILM, "model.safetensors"))["embeddings.word_embeddings.weight"][:, :dims]
-    emb = StaticEmbedding(Tokenizer.from_file(os.path.join(MINILM, "tokenizer.json")),
-                          embedding_weights=np.ascontiguousarray(weights, dtype=np.float32))
-    SentenceTransformer(modules=[emb, Normalize()], device="cpu").save(str(path))
-    return path
+from static_models import make_static  # noqa: E402
 
 
 @pytest.fixture(scope="module")

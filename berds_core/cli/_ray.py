@@ -147,10 +147,12 @@ def _shard_rows(args) -> int:
 def _encoder(args):
     """The driver's encoder (its store key names the vectors); loaded now so a bad model fails at once."""
     from ..embeddings.text_encoders import text_encoder
+    from ..retrieval import encoder_model
     from ._retrieval import load_error
 
     try:
-        te = text_encoder(args.model, args.device, None if args.encoding == "auto" else args.encoding)
+        te = text_encoder(encoder_model(args.retriever, args.model), args.device,
+                          None if args.encoding == "auto" else args.encoding)
         te.encoder
     except OSError as e:
         raise InputError("--model", None, None, load_error(args.model, e)) from None
@@ -161,8 +163,9 @@ def _encoder(args):
 
 def _dense_info(te, index, kind: str, fresh: bool) -> dict:
     from ..embeddings.models import model_key
+    from ..retrieval.base import dense_name
 
-    name = f"dense:{model_key(te.model_id)}" + ("" if kind == "flat" else f"+{kind}") + \
+    name = dense_name(model_key(te.model_id)) + ("" if kind == "flat" else f"+{kind}") + \
         ("" if te.encoding == "fp32" else f"+{te.encoding}")
     return {"retriever": name, "model": model_key(te.model_id), "index": kind, "encoding": te.encoding,
             "cache_path": str(index.folder), "cache_hit": not fresh, "build_seconds": index.stats["seconds"]}

@@ -101,7 +101,12 @@ def distill(source: str | None = None, out: Path | None = None, dims: int = DEFA
         raise InputError(src, None, "--source", "not a local sentence-transformers folder (distillation reads no hub)")
     key = model_key(source)
     out = Path(out) if out is not None else static_dir() / default_name(key, dims)
+    if out.exists() and not (out.is_dir() and (is_static(out) or not any(out.iterdir()))):
+        raise InputError(out, None, "--out", "exists and is not a static model: give a new or empty folder (a "
+                                             "static model there is replaced)")
     tmp = out.with_name(out.name + ".part")
+    if tmp.exists():
+        shutil.rmtree(tmp)  # a distillation that stopped half-way
     python = python or distill_env()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
@@ -124,7 +129,7 @@ def distill(source: str | None = None, out: Path | None = None, dims: int = DEFA
             "embedding_dtype": cfg.get("embedding_dtype"), "weights_sha256": sha256(tmp / "model.safetensors"),
             **versions}
     (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    if out.exists():
+    if out.exists():  # a static model (or an empty folder): replaced
         shutil.rmtree(out)
     tmp.rename(out)
     first_module.cache_clear()

@@ -70,6 +70,12 @@ def retriever_traits(spec: str) -> frozenset[str]:
     return RETRIEVERS.traits(name) if name in RETRIEVERS.names() else frozenset()
 
 
+def encoder_model(spec: str, model: str | None = None) -> str | None:
+    """The model the retriever ``spec`` encodes with, where a face encodes for it (``--ray``'s encoder pool):
+    ``model`` for ``dense``; for a retriever that reads a distilled model (``static``), that model's folder."""
+    return static_model(model) if "distilled" in retriever_traits(spec) else model
+
+
 def bm25_engine(corpus, engine: str = "auto") -> str:
     """The BM25 engine for ``corpus``: ``tantivy`` for an on-disk corpus or one of at least
     ``TANTIVY_MIN_PASSAGES``, ``bm25s`` below, or the one ``engine`` names."""

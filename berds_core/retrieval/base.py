@@ -79,3 +79,9 @@ class IndexOptions:
     cache: bool = True
     progress: bool = True
     on_progress: Callable[[int, int], None] | None = None
+
+
+def dense_name(embedder_name: str) -> str:
+    """The head of a dense retriever's name: ``dense:<model key>``, or a static model's own ``static:<name>``
+    (``embeddings.static_folder.static_name``); the index kind and the precision follow it."""
+    return embedder_name if str(embedder_name).startswith("static:") else f"dense:{embedder_name}"

@@ -21,7 +21,7 @@ from ..embeddings.models import model_key
 from ..embeddings.text_encoders import TextEncoder, embed_text, encode_normalized, text_encoder
 from ..records import Hits
 from . import exact, faiss_index
-from .base import SearchBase
+from .base import SearchBase, dense_name
 
 __all__ = ["DenseRetriever", "encode_normalized"]
 
@@ -49,8 +49,7 @@ class DenseRetriever(SearchBase):
         self.on_progress = on_progress  # (done, total) as passages are encoded
         self.batch_size = batch_size
         self.embedder_name = model_key(model)
-        kind = "" if self.embedder_name.startswith("static:") else "dense:"  # a static model names itself
-        self.name = (f"{kind}{self.embedder_name}" + ("" if index == "flat" else f"+{index}")
+        self.name = (dense_name(self.embedder_name) + ("" if index == "flat" else f"+{index}")
                      + ("" if self.encoding == "fp32" else f"+{self.encoding}"))
         self.cache_hit = False
         self.n_encoded = 0

@@ -34,7 +34,7 @@ from ..errors import InputError
 from ..files.cache import cache_dir
 from ..records import Hits
 from . import faiss_index
-from .base import SearchBase
+from .base import SearchBase, dense_name
 from .exact import scores as exact_scores, top_k_exact
 from .faiss_build import DOCID_FILE, FORMAT, INDEX_FILE, IVFDATA_FILE, META, folder_bytes
 from .index_plan import HNSW_EF_SEARCH, default_nprobe
@@ -321,8 +321,7 @@ class IndexDirRetriever(SearchBase):
         self.device = self.encoder.device
         plan = self.plan = self.dense.plan
         self.index_kind = plan.get("spec") or ("prebuilt:" + type(self.dense.index).__name__)
-        kind = "" if self.embedder_name.startswith("static:") else "dense:"  # a static model names itself
-        self.name = (f"{kind}{self.embedder_name}+{self.index_kind}"
+        self.name = (f"{dense_name(self.embedder_name)}+{self.index_kind}"
                      + ("" if self.encoding == "fp32" else f"+{self.encoding}"))  # as the in-memory dense names
         self.cache_path = self.dense.folder
         self.cache_hit = cache_hit
