@@ -16,7 +16,9 @@ resident set), in one run side by side:
 
 - ``--encode-sample N`` (default 20,000): the static model's encoding rate on N passages of the 200k corpus at
   1,024 texts a batch (the studio's ``STATIC_BATCH``) against 64 (every other encoder's), interleaved,
-  median of ``--repeat`` runs each, in one process; and that both give the same vectors.
+  median of ``--repeat`` runs each, in one process; that both give the same vectors; and the rate on real
+  prose of the same length (procon's arguments from ``--data`` in 100-word windows), with the word pieces a
+  passage of each (the synthetic words split into more pieces than real ones).
 
 Synthetic passages carry no meaning, so this measures cost only; quality is bench/static_first_stage.py's.
 Writes bench/results/static_scale.json and a Markdown table; the CPU and its load are printed with it.
@@ -74,7 +76,8 @@ def bench_size(n: int, work: Path, queries: int) -> dict:
     res = {"passages": n}
     st = berds("index", "--corpus", corpus, "--corpus-storage", "disk", "--retriever", "static", "--index", "ivfpq",
                "--memory-budget", "2G", cache=cache)
-    res["static_index"] = {"seconds": st["seconds"], "rss": st["rss"], "load": st["load"],
+    res["static_index"] = {"seconds": st["seconds"], "rss": st["rss"], "rss_anon": st["rss_anon"],
+                           "rss_file": st["rss_file"], "cpu_s": st["cpu_s"], "load": st["load"],
                            "vectors_bytes": dir_bytes(cache / "vectors"), "index_bytes": dir_bytes(cache / "indexes"),
                            "store_bytes": dir_bytes(cache / "corpora") if (cache / "corpora").exists() else None}
     log(f"{label(n)}: static index {st['seconds']:.0f}s, peak {st['rss'] / 1e9:.2f} GB")
@@ -94,7 +97,7 @@ import json, statistics, sys, time
 import numpy as np
 from berds_core.embeddings.static import default_static_model
 from berds_core.embeddings.text_encoders import STATIC_BATCH, TextEncoder
-corpus, n, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+corpus, n, repeat, data = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 texts = []
 with open(corpus, encoding="utf-8") as fh:
     next(fh)
@@ -102,23 +105,43 @@ with open(corpus, encoding="utf-8") as fh:
         texts.append(line.split("\t")[1])
         if len(texts) == n:
             break
+real = []  # real prose in Wikipedia's passage length: procon's arguments cut into 100-word windows
+try:
+    from pathlib import Path
+    from berds_core.datasets.devsets import dev_bundles
+    words = " ".join(p.text for b in dev_bundles(Path(data), ["procon"])[0].values() for p in b.passages).split()
+    windows = [" ".join(words[i:i + 100]) for i in range(0, len(words) - 99, 100)]
+    real = (windows * (1 + n // max(1, len(windows))))[:n] if windows else []
+except (OSError, ValueError):
+    pass
 te = TextEncoder(str(default_static_model()), store=False)
 te.encode_uncached(texts[:256])
-rates, vecs = {64: [], STATIC_BATCH: []}, {}
+tok = te.encoder[0].tokenizer
+pieces = {"synthetic": float(np.mean([len(e.ids) for e in tok.encode_batch(texts[:2000], add_special_tokens=False)]))}
+rates, vecs, real_rates = {64: [], STATIC_BATCH: []}, {}, []
 for _ in range(repeat):
     for bs in rates:
         te.batch_size = bs
         t0 = time.perf_counter()
         vecs[bs] = te.encode_uncached(texts)
         rates[bs].append(len(texts) / (time.perf_counter() - t0))
+    if real:
+        te.batch_size = STATIC_BATCH
+        t0 = time.perf_counter()
+        te.encode_uncached(real)
+        real_rates.append(len(real) / (time.perf_counter() - t0))
+if real:
+    pieces["procon"] = float(np.mean([len(e.ids) for e in tok.encode_batch(real[:2000], add_special_tokens=False)]))
 print(json.dumps({"passages": len(texts), "per_s": {str(b): statistics.median(r) for b, r in rates.items()},
-                  "same_vectors": bool(np.array_equal(vecs[64], vecs[STATIC_BATCH]))}))
+                  "same_vectors": bool(np.array_equal(vecs[64], vecs[STATIC_BATCH])),
+                  "real_100_words_per_s": statistics.median(real_rates) if real_rates else None,
+                  "word_pieces_per_passage": pieces}))
 """
 
 
-def encode_rate(work: Path, n: int, repeat: int) -> dict:
+def encode_rate(work: Path, n: int, repeat: int, data: Path) -> dict:
     corpus = make_corpus(work / "corpus-200k.tsv", 200_000)
-    res = run_measured([sys.executable, "-c", ENCODE, str(corpus), str(n), str(repeat)])
+    res = run_measured([sys.executable, "-c", ENCODE, str(corpus), str(n), str(repeat), str(data)])
     got = json.loads(res["stdout"].strip().splitlines()[-1])
     got["load"] = res["load"]
     log(f"static encoding: {json.dumps(got)}")
@@ -140,7 +163,9 @@ def markdown(res: dict) -> str:
         rate = e["per_s"]
         lines += ["", f"static encoding, {e['passages']:,} passages (load {e['load']}): "
                   + ", ".join(f"{int(float(r)):,}/s at {b} a batch" for b, r in rate.items())
-                  + f"; same vectors: {e['same_vectors']}"]
+                  + f"; same vectors: {e['same_vectors']}; real prose (procon, 100-word windows): "
+                  + (f"{int(e['real_100_words_per_s']):,}/s" if e.get("real_100_words_per_s") else "not read")
+                  + f"; word pieces a passage: {json.dumps(e.get('word_pieces_per_passage'))}"]
     return "\n".join(lines)
 
 
@@ -152,6 +177,8 @@ def main(argv=None) -> int:
     ap.add_argument("--encode-sample", type=int, default=20_000, help="passages for the encoding rate (0: skip)")
     ap.add_argument("--repeat", type=int, default=3, help="encoding-rate runs per batch size (median)")
     ap.add_argument("--encode-only", action="store_true", help="only the encoding rate")
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"),
+                    help="development data: procon's arguments in 100-word windows give the rate on real prose")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "static_scale.json"))
     args = ap.parse_args(argv)
     work = Path(args.work)
@@ -160,7 +187,7 @@ def main(argv=None) -> int:
     if args.encode_only and Path(args.out).is_file():  # the sizes of the last run stay, the rate is added
         res = {**json.loads(Path(args.out).read_text()), "encode_cpu": res["cpu"]}
     if args.encode_sample:
-        res["encode"] = encode_rate(work, args.encode_sample, args.repeat)
+        res["encode"] = encode_rate(work, args.encode_sample, args.repeat, Path(args.data))
     for n in [] if args.encode_only else [size_of(s) for s in args.sizes.split(",")]:
         res["sizes"].append(bench_size(n, work, args.queries))
         Path(args.out).write_text(json.dumps(res, indent=2) + "\n")

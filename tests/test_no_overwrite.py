@@ -106,6 +106,11 @@ def _cases():
         os.environ["BERDS_ANNOTATIONS_DB"] = str(db)
         return ["annotations", "export", "--out", db], db, "--db"
 
+    def models_distill(t):
+        src = t / "src"
+        f = _files(t, "src/config.json", "src/modules.json")
+        return ["models", "distill", "--source", src, "--out", src], f["src/config.json"], "--source"
+
     return {  # case: (the verb, the builder)
         "retrieve-out-is-questions": ("retrieve", retrieve("q.jsonl")),
         "retrieve-out-is-corpus": ("retrieve", retrieve("c.jsonl")),
@@ -142,6 +147,7 @@ def _cases():
         "export-trec-run-file-is-a-run": ("export-trec", export_trec_run),
         "annotations-export-out-is-db": ("annotations export", annotations_export),
         "annotations-export-out-is-default-db": ("annotations export", annotations_export_default_db),
+        "models-distill-out-is-its-source": ("models distill", models_distill),
     }
 
 

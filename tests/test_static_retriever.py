@@ -227,9 +227,13 @@ def test_the_playground_and_evaluate_rank_with_the_static_retriever(distilled, e
     assert [c["id"] for c in entry_["ctxs"]] == [pool[int(r)].id for r in hits.rows]  # the static ranking
 
 
+@pytest.mark.slow
 def test_the_playground_says_what_to_run_when_no_static_model_is_distilled(entry, tmp_path, monkeypatch):
+    """The page's one line names the verb; once a static model is where the retriever looks, the same session
+    ranks with it (nothing remembers that it was missing)."""
     pytest.importorskip("streamlit")
-    from test_app_pages import _open
+    from berds_core.embeddings.static import default_static_model
+    from test_app_pages import _md, _open, wait_warm
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("BERDS_CACHE", str(tmp_path / "cache"))  # nothing distilled here
@@ -240,3 +244,7 @@ def test_the_playground_says_what_to_run_when_no_static_model_is_distilled(entry
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     assert errors and any("berds models distill" in e for e in errors), errors
+    make_static(default_static_model())  # as `berds models distill` would leave it (a model built from a config)
+    at = wait_warm(_open(at, "pages/playground.py"))
+    assert not at.error, [e.value for e in at.error]
+    assert _md(at).count('data-testid="passage-card"') == 4 * at.slider(key="pg_k").value

@@ -34,11 +34,28 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="the model's folder (default: the cache's static/<source>-<dims>d, "
                                                "where --retriever static finds the MiniLM one)")
     p.set_defaults(func=cmd_distill)
-    declare(p, out_dirs=("out",))
+    declare(p, out_dirs=("out",), more_inputs=_source_files, dir_files=_written)
 
     p = acts.add_parser("list", help="the static models in the cache, with their source, dimensions and hashes")
     _common(p)
     p.set_defaults(func=cmd_list)
+    declare(p)  # reads the cache only
+
+
+# what a distillation reads (the source folder's files) and writes (the model's files in --out): an --out that
+# is the source is refused before any work
+WRITTEN = ("config.json", "model.safetensors", "modules.json", "tokenizer.json", "berds_static.json")
+
+
+def _source_files(args) -> list[tuple[str, Path]]:
+    from ..embeddings.models import resolve_model
+
+    src = Path(resolve_model(args.source))
+    return [("--source", src / name) for name in WRITTEN if (src / name).is_file()]
+
+
+def _written(args) -> list[Path]:
+    return [Path(args.out) / name for name in WRITTEN] if args.out else []
 
 
 def cmd_distill(args) -> dict:

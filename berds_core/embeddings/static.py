@@ -32,9 +32,10 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files.cache import cache_dir
+from ..files.jsonio import atomic_write
 from ..files.shard_files import sha256
 from .models import model_key, resolve_model
-from .static_folder import META, first_module, is_static
+from .static_folder import META, is_static
 
 DISTILL_PACKAGES = ("model2vec[distill]==0.10.0", "transformers==5.3.0", "torch==2.13.0", "tokenizers==0.22.2",
                     "skeletoken==0.6.1", "scikit-learn==1.9.1", "numpy==2.4.6", "safetensors==0.8.0")
@@ -87,7 +88,8 @@ def distill_env() -> Path:
         if res.returncode != 0:
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
             raise InputError(venv, None, "distill environment", f"{' '.join(cmd[:4])} ... failed: {tail[0]}")
-    stamp.write_text(want, encoding="utf-8")
+    with atomic_write(stamp) as fh:
+        fh.write(want)
     return python
 
 
@@ -120,7 +122,8 @@ def distill(source: str | None = None, out: Path | None = None, dims: int = DEFA
     cfg_path = tmp / "config.json"
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     cfg["tokenizer_name"] = key  # not the install path of the source
-    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with atomic_write(cfg_path) as fh:
+        fh.write(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     weights = next((p for p in (Path(src) / "model.safetensors", Path(src) / "pytorch_model.bin") if p.is_file()), None)
     tok = json.loads((tmp / "tokenizer.json").read_text(encoding="utf-8"))
     meta = {"name": out.name, "source": key, "source_weights_sha256": sha256(weights) if weights else None,
@@ -128,9 +131,9 @@ def distill(source: str | None = None, out: Path | None = None, dims: int = DEFA
             "pca_dims": cfg.get("apply_pca"), "sif_coefficient": cfg.get("sif_coefficient"),
             "embedding_dtype": cfg.get("embedding_dtype"), "weights_sha256": sha256(tmp / "model.safetensors"),
             **versions}
-    (tmp / META).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with atomic_write(tmp / META) as fh:
+        fh.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     if out.exists():  # a static model (or an empty folder): replaced
         shutil.rmtree(out)
     tmp.rename(out)
-    first_module.cache_clear()
     return {**meta, "path": str(out)}

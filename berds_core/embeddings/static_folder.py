@@ -21,10 +21,21 @@ def is_static(model) -> bool:
     return first_module(os.fspath(model)).endswith("StaticEmbedding")
 
 
-@functools.lru_cache(maxsize=64)
 def first_module(path: str) -> str:
+    """The type of the first module a sentence-transformers folder lists ('' when it lists none): read again
+    whenever its ``modules.json`` changes, so a model distilled while the app runs is seen at once."""
+    listing = os.path.join(path, "modules.json")
     try:
-        with open(os.path.join(path, "modules.json"), encoding="utf-8") as fh:
+        st = os.stat(listing)
+    except OSError:
+        return ""
+    return _first_module_of(listing, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _first_module_of(listing: str, mtime_ns: int, size: int) -> str:
+    try:
+        with open(listing, encoding="utf-8") as fh:
             modules = json.load(fh)
         return str(min(modules, key=lambda m: int(m.get("idx", 0))).get("type", ""))
     except (OSError, ValueError, TypeError, AttributeError):
