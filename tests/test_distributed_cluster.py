@@ -190,7 +190,7 @@ def _store_key(cache: Path) -> str:
 def test_static_first_stage_on_two_nodes_equals_one_process(cluster, tmp_path):
     """issue 67: ``berds index`` and ``retrieve --retriever static`` (a static model in each cache where the
     retriever looks for the distilled one: here one built from a config, tests/static_models.py) through the
-    two-node cluster write what one process writes, byte for byte, the static vectors encoded on both nodes; the
+    two-node cluster write what one process writes, byte for byte, the static vectors encoded by its pool; the
     re-read (a pipeline) is refused with --ray in one line, as every diversification is."""
     from berds_core.embeddings.static import default_name
     from berds_core.embeddings.models import model_key
@@ -210,8 +210,9 @@ def test_static_first_stage_on_two_nodes_equals_one_process(cluster, tmp_path):
         assert idx["retriever"] == res["retriever"] == "static:all-MiniLM-L6-v2-256d", (idx, res)
         out[mode] = {"index": idx, "dir": d}
     assert (out["ray"]["dir"] / "static.jsonl").read_bytes() == (out["one"]["dir"] / "static.jsonl").read_bytes()
-    enc = out["ray"]["index"]["ray"]["encode"]
-    assert enc["encoded"] == 2300 and enc["nodes_used"] == 2
+    # every passage encoded through the cluster's encoder pool (a static model is so quick that one node's actor
+    # may take every part before the other starts: which node encoded is not asserted)
+    assert out["ray"]["index"]["ray"]["encode"]["encoded"] == 2300 and out["ray"]["index"]["ray"]["nodes"] == 2
     # the two stages with --ray: refused in one line (a pipeline that re-ranks runs in one process)
     _, p = berds(["retrieve", "--questions", str(questions), "--corpus", str(corpus), "--pipeline",
                   "static%40>>reread", "--k", "10", "--out", str(tmp_path / "x.jsonl")], tmp_path / "cache-ray",
