@@ -128,8 +128,34 @@ def test_static_on_an_on_disk_corpus_writes_vector_shards_and_an_index_folder_it
     question = "Should school uniforms be mandatory?"
     again = get_retriever(f"index:{folder}", disk, model=str(static_path), progress=False)
     assert list(again.search([question], 5)[0].rows) == list(built.search([question], 5)[0].rows)
-    mem = get_retriever("static", corpus_from_passages(list(disk), "a"), model=str(static_path), progress=False)
+    mem_corpus = corpus_from_passages(list(disk), "a")
+    mem = get_retriever("static", mem_corpus, model=str(static_path), progress=False)
     assert list(mem.search([question], 5)[0].rows) == list(built.search([question], 5)[0].rows)
+    # the two stages with BM25 (tantivy) beside: the union scores the folder's candidates from its vector shards,
+    # the same figures as the in-memory vectors, so both re-read the same passages
+    from berds_core.diversify import Using
+    from berds_core.records import Question
+
+    q = [Question(id="u", question=question, perspectives=["a", "b"])]
+    spec = Pipeline.parse("static%10>>union>>reread")
+    on_disk = rankings(q, spec, 5, Searched(disk, built), using=Using(other_retriever=get_retriever("bm25", disk)))
+    in_mem = rankings(q, spec, 5, Searched(mem_corpus, mem),
+                      using=Using(other_retriever=get_retriever("bm25", mem_corpus, progress=False,
+                                                                engine="tantivy")))  # the disk corpus's engine
+    assert [disk[int(r)].id for r in on_disk[0].rows] == [mem_corpus[int(r)].id for r in in_mem[0].rows]
+
+
+def test_a_union_over_a_folder_that_kept_no_vectors_says_so():
+    from berds_core.diversify.candidates import row_vectors
+
+    class NoVectors:  # a prebuilt folder opened without its passage vectors (its query encoder may be DPR's)
+        name = "dense:dpr+prebuilt"
+
+        def search_vectors(self, q, k):
+            raise AssertionError("not reached")
+
+    with pytest.raises(ValueError, match="kept none"):
+        row_vectors(NoVectors(), np.array([0, 1]))
 
 
 def test_no_static_model_is_one_line_naming_the_verb_to_run(tmp_path, monkeypatch, capsys):

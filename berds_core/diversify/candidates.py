@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..embeddings.text_encoders import embed_text
 from ..records import Hits
 from ..retrieval.exact import scores as exact_scores
 
@@ -23,14 +22,16 @@ def is_dense(retriever) -> bool:
 
 def row_vectors(dense, rows: np.ndarray) -> np.ndarray:
     """The passage vectors of ``rows`` a dense retriever searched: its embeddings in memory, else an index
-    folder's vector shards, else its encoder on the passages (a folder that kept no vectors)."""
+    folder's vector shards; ValueError for a folder that kept none (its query encoder may not be its passage
+    encoder, DPR's is not, so nothing is encoded in their place)."""
     emb = getattr(dense, "embeddings", None)
     if emb is not None:
         return np.asarray(emb)[rows]
     vectors = getattr(getattr(dense, "dense", None), "vectors", None)
     if vectors is not None:
         return vectors.get(rows)
-    return dense.encode([embed_text(dense.corpus[int(r)]) for r in rows])
+    raise ValueError(f"the union scores its candidates by the passage vectors, and {getattr(dense, 'name', 'this')} "
+                     "kept none: build the index with its vectors (berds index), or use its own candidates")
 
 
 def union_partner(retriever) -> str:
