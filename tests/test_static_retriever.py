@@ -78,6 +78,45 @@ def test_static_vectors_do_not_depend_on_the_batch_or_the_thread_count(static_pa
     assert np.array_equal(one, two) and np.array_equal(one[:20], alone)
 
 
+
+def _awkward_texts(n: int = 1500) -> list[str]:
+    """Texts where a tokenizer could differ from its pieces: accents, CJK, emoji, special-token look-alikes, words over
+    WordPiece's 100 characters, control and other white space, and texts past the 512-token cut."""
+    import random
+
+    parts = ["a", "Chess", "is", "ΟΔΟΣ", "İstanbul", "straße", "ﬁne", "東京都", "😀", "[CLS]", "[SEP]x", "y[MASK]", "e\u0301",
+             "\u0301x", "x" * 120, "ab\x1ccd", "\x00", "\ufffd", "\u200b", "tab\there", "nb\xa0sp", "\u3000", "don't",
+             "U.S.A.", "«quote»", "مرحبا", "\r\n", "##ing", "", "\u2028", "\x85", "Ⅻ", "ǅ"]
+    seps = [" ", " ", " ", "  ", "\t", "\n", "\xa0", ""]
+    rng = random.Random(0)
+    texts = ["".join(rng.choice(parts) + rng.choice(seps) for _ in range(rng.randint(0, 700 if i % 10 == 0 else 60)))
+             for i in range(n)]
+    return texts + [" leading", "trailing ", "x " * 600, "a", "", "   "]
+
+
+def test_the_lookup_path_gives_sentence_transformers_bits_and_zeros_for_a_text_with_no_token(static_path, monkeypatch):
+    from berds_core.embeddings import static_encode
+    from berds_core.embeddings.static_encode import PieceIds, encode_static, static_module
+    from berds_core.embeddings.text_encoders import encode_normalized
+
+    texts = _awkward_texts()
+    te = TextEncoder(str(static_path), store=False)
+    module = static_module(te.encoder)
+    assert module is not None and static_module(TextEncoder(MINILM).encoder) is None
+    assert static_encode.splits_on_spaces(module.tokenizer)  # MiniLM's BERT tokenizer: ids of pieces
+    plain = encode_normalized(te.encoder, texts, 64)  # SentenceTransformer.encode
+    fast = te.encode_uncached(texts)
+    assert np.array_equal(fast[:-2], plain[:-2])  # bit for bit, the long texts cut where the tokenizer cuts
+    assert not fast[-2:].any() and not np.nan_to_num(plain[-2:]).any()  # no token: zeros (plain: 0 or NaN)
+    assert np.array_equal(encode_static(te.encoder, texts, 7), fast) and encode_static(te.encoder, [], 8).shape == (0, 64)
+    static_encode._pieces[module] = small = PieceIds(module.tokenizer, limit=40)  # a full store: the rest per batch
+    assert np.array_equal(encode_static(te.encoder, texts, 100), fast) and len(small.row) == small.n_rows == 40
+    static_encode._pieces.clear()
+    monkeypatch.setattr(static_encode, "splits_on_spaces", lambda tokenizer: False)  # another tokenizer: whole texts
+    assert np.array_equal(encode_static(te.encoder, texts, 100), fast) and static_encode.piece_ids(module) is None
+    static_encode._pieces.clear()
+
+
 def test_the_static_retriever_is_dense_on_the_static_model(static_path, demo):
     _, q, pool = demo
     r = get_retriever("static", pool, model=str(static_path), progress=False)

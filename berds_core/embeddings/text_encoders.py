@@ -57,6 +57,7 @@ import numpy as np
 from ..files.cache import cache_dir, text_hash
 from ..files.kvcache import KeyValueCache
 from .models import load_encoder, model_key, pick_device, resolve_encoding
+from .static_encode import encode_static
 from .static_folder import is_static
 from .pipeline import EncodePipeline, PipelineOptions, asked_path, resolve_path
 
@@ -133,6 +134,7 @@ class TextEncoder:
         self.encoding = "fp32" if static else resolve_encoding(encoding, self.device)
         self.path_asked = "plain" if static else asked_path(path)  # auto | fast | plain: what a Ray actor resolves
         self.path = "plain" if static else resolve_path(path, self.device)  # fast | plain (the fast path may refuse)
+        self.static = static  # encoded by embeddings.static_encode: the plain path's bits, without its per-text work
         self.options = options  # embeddings.pipeline.PipelineOptions (None: the device's defaults)
         self._pipeline = None
         self.max_seq_length = int(max_seq_length or MAX_TOKENS)
@@ -181,6 +183,8 @@ class TextEncoder:
         pipe = self.pipeline
         if pipe is not None:
             return pipe.encode(list(texts))
+        if self.static:
+            return encode_static(self.encoder, list(texts), self.batch_size)
         return encode_normalized(self.encoder, list(texts), self.batch_size)
 
     def encode_stream(self, parts, on_rows=None):

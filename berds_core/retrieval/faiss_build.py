@@ -151,7 +151,7 @@ def stdout_to_stderr():
 
 
 def _chunks(vectors):
-    for start, arr in vectors.chunks():
+    for start, arr in vectors.chunks(release=True):  # a pass over every vector holds one shard
         for a in range(0, len(arr), ADD_CHUNK):
             yield start + a, arr[a:a + ADD_CHUNK]
 

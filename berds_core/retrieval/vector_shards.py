@@ -25,6 +25,7 @@ same way.
 """
 from __future__ import annotations
 
+import mmap
 import queue
 import re
 import threading
@@ -156,10 +157,14 @@ class VectorShards(ShardSet):
     def dim(self) -> int:
         return int(self.arrays[0].shape[1]) if self.n else 0
 
-    def chunks(self):
-        """``(start, vectors)`` shard by shard (memory-mapped)."""
+    def chunks(self, release: bool = False):
+        """``(start, vectors)`` shard by shard (memory-mapped). ``release``: a shard's pages leave the process's
+        resident set once the caller asks for the next (the page cache keeps them), so a pass over 21M vectors
+        holds one shard, not all it has read (index builds; a search that passes again keeps them)."""
         for i, arr in enumerate(self.arrays):
             yield self.bounds(i)[0], arr
+            if release:
+                release_pages(arr)
 
     def get(self, rows) -> np.ndarray:
         """The vectors of ``rows`` (any order), gathered shard by shard."""
@@ -177,6 +182,17 @@ class VectorShards(ShardSet):
 
     def nbytes(self) -> int:
         return sum(self._npy(i).stat().st_size for i in range(self.n_shards) if self._npy(i).is_file())
+
+
+def release_pages(arr) -> None:
+    """Drop a memory-mapped array's pages from this process (``MADV_DONTNEED``; read again from the file when
+    touched); nothing for an array in memory or where the platform cannot."""
+    m = getattr(arr, "_mmap", None)
+    if m is not None and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            m.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):
+            pass
 
 
 class _ShardWriter:
@@ -232,7 +248,7 @@ class ArrayVectors:
     def dim(self) -> int:
         return int(self.emb.shape[1])
 
-    def chunks(self, size: int = SHARD_ROWS):
+    def chunks(self, size: int = SHARD_ROWS, release: bool = False):  # in memory: nothing to release
         for a in range(0, self.n, size):
             yield a, self.emb[a:a + size]
 
