@@ -593,3 +593,12 @@ def test_an_index_build_pass_holds_one_shard_of_mapped_vectors_not_all_it_read(t
     released, b = one_pass(True)
     assert np.array_equal(a, b) and np.allclose(a, x.sum(axis=1, dtype=np.float64))
     assert kept >= 24 << 20 and released <= 8 << 20  # all 32 MB mapped in, against at most a shard or two
+    grew = {}
+    for release in (False, True):
+        shards = VectorShards(tmp_path / "vec", rows, "h", "k", shard_rows=per)
+        before = _rss_file()
+        sample = shards.get(np.arange(0, rows, 16), release=release)  # every 16th row (a page in 4): maps them all
+        grew[release] = _rss_file() - before
+        assert np.array_equal(sample, x[::16])
+        del shards
+    assert grew[False] >= 16 << 20 and grew[True] <= 8 << 20  # the training sample's gather: a shard at a time

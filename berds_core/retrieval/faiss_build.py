@@ -48,7 +48,7 @@ def _train(index, vectors, plan, seed: int = 0, progress: bool = False) -> None:
     rows = plan.train_rows or min(vectors.n, 65_536)
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(vectors.n, size=rows, replace=False)) if rows < vectors.n else np.arange(vectors.n)
-    x = vectors.get(sample)
+    x = vectors.get(sample, release=True)  # a shard's pages go once its sampled rows are copied
     ivf = None
     try:
         ivf = faiss.extract_index_ivf(index)

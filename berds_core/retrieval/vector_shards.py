@@ -166,8 +166,10 @@ class VectorShards(ShardSet):
             if release:
                 release_pages(arr)
 
-    def get(self, rows) -> np.ndarray:
-        """The vectors of ``rows`` (any order), gathered shard by shard."""
+    def get(self, rows, release: bool = False) -> np.ndarray:
+        """The vectors of ``rows`` (any order), gathered shard by shard. ``release``: each shard's pages leave the
+        process's resident set once its rows are copied (an index's training sample: a page fault maps its
+        neighbours too, the kernel's fault-around, so 262,144 rows sampled from 21M mapped 10 GB of 21.5)."""
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         if not len(rows):
@@ -178,6 +180,8 @@ class VectorShards(ShardSet):
             local = rows[sel] - s * self.shard_rows
             order = np.argsort(local)  # ascending reads from the mapped file
             out[sel[order]] = self.arrays[int(s)][local[order]]
+            if release:
+                release_pages(self.arrays[int(s)])
         return out
 
     def nbytes(self) -> int:
@@ -252,7 +256,7 @@ class ArrayVectors:
         for a in range(0, self.n, size):
             yield a, self.emb[a:a + size]
 
-    def get(self, rows) -> np.ndarray:
+    def get(self, rows, release: bool = False) -> np.ndarray:  # in memory: nothing to release
         return self.emb[np.asarray(rows, dtype=np.int64)]
 
     def nbytes(self) -> int:
