@@ -117,6 +117,25 @@ def test_the_lookup_path_gives_sentence_transformers_bits_and_zeros_for_a_text_w
     static_encode._pieces.clear()
 
 
+def test_threads_sharing_a_model_get_the_vectors_one_thread_gets(static_path):
+    """One piece store per model serves every thread (the Playground's sessions): batches appending new pieces
+    at once must not write over each other's rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from berds_core.embeddings import static_encode
+    from berds_core.embeddings.static_encode import encode_static, static_module
+
+    te = TextEncoder(str(static_path), store=False)
+    parts = [[f"t{p} w{p}x{i} " + " ".join(f"v{(p * 7 + i * j) % 997}q{p}" for j in range(30)) for i in range(400)]
+             for p in range(6)]  # each part brings thousands of pieces no other part has
+    alone = [encode_static(te.encoder, part, 16) for part in parts]
+    static_encode._pieces.pop(static_module(te.encoder), None)  # a fresh store, filled by six threads at once
+    with ThreadPoolExecutor(6) as pool:
+        together = list(pool.map(lambda part: encode_static(te.encoder, part, 16), parts))
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together))
+    static_encode._pieces.clear()
+
+
 def test_the_static_retriever_is_dense_on_the_static_model(static_path, demo):
     _, q, pool = demo
     r = get_retriever("static", pool, model=str(static_path), progress=False)

@@ -18,6 +18,7 @@ texts (``encode_batch_fast``: ids only, no offsets).
 from __future__ import annotations
 
 import json
+import threading
 import weakref
 from itertools import chain, repeat
 
@@ -49,10 +50,12 @@ def max_length(tokenizer) -> int | None:
 
 
 class PieceIds:
-    """The ids of each distinct space-separated piece, from the tokenizer itself, in one flat array."""
+    """The ids of each distinct space-separated piece, from the tokenizer itself, in one flat array; one per
+    model, shared by every thread that encodes with it (the Playground's sessions), so a batch holds its lock."""
 
     def __init__(self, tokenizer, limit: int = PIECES):
         self.tokenizer, self.limit = tokenizer, limit
+        self._lock = threading.Lock()
         self.row: dict[str, int] = {}
         self.start, self.length, self.ids = (np.zeros(1024, np.int64) for _ in range(3))
         self.n_rows = self.n_ids = 0
@@ -74,6 +77,10 @@ class PieceIds:
 
     def features(self, texts: list[str], cut: int | None) -> tuple[np.ndarray, np.ndarray]:
         """The flat ids of ``texts`` and each text's token count, as the tokenizer gives them."""
+        with self._lock:  # two batches appending at once would write over each other's rows
+            return self._features(texts, cut)
+
+    def _features(self, texts: list[str], cut: int | None) -> tuple[np.ndarray, np.ndarray]:
         split = [t.split(" ") for t in texts]
         per_text = np.fromiter(map(len, split), np.int64, len(split))
         pieces = list(chain.from_iterable(split))
